@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build and the tests need, and nothing that is already there.
+# Safe to run repeatedly; `make build`, `make test` and `make run` call it first.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  clang clang-format libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for clang
+  libgtest-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# Node.js runs the independent reference tools (tokenizer oracle, GGUF parser cross-check). Any
+# installed node >= 18 will do; Debian's package is the fallback.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm oracles for the tests (pinned by tests/oracle/package-lock.json), never committed.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ ! -d "$root/tests/oracle/node_modules/@huggingface/gguf" ]]; then
+  echo "setup: installing npm oracles into tests/oracle/node_modules"
+  (cd "$root/tests/oracle" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,68 @@
+// src/quant/dot.h: dot products between one weight row and one activation row, per format.
+// Owns: the DotKernels table (reference = the spec of model.md §3.3; AVX2 = the fast x86 path),
+//   the one-time choice of the best table for this CPU, and a row-parallel matvec helper.
+// Does not own: activation encoding (activation.h), block layouts (blocks.h), or any backend op
+//   (backend/cpu composes these kernels into model ops).
+//
+// Exactness contract of the fast kernels against the reference (tested in dot_test.cpp):
+//   q8_0, q2_k, q4_k, iq2_xxs: bit-identical. Integer block sums are exact, and the per-block float
+//     terms are formed with the same operations and added in the reference's block order.
+//   f16: float sum reordered into 8-lane partial sums (see kF16DotReorderTol in dot_test.cpp).
+//   f32: double sum reordered; differs from the reference by at most one float rounding.
+// Activation qs must lie in [-127, 127], which quantize_act_q8_0/q8_k guarantee; the AVX2 code
+// uses sign tricks that are exact only in that range.
+#pragma once
+
+#include <cstdint>
+
+#include "ds4/status.h"
+#include "gguf/types.h"
+#include "quant/blocks.h"
+
+namespace ds4::base {
+class ThreadPool;
+}
+
+namespace ds4::quant {
+
+struct DotKernels {
+  const char* name;  // "reference", "avx2"
+  // Q8_0 weights . Q8_0 activations, n_blocks blocks of 32.
+  float (*q8_0)(const BlockQ8_0* w, const ActQ8_0* x, int64_t n_blocks);
+  // K-quant / IQ2 weights . Q8_K activations, n_blocks blocks of 256.
+  float (*q2_k)(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks);
+  float (*q4_k)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
+  float (*iq2_xxs)(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks);
+  // F16 weights (raw bits) . float activations, n values, float accumulation.
+  float (*f16)(const uint16_t* w, const float* x, int64_t n);
+  // F32 weights . float activations, n values, double accumulation.
+  float (*f32)(const float* w, const float* x, int64_t n);
+};
+
+// The scalar kernels that define the results.
+const DotKernels& reference_dot_kernels();
+// The AVX2+FMA+F16C kernels, or nullptr when this build or this CPU lacks them.
+const DotKernels* avx2_dot_kernels();
+// The fastest table this CPU supports; decided once, on first call.
+const DotKernels& best_dot_kernels();
+
+// Reference kernels, callable directly (they are also reference_dot_kernels()'s entries).
+float dot_q8_0_ref(const BlockQ8_0* w, const ActQ8_0* x, int64_t n_blocks);
+float dot_q2_k_ref(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks);
+float dot_q4_k_ref(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
+float dot_iq2_xxs_ref(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks);
+float dot_f16_ref(const uint16_t* w, const float* x, int64_t n);
+float dot_f32_ref(const float* w, const float* x, int64_t n);
+
+// True when matvec() supports weights of type t (F32, F16, Q8_0, Q2_K, Q4_K, IQ2_XXS).
+bool has_dot(gguf::GgufType t);
+
+// y[r] = dot(W row r, x) for r < rows. W is row-major: `rows` rows of `cols` values of type t.
+// x is quantised once to the activation format the type's dot needs (ActQ8_0 for Q8_0, Q8_K for
+// the 256-blocks). Rows are split over `pool` when given (nullptr = calling thread only).
+// Allocates the quantised activation; meant for tools, tests and benchmarks, not the decode loop.
+// Errors: unsupported t (unimplemented); cols not a whole number of blocks (invalid_argument).
+Status matvec(const DotKernels& k, gguf::GgufType t, const void* w, int64_t rows, int64_t cols,
+              const float* x, float* y, base::ThreadPool* pool);
+
+}  // namespace ds4::quant
