@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config python3
   clang clang-format libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for clang
   libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev

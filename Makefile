@@ -1,0 +1,63 @@
+# DwarfStar front end. Every target installs what is missing first (scripts/setup.sh).
+#   make build      configure + build everything into build/ (binaries in build/bin/)
+#   make test       build, then run the test suites with ctest (what CI runs)
+#   make run        build, then run the main job (for now: ds4-gguf --help)
+#   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make fuzz       libFuzzer on the GGUF reader for FUZZ_SECONDS (build-fuzz/)
+#   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
+#   make lint       clang-format, file-length and include-layering gates; make format fixes style
+
+JOBS ?= $(shell nproc)
+BUILD_TYPE ?= RelWithDebInfo
+FUZZ_SECONDS ?= 60
+CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build test run test-asan fuzz bench lint format clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build/build.ninja: | setup
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+configure: setup
+	cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build build -j $(JOBS)
+
+test: build
+	ctest --test-dir build --output-on-failure -j $(JOBS)
+
+run: build
+	./build/bin/ds4-gguf --help
+
+test-asan: setup
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDS4_SANITIZE=ON -DDS4_CUDA=OFF \
+	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L unit
+
+fuzz: setup
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
+	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds
+	mkdir -p build-fuzz/corpus/gguf
+	./build-fuzz/bin/gguf_fuzz_seeds build-fuzz/corpus/gguf
+	./build-fuzz/bin/gguf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  -print_final_stats=1 build-fuzz/corpus/gguf
+
+bench: build
+	./build/bin/ds4-kernel-bench
+
+lint: setup
+	bash scripts/lint.sh
+
+format:
+	git ls-files '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-fuzz
