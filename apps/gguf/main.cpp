@@ -1,7 +1,6 @@
 // apps/gguf/main.cpp: ds4-gguf, the GGUF tool. Flag parsing and dispatch only; each subcommand
 // lives in its own file (info.cpp, ...).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "apps/gguf/commands.h"
@@ -12,9 +11,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   InfoOptions info;
-  CLI::App* info_cmd = app.add_subcommand("info", "print header, metadata and tensor table of a GGUF file");
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "print header, metadata and tensor table of a GGUF file");
   info_cmd->add_option("file", info.path, "GGUF file")->required();
-  info_cmd->add_option("--max-array-items", info.max_array_items, "array items shown before abbreviating")
+  info_cmd
+      ->add_option("--max-array-items", info.max_array_items,
+                   "array items shown before abbreviating")
       ->check(CLI::Range(0, 1 << 20));
 
   try {

@@ -1,6 +1,7 @@
 // include/ds4/status.h: the error vocabulary shared by every module and by applications.
 // Owns: Status (a code plus a human-readable message), Result<T> (a value or a Status), DS4_TRY.
-// Does not own: invariant checks (src/base/check.h aborts on bugs; Status is for expected failures).
+// Does not own: invariant checks (src/base/check.h aborts on bugs; Status is for expected
+// failures).
 //
 // Expected failures -- bad files, bad requests, missing devices, exhausted memory for a context --
 // travel as Status. Messages say what failed, where (file offset, tensor or key name) and the
@@ -67,7 +68,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).is_ok()) v_ = Status::internal("Result constructed from OK status");
   }
@@ -104,10 +105,10 @@ Status to_status(const Result<T>& r) {
 #define DS4_CONCAT_(a, b) DS4_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define DS4_TRY(expr)                                                       \
-  do {                                                                      \
-    ::ds4::Status ds4_try_status_ = ::ds4::detail::to_status((expr));       \
-    if (!ds4_try_status_.is_ok()) return ds4_try_status_;                   \
+#define DS4_TRY(expr)                                                 \
+  do {                                                                \
+    ::ds4::Status ds4_try_status_ = ::ds4::detail::to_status((expr)); \
+    if (!ds4_try_status_.is_ok()) return ds4_try_status_;             \
   } while (0)
 
 // `DS4_ASSIGN_OR_RETURN(auto x, make_x());` binds the value or returns the error.

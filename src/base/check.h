@@ -8,15 +8,15 @@ namespace ds4::base {
     __attribute__((format(printf, 4, 5)));
 }  // namespace ds4::base
 
-#define DS4_CHECK(cond)                                                 \
-  do {                                                                  \
-    if (__builtin_expect(!(cond), 0))                                   \
-      ::ds4::base::check_failed(__FILE__, __LINE__, #cond, "%s", "");   \
+#define DS4_CHECK(cond)                                               \
+  do {                                                                \
+    if (__builtin_expect(!(cond), 0))                                 \
+      ::ds4::base::check_failed(__FILE__, __LINE__, #cond, "%s", ""); \
   } while (0)
 
-#define DS4_CHECK_MSG(cond, ...)                                        \
-  do {                                                                  \
-    if (__builtin_expect(!(cond), 0))                                   \
+#define DS4_CHECK_MSG(cond, ...)                                         \
+  do {                                                                   \
+    if (__builtin_expect(!(cond), 0))                                    \
       ::ds4::base::check_failed(__FILE__, __LINE__, #cond, __VA_ARGS__); \
   } while (0)
 

@@ -25,7 +25,8 @@ constexpr float f16_to_f32(uint16_t h) {
     ++e;
     mant <<= 1;
   } while ((mant & 0x400u) == 0);
-  return std::bit_cast<float>(sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13));
+  return std::bit_cast<float>(sign | (static_cast<uint32_t>(112 - e) << 23) |
+                              ((mant & 0x3ffu) << 13));
 }
 
 constexpr uint16_t f32_to_f16(float f) {
@@ -48,18 +49,22 @@ constexpr uint16_t f32_to_f16(float f) {
   }
   uint32_t half = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
   const uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // carry may reach infinity: correct
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
+    ++half;  // carry may reach infinity: correct
   return static_cast<uint16_t>(sign | half);
 }
 
 // f16(x) in model.md's notation: the float32 value after a round trip through binary16.
 constexpr float f16_round(float f) { return f16_to_f32(f32_to_f16(f)); }
 
-constexpr float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+constexpr float bf16_to_f32(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 constexpr uint16_t f32_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>((x + rounding) >> 16);
 }

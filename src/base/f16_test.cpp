@@ -1,6 +1,8 @@
 // Protects: the f16/bf16 conversions every quant format and KV row depends on.
 // Oracle: the CPU's own F16C conversion instructions (vcvtps2ph with round-to-nearest-even,
 // vcvtph2ps), an implementation nobody here wrote; skipped where the CPU lacks F16C.
+#include "base/f16.h"
+
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
@@ -8,8 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
-
-#include "base/f16.h"
 
 namespace ds4 {
 namespace {
@@ -65,8 +65,8 @@ TEST(F16, SpecialValuesFollowTheSpec) {
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // halfway to the next binade rounds to infinity
   EXPECT_EQ(f32_to_f16(-1e10f), 0xfc00);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even: zero
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);   // smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);   // tie to even: zero
   EXPECT_EQ(f32_to_f16(-std::ldexp(1.0f, -26)), 0x8000);  // flush keeps the sign
   EXPECT_EQ(f32_to_f16(std::nanf("")), 0x7e00);
   EXPECT_EQ(f32_to_f16(-std::nanf("")), 0xfe00);

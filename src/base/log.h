@@ -1,6 +1,7 @@
 // src/base/log.h: leveled diagnostics on stderr.
-// Owns: the log line format and the level threshold (read once from DS4_LOG: error|warn|info|debug).
-// Does not own: user-facing output of applications, which print their own results on stdout.
+// Owns: the log line format and the level threshold (read once from DS4_LOG:
+// error|warn|info|debug). Does not own: user-facing output of applications, which print their own
+// results on stdout.
 #pragma once
 
 namespace ds4::base {

@@ -16,7 +16,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    if (err == ENOENT) return Status::not_found("cannot open '%s': %s", path.c_str(), std::strerror(err));
+    if (err == ENOENT)
+      return Status::not_found("cannot open '%s': %s", path.c_str(), std::strerror(err));
     return Status::io_error("cannot open '%s': %s", path.c_str(), std::strerror(err));
   }
   struct stat st {};

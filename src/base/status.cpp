@@ -36,13 +36,13 @@ const char* to_string(StatusCode code) {
   return "unknown status";
 }
 
-#define DS4_STATUS_FACTORY_(fn, code)              \
-  Status Status::fn(const char* fmt, ...) {        \
-    va_list args;                                  \
-    va_start(args, fmt);                           \
+#define DS4_STATUS_FACTORY_(fn, code)               \
+  Status Status::fn(const char* fmt, ...) {         \
+    va_list args;                                   \
+    va_start(args, fmt);                            \
     Status s(StatusCode::code, vformat(fmt, args)); \
-    va_end(args);                                  \
-    return s;                                      \
+    va_end(args);                                   \
+    return s;                                       \
   }
 
 DS4_STATUS_FACTORY_(invalid_argument, kInvalidArgument)

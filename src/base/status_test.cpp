@@ -1,7 +1,7 @@
 // Protects: Status/Result semantics and the DS4_TRY / DS4_ASSIGN_OR_RETURN control flow.
-#include <gtest/gtest.h>
-
 #include "ds4/status.h"
+
+#include <gtest/gtest.h>
 
 namespace ds4 {
 namespace {

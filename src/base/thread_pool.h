@@ -37,11 +37,11 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   const std::function<void(int64_t)>* job_ = nullptr;  // guarded by mu_
-  int64_t n_tasks_ = 0;                                 // guarded by mu_
-  int64_t next_task_ = 0;                               // guarded by mu_
-  int64_t generation_ = 0;                              // guarded by mu_
-  int busy_ = 0;                                        // guarded by mu_
-  bool stop_ = false;                                   // guarded by mu_
+  int64_t n_tasks_ = 0;                                // guarded by mu_
+  int64_t next_task_ = 0;                              // guarded by mu_
+  int64_t generation_ = 0;                             // guarded by mu_
+  int busy_ = 0;                                       // guarded by mu_
+  bool stop_ = false;                                  // guarded by mu_
 };
 
 }  // namespace ds4::base

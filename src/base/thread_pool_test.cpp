@@ -1,10 +1,10 @@
 // Protects: ThreadPool runs every task exactly once, for any pool size, across repeated loops.
+#include "base/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <vector>
-
-#include "base/thread_pool.h"
 
 namespace ds4::base {
 namespace {

@@ -45,35 +45,51 @@ TEST(GgufCorrupt, EveryHostileFileIsRejectedWithAReason) {
   cases.push_back({"truncated header", Bytes().header(0, 0).raw("").zeros(0), ""});
   cases.back().bytes = Bytes().put<uint32_t>(0x46554747).put<uint32_t>(3).put<uint64_t>(0);
   cases.back().expect = "too small";
-  cases.push_back({"bad magic", Bytes().raw("GGML").put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(0),
+  cases.push_back({"bad magic",
+                   Bytes().raw("GGML").put<uint32_t>(3).put<uint64_t>(0).put<uint64_t>(0),
                    "bad magic"});
   cases.push_back({"version 2", Bytes().header(0, 0, 2), "unsupported GGUF version 2"});
   cases.push_back({"absurd kv count", Bytes().header(0, uint64_t{1} << 60), "metadata count"});
   cases.push_back({"absurd tensor count", Bytes().header(uint64_t{1} << 40, 0), "tensor count"});
   cases.push_back({"key longer than file",
-                   Bytes().header(0, 1).put<uint64_t>(1000).raw("abc").zeros(11), "claims 1000 bytes"});
-  cases.push_back({"empty key", Bytes().header(0, 1).str("").put<uint32_t>(0).put<uint8_t>(1).zeros(8),
+                   Bytes().header(0, 1).put<uint64_t>(1000).raw("abc").zeros(11),
+                   "claims 1000 bytes"});
+  cases.push_back({"empty key",
+                   Bytes().header(0, 1).str("").put<uint32_t>(0).put<uint8_t>(1).zeros(8),
                    "is empty"});
-  cases.push_back({"key not utf-8", Bytes().header(0, 1).str("bad\xc3\x28key").put<uint32_t>(4).put<uint32_t>(1),
+  cases.push_back({"key not utf-8",
+                   Bytes().header(0, 1).str("bad\xc3\x28key").put<uint32_t>(4).put<uint32_t>(1),
                    "not valid UTF-8"});
-  cases.push_back({"overlong utf-8 key", Bytes().header(0, 1).str("\xc0\xafkey").put<uint32_t>(4).put<uint32_t>(1),
+  cases.push_back({"overlong utf-8 key",
+                   Bytes().header(0, 1).str("\xc0\xafkey").put<uint32_t>(4).put<uint32_t>(1),
                    "not valid UTF-8"});
-  cases.push_back({"duplicate key", Bytes().header(0, 2).kv_u32("k", 1).kv_u32("k", 2), "duplicate metadata key 'k'"});
-  cases.push_back({"unknown value type", Bytes().header(0, 1).str("k").put<uint32_t>(13).put<uint32_t>(0).zeros(8),
+  cases.push_back({"duplicate key", Bytes().header(0, 2).kv_u32("k", 1).kv_u32("k", 2),
+                   "duplicate metadata key 'k'"});
+  cases.push_back({"unknown value type",
+                   Bytes().header(0, 1).str("k").put<uint32_t>(13).put<uint32_t>(0).zeros(8),
                    "unknown value type 13"});
-  cases.push_back({"truncated value", Bytes().header(0, 1).str("k").put<uint32_t>(10).put<uint32_t>(0),
-                   "truncated"});
-  cases.push_back({"bool not 0/1", Bytes().header(0, 1).str("k").put<uint32_t>(7).put<uint8_t>(2).zeros(8),
+  cases.push_back({"truncated value",
+                   Bytes().header(0, 1).str("k").put<uint32_t>(10).put<uint32_t>(0), "truncated"});
+  cases.push_back({"bool not 0/1",
+                   Bytes().header(0, 1).str("k").put<uint32_t>(7).put<uint8_t>(2).zeros(8),
                    "must be 0 or 1"});
-  cases.push_back({"string longer than file",
-                   Bytes().header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(uint64_t{1} << 62).zeros(4),
-                   "remain in the file"});
+  cases.push_back(
+      {"string longer than file",
+       Bytes().header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(uint64_t{1} << 62).zeros(4),
+       "remain in the file"});
   cases.push_back({"array count absurd",
-                   Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(uint64_t{1} << 61).zeros(16),
+                   Bytes()
+                       .header(0, 1)
+                       .str("k")
+                       .put<uint32_t>(9)
+                       .put<uint32_t>(4)
+                       .put<uint64_t>(uint64_t{1} << 61)
+                       .zeros(16),
                    "more than the"});
-  cases.push_back({"array of unknown type",
-                   Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(99).put<uint64_t>(1).zeros(8),
-                   "unknown element type 99"});
+  cases.push_back(
+      {"array of unknown type",
+       Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(99).put<uint64_t>(1).zeros(8),
+       "unknown element type 99"});
   {
     Bytes deep;
     deep.header(0, 1).str("k").put<uint32_t>(9);
@@ -82,40 +98,59 @@ TEST(GgufCorrupt, EveryHostileFileIsRejectedWithAReason) {
     cases.push_back({"arrays nested too deep", deep, "nested deeper"});
   }
   cases.push_back({"alignment not power of two",
-                   Bytes().header(0, 1).kv_u32("general.alignment", 24), "general.alignment must be"});
-  cases.push_back({"alignment wrong type",
-                   Bytes().header(0, 1).str("general.alignment").put<uint32_t>(10).put<uint64_t>(32), "general.alignment must be"});
-  cases.push_back({"tensor with zero dims",
-                   Bytes().header(1, 0).str("t").put<uint32_t>(0).put<uint32_t>(0).put<uint64_t>(0).zeros(16),
-                   "has 0 dimensions"});
-  cases.push_back({"tensor with 9 dims",
-                   Bytes().header(1, 0).str("t").put<uint32_t>(9).zeros(96), "has 9 dimensions"});
-  cases.push_back({"tensor dim zero", Bytes().header(1, 0).tensor("t", 0, 0, 0).pad_to(32).zeros(32), "dimension 0 is zero"});
+                   Bytes().header(0, 1).kv_u32("general.alignment", 24),
+                   "general.alignment must be"});
+  cases.push_back(
+      {"alignment wrong type",
+       Bytes().header(0, 1).str("general.alignment").put<uint32_t>(10).put<uint64_t>(32),
+       "general.alignment must be"});
+  cases.push_back(
+      {"tensor with zero dims",
+       Bytes().header(1, 0).str("t").put<uint32_t>(0).put<uint32_t>(0).put<uint64_t>(0).zeros(16),
+       "has 0 dimensions"});
+  cases.push_back({"tensor with 9 dims", Bytes().header(1, 0).str("t").put<uint32_t>(9).zeros(96),
+                   "has 9 dimensions"});
+  cases.push_back({"tensor dim zero",
+                   Bytes().header(1, 0).tensor("t", 0, 0, 0).pad_to(32).zeros(32),
+                   "dimension 0 is zero"});
   {
     Bytes b;
-    b.header(1, 0).str("t").put<uint32_t>(2).put<uint64_t>(uint64_t{1} << 40).put<uint64_t>(uint64_t{1} << 40)
-        .put<uint32_t>(0).put<uint64_t>(0).pad_to(32);
+    b.header(1, 0)
+        .str("t")
+        .put<uint32_t>(2)
+        .put<uint64_t>(uint64_t{1} << 40)
+        .put<uint64_t>(uint64_t{1} << 40)
+        .put<uint32_t>(0)
+        .put<uint64_t>(0)
+        .pad_to(32);
     cases.push_back({"element count overflow", b, "overflows"});
   }
-  cases.push_back({"unknown tensor type", Bytes().header(1, 0).tensor("t", 8, 4, 0).pad_to(32).zeros(32),
+  cases.push_back({"unknown tensor type",
+                   Bytes().header(1, 0).tensor("t", 8, 4, 0).pad_to(32).zeros(32),
                    "unknown type id 4"});
-  cases.push_back({"row not whole blocks", Bytes().header(1, 0).tensor("t", 33, 8, 0).pad_to(32).zeros(64),
+  cases.push_back({"row not whole blocks",
+                   Bytes().header(1, 0).tensor("t", 33, 8, 0).pad_to(32).zeros(64),
                    "not a multiple of the q8_0 block"});
-  cases.push_back({"tensor name not utf-8", Bytes().header(1, 0).tensor("\xff", 8, 0, 0).pad_to(32).zeros(32),
+  cases.push_back({"tensor name not utf-8",
+                   Bytes().header(1, 0).tensor("\xff", 8, 0, 0).pad_to(32).zeros(32),
                    "not valid UTF-8"});
-  cases.push_back({"duplicate tensor",
-                   Bytes().header(2, 0).tensor("t", 8, 0, 0).tensor("t", 8, 0, 32).pad_to(32).zeros(64),
-                   "duplicate tensor name 't'"});
-  cases.push_back({"misaligned tensor offset", Bytes().header(1, 0).tensor("t", 8, 0, 4).pad_to(32).zeros(64),
+  cases.push_back(
+      {"duplicate tensor",
+       Bytes().header(2, 0).tensor("t", 8, 0, 0).tensor("t", 8, 0, 32).pad_to(32).zeros(64),
+       "duplicate tensor name 't'"});
+  cases.push_back({"misaligned tensor offset",
+                   Bytes().header(1, 0).tensor("t", 8, 0, 4).pad_to(32).zeros(64),
                    "not a multiple of the alignment"});
-  cases.push_back({"tensor past end of file", Bytes().header(1, 0).tensor("t", 8, 0, 0).pad_to(32).zeros(31),
+  cases.push_back({"tensor past end of file",
+                   Bytes().header(1, 0).tensor("t", 8, 0, 0).pad_to(32).zeros(31),
                    "extends past the end"});
   cases.push_back({"tensor offset absurd",
                    Bytes().header(1, 0).tensor("t", 8, 0, uint64_t{1} << 63).pad_to(32).zeros(32),
                    "extends past the end"});
-  cases.push_back({"overlapping tensors",
-                   Bytes().header(2, 0).tensor("a", 16, 0, 0).tensor("b", 8, 0, 32).pad_to(32).zeros(64),
-                   "overlaps tensor 'a'"});
+  cases.push_back(
+      {"overlapping tensors",
+       Bytes().header(2, 0).tensor("a", 16, 0, 0).tensor("b", 8, 0, 32).pad_to(32).zeros(64),
+       "overlaps tensor 'a'"});
   cases.push_back({"data section missing", Bytes().header(1, 0).tensor("t", 8, 0, 0), "file ends"});
   {
     Bytes b = valid_file();
@@ -128,8 +163,10 @@ TEST(GgufCorrupt, EveryHostileFileIsRejectedWithAReason) {
   for (const Case& c : cases) {
     const Status s = parse(c.bytes);
     EXPECT_FALSE(s.is_ok()) << c.name;
-    EXPECT_TRUE(s.code() == StatusCode::kInvalidFile || s.code() == StatusCode::kOutOfRange) << c.name;
-    EXPECT_NE(s.message().find(c.expect), std::string::npos) << c.name << ": got '" << s.message() << "'";
+    EXPECT_TRUE(s.code() == StatusCode::kInvalidFile || s.code() == StatusCode::kOutOfRange)
+        << c.name;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos)
+        << c.name << ": got '" << s.message() << "'";
   }
 }
 

@@ -37,10 +37,13 @@ std::vector<std::pair<std::string, Value>> every_value_type() {
   kv.emplace_back("t.arr_u32", Value::u32_array(ratios));
   const std::vector<float> clamps = {10.0f, 10.0f, -0.0f, std::numeric_limits<float>::infinity()};
   kv.emplace_back("t.arr_f32", Value::f32_array(clamps));
-  kv.emplace_back("t.arr_bool", Value::array(ValueType::kBool, {Value::boolean(true), Value::boolean(false)}));
+  kv.emplace_back("t.arr_bool",
+                  Value::array(ValueType::kBool, {Value::boolean(true), Value::boolean(false)}));
   kv.emplace_back("t.arr_i8", Value::array(ValueType::kI8, {Value::i8(-1), Value::i8(127)}));
-  kv.emplace_back("t.arr_f64", Value::array(ValueType::kF64, {Value::f64(1e300), Value::f64(-2.5)}));
-  kv.emplace_back("t.arr_string", Value::string_array({"a", "", "Ġthe", "<｜begin▁of▁sentence｜>"}));
+  kv.emplace_back("t.arr_f64",
+                  Value::array(ValueType::kF64, {Value::f64(1e300), Value::f64(-2.5)}));
+  kv.emplace_back("t.arr_string",
+                  Value::string_array({"a", "", "Ġthe", "<｜begin▁of▁sentence｜>"}));
   kv.emplace_back("t.arr_empty", Value::array(ValueType::kU64, {}));
   // Arrays of arrays, three levels deep, mixing element types per level.
   Value inner1 = Value::array(ValueType::kI16, {Value::i16(1), Value::i16(-2)});
@@ -75,7 +78,8 @@ void write_file(const std::string& path, uint32_t alignment, const std::vector<T
   auto w = Writer::create(path, alignment);
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
   for (auto& [k, v] : every_value_type()) ASSERT_TRUE(w->add_metadata(k, v).is_ok()) << k;
-  for (const auto& t : tensors) ASSERT_TRUE(w->add_tensor(t.name, t.type, t.dims).is_ok()) << t.name;
+  for (const auto& t : tensors)
+    ASSERT_TRUE(w->add_tensor(t.name, t.type, t.dims).is_ok()) << t.name;
   ASSERT_TRUE(w->write_header().is_ok());
   for (size_t i = tensors.size(); i-- > 0;) {  // tensors in reverse order, each in 3 chunks
     const auto data = pattern(w->tensor_bytes(i), static_cast<uint32_t>(i));
@@ -150,7 +154,8 @@ TEST(GgufRoundTrip, TypedGettersEnforceTypes) {
   EXPECT_EQ(*r->get_u32("t.u32"), 4000000000u);
   EXPECT_EQ(r->get_u32("t.i32").status().code(), StatusCode::kInvalidModel);
   EXPECT_EQ(r->get_u32("nope").status().code(), StatusCode::kInvalidModel);
-  EXPECT_NE(r->get_u32("nope").status().message().find("missing metadata key 'nope'"), std::string::npos);
+  EXPECT_NE(r->get_u32("nope").status().message().find("missing metadata key 'nope'"),
+            std::string::npos);
   EXPECT_EQ(*r->get_u64_like("t.u64"), std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(*r->get_u64_like("t.u32"), 4000000000u);
   EXPECT_DOUBLE_EQ(*r->get_f64_like("t.f32"), static_cast<double>(1.5e-6f));
@@ -220,7 +225,9 @@ TEST(GgufWriter, ParallelChunkedWritesAssembleExactly) {
   for (size_t c = 0; c < n_chunks; ++c) {
     threads.emplace_back([&, c] {
       const size_t end = c + 1 == n_chunks ? data.size() : (c + 1) * chunk;
-      EXPECT_TRUE(w->write_tensor_data(0, std::span(data).subspan(c * chunk, end - c * chunk), c * chunk).is_ok());
+      EXPECT_TRUE(
+          w->write_tensor_data(0, std::span(data).subspan(c * chunk, end - c * chunk), c * chunk)
+              .is_ok());
     });
   }
   for (auto& t : threads) t.join();

@@ -3,11 +3,11 @@
 // scripts/setup.sh), run through node on a file our writer produced. Every metadata value type,
 // nested arrays, tensor names, shapes, types, offsets and the data offset must agree.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "gguf/reader.h"
@@ -53,8 +53,8 @@ void expect_same(const Value& v, const json& typed, const json& raw, const std::
     }
     case ValueType::kU64:
     case ValueType::kI64: {
-      const std::string want = v.type() == ValueType::kU64 ? std::to_string(*v.as_u64())
-                                                            : std::to_string(*v.as_i64());
+      const std::string want =
+          v.type() == ValueType::kU64 ? std::to_string(*v.as_u64()) : std::to_string(*v.as_i64());
       ASSERT_EQ(raw.is_string() ? raw.get<std::string>() : raw.dump(), want);
       return;
     }
@@ -64,7 +64,8 @@ void expect_same(const Value& v, const json& typed, const json& raw, const std::
       if (typed.is_object() && typed.contains("subType")) {
         ASSERT_EQ(typed["subType"].get<int>(), static_cast<int>(v.elem_type()));
       }
-      for (uint64_t i = 0; i < v.size(); ++i) expect_same(v.at(i), json(), raw[i], key + "[" + std::to_string(i) + "]");
+      for (uint64_t i = 0; i < v.size(); ++i)
+        expect_same(v.at(i), json(), raw[i], key + "[" + std::to_string(i) + "]");
       return;
     }
     default: ASSERT_EQ(raw.get<int64_t>(), *v.as_i64()); return;
@@ -80,10 +81,14 @@ TEST(GgufOracle, HuggingFaceParserAgreesWithOurWriter) {
   const std::string path = tmp.file("oracle.gguf");
   std::vector<std::pair<std::string, Value>> kv = {
       {"general.architecture", Value::string("deepseek4")},
-      {"a.u8", Value::u8(200)},       {"a.i8", Value::i8(-5)},
-      {"a.u16", Value::u16(60000)},   {"a.i16", Value::i16(-300)},
-      {"a.u32", Value::u32(129280)},  {"a.i32", Value::i32(-7)},
-      {"a.f32", Value::f32(1e-6f)},   {"a.bool", Value::boolean(false)},
+      {"a.u8", Value::u8(200)},
+      {"a.i8", Value::i8(-5)},
+      {"a.u16", Value::u16(60000)},
+      {"a.i16", Value::i16(-300)},
+      {"a.u32", Value::u32(129280)},
+      {"a.i32", Value::i32(-7)},
+      {"a.f32", Value::f32(1e-6f)},
+      {"a.bool", Value::boolean(false)},
       {"a.str", Value::string("<｜User｜> ünïcödé")},
       {"a.u64", Value::u64(uint64_t{1} << 60)},
       {"a.i64", Value::i64(-(int64_t{1} << 55))},
@@ -91,9 +96,10 @@ TEST(GgufOracle, HuggingFaceParserAgreesWithOurWriter) {
       {"a.ratios", Value::u32_array(std::vector<uint32_t>{0, 0, 4, 128})},
       {"a.clamp", Value::f32_array(std::vector<float>{10.0f, 10.0f})},
       {"a.tokens", Value::string_array({"<｜begin▁of▁sentence｜>", "Ġthe", "\n"})},
-      {"a.nested", Value::nested_array(ValueType::kArray,
-                                       {Value::array(ValueType::kI16, {Value::i16(1), Value::i16(2)}),
-                                        Value::array(ValueType::kI16, {Value::i16(-3)})})},
+      {"a.nested",
+       Value::nested_array(ValueType::kArray,
+                           {Value::array(ValueType::kI16, {Value::i16(1), Value::i16(2)}),
+                            Value::array(ValueType::kI16, {Value::i16(-3)})})},
   };
   struct T {
     const char* name;

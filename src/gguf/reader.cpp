@@ -133,7 +133,8 @@ Status Parser::read_value(ValueType type, Value* out, uint32_t depth, const std:
   std::memcpy(raw, b_.data() + pos_, w);
   pos_ += w;
   if (type == ValueType::kBool && raw[0] > 1) {
-    return Status::invalid_file("bool value of key '%s' at offset %" PRIu64 " is %u (must be 0 or 1)",
+    return Status::invalid_file("bool value of key '%s' at offset %" PRIu64
+                                " is %u (must be 0 or 1)",
                                 key.c_str(), at, raw[0]);
   }
   *out = Value::packed_array(type, 1, std::vector<uint8_t>(raw, raw + w)).at(0);
@@ -143,8 +144,9 @@ Status Parser::read_value(ValueType type, Value* out, uint32_t depth, const std:
 Status Parser::read_array(Value* out, uint32_t depth, const std::string& key) {
   const uint64_t at = pos_;
   if (depth > limits_.max_array_depth) {
-    return Status::invalid_file("arrays of key '%s' nested deeper than %u levels at offset %" PRIu64,
-                                key.c_str(), limits_.max_array_depth, at);
+    return Status::invalid_file(
+        "arrays of key '%s' nested deeper than %u levels at offset %" PRIu64, key.c_str(),
+        limits_.max_array_depth, at);
   }
   uint32_t elem_id = 0;
   uint64_t count = 0;
@@ -162,10 +164,10 @@ Status Parser::read_array(Value* out, uint32_t depth, const std::string& key) {
                             : elem == ValueType::kArray ? 12
                                                         : scalar_bytes(elem);
   if (count > remaining() / min_elem) {
-    return Status::invalid_file("array of key '%s' at offset %" PRIu64 " claims %" PRIu64
-                                " elements of %s, more than the %" PRIu64 " remaining bytes can hold",
-                                key.c_str(), at, count, std::string(to_string(elem)).c_str(),
-                                remaining());
+    return Status::invalid_file(
+        "array of key '%s' at offset %" PRIu64 " claims %" PRIu64
+        " elements of %s, more than the %" PRIu64 " remaining bytes can hold",
+        key.c_str(), at, count, std::string(to_string(elem)).c_str(), remaining());
   }
   if (elem != ValueType::kString && elem != ValueType::kArray) {
     const uint64_t n_bytes = count * min_elem;
@@ -202,12 +204,15 @@ Status Parser::read_metadata(Reader& r, uint64_t n_kv) {
     const uint64_t at = pos_;
     KeyValue kv;
     DS4_TRY(read_string(&kv.key, "metadata key", kMaxKeyBytes));
-    if (kv.key.empty()) return Status::invalid_file("metadata key %" PRIu64 " at offset %" PRIu64 " is empty", i, at);
+    if (kv.key.empty())
+      return Status::invalid_file("metadata key %" PRIu64 " at offset %" PRIu64 " is empty", i, at);
     if (!is_valid_utf8(kv.key)) {
-      return Status::invalid_file("metadata key %" PRIu64 " at offset %" PRIu64 " is not valid UTF-8", i, at);
+      return Status::invalid_file(
+          "metadata key %" PRIu64 " at offset %" PRIu64 " is not valid UTF-8", i, at);
     }
     if (r.key_index_.count(kv.key) != 0) {
-      return Status::invalid_file("duplicate metadata key '%s' at offset %" PRIu64, kv.key.c_str(), at);
+      return Status::invalid_file("duplicate metadata key '%s' at offset %" PRIu64, kv.key.c_str(),
+                                  at);
     }
     uint32_t type_id = 0;
     const uint64_t type_at = pos_;
@@ -227,25 +232,31 @@ Status Parser::read_tensor_info(Reader& r, uint64_t index) {
   const uint64_t at = pos_;
   TensorInfo t;
   DS4_TRY(read_string(&t.name, "tensor name", kMaxKeyBytes));
-  if (t.name.empty()) return Status::invalid_file("tensor %" PRIu64 " at offset %" PRIu64 " has an empty name", index, at);
+  if (t.name.empty())
+    return Status::invalid_file("tensor %" PRIu64 " at offset %" PRIu64 " has an empty name", index,
+                                at);
   if (!is_valid_utf8(t.name)) {
-    return Status::invalid_file("tensor %" PRIu64 " name at offset %" PRIu64 " is not valid UTF-8", index, at);
+    return Status::invalid_file("tensor %" PRIu64 " name at offset %" PRIu64 " is not valid UTF-8",
+                                index, at);
   }
   if (r.tensor_index_.count(t.name) != 0) {
-    return Status::invalid_file("duplicate tensor name '%s' at offset %" PRIu64, t.name.c_str(), at);
+    return Status::invalid_file("duplicate tensor name '%s' at offset %" PRIu64, t.name.c_str(),
+                                at);
   }
   const char* name = t.name.c_str();
   uint32_t n_dims = 0;
   DS4_TRY(read(&n_dims, "tensor dimension count"));
   if (n_dims == 0 || n_dims > kMaxDims) {
-    return Status::invalid_file("tensor '%s' has %u dimensions (must be 1..%u)", name, n_dims, kMaxDims);
+    return Status::invalid_file("tensor '%s' has %u dimensions (must be 1..%u)", name, n_dims,
+                                kMaxDims);
   }
   t.n_elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     uint64_t dim = 0;
     DS4_TRY(read(&dim, "tensor dimension"));
     if (dim == 0) return Status::invalid_file("tensor '%s' dimension %u is zero", name, d);
-    if (__builtin_mul_overflow(t.n_elements, dim, &t.n_elements) || t.n_elements > (uint64_t{1} << 62)) {
+    if (__builtin_mul_overflow(t.n_elements, dim, &t.n_elements) ||
+        t.n_elements > (uint64_t{1} << 62)) {
       return Status::invalid_file("tensor '%s' element count overflows at dimension %u", name, d);
     }
     t.dims.push_back(dim);
@@ -260,7 +271,8 @@ Status Parser::read_tensor_info(Reader& r, uint64_t index) {
   }
   t.type = info->type;
   if (t.dims[0] % info->block_elems != 0) {
-    return Status::invalid_file("tensor '%s' row length %" PRIu64 " is not a multiple of the %s block (%u)",
+    return Status::invalid_file("tensor '%s' row length %" PRIu64
+                                " is not a multiple of the %s block (%u)",
                                 name, t.dims[0], info->name.data(), info->block_elems);
   }
   const auto n_bytes = byte_size(t.type, t.n_elements);
@@ -286,7 +298,8 @@ Status Parser::check_layout(Reader& r) {
   std::vector<const TensorInfo*> by_offset;
   for (TensorInfo& t : r.tensors_) {
     if (t.offset % a != 0) {
-      return Status::invalid_file("tensor '%s' offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
+      return Status::invalid_file("tensor '%s' offset %" PRIu64
+                                  " is not a multiple of the alignment %" PRIu64,
                                   t.name.c_str(), t.offset, a);
     }
     if (t.offset > data_bytes || t.n_bytes > data_bytes - t.offset) {
@@ -303,10 +316,9 @@ Status Parser::check_layout(Reader& r) {
     const TensorInfo& prev = *by_offset[i - 1];
     const TensorInfo& cur = *by_offset[i];
     if (cur.offset < prev.offset + prev.n_bytes) {
-      return Status::invalid_file("tensor '%s' at offset %" PRIu64 " overlaps tensor '%s' (%" PRIu64
-                                  "..%" PRIu64 ")",
-                                  cur.name.c_str(), cur.offset, prev.name.c_str(), prev.offset,
-                                  prev.offset + prev.n_bytes);
+      return Status::invalid_file(
+          "tensor '%s' at offset %" PRIu64 " overlaps tensor '%s' (%" PRIu64 "..%" PRIu64 ")",
+          cur.name.c_str(), cur.offset, prev.name.c_str(), prev.offset, prev.offset + prev.n_bytes);
     }
   }
   return Status::ok();
@@ -314,7 +326,8 @@ Status Parser::check_layout(Reader& r) {
 
 Status Parser::parse(Reader& r) {
   if (b_.size() < 24) {
-    return Status::invalid_file("file is %zu bytes, too small for a GGUF header (24 bytes)", b_.size());
+    return Status::invalid_file("file is %zu bytes, too small for a GGUF header (24 bytes)",
+                                b_.size());
   }
   uint32_t magic = 0;
   DS4_TRY(read(&magic, "magic"));
@@ -332,19 +345,22 @@ Status Parser::parse(Reader& r) {
   // Smallest possible entries: a key-value pair is 8+1 (key) + 4 (type) + 1 (u8) = 14 bytes; a
   // tensor entry is 8+1 (name) + 4 (n_dims) + 8 (one dim) + 4 (type) + 8 (offset) = 33 bytes.
   if (n_kv > remaining() / 14) {
-    return Status::invalid_file("metadata count %" PRIu64 " at offset 16 is impossible for a %zu-byte file",
+    return Status::invalid_file("metadata count %" PRIu64
+                                " at offset 16 is impossible for a %zu-byte file",
                                 n_kv, b_.size());
   }
   if (n_tensors > remaining() / 33) {
-    return Status::invalid_file("tensor count %" PRIu64 " at offset 8 is impossible for a %zu-byte file",
+    return Status::invalid_file("tensor count %" PRIu64
+                                " at offset 8 is impossible for a %zu-byte file",
                                 n_tensors, b_.size());
   }
   DS4_TRY(read_metadata(r, n_kv));
   if (const Value* a = r.find("general.alignment")) {
     const auto v = a->type() == ValueType::kU32 ? a->as_u64() : std::nullopt;
     if (!v || *v == 0 || (*v & (*v - 1)) != 0) {
-      return Status::invalid_file("general.alignment must be a non-zero power-of-two u32, got %s %s",
-                                  std::string(to_string(a->type())).c_str(), a->to_display().c_str());
+      return Status::invalid_file(
+          "general.alignment must be a non-zero power-of-two u32, got %s %s",
+          std::string(to_string(a->type())).c_str(), a->to_display().c_str());
     }
     r.alignment_ = static_cast<uint32_t>(*v);
   }
@@ -384,12 +400,14 @@ const TensorInfo* Reader::find_tensor(std::string_view name) const {
 namespace {
 
 Status wrong_type(std::string_view key, const Value& v, const char* want) {
-  return Status::invalid_model("metadata key '%.*s' is %s, expected %s", static_cast<int>(key.size()),
-                               key.data(), std::string(to_string(v.type())).c_str(), want);
+  return Status::invalid_model("metadata key '%.*s' is %s, expected %s",
+                               static_cast<int>(key.size()), key.data(),
+                               std::string(to_string(v.type())).c_str(), want);
 }
 
 Status missing(std::string_view key) {
-  return Status::invalid_model("missing metadata key '%.*s'", static_cast<int>(key.size()), key.data());
+  return Status::invalid_model("missing metadata key '%.*s'", static_cast<int>(key.size()),
+                               key.data());
 }
 
 }  // namespace
@@ -404,7 +422,8 @@ Result<uint32_t> Reader::get_u32(std::string_view key) const {
 Result<uint64_t> Reader::get_u64_like(std::string_view key) const {
   const Value* v = find(key);
   if (!v) return missing(key);
-  if (v->type() != ValueType::kU64 && v->type() != ValueType::kU32) return wrong_type(key, *v, "u64 or u32");
+  if (v->type() != ValueType::kU64 && v->type() != ValueType::kU32)
+    return wrong_type(key, *v, "u64 or u32");
   return v->raw_u64();
 }
 

@@ -71,7 +71,7 @@ class Reader {
   }
 
   // Typed metadata access with errors that name the key and the type found.
-  Result<uint32_t> get_u32(std::string_view key) const;      // exactly u32
+  Result<uint32_t> get_u32(std::string_view key) const;       // exactly u32
   Result<uint64_t> get_u64_like(std::string_view key) const;  // u64 or u32
   Result<double> get_f64_like(std::string_view key) const;    // f32, f64, u32 or i32
   Result<bool> get_bool(std::string_view key) const;

@@ -65,9 +65,14 @@ class Bytes {
   }
   // Header: magic, version, tensor count, kv count.
   Bytes& header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
-    return put<uint32_t>(0x46554747).put<uint32_t>(version).put<uint64_t>(n_tensors).put<uint64_t>(n_kv);
+    return put<uint32_t>(0x46554747)
+        .put<uint32_t>(version)
+        .put<uint64_t>(n_tensors)
+        .put<uint64_t>(n_kv);
   }
-  Bytes& kv_u32(std::string_view key, uint32_t v) { return str(key).put<uint32_t>(4).put<uint32_t>(v); }
+  Bytes& kv_u32(std::string_view key, uint32_t v) {
+    return str(key).put<uint32_t>(4).put<uint32_t>(v);
+  }
   // Tensor directory entry for a 1-D tensor.
   Bytes& tensor(std::string_view name, uint64_t n, uint32_t type, uint64_t offset) {
     return str(name).put<uint32_t>(1).put<uint64_t>(n).put<uint32_t>(type).put<uint64_t>(offset);

@@ -1,6 +1,7 @@
 // src/gguf/types.h: GGUF tensor type ids and their storage geometry (model.md §2.1).
 // Owns: the type id enum, block size / bytes per block, names, and byte-size arithmetic.
-// Does not own: the block layouts themselves (quant/blocks.h asserts its structs against this table).
+// Does not own: the block layouts themselves (quant/blocks.h asserts its structs against this
+// table).
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,8 @@ namespace {
 
 bool is_scalar(ValueType t) { return t != ValueType::kString && t != ValueType::kArray; }
 bool is_signed(ValueType t) {
-  return t == ValueType::kI8 || t == ValueType::kI16 || t == ValueType::kI32 || t == ValueType::kI64;
+  return t == ValueType::kI8 || t == ValueType::kI16 || t == ValueType::kI32 ||
+         t == ValueType::kI64;
 }
 bool is_float(ValueType t) { return t == ValueType::kF32 || t == ValueType::kF64; }
 
@@ -23,7 +24,8 @@ uint64_t load_scalar_bits(ValueType t, const uint8_t* p) {
   switch (t) {
     case ValueType::kU8:
     case ValueType::kBool: return p[0];
-    case ValueType::kI8: return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0])));
+    case ValueType::kI8:
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(p[0])));
     case ValueType::kU16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
@@ -184,14 +186,18 @@ static Value pack_span(ValueType elem, std::span<const T> items) {
   return Value::packed_array(elem, items.size(), std::move(bytes));
 }
 
-Value Value::u32_array(std::span<const uint32_t> items) { return pack_span(ValueType::kU32, items); }
+Value Value::u32_array(std::span<const uint32_t> items) {
+  return pack_span(ValueType::kU32, items);
+}
 Value Value::i32_array(std::span<const int32_t> items) { return pack_span(ValueType::kI32, items); }
 Value Value::f32_array(std::span<const float> items) { return pack_span(ValueType::kF32, items); }
 
 Value Value::at(uint64_t i) const {
-  DS4_CHECK_MSG(type_ == ValueType::kArray && i < count_, "index %" PRIu64 " of %" PRIu64, i, count_);
+  DS4_CHECK_MSG(type_ == ValueType::kArray && i < count_, "index %" PRIu64 " of %" PRIu64, i,
+                count_);
   if (!is_scalar(elem_type_)) return items_[i];
-  return from_bits(elem_type_, load_scalar_bits(elem_type_, packed_.data() + i * scalar_bytes(elem_type_)));
+  return from_bits(elem_type_,
+                   load_scalar_bits(elem_type_, packed_.data() + i * scalar_bytes(elem_type_)));
 }
 
 std::optional<uint64_t> Value::as_u64() const {
@@ -202,7 +208,8 @@ std::optional<uint64_t> Value::as_u64() const {
 
 std::optional<int64_t> Value::as_i64() const {
   if (!is_scalar(type_) || is_float(type_) || type_ == ValueType::kBool) return std::nullopt;
-  if (type_ == ValueType::kU64 && bits_ > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+  if (type_ == ValueType::kU64 &&
+      bits_ > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return std::nullopt;
   return static_cast<int64_t>(bits_);
 }
@@ -263,10 +270,14 @@ std::string Value::to_display(size_t max_items) const {
     case ValueType::kString: {
       std::string out = "\"";
       for (char c : str_.substr(0, 200)) {
-        if (c == '\n') out += "\\n";
-        else if (c == '"') out += "\\\"";
-        else if (static_cast<unsigned char>(c) < 0x20) out += '?';
-        else out += c;
+        if (c == '\n')
+          out += "\\n";
+        else if (c == '"')
+          out += "\\\"";
+        else if (static_cast<unsigned char>(c) < 0x20)
+          out += '?';
+        else
+          out += c;
       }
       if (str_.size() > 200) out += "...";
       return out + "\"";

@@ -60,7 +60,8 @@ class ByteSink {
 Status check_name(std::string_view what, const std::string& name) {
   if (name.empty() || name.size() > kMaxKeyBytes || !is_valid_utf8(name)) {
     return Status::invalid_argument("%.*s '%s' must be 1..%" PRIu64 " bytes of valid UTF-8",
-                                    static_cast<int>(what.size()), what.data(), name.c_str(), kMaxKeyBytes);
+                                    static_cast<int>(what.size()), what.data(), name.c_str(),
+                                    kMaxKeyBytes);
   }
   return Status::ok();
 }
@@ -77,7 +78,8 @@ Result<Writer> Writer::create(const std::string& path, uint32_t alignment) {
   w.alignment_ = alignment;
   w.fd_ = ::open(w.partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w.fd_ < 0) {
-    return Status::io_error("cannot create '%s': %s", w.partial_path_.c_str(), std::strerror(errno));
+    return Status::io_error("cannot create '%s': %s", w.partial_path_.c_str(),
+                            std::strerror(errno));
   }
   if (alignment != kDefaultAlignment) {
     DS4_TRY(w.add_metadata("general.alignment", Value::u32(alignment)));
@@ -109,10 +111,12 @@ Writer::~Writer() {
 Status Writer::add_metadata(std::string key, Value value) {
   if (header_written_) return Status::internal("add_metadata after write_header");
   DS4_TRY(check_name("metadata key", key));
-  if (key_index_.count(key) != 0) return Status::invalid_argument("duplicate metadata key '%s'", key.c_str());
+  if (key_index_.count(key) != 0)
+    return Status::invalid_argument("duplicate metadata key '%s'", key.c_str());
   if (key == "general.alignment" &&
       (value.type() != ValueType::kU32 || value.raw_u64() != alignment_)) {
-    return Status::invalid_argument("general.alignment must be the u32 %u given to create()", alignment_);
+    return Status::invalid_argument("general.alignment must be the u32 %u given to create()",
+                                    alignment_);
   }
   key_index_.emplace(key, metadata_.size());
   metadata_.push_back({std::move(key), std::move(value)});
@@ -122,7 +126,8 @@ Status Writer::add_metadata(std::string key, Value value) {
 Result<size_t> Writer::add_tensor(std::string name, GgufType type, std::vector<uint64_t> dims) {
   if (header_written_) return Status::internal("add_tensor after write_header");
   DS4_TRY(check_name("tensor name", name));
-  if (tensor_index_.count(name) != 0) return Status::invalid_argument("duplicate tensor '%s'", name.c_str());
+  if (tensor_index_.count(name) != 0)
+    return Status::invalid_argument("duplicate tensor '%s'", name.c_str());
   if (dims.empty() || dims.size() > kMaxDims) {
     return Status::invalid_argument("tensor '%s' has %zu dimensions (must be 1..%u)", name.c_str(),
                                     dims.size(), kMaxDims);
@@ -132,11 +137,13 @@ Result<size_t> Writer::add_tensor(std::string name, GgufType type, std::vector<u
   uint64_t n = 1;
   for (uint64_t d : dims) {
     if (d == 0 || __builtin_mul_overflow(n, d, &n)) {
-      return Status::invalid_argument("tensor '%s' has a zero or overflowing dimension", name.c_str());
+      return Status::invalid_argument("tensor '%s' has a zero or overflowing dimension",
+                                      name.c_str());
     }
   }
   if (dims[0] % info->block_elems != 0) {
-    return Status::invalid_argument("tensor '%s' row length %" PRIu64 " is not a multiple of the %s block (%u)",
+    return Status::invalid_argument("tensor '%s' row length %" PRIu64
+                                    " is not a multiple of the %s block (%u)",
                                     name.c_str(), dims[0], info->name.data(), info->block_elems);
   }
   const auto bytes = byte_size(type, n);
@@ -159,8 +166,8 @@ Status Writer::write_all(const uint8_t* data, size_t n, uint64_t offset) {
     const ssize_t k = ::pwrite(fd_, data, n, static_cast<off_t>(offset));
     if (k < 0) {
       if (errno == EINTR) continue;
-      return Status::io_error("writing '%s' at offset %" PRIu64 ": %s", partial_path_.c_str(), offset,
-                              std::strerror(errno));
+      return Status::io_error("writing '%s' at offset %" PRIu64 ": %s", partial_path_.c_str(),
+                              offset, std::strerror(errno));
     }
     data += k;
     n -= static_cast<size_t>(k);
@@ -203,12 +210,15 @@ Status Writer::write_header() {
   return Status::ok();
 }
 
-Status Writer::write_tensor_data(size_t index, std::span<const uint8_t> bytes, uint64_t offset_in_tensor) {
-  if (!header_written_ || finished_) return Status::internal("write_tensor_data outside header..finish");
+Status Writer::write_tensor_data(size_t index, std::span<const uint8_t> bytes,
+                                 uint64_t offset_in_tensor) {
+  if (!header_written_ || finished_)
+    return Status::internal("write_tensor_data outside header..finish");
   if (index >= tensors_.size()) return Status::invalid_argument("no tensor with index %zu", index);
   const TensorInfo& t = tensors_[index];
   if (offset_in_tensor > t.n_bytes || bytes.size() > t.n_bytes - offset_in_tensor) {
-    return Status::out_of_range("write of %zu bytes at %" PRIu64 " exceeds tensor '%s' (%" PRIu64 " bytes)",
+    return Status::out_of_range("write of %zu bytes at %" PRIu64 " exceeds tensor '%s' (%" PRIu64
+                                " bytes)",
                                 bytes.size(), offset_in_tensor, t.name.c_str(), t.n_bytes);
   }
   DS4_TRY(write_all(bytes.data(), bytes.size(), t.offset + offset_in_tensor));
@@ -222,16 +232,18 @@ Status Writer::finish() {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const uint64_t got = written_[i].load();
     if (got != tensors_[i].n_bytes) {
-      return Status::internal("tensor '%s' received %" PRIu64 " of %" PRIu64 " bytes", tensors_[i].name.c_str(),
-                              got, tensors_[i].n_bytes);
+      return Status::internal("tensor '%s' received %" PRIu64 " of %" PRIu64 " bytes",
+                              tensors_[i].name.c_str(), got, tensors_[i].n_bytes);
     }
   }
-  if (::fsync(fd_) != 0) return Status::io_error("fsync '%s': %s", partial_path_.c_str(), std::strerror(errno));
+  if (::fsync(fd_) != 0)
+    return Status::io_error("fsync '%s': %s", partial_path_.c_str(), std::strerror(errno));
   if (::close(std::exchange(fd_, -1)) != 0) {
     return Status::io_error("close '%s': %s", partial_path_.c_str(), std::strerror(errno));
   }
   if (::rename(partial_path_.c_str(), path_.c_str()) != 0) {
-    return Status::io_error("rename '%s' -> '%s': %s", partial_path_.c_str(), path_.c_str(), std::strerror(errno));
+    return Status::io_error("rename '%s' -> '%s': %s", partial_path_.c_str(), path_.c_str(),
+                            std::strerror(errno));
   }
   finished_ = true;
   return Status::ok();

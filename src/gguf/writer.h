@@ -41,8 +41,10 @@ class Writer {
 
   // Writes header, metadata and tensor directory, and sizes the file. Declarations end here.
   Status write_header();
-  // Writes `bytes` at `offset_in_tensor` within tensor `index`. Thread-safe; chunks must not overlap.
-  Status write_tensor_data(size_t index, std::span<const uint8_t> bytes, uint64_t offset_in_tensor = 0);
+  // Writes `bytes` at `offset_in_tensor` within tensor `index`. Thread-safe; chunks must not
+  // overlap.
+  Status write_tensor_data(size_t index, std::span<const uint8_t> bytes,
+                           uint64_t offset_in_tensor = 0);
   // Checks every tensor received exactly its byte size, syncs and renames into place.
   Status finish();
 

@@ -17,11 +17,13 @@ static bool write_seed(const std::string& path, uint32_t alignment, int variant)
   (void)w->add_metadata("deepseek4.attention.compress_ratios",
                         Value::u32_array(std::vector<uint32_t>{0, 0, 4, 128}));
   (void)w->add_metadata("tokenizer.ggml.tokens", Value::string_array({"a", "b", "<｜User｜>"}));
-  (void)w->add_metadata("x.nested", Value::nested_array(ValueType::kArray,
-                                                        {Value::array(ValueType::kI8, {Value::i8(-1)})}));
+  (void)w->add_metadata(
+      "x.nested",
+      Value::nested_array(ValueType::kArray, {Value::array(ValueType::kI8, {Value::i8(-1)})}));
   if (variant > 0) (void)w->add_metadata("x.i64", Value::i64(-1));
   (void)w->add_tensor("a", GgufType::kF32, {4});
-  (void)w->add_tensor("b", variant == 0 ? GgufType::kQ8_0 : GgufType::kQ2_K, {variant == 0 ? 32u : 256u, 2});
+  (void)w->add_tensor("b", variant == 0 ? GgufType::kQ8_0 : GgufType::kQ2_K,
+                      {variant == 0 ? 32u : 256u, 2});
   if (!w->write_header().is_ok()) return false;
   for (size_t i = 0; i < w->tensor_count(); ++i) {
     std::vector<uint8_t> data(w->tensor_bytes(i), static_cast<uint8_t>(i + 1));
