@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "ds4/status.h"
+
 namespace ds4::apps::gguf_tool {
 
 struct InfoOptions {
@@ -13,5 +15,25 @@ struct InfoOptions {
 };
 
 int run_info(const InfoOptions& opts);
+
+struct VocabOptions {
+  std::string tokenizer_json;
+  std::string output;
+  int n_vocab = 129280;  // DeepSeek V4's vocabulary size
+};
+
+int run_vocab(const VocabOptions& opts);
+
+struct TokenizeOptions {
+  std::string path;        // model or vocabulary GGUF
+  std::string chat = "";   // "", "none", "high" or "max": render stdin as one user turn
+  bool pieces = false;     // print vocabulary pieces instead of ids
+  bool text_only = false;  // treat special-token text as ordinary text
+};
+
+// Renders `text` as a single user turn with the given thinking mode ("none", "high", "max").
+Result<std::string> render_user_turn(const std::string& text, const std::string& think);
+
+int run_tokenize(const TokenizeOptions& opts);
 
 }  // namespace ds4::apps::gguf_tool

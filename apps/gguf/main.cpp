@@ -19,6 +19,28 @@ int main(int argc, char** argv) {
                    "array items shown before abbreviating")
       ->check(CLI::Range(0, 1 << 20));
 
+  VocabOptions vocab;
+  CLI::App* vocab_cmd = app.add_subcommand(
+      "vocab", "build a vocabulary-only GGUF from a Hugging Face tokenizer.json");
+  vocab_cmd->add_option("tokenizer_json", vocab.tokenizer_json, "tokenizer.json")->required();
+  vocab_cmd->add_option("-o,--output", vocab.output, "output GGUF")->required();
+  vocab_cmd->add_option("--n-vocab", vocab.n_vocab, "vocabulary size")
+      ->check(CLI::Range(256, 1 << 24));
+
+  TokenizeOptions tokenize;
+  CLI::App* tokenize_cmd =
+      app.add_subcommand("tokenize", "tokenize standard input with a GGUF's vocabulary");
+  tokenize_cmd->add_option("file", tokenize.path, "model or vocabulary GGUF")->required();
+  tokenize_cmd
+      ->add_option("--chat", tokenize.chat, "render stdin as one user turn first (none|high|max)")
+      ->check(CLI::IsMember({"none", "high", "max"}));
+  bool ids_only = false;  // the default; accepted for symmetry with --pieces
+  auto* ids_flag = tokenize_cmd->add_flag("--ids", ids_only, "print token ids (default)");
+  tokenize_cmd->add_flag("--pieces", tokenize.pieces, "print vocabulary pieces")
+      ->excludes(ids_flag);
+  tokenize_cmd->add_flag("--text", tokenize.text_only,
+                         "do not recognise special tokens in the input");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -29,5 +51,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (info_cmd->parsed()) return run_info(info);
+  if (vocab_cmd->parsed()) return run_vocab(vocab);
+  if (tokenize_cmd->parsed()) return run_tokenize(tokenize);
   return 2;
 }
