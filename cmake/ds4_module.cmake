@@ -1,56 +1,57 @@
-#Helpers that give every module and test the same flags(design / architecture.md §5.6).
-#ds4_add_module(name SOURCES... DEPS...)->static library ds4_ < name>, alias ds4:: < name>
-#ds4_add_test(name SOURCES... DEPS... LABELS...)->GoogleTest binary registered with ctest
-#ds4_add_app(name SOURCES... DEPS...)->executable in build / bin /
+# Helpers that give every module and test the same flags (design/architecture.md §5.6).
+#   ds4_add_module(name SOURCES ... DEPS ...)        -> static library ds4_<name>, alias ds4::<name>
+#   ds4_add_test(name SOURCES ... DEPS ... LABELS ...) -> GoogleTest binary registered with ctest
+#   ds4_add_app(name SOURCES ... DEPS ...)            -> executable in build/bin/
 
-set(DS4_WARNINGS - Wall - Wextra - Wpedantic - Wshadow - Wno - missing - field -
-    initializers) if (DS4_WERROR) list(APPEND DS4_WARNINGS - Werror) endif()
+set(DS4_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers)
+if(DS4_WERROR)
+  list(APPEND DS4_WARNINGS -Werror)
+endif()
 
-    function(ds4_apply_flags target) target_compile_options(${
-        target} PRIVATE $<$<COMPILE_LANGUAGE : CXX> : ${DS4_WARNINGS}>)
-        target_include_directories(
-            ${target} PUBLIC ${PROJECT_SOURCE_DIR} / include ${PROJECT_SOURCE_DIR} /
-            src) if (DS4_SANITIZE) target_compile_options(${target} PRIVATE - fsanitize = address,
-                                                          undefined - fno - omit - frame - pointer -
-                                                              fno - sanitize - recover = undefined)
-            target_link_options(${target} PUBLIC - fsanitize = address,
-                                undefined) endif() endfunction()
+function(ds4_apply_flags target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${DS4_WARNINGS}>)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  if(DS4_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()
 
-                function(ds4_add_module name) cmake_parse_arguments(ARG
-                                                                    ""
-                                                                    ""
-                                                                    "SOURCES;DEPS" ${
-                                                                        ARGN}) add_library(ds4_${
-                    name} STATIC ${ARG_SOURCES}) add_library(ds4::${name} ALIAS ds4_${
-                    name}) ds4_apply_flags(ds4_${name}) if (ARG_DEPS) target_link_libraries(ds4_${
-                    name} PUBLIC ${ARG_DEPS}) endif() endfunction()
+function(ds4_add_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(ds4_${name} STATIC ${ARG_SOURCES})
+  add_library(ds4::${name} ALIAS ds4_${name})
+  ds4_apply_flags(ds4_${name})
+  if(ARG_DEPS)
+    target_link_libraries(ds4_${name} PUBLIC ${ARG_DEPS})
+  endif()
+endfunction()
 
-                    function(ds4_add_app name) cmake_parse_arguments(ARG
-                                                                     ""
-                                                                     ""
-                                                                     "SOURCES;DEPS" ${
-                                                                         ARGN}) add_executable(${
-                        name} ${ARG_SOURCES}) ds4_apply_flags(${name}) target_link_libraries(${
-                        name} PRIVATE ${ARG_DEPS}) endfunction()
+function(ds4_add_app name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  ds4_apply_flags(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+endfunction()
 
-                        function(ds4_add_test name)
-#FIXTURES : CTest fixtures every test case requires.Paths a test needs are best passed as
-#compile definitions(target_compile_definitions), which survive discovery unmangled.
-                            if (NOT DS4_BUILD_TESTS) return () endif() cmake_parse_arguments(
-                                ARG
-                                ""
-                                ""
-                                "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN}) add_executable(${name} ${
-                                ARG_SOURCES}) ds4_apply_flags(${name}) target_link_libraries(${
-                                name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
-                                set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${
-                                                          PROJECT_BINARY_DIR} /
-                                                      tests) if (NOT ARG_LABELS)
-                                    set(ARG_LABELS unit) endif() set(
-                                        props LABELS
-                                        "${ARG_LABELS}" ENVIRONMENT
-                                        "DS4_SOURCE_DIR=${PROJECT_SOURCE_DIR}") if (ARG_FIXTURES)
-                                        list(APPEND props FIXTURES_REQUIRED "${ARG_FIXTURES}")
-                                            endif() gtest_discover_tests(${
-                                                name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
-                                                endfunction()
+function(ds4_add_test name)
+  # FIXTURES: CTest fixtures every test case requires. Paths a test needs are best passed as
+  # compile definitions (target_compile_definitions), which survive discovery unmangled.
+  if(NOT DS4_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;FIXTURES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  ds4_apply_flags(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  set(props LABELS "${ARG_LABELS}" ENVIRONMENT "DS4_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  if(ARG_FIXTURES)
+    list(APPEND props FIXTURES_REQUIRED "${ARG_FIXTURES}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
+endfunction()
