@@ -22,8 +22,7 @@
 
 namespace ds4::chat {
 
-// ---- Special strings (data, byte-exact; the tokenizer maps them to special tokens)
-// ----------------
+// ---- Special strings (data, byte-exact; the tokenizer maps them to special tokens) ----
 inline constexpr std::string_view kBos = "<｜begin▁of▁sentence｜>";
 inline constexpr std::string_view kEos = "<｜end▁of▁sentence｜>";
 inline constexpr std::string_view kUserTag = "<｜User｜>";
@@ -36,8 +35,7 @@ inline constexpr std::string_view kDsml = "｜DSML｜";
 // Think Max is used only with at least this much context (model.md §6.6); below it MAX -> HIGH.
 inline constexpr int64_t kThinkMaxMinContext = 393216;
 
-// ---- Data model
-// -------------------------------------------------------------------------------------
+// ---- Data model ----
 enum class Role { kSystem, kDeveloper, kUser, kAssistant, kTool, kLatestReminder };
 const char* to_string(Role role);
 // "system", "developer", "user", "assistant", "tool", "latest_reminder"; nullopt otherwise.
@@ -110,16 +108,14 @@ struct RenderOptions {
 // an empty developer message.
 Result<std::string> render(std::span<const Message> messages, const RenderOptions& options);
 
-// ---- DSML tool calls
-// -------------------------------------------------------------------------------- The
-// assistant-side block "\n\n<｜DSML｜tool_calls>\n...\n</｜DSML｜tool_calls>" ("" for no calls).
-// String arguments are written raw (string="true"), others as JSON (string="false"); arguments that
-// are not a JSON object become {"arguments": <the text>}. See docs/chat.md for the escape of
-// closing-tag look-alikes inside values.
+// ---- DSML tool calls ----
+// The assistant-side block "\n\n<｜DSML｜tool_calls>\n...\n</｜DSML｜tool_calls>" ("" for no
+// calls). String arguments are written raw (string="true"), others as JSON (string="false");
+// arguments that are not a JSON object become {"arguments": <the text>}. See docs/chat.md for the
+// escape of closing-tag look-alikes inside values.
 std::string encode_tool_calls(std::span<const ToolCall> calls);
 
-// ---- Output parsing
-// ---------------------------------------------------------------------------------
+// ---- Output parsing ----
 enum class OutputEventKind {
   kReasoning,          // text: reasoning bytes (thinking mode, before </think>)
   kText,               // text: content bytes (also unrepairable markup, reported verbatim)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# End-to-end checks of the ds4-gguf command line: exit codes (0 ok, 1 bad input, 2 usage), one-line
+# errors, and the info / tokenize outputs on the real vocabulary GGUF built by the ctest fixture.
+# Usage: gguf_cli_test.sh DS4_GGUF_BINARY VOCAB_GGUF
+set -uo pipefail
+bin=$1
+vocab=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() {  # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
+}
+
+# info on a valid file
+"$bin" info "$vocab" >"$tmp/info.out" 2>"$tmp/info.err"
+check "info exits 0" test $? -eq 0
+check "info shows version" grep -q "gguf version 3" "$tmp/info.out"
+check "info shows token array" grep -q "tokenizer.ggml.tokens .*array<string>\[129280\]" "$tmp/info.out"
+check "info abbreviates arrays" grep -q "(129280 total)" "$tmp/info.out"
+
+# info on a corrupt file: exit 1, exactly one line naming the problem
+head -c 100 "$vocab" >"$tmp/cut.gguf"
+"$bin" info "$tmp/cut.gguf" >"$tmp/cut.out" 2>"$tmp/cut.err"
+check "corrupt file exits 1" test $? -eq 1
+check "corrupt file gives one line" test "$(wc -l <"$tmp/cut.err")" -eq 1
+check "corrupt file names the problem" grep -q "invalid file: .*cut.gguf: .*offset" "$tmp/cut.err"
+"$bin" info "$tmp/missing.gguf" 2>"$tmp/missing.err"
+check "missing file exits 1" test $? -eq 1
+check "missing file says not found" grep -q "not found" "$tmp/missing.err"
+
+# usage errors: exit 2
+"$bin" 2>/dev/null
+check "no subcommand exits 2" test $? -eq 2
+"$bin" info 2>/dev/null
+check "missing argument exits 2" test $? -eq 2
+"$bin" tokenize "$vocab" --chat sideways </dev/null 2>/dev/null
+check "bad --chat exits 2" test $? -eq 2
+
+# tokenize: plain text, pieces, and a rendered chat turn. Expected ids were produced by the npm
+# reference tokenizer (tests/oracle/tokenize.mjs): "Hello world" -> 19923 2058, "hi" -> 6366.
+printf 'Hello world' | "$bin" tokenize "$vocab" >"$tmp/tok.out" 2>/dev/null
+check "tokenize ids" test "$(tr '\n' ' ' <"$tmp/tok.out")" = "19923 2058 "
+printf 'Hello world' | "$bin" tokenize "$vocab" --pieces >"$tmp/pieces.out" 2>/dev/null
+check "tokenize pieces" grep -q $'^2058\tĠworld$' "$tmp/pieces.out"
+printf 'hi' | "$bin" tokenize "$vocab" --chat none >"$tmp/chat.out" 2>/dev/null
+check "chat none renders BOS User hi Assistant </think>" \
+  test "$(tr '\n' ' ' <"$tmp/chat.out")" = "0 128803 6366 128804 128822 "
+printf 'hi' | "$bin" tokenize "$vocab" --chat high >"$tmp/high.out" 2>/dev/null
+check "chat high opens <think>" test "$(tail -n 1 "$tmp/high.out")" = "128821"
+printf '<｜User｜>' | "$bin" tokenize "$vocab" --text >"$tmp/text.out" 2>/dev/null
+check "--text keeps specials as text" test "$(wc -l <"$tmp/text.out")" -gt 1
+
+echo "gguf_cli_test: $passed passed, $failed failed"
+test "$failed" -eq 0
