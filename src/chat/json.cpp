@@ -7,6 +7,8 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "base/utf8.h"
+
 namespace ds4::chat::json {
 namespace {
 
@@ -18,26 +20,6 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Code points above 0x7f as UTF-8; lone surrogates become the 3-byte (WTF-8) form so they survive
-// a round trip (dump writes them back as \uXXXX).
-void append_code_point(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
 }
 
 class Reader {
@@ -167,7 +149,7 @@ class Reader {
               pos_ = save;  // a lone high surrogate; the next escape is read on its own
             }
           }
-          append_code_point(cp, out);
+          base::append_utf8(cp, out);  // lone surrogates keep their 3-byte (WTF-8) form
           break;
         }
         default: return error("invalid escape");

@@ -8,43 +8,9 @@
 #include <cinttypes>
 #include <cstring>
 
-namespace ds4::gguf {
+#include "base/utf8.h"
 
-bool is_valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3f);
-    }
-    static constexpr uint32_t kMinForLen[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLen[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += len;
-  }
-  return true;
-}
+namespace ds4::gguf {
 
 class Parser {
  public:
@@ -206,7 +172,7 @@ Status Parser::read_metadata(Reader& r, uint64_t n_kv) {
     DS4_TRY(read_string(&kv.key, "metadata key", kMaxKeyBytes));
     if (kv.key.empty())
       return Status::invalid_file("metadata key %" PRIu64 " at offset %" PRIu64 " is empty", i, at);
-    if (!is_valid_utf8(kv.key)) {
+    if (!base::is_valid_utf8(kv.key)) {
       return Status::invalid_file(
           "metadata key %" PRIu64 " at offset %" PRIu64 " is not valid UTF-8", i, at);
     }
@@ -235,7 +201,7 @@ Status Parser::read_tensor_info(Reader& r, uint64_t index) {
   if (t.name.empty())
     return Status::invalid_file("tensor %" PRIu64 " at offset %" PRIu64 " has an empty name", index,
                                 at);
-  if (!is_valid_utf8(t.name)) {
+  if (!base::is_valid_utf8(t.name)) {
     return Status::invalid_file("tensor %" PRIu64 " name at offset %" PRIu64 " is not valid UTF-8",
                                 index, at);
   }

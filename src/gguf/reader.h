@@ -90,7 +90,4 @@ class Reader {
   std::unordered_map<std::string, size_t> tensor_index_;
 };
 
-// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
-bool is_valid_utf8(std::string_view s);
-
 }  // namespace ds4::gguf

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/utf8.h"
+
 namespace ds4::gguf {
 namespace {
 
@@ -58,7 +60,7 @@ class ByteSink {
 
 // Keys and tensor names: non-empty UTF-8 of bounded length, as the reader demands.
 Status check_name(std::string_view what, const std::string& name) {
-  if (name.empty() || name.size() > kMaxKeyBytes || !is_valid_utf8(name)) {
+  if (name.empty() || name.size() > kMaxKeyBytes || !base::is_valid_utf8(name)) {
     return Status::invalid_argument("%.*s '%s' must be 1..%" PRIu64 " bytes of valid UTF-8",
                                     static_cast<int>(what.size()), what.data(), name.c_str(),
                                     kMaxKeyBytes);

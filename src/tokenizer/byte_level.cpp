@@ -1,6 +1,7 @@
 // src/tokenizer/byte_level.cpp: builds the byte-level mapping tables.
 #include "tokenizer/byte_level.h"
 
+#include "base/utf8.h"
 #include "tokenizer/unicode.h"
 
 namespace ds4::tokenizer {
@@ -20,7 +21,7 @@ ByteLevel::ByteLevel() {
 std::string ByteLevel::encode(std::string_view bytes) const {
   std::string out;
   out.reserve(bytes.size() * 2);
-  for (char c : bytes) append_utf8(to_cp(static_cast<uint8_t>(c)), &out);
+  for (char c : bytes) base::append_utf8(to_cp(static_cast<uint8_t>(c)), &out);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "ds4/tokenizer.h"
 #include "gguf/test_util.h"
 #include "tokenizer/test_vocab.h"
@@ -39,16 +40,6 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-bool is_valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    const size_t n = tokenizer::decode_utf8(s, i, &cp);
-    if (cp >= tokenizer::kInvalidBase) return false;
-    i += n;
-  }
-  return true;
-}
-
 // Random strings drawn from script blocks that exercise every pre-tokenizer rule.
 std::string random_text(std::mt19937& rng) {
   static const std::vector<std::pair<uint32_t, uint32_t>> kRanges = {
@@ -65,7 +56,7 @@ std::string random_text(std::mt19937& rng) {
     uint32_t cp = lo + static_cast<uint32_t>(rng() % (hi - lo + 1));
     if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0x20;
     const int repeat = rng() % 8 == 0 ? 1 + static_cast<int>(rng() % 6) : 1;
-    for (int r = 0; r < repeat; ++r) tokenizer::append_utf8(cp, &s);
+    for (int r = 0; r < repeat; ++r) base::append_utf8(cp, &s);
   }
   return s;
 }
@@ -91,7 +82,7 @@ std::vector<Sample> build_corpus() {
           ext != ".txt" && ext != ".cmake" && ext != ".md")
         continue;
       std::string text = read_file(e.path());
-      if (is_valid_utf8(text)) corpus.push_back({e.path().string(), std::move(text), false});
+      if (base::is_valid_utf8(text)) corpus.push_back({e.path().string(), std::move(text), false});
     }
   }
   const std::vector<std::string> hard = {

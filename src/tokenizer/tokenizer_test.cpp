@@ -8,29 +8,13 @@
 #include <random>
 #include <string>
 
+#include "base/utf8.h"
 #include "gguf/test_util.h"
 #include "gguf/writer.h"
 #include "tokenizer/test_vocab.h"
 
 namespace ds4 {
 namespace {
-
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80             ? 1
-                 : (c & 0xe0) == 0xc0 ? 2
-                 : (c & 0xf0) == 0xe0 ? 3
-                 : (c & 0xf8) == 0xf0 ? 4
-                                      : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
-    }
-    i += len;
-  }
-  return true;
-}
 
 TEST(Tokenizer, ResolvesSpecialTokensByString) {
   DS4_REQUIRE_VOCAB(tok);
@@ -90,7 +74,7 @@ TEST(Tokenizer, StreamDecoderEmitsOnlyWholeCharacters) {
     std::string out;
     for (TokenId id : tok->encode(text, SpecialTokens::kAsText)) {
       const std::string chunk = dec.push(id);
-      EXPECT_TRUE(valid_utf8(chunk)) << text;
+      EXPECT_TRUE(base::is_valid_utf8(chunk)) << text;
       out += chunk;
     }
     out += dec.flush();

@@ -33,7 +33,4 @@ bool is_space(uint32_t cp);
 // kInvalidBase + byte with length 1.
 size_t decode_utf8(std::string_view s, size_t i, uint32_t* cp);
 
-// Appends the UTF-8 encoding of a valid code point.
-void append_utf8(uint32_t cp, std::string* out);
-
 }  // namespace ds4::tokenizer
