@@ -15,7 +15,7 @@
 
 namespace ds4::quant {
 
-inline constexpr int kQ8_0BlockElems = 32;  // Q8_0 storage and activation blocks
+inline constexpr int kQ8_0BlockElems = 32;    // Q8_0 storage and activation blocks
 inline constexpr int kSuperBlockElems = 256;  // every K-quant and IQ2_XXS block ("QK_K")
 
 // Q8_0 storage: x[i] = f16(d) * qs[i].

@@ -46,7 +46,8 @@ void dequantize_row_q8_0(const BlockQ8_0* src, float* dst, int64_t n) {
 void dequantize_row_q8_k(const BlockQ8_K* src, float* dst, int64_t n) {
   const int64_t nb = whole_blocks(n, kSuperBlockElems);
   for (int64_t b = 0; b < nb; ++b) {
-    for (int i = 0; i < kSuperBlockElems; ++i) dst[b * kSuperBlockElems + i] = src[b].d * src[b].qs[i];
+    for (int i = 0; i < kSuperBlockElems; ++i)
+      dst[b * kSuperBlockElems + i] = src[b].d * src[b].qs[i];
   }
 }
 
@@ -87,8 +88,8 @@ void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n) {
   }
 }
 
-// x = ((f16(d) * (0.5 + s)) * 0.25) * g * (neg ? -1 : 1)   (= f16(d) * (2s+1)/8 * +-g exactly:
-// the factors 2 and 1/8 are powers of two)
+// x = ((f16(d) * (0.5 + s)) * 0.25) * g, negated where the sign bit is set
+// (= f16(d) * (2s+1)/8 * +-g exactly: the factors 2 and 1/8 are powers of two)
 void dequantize_row_iq2_xxs(const BlockIQ2_XXS* src, float* dst, int64_t n) {
   const int64_t nb = whole_blocks(n, kSuperBlockElems);
   for (int64_t b = 0; b < nb; ++b) {
@@ -118,10 +119,8 @@ bool can_dequantize(gguf::GgufType t) {
     case T::kQ8_K:
     case T::kQ2_K:
     case T::kQ4_K:
-    case T::kIQ2_XXS:
-      return true;
-    default:
-      return false;
+    case T::kIQ2_XXS: return true;
+    default: return false;
   }
 }
 
@@ -134,38 +133,23 @@ Status dequantize(gguf::GgufType t, const void* src, float* dst, int64_t n) {
   const auto info = gguf::type_info(static_cast<uint32_t>(t));
   DS4_CHECK(info.has_value());
   if (n < 0 || n % info->block_elems != 0) {
-    return Status::invalid_argument("dequantize %s: %lld values is not a whole number of %u-value "
-                                    "blocks",
-                                    std::string(info->name).c_str(), static_cast<long long>(n),
-                                    info->block_elems);
+    return Status::invalid_argument(
+        "dequantize %s: %lld values is not a whole number of %u-value "
+        "blocks",
+        std::string(info->name).c_str(), static_cast<long long>(n), info->block_elems);
   }
   switch (t) {
     case T::kF32:
       if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
       break;
-    case T::kF16:
-      dequantize_row_f16(static_cast<const uint16_t*>(src), dst, n);
-      break;
-    case T::kBF16:
-      dequantize_row_bf16(static_cast<const uint16_t*>(src), dst, n);
-      break;
-    case T::kQ8_0:
-      dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
-      break;
-    case T::kQ8_K:
-      dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n);
-      break;
-    case T::kQ2_K:
-      dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
-      break;
-    case T::kQ4_K:
-      dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
-      break;
-    case T::kIQ2_XXS:
-      dequantize_row_iq2_xxs(static_cast<const BlockIQ2_XXS*>(src), dst, n);
-      break;
-    default:
-      DS4_CHECK_MSG(false, "unreachable type %u", static_cast<unsigned>(t));
+    case T::kF16: dequantize_row_f16(static_cast<const uint16_t*>(src), dst, n); break;
+    case T::kBF16: dequantize_row_bf16(static_cast<const uint16_t*>(src), dst, n); break;
+    case T::kQ8_0: dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n); break;
+    case T::kQ8_K: dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n); break;
+    case T::kQ2_K: dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n); break;
+    case T::kQ4_K: dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n); break;
+    case T::kIQ2_XXS: dequantize_row_iq2_xxs(static_cast<const BlockIQ2_XXS*>(src), dst, n); break;
+    default: DS4_CHECK_MSG(false, "unreachable type %u", static_cast<unsigned>(t));
   }
   return Status::ok();
 }

@@ -26,7 +26,8 @@ float dot_q8_0_ref(const BlockQ8_0* w, const ActQ8_0* x, int64_t n_blocks) {
 }
 
 // sum += (y.d * f16(d)) * isum - (y.d * f16(dmin)) * summs, with
-// isum = sum_s (scales[s] & 15) * sum_{16 values of s} q8 * q2, summs = sum_s bsums[s] * (scales[s] >> 4).
+//   isum  = sum_s (scales[s] & 15) * sum_{16 values of s} q8 * q2,
+//   summs = sum_s bsums[s] * (scales[s] >> 4).
 float dot_q2_k_ref(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sum = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -51,7 +52,9 @@ float dot_q2_k_ref(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return sum;
 }
 
-// sum += (y.d * f16(d)) * sum_j sc_j * dot_j - (y.d * f16(dmin)) * sum_j m_j * (bsums[2j] + bsums[2j+1])
+// sum += (y.d * f16(d)) * isum - (y.d * f16(dmin)) * summs, with
+//   isum  = sum_j sc_j * sum_{32 values of j} q8 * q4,
+//   summs = sum_j m_j * (bsums[2j] + bsums[2j+1]).
 float dot_q4_k_ref(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sum = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -78,7 +81,8 @@ float dot_q4_k_ref(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return sum;
 }
 
-// sumf += (f16(d) * y.d) * bsum, bsum = sum_ib32 (2s+1) * sum_{32 values} +-g * q8; result 0.125 * sumf.
+// sumf += (f16(d) * y.d) * bsum, bsum = sum_ib32 (2s+1) * sum_{32 values} +-g * q8;
+// the result is 0.125 * sumf.
 float dot_iq2_xxs_ref(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sumf = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {

@@ -25,9 +25,9 @@ constexpr uint8_t iq2xxs_grid_byte(int index, int j) {
 
 // The decoded header of one 32-value group (ib32) of an IQ2_XXS block.
 struct Iq2xxsGroup {
-  uint8_t grid[4];  // codebook index of each sub-group of 8
+  uint8_t grid[4];   // codebook index of each sub-group of 8
   uint8_t signs[4];  // sign-table index (7 bits) of each sub-group of 8
-  uint8_t scale;  // 4-bit s; the group multiplier is (2s + 1) / 8
+  uint8_t scale;     // 4-bit s; the group multiplier is (2s + 1) / 8
 };
 
 inline Iq2xxsGroup iq2xxs_group(const BlockIQ2_XXS& b, int ib32) {

@@ -1,0 +1,160 @@
+// bench/kernel_bench.cpp: matrix-vector products per weight format, reference vs AVX2 kernels.
+// Owns: the matvec benchmarks (4096 x 4096 weights, 1 and 2 threads, DRAM-cold and cache-hot).
+// Does not own: the kernels (src/quant/dot.h) or the bandwidth baselines (memory_bench.cpp).
+//
+// Each iteration is one quant::matvec(): quantise x to the format's activation blocks, then one
+// dot per row. The weights_GBps counter is weight bytes read per second. "cold" rotates over
+// copies of the matrix filling kColdBytes, so weights stream from DRAM as in single-token decode;
+// "hot" repeats one matrix, which stays in L3 for the formats smaller than 32 MiB.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/f16.h"
+#include "base/thread_pool.h"
+#include "bench_util.h"
+#include "gguf/types.h"
+#include "quant/dot.h"
+#include "quant/quantize.h"
+
+namespace ds4::bench {
+namespace {
+
+using gguf::GgufType;
+
+constexpr int64_t kRows = 4096;
+constexpr int64_t kCols = 4096;
+
+int64_t matrix_bytes(GgufType t) {
+  return static_cast<int64_t>(*gguf::byte_size(t, static_cast<uint64_t>(kRows * kCols)));
+}
+
+// Offsets (bytes within a block) of f16 scale fields that random bytes must not fill: NaN, Inf or
+// subnormal scales would measure exception handling, not the kernel.
+std::vector<int> scale_offsets(GgufType t) {
+  switch (t) {
+    case GgufType::kQ8_0: return {0};
+    case GgufType::kQ2_K: return {80, 82};
+    case GgufType::kQ4_K: return {0, 2};
+    case GgufType::kIQ2_XXS: return {0};
+    default: return {};
+  }
+}
+
+// One matrix of valid random content.
+std::vector<uint8_t> make_matrix(GgufType t) {
+  std::vector<uint8_t> m(static_cast<size_t>(matrix_bytes(t)));
+  std::mt19937_64 rng(1234);
+  if (t == GgufType::kF16) {
+    std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+    for (size_t i = 0; i + 1 < m.size(); i += 2) {
+      const uint16_t h = f32_to_f16(dist(rng));
+      std::memcpy(&m[i], &h, 2);
+    }
+    return m;
+  }
+  for (size_t i = 0; i + 8 <= m.size(); i += 8) {
+    const uint64_t r = rng();
+    std::memcpy(&m[i], &r, 8);
+  }
+  const auto info = gguf::type_info(static_cast<uint32_t>(t));
+  const uint16_t scale = f32_to_f16(0.01f);
+  for (size_t b = 0; b < m.size(); b += info->block_bytes) {
+    for (int off : scale_offsets(t)) std::memcpy(&m[b + static_cast<size_t>(off)], &scale, 2);
+  }
+  return m;
+}
+
+struct MatvecCase {
+  GgufType type;
+  bool avx2;
+  int threads;
+  bool cold;
+};
+
+void run_matvec(benchmark::State& state, MatvecCase c) {
+  const quant::DotKernels* k = c.avx2 ? quant::avx2_dot_kernels() : &quant::reference_dot_kernels();
+  if (k == nullptr) {
+    state.SkipWithError("AVX2/FMA/F16C not available");
+    return;
+  }
+  const int64_t bytes = matrix_bytes(c.type);
+  const int64_t copies = c.cold ? std::max<int64_t>(2, (kColdBytes + bytes - 1) / bytes) : 1;
+  const std::vector<uint8_t> one = make_matrix(c.type);
+  std::vector<uint8_t> all(static_cast<size_t>(bytes * copies));
+  for (int64_t i = 0; i < copies; ++i)
+    std::memcpy(&all[static_cast<size_t>(i * bytes)], one.data(), one.size());
+  std::vector<float> x(kCols);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (float& v : x) v = dist(rng);
+  std::vector<float> y(kRows);
+  std::unique_ptr<base::ThreadPool> pool;
+  if (c.threads > 1) pool = std::make_unique<base::ThreadPool>(c.threads);
+  int64_t next = 0;
+  for (auto _ : state) {
+    const uint8_t* w = &all[static_cast<size_t>(next * bytes)];
+    const Status s = quant::matvec(*k, c.type, w, kRows, kCols, x.data(), y.data(), pool.get());
+    if (!s.is_ok()) {
+      state.SkipWithError(s.to_string().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    next = (next + 1) % copies;
+  }
+  set_rate(state, "weights_GBps", static_cast<double>(bytes));
+  state.counters["MiB_per_matrix"] = static_cast<double>(bytes) / (1 << 20);
+}
+
+// Encoder throughput (tools/quantize cost), one thread: 64 rows of 4096 N(0, 1) weights.
+void run_quantize(benchmark::State& state, GgufType t) {
+  constexpr int64_t kQuantRows = 64;
+  std::vector<float> src(static_cast<size_t>(kQuantRows * kCols));
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist;
+  for (float& v : src) v = dist(rng);
+  std::vector<uint8_t> dst(*gguf::byte_size(t, static_cast<uint64_t>(src.size())));
+  for (auto _ : state) {
+    const Status s = quant::quantize_rows(t, src.data(), dst.data(), kQuantRows, kCols, nullptr);
+    if (!s.is_ok()) {
+      state.SkipWithError(s.to_string().c_str());
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["Mweights_per_s"] = benchmark::Counter(
+      static_cast<double>(src.size()) * static_cast<double>(state.iterations()) / 1e6,
+      benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+void register_kernel_benchmarks() {
+  const GgufType types[] = {GgufType::kQ8_0, GgufType::kQ2_K, GgufType::kQ4_K, GgufType::kIQ2_XXS,
+                            GgufType::kF16};
+  for (bool cold : {true, false}) {
+    for (GgufType t : types) {
+      for (bool avx2 : {false, true}) {
+        if (!cold && !avx2) continue;  // hot runs only for the fast kernels: the compute ceiling
+        for (int threads : {1, 2}) {
+          const std::string name =
+              std::string("matvec/") + std::string(gguf::to_string(t)) + (avx2 ? "/avx2" : "/ref") +
+              "/threads:" + std::to_string(threads) + (cold ? "/cold" : "/hot");
+          benchmark::RegisterBenchmark(name.c_str(), run_matvec, MatvecCase{t, avx2, threads, cold})
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime();
+        }
+      }
+    }
+  }
+  for (GgufType t : types) {
+    const std::string name = "quantize/" + std::string(gguf::to_string(t));
+    benchmark::RegisterBenchmark(name.c_str(), run_quantize, t)->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace ds4::bench

@@ -1,0 +1,120 @@
+// src/quant/dot_select.cpp: picks the dot-kernel table for this CPU and runs row-parallel matvecs.
+// Owns: the one-time CPU feature check (baseline ISA code) and the matvec helper.
+// Does not own: the kernels (dot_ref.cpp, x86/dot_avx2.cpp).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "quant/activation.h"
+#include "quant/dot.h"
+
+#if defined(DS4_QUANT_HAVE_AVX2)
+#include <cpuid.h>
+
+#include "quant/x86/dot_avx2.h"
+#endif
+
+namespace ds4::quant {
+namespace {
+
+#if defined(DS4_QUANT_HAVE_AVX2)
+// CPUID + XGETBV rather than __builtin_cpu_supports: clang before 16 rejects "f16c" there. The OS
+// must also save the YMM registers (XCR0 bits 1 and 2) for AVX code to be usable.
+bool cpu_has_avx2_fma_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool fma = (c >> 12) & 1;
+  const bool osxsave = (c >> 27) & 1;
+  const bool avx = (c >> 28) & 1;
+  const bool f16c = (c >> 29) & 1;
+  if (!(fma && osxsave && avx && f16c)) return false;
+  uint32_t xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6) != 0x6) return false;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return (b >> 5) & 1;  // AVX2
+}
+#endif
+
+constexpr int64_t kRowsPerTask = 16;  // a few hundred tasks for the largest matrices
+
+// Bytes of one row of `cols` values of a dot-capable type.
+int64_t row_bytes(gguf::GgufType t, int64_t cols) {
+  const auto info = gguf::type_info(static_cast<uint32_t>(t));
+  return cols / info->block_elems * info->block_bytes;
+}
+
+}  // namespace
+
+const DotKernels* avx2_dot_kernels() {
+#if defined(DS4_QUANT_HAVE_AVX2)
+  static const DotKernels* const kTable =
+      cpu_has_avx2_fma_f16c() ? &x86::avx2_kernels_unchecked() : nullptr;
+  return kTable;
+#else
+  return nullptr;
+#endif
+}
+
+const DotKernels& best_dot_kernels() {
+  static const DotKernels& kBest =
+      avx2_dot_kernels() != nullptr ? *avx2_dot_kernels() : reference_dot_kernels();
+  return kBest;
+}
+
+bool has_dot(gguf::GgufType t) {
+  using T = gguf::GgufType;
+  return t == T::kF32 || t == T::kF16 || t == T::kQ8_0 || t == T::kQ2_K || t == T::kQ4_K ||
+         t == T::kIQ2_XXS;
+}
+
+Status matvec(const DotKernels& k, gguf::GgufType t, const void* w, int64_t rows, int64_t cols,
+              const float* x, float* y, base::ThreadPool* pool) {
+  using T = gguf::GgufType;
+  if (!has_dot(t)) {
+    return Status::unimplemented("no dot kernel for type %s",
+                                 std::string(gguf::to_string(t)).c_str());
+  }
+  const auto info = gguf::type_info(static_cast<uint32_t>(t));
+  if (rows < 0 || cols < 0 || cols % info->block_elems != 0) {
+    return Status::invalid_argument("matvec %s: %lld x %lld is not a whole number of blocks",
+                                    std::string(info->name).c_str(), static_cast<long long>(rows),
+                                    static_cast<long long>(cols));
+  }
+  std::vector<ActQ8_0> act8;
+  std::vector<BlockQ8_K> actk;
+  if (t == T::kQ8_0) {
+    act8.resize(static_cast<size_t>(cols / kQ8_0BlockElems));
+    quantize_act_q8_0(x, act8.data(), cols);
+  } else if (t == T::kQ2_K || t == T::kQ4_K || t == T::kIQ2_XXS) {
+    actk.resize(static_cast<size_t>(cols / kSuperBlockElems));
+    quantize_act_q8_k(x, actk.data(), cols);
+  }
+  const int64_t stride = row_bytes(t, cols);
+  const int64_t nb = cols / info->block_elems;
+  const auto* base = static_cast<const uint8_t*>(w);
+  auto run_rows = [&](int64_t task) {
+    const int64_t r_end = std::min(rows, (task + 1) * kRowsPerTask);
+    for (int64_t r = task * kRowsPerTask; r < r_end; ++r) {
+      const void* row = base + r * stride;
+      switch (t) {
+        case T::kF32: y[r] = k.f32(static_cast<const float*>(row), x, cols); break;
+        case T::kF16: y[r] = k.f16(static_cast<const uint16_t*>(row), x, cols); break;
+        case T::kQ8_0: y[r] = k.q8_0(static_cast<const BlockQ8_0*>(row), act8.data(), nb); break;
+        case T::kQ2_K: y[r] = k.q2_k(static_cast<const BlockQ2_K*>(row), actk.data(), nb); break;
+        case T::kQ4_K: y[r] = k.q4_k(static_cast<const BlockQ4_K*>(row), actk.data(), nb); break;
+        default: y[r] = k.iq2_xxs(static_cast<const BlockIQ2_XXS*>(row), actk.data(), nb); break;
+      }
+    }
+  };
+  const int64_t n_tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+  if (pool != nullptr && pool->size() > 1) {
+    pool->parallel_for(n_tasks, run_rows);
+  } else {
+    for (int64_t task = 0; task < n_tasks; ++task) run_rows(task);
+  }
+  return Status::ok();
+}
+
+}  // namespace ds4::quant

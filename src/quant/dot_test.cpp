@@ -1,0 +1,358 @@
+// src/quant/dot_test.cpp: dot kernels. The reference agrees with "dequantize, then multiply in
+// double"; the fast kernels agree with the reference (bit for bit for the quantised formats);
+// matvec composes them correctly, with and without threads.
+#include "quant/dot.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "base/f16.h"
+#include "base/thread_pool.h"
+#include "quant/activation.h"
+#include "quant/dequantize.h"
+#include "quant/quant_test_util.h"
+#include "quant/quantize.h"
+
+namespace ds4::quant {
+namespace {
+
+using gguf::GgufType;
+using testing::random_blocks;
+
+constexpr int kCases = 150;  // random shapes per format
+
+// Reference vs "exact" (double) dot of the dequantised operands. M is the magnitude of the
+// computation: sum over elements of |activation| * (|scale part| + |min part|) (= sum |w a| for
+// formats without mins). The reference rounds each block term at most 3 times and accumulates
+// n_terms of them in float, within (n_terms + 3) * u * M (u = 2^-24, first order); the dequantised
+// float operands carry at most 3 roundings each. The bound keeps a few spare units.
+double ref_vs_exact_tol(int64_t n_terms, double magnitude) {
+  return (static_cast<double>(n_terms) + 8.0) * 0x1p-24 * magnitude;
+}
+
+// F16 fast vs reference: both are float sums of the same n products in different orders (FMA in
+// the fast one). Each is within (n + 1) * 2^-24 * sum|w x| of the exact sum, so they differ by at
+// most twice that.
+double f16_reorder_tol(int64_t n, double sum_abs) { return 2.0 * (n + 1) * 0x1p-24 * sum_abs; }
+
+// F32 fast vs reference: double sums in different orders (products exact in double), differing
+// by <= 2 n 2^-53 sum|w x| before the final rounding to float, which adds at most one float ulp.
+double f32_reorder_tol(int64_t n, double sum_abs, float ref) {
+  return 2.0 * n * 0x1p-53 * sum_abs + std::ldexp(1.0, std::ilogb(ref) - 23) + 1e-45;
+}
+
+bool same_bits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+// Moderate f16 scales for the consistency test (the conformance test uses any finite f16).
+uint16_t moderate_f16(std::mt19937& rng) {
+  return f32_to_f16(std::uniform_real_distribution<float>(-0.05f, 0.05f)(rng));
+}
+
+double exact_dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+// Magnitude for K-quants: the two parts of each decoded weight taken separately.
+template <class Block>
+double k_magnitude(const std::vector<Block>& w, const std::vector<float>& act) {
+  double m = 0.0;
+  for (size_t b = 0; b < w.size(); ++b) {
+    for (int e = 0; e < 256; ++e) {
+      double scale_part = 0.0, min_part = 0.0;
+      if constexpr (std::is_same_v<Block, BlockQ2_K>) {
+        const Q2KPosition p = q2_k_position(e);
+        const int q = (w[b].qs[p.byte] >> p.shift) & 3;
+        scale_part = std::fabs(f16_to_f32(w[b].d)) * (w[b].scales[p.sub_block] & 15) * q;
+        min_part = std::fabs(f16_to_f32(w[b].dmin)) * (w[b].scales[p.sub_block] >> 4);
+      } else {
+        const Q4KPosition p = q4_k_position(e);
+        const int q = p.high ? w[b].qs[p.byte] >> 4 : w[b].qs[p.byte] & 15;
+        const ScaleMin sm = q4_k_scale_min(w[b].scales, p.sub_block);
+        scale_part = std::fabs(f16_to_f32(w[b].d)) * sm.scale * q;
+        min_part = std::fabs(f16_to_f32(w[b].dmin)) * sm.min;
+      }
+      m += std::fabs(act[b * 256 + static_cast<size_t>(e)]) * (scale_part + min_part);
+    }
+  }
+  return m;
+}
+
+double abs_dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) s += std::fabs(static_cast<double>(a[i]) * b[i]);
+  return s;
+}
+
+// Protects: each reference dot computes the dot of the dequantised weights with the dequantised
+// activations (the block formulas of §3.3 are the §3.2 decoders multiplied out).
+TEST(QuantDotReference, AgreesWithDequantizedDoubleDot) {
+  std::mt19937 rng(1);
+  const DotKernels& ref = reference_dot_kernels();
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t nb = std::uniform_int_distribution<int64_t>(1, 40)(rng);
+    const int64_t n = nb * 256;
+    std::vector<BlockQ8_K> act = random_blocks<BlockQ8_K>(nb, rng, testing::random_q8_k);
+    std::vector<float> a(static_cast<size_t>(n)), w(static_cast<size_t>(n));
+    dequantize_row_q8_k(act.data(), a.data(), n);
+
+    auto q2 = random_blocks<BlockQ2_K>(nb, rng, testing::random_q2_k);
+    for (auto& b : q2) b.d = moderate_f16(rng), b.dmin = moderate_f16(rng);
+    dequantize_row_q2_k(q2.data(), w.data(), n);
+    EXPECT_NEAR(ref.q2_k(q2.data(), act.data(), nb), exact_dot(w, a),
+                ref_vs_exact_tol(nb, k_magnitude(q2, a)))
+        << "q2_k case " << c;
+
+    auto q4 = random_blocks<BlockQ4_K>(nb, rng, testing::random_q4_k);
+    for (auto& b : q4) b.d = moderate_f16(rng), b.dmin = moderate_f16(rng);
+    dequantize_row_q4_k(q4.data(), w.data(), n);
+    EXPECT_NEAR(ref.q4_k(q4.data(), act.data(), nb), exact_dot(w, a),
+                ref_vs_exact_tol(nb, k_magnitude(q4, a)))
+        << "q4_k case " << c;
+
+    auto iq = random_blocks<BlockIQ2_XXS>(nb, rng, testing::random_iq2_xxs);
+    for (auto& b : iq) b.d = moderate_f16(rng);
+    dequantize_row_iq2_xxs(iq.data(), w.data(), n);
+    EXPECT_NEAR(ref.iq2_xxs(iq.data(), act.data(), nb), exact_dot(w, a),
+                ref_vs_exact_tol(nb, abs_dot(w, a)))
+        << "iq2_xxs case " << c;
+
+    const int64_t nb8 = nb * 8;
+    auto q8 = random_blocks<BlockQ8_0>(nb8, rng, testing::random_q8_0);
+    for (auto& b : q8) b.d = moderate_f16(rng);
+    auto act8 = random_blocks<ActQ8_0>(nb8, rng, testing::random_act_q8_0);
+    std::vector<float> a8(static_cast<size_t>(n));
+    for (int64_t b = 0; b < nb8; ++b) {
+      for (int i = 0; i < 32; ++i) a8[static_cast<size_t>(b * 32 + i)] = act8[b].d * act8[b].qs[i];
+    }
+    dequantize_row_q8_0(q8.data(), w.data(), n);
+    EXPECT_NEAR(ref.q8_0(q8.data(), act8.data(), nb8), exact_dot(w, a8),
+                ref_vs_exact_tol(nb8, abs_dot(w, a8)))
+        << "q8_0 case " << c;
+  }
+}
+
+// Protects: the F16 and F32 references accumulate exactly as specified (float in index order;
+// double then one rounding).
+TEST(QuantDotReference, FloatKernelsFollowTheirAccumulationOrder) {
+  std::mt19937 rng(2);
+  const std::vector<float> x = testing::gaussian(1000, 9);
+  std::vector<uint16_t> wh(1000);
+  std::vector<float> wf(1000);
+  for (size_t i = 0; i < wh.size(); ++i) {
+    wh[i] = testing::random_finite_f16(rng) & 0xBFFF;  // exponent < 16: |w| < 2
+    wf[i] = f16_to_f32(wh[i]);
+  }
+  float acc = 0.0f;
+  double dacc = 0.0;
+  for (size_t i = 0; i < wh.size(); ++i) {
+    acc += wf[i] * x[i];
+    dacc += static_cast<double>(wf[i]) * x[i];
+  }
+  EXPECT_TRUE(same_bits(dot_f16_ref(wh.data(), x.data(), 1000), acc));
+  EXPECT_TRUE(same_bits(dot_f32_ref(wf.data(), x.data(), 1000), static_cast<float>(dacc)));
+}
+
+class QuantDotConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fast_ = avx2_dot_kernels();
+    if (fast_ == nullptr) GTEST_SKIP() << "no AVX2/FMA/F16C kernels on this CPU or build";
+  }
+  const DotKernels& ref_ = reference_dot_kernels();
+  const DotKernels* fast_ = nullptr;
+};
+
+// Protects: bit-identical results of the AVX2 quantised dots over random valid blocks with any
+// finite f16 scales (zero, subnormal, negative, large) and lengths that exercise every tail.
+TEST_F(QuantDotConformance, QuantisedKernelsAreBitExact) {
+  std::mt19937 rng(3);
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t nb = std::uniform_int_distribution<int64_t>(0, 24)(rng);
+    const auto act = random_blocks<BlockQ8_K>(nb, rng, testing::random_q8_k);
+    const auto q2 = random_blocks<BlockQ2_K>(nb, rng, testing::random_q2_k);
+    const auto q4 = random_blocks<BlockQ4_K>(nb, rng, testing::random_q4_k);
+    const auto iq = random_blocks<BlockIQ2_XXS>(nb, rng, testing::random_iq2_xxs);
+    const float r2 = ref_.q2_k(q2.data(), act.data(), nb);
+    const float f2 = fast_->q2_k(q2.data(), act.data(), nb);
+    EXPECT_TRUE(same_bits(r2, f2)) << "q2_k case " << c << ": " << r2 << " vs " << f2;
+    const float r4 = ref_.q4_k(q4.data(), act.data(), nb);
+    const float f4 = fast_->q4_k(q4.data(), act.data(), nb);
+    EXPECT_TRUE(same_bits(r4, f4)) << "q4_k case " << c << ": " << r4 << " vs " << f4;
+    const float ri = ref_.iq2_xxs(iq.data(), act.data(), nb);
+    const float fi = fast_->iq2_xxs(iq.data(), act.data(), nb);
+    EXPECT_TRUE(same_bits(ri, fi)) << "iq2_xxs case " << c << ": " << ri << " vs " << fi;
+
+    const int64_t nb8 = std::uniform_int_distribution<int64_t>(0, 150)(rng);
+    const auto q8 = random_blocks<BlockQ8_0>(nb8, rng, testing::random_q8_0);
+    const auto act8 = random_blocks<ActQ8_0>(nb8, rng, testing::random_act_q8_0);
+    const float r8 = ref_.q8_0(q8.data(), act8.data(), nb8);
+    const float f8 = fast_->q8_0(q8.data(), act8.data(), nb8);
+    EXPECT_TRUE(same_bits(r8, f8)) << "q8_0 case " << c << ": " << r8 << " vs " << f8;
+  }
+}
+
+// Protects: the extremes of the integer paths: codes -128 in Q8_0 weights, activations at
+// +-127, all-ones bit patterns (largest codes, scales and mins).
+TEST_F(QuantDotConformance, ExtremeCodesAreBitExact) {
+  std::vector<BlockQ8_0> q8(9);
+  std::vector<ActQ8_0> a8(9);
+  for (size_t b = 0; b < q8.size(); ++b) {
+    q8[b].d = 0x3C00;
+    a8[b].d = 1.0f;
+    for (int i = 0; i < 32; ++i) {
+      q8[b].qs[i] = -128;
+      a8[b].qs[i] = (i + static_cast<int>(b)) % 2 ? 127 : -127;
+    }
+  }
+  EXPECT_TRUE(same_bits(ref_.q8_0(q8.data(), a8.data(), 9), fast_->q8_0(q8.data(), a8.data(), 9)));
+  BlockQ8_K act{};
+  act.d = 1.0f;
+  for (int i = 0; i < 256; ++i) act.qs[i] = i % 3 ? 127 : -127;
+  for (int g = 0; g < 16; ++g) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += act.qs[16 * g + i];
+    act.bsums[g] = static_cast<int16_t>(s);
+  }
+  BlockQ2_K q2;
+  std::memset(&q2, 0xFF, sizeof(q2));
+  q2.d = q2.dmin = 0x3C00;
+  BlockQ4_K q4;
+  std::memset(&q4, 0xFF, sizeof(q4));
+  q4.d = q4.dmin = 0x3C00;
+  BlockIQ2_XXS iq;
+  std::memset(&iq, 0xFF, sizeof(iq));
+  iq.d = 0x3C00;
+  EXPECT_TRUE(same_bits(ref_.q2_k(&q2, &act, 1), fast_->q2_k(&q2, &act, 1)));
+  EXPECT_TRUE(same_bits(ref_.q4_k(&q4, &act, 1), fast_->q4_k(&q4, &act, 1)));
+  EXPECT_TRUE(same_bits(ref_.iq2_xxs(&iq, &act, 1), fast_->iq2_xxs(&iq, &act, 1)));
+}
+
+// Protects: the float kernels stay within their named reordering tolerances.
+TEST_F(QuantDotConformance, FloatKernelsWithinReorderTolerance) {
+  std::mt19937 rng(4);
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t n = std::uniform_int_distribution<int64_t>(0, 1100)(rng);
+    const std::vector<float> x = testing::gaussian(n, 500 + c);
+    const std::vector<float> wf = testing::gaussian(n, 900 + c, 0.1f);
+    std::vector<uint16_t> wh(static_cast<size_t>(n));
+    double sum_abs_h = 0.0, sum_abs_f = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      wh[i] = f32_to_f16(wf[i]);
+      sum_abs_h += std::fabs(static_cast<double>(f16_to_f32(wh[i])) * x[i]);
+      sum_abs_f += std::fabs(static_cast<double>(wf[i]) * x[i]);
+    }
+    const float rh = ref_.f16(wh.data(), x.data(), n);
+    EXPECT_NEAR(fast_->f16(wh.data(), x.data(), n), rh, f16_reorder_tol(n, sum_abs_h)) << n;
+    const float rf = ref_.f32(wf.data(), x.data(), n);
+    EXPECT_NEAR(fast_->f32(wf.data(), x.data(), n), rf, f32_reorder_tol(n, sum_abs_f, rf)) << n;
+  }
+}
+
+// Protects: the runtime choice prefers AVX2 when the CPU has it.
+TEST(QuantDotSelection, BestIsAvx2WhenAvailable) {
+  const DotKernels& best = best_dot_kernels();
+  if (avx2_dot_kernels() != nullptr) {
+    EXPECT_EQ(&best, avx2_dot_kernels());
+  } else {
+    EXPECT_EQ(&best, &reference_dot_kernels());
+  }
+}
+
+// Protects: matvec quantises x with the right activation rule, walks rows with the right stride,
+// and threading does not change results (bit-exact for every format, since each row's dot is
+// computed by one thread).
+TEST(QuantMatvec, MatchesPerRowReferenceWithAndWithoutThreads) {
+  const int64_t rows = 37, cols = 512;
+  const std::vector<float> wsrc = testing::gaussian(rows * cols, 21, 0.05f);
+  const std::vector<float> x = testing::gaussian(cols, 22);
+  base::ThreadPool pool(2);
+  for (GgufType t : {GgufType::kF32, GgufType::kF16, GgufType::kQ8_0, GgufType::kQ2_K,
+                     GgufType::kQ4_K, GgufType::kIQ2_XXS}) {
+    const auto info = gguf::type_info(static_cast<uint32_t>(t));
+    const size_t row_bytes = cols / info->block_elems * info->block_bytes;
+    // Float formats from real values; quantised ones as random valid blocks (cheaper than the
+    // encoders in sanitizer builds, and matvec must not care how the blocks were made).
+    std::vector<uint8_t> w(row_bytes * rows);
+    std::mt19937 rng(static_cast<uint32_t>(t));
+    auto fill = [&](auto gen, auto block) {
+      using Block = decltype(block);
+      const auto blocks =
+          random_blocks<Block>(static_cast<int64_t>(w.size() / sizeof(Block)), rng, gen);
+      std::memcpy(w.data(), blocks.data(), w.size());
+    };
+    switch (t) {
+      case GgufType::kQ8_0: fill(testing::random_q8_0, BlockQ8_0{}); break;
+      case GgufType::kQ2_K: fill(testing::random_q2_k, BlockQ2_K{}); break;
+      case GgufType::kQ4_K: fill(testing::random_q4_k, BlockQ4_K{}); break;
+      case GgufType::kIQ2_XXS: fill(testing::random_iq2_xxs, BlockIQ2_XXS{}); break;
+      default: ASSERT_TRUE(quantize_rows(t, wsrc.data(), w.data(), rows, cols, nullptr).is_ok());
+    }
+    std::vector<float> expect(rows);
+    std::vector<ActQ8_0> a8(cols / 32);
+    std::vector<BlockQ8_K> ak(cols / 256);
+    quantize_act_q8_0(x.data(), a8.data(), cols);
+    quantize_act_q8_k(x.data(), ak.data(), cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* row = w.data() + r * row_bytes;
+      switch (t) {
+        case GgufType::kF32:
+          expect[r] = dot_f32_ref(reinterpret_cast<const float*>(row), x.data(), cols);
+          break;
+        case GgufType::kF16:
+          expect[r] = dot_f16_ref(reinterpret_cast<const uint16_t*>(row), x.data(), cols);
+          break;
+        case GgufType::kQ8_0:
+          expect[r] = dot_q8_0_ref(reinterpret_cast<const BlockQ8_0*>(row), a8.data(), cols / 32);
+          break;
+        case GgufType::kQ2_K:
+          expect[r] = dot_q2_k_ref(reinterpret_cast<const BlockQ2_K*>(row), ak.data(), 2);
+          break;
+        case GgufType::kQ4_K:
+          expect[r] = dot_q4_k_ref(reinterpret_cast<const BlockQ4_K*>(row), ak.data(), 2);
+          break;
+        default:
+          expect[r] = dot_iq2_xxs_ref(reinterpret_cast<const BlockIQ2_XXS*>(row), ak.data(), 2);
+          break;
+      }
+    }
+    std::vector<float> y(rows), y_pool(rows), y_best(rows);
+    ASSERT_TRUE(
+        matvec(reference_dot_kernels(), t, w.data(), rows, cols, x.data(), y.data(), nullptr)
+            .is_ok());
+    ASSERT_TRUE(
+        matvec(reference_dot_kernels(), t, w.data(), rows, cols, x.data(), y_pool.data(), &pool)
+            .is_ok());
+    ASSERT_TRUE(matvec(best_dot_kernels(), t, w.data(), rows, cols, x.data(), y_best.data(), &pool)
+                    .is_ok());
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_TRUE(same_bits(y[r], expect[r])) << gguf::to_string(t) << " row " << r;
+      EXPECT_TRUE(same_bits(y_pool[r], expect[r])) << gguf::to_string(t) << " row " << r;
+      if (t != GgufType::kF16 && t != GgufType::kF32) {
+        EXPECT_TRUE(same_bits(y_best[r], expect[r])) << gguf::to_string(t) << " row " << r;
+      }
+    }
+  }
+}
+
+// Protects: the Status contract of matvec().
+TEST(QuantMatvec, ErrorsAreStatuses) {
+  float x[256] = {}, y[1];
+  uint8_t w[512] = {};
+  EXPECT_EQ(matvec(reference_dot_kernels(), GgufType::kBF16, w, 1, 256, x, y, nullptr).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(matvec(reference_dot_kernels(), GgufType::kQ4_K, w, 1, 100, x, y, nullptr).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ds4::quant
