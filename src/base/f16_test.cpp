@@ -11,15 +11,18 @@
 #include <cstdint>
 #include <random>
 
+#include "base/cpu_features.h"
+
 namespace ds4 {
 namespace {
 
 __attribute__((target("f16c"))) uint16_t hw_f32_to_f16(float f) {
-  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m128i h = _mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return static_cast<uint16_t>(_mm_extract_epi16(h, 0));
 }
 __attribute__((target("f16c"))) float hw_f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
 
-bool have_f16c() { return __builtin_cpu_supports("f16c"); }
+bool have_f16c() { return base::cpu_features().f16c; }
 
 TEST(F16, DecodeEveryHalfMatchesHardware) {
   if (!have_f16c()) GTEST_SKIP() << "CPU has no F16C";

@@ -5,37 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
 
 #if defined(DS4_QUANT_HAVE_AVX2)
-#include <cpuid.h>
-
 #include "quant/x86/dot_avx2.h"
 #endif
 
 namespace ds4::quant {
 namespace {
-
-#if defined(DS4_QUANT_HAVE_AVX2)
-// CPUID + XGETBV rather than __builtin_cpu_supports: clang before 16 rejects "f16c" there. The OS
-// must also save the YMM registers (XCR0 bits 1 and 2) for AVX code to be usable.
-bool cpu_has_avx2_fma_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
-  const bool fma = (c >> 12) & 1;
-  const bool osxsave = (c >> 27) & 1;
-  const bool avx = (c >> 28) & 1;
-  const bool f16c = (c >> 29) & 1;
-  if (!(fma && osxsave && avx && f16c)) return false;
-  uint32_t xcr0_lo = 0, xcr0_hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  if ((xcr0_lo & 0x6) != 0x6) return false;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
-  return (b >> 5) & 1;  // AVX2
-}
-#endif
 
 constexpr int64_t kRowsPerTask = 16;  // a few hundred tasks for the largest matrices
 
@@ -50,7 +30,9 @@ int64_t row_bytes(gguf::GgufType t, int64_t cols) {
 const DotKernels* avx2_dot_kernels() {
 #if defined(DS4_QUANT_HAVE_AVX2)
   static const DotKernels* const kTable =
-      cpu_has_avx2_fma_f16c() ? &x86::avx2_kernels_unchecked() : nullptr;
+      (base::cpu_features().avx2 && base::cpu_features().fma && base::cpu_features().f16c)
+          ? &x86::avx2_kernels_unchecked()
+          : nullptr;
   return kTable;
 #else
   return nullptr;
