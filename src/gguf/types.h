@@ -4,6 +4,7 @@
 // table).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -50,8 +51,53 @@ struct TypeInfo {
   uint32_t block_bytes;   // bytes per block
 };
 
+namespace detail {
+using T = GgufType;
+inline constexpr std::array<TypeInfo, 29> kTypes{{
+    {T::kF32, "f32", 1, 4},
+    {T::kF16, "f16", 1, 2},
+    {T::kQ4_0, "q4_0", 32, 18},
+    {T::kQ4_1, "q4_1", 32, 20},
+    {T::kQ5_0, "q5_0", 32, 22},
+    {T::kQ5_1, "q5_1", 32, 24},
+    {T::kQ8_0, "q8_0", 32, 34},
+    {T::kQ8_1, "q8_1", 32, 36},
+    {T::kQ2_K, "q2_k", 256, 84},
+    {T::kQ3_K, "q3_k", 256, 110},
+    {T::kQ4_K, "q4_k", 256, 144},
+    {T::kQ5_K, "q5_k", 256, 176},
+    {T::kQ6_K, "q6_k", 256, 210},
+    {T::kQ8_K, "q8_k", 256, 292},
+    {T::kIQ2_XXS, "iq2_xxs", 256, 66},
+    {T::kIQ2_XS, "iq2_xs", 256, 74},
+    {T::kIQ3_XXS, "iq3_xxs", 256, 98},
+    {T::kIQ1_S, "iq1_s", 256, 50},
+    {T::kIQ4_NL, "iq4_nl", 32, 18},
+    {T::kIQ3_S, "iq3_s", 256, 110},
+    {T::kIQ2_S, "iq2_s", 256, 82},
+    {T::kIQ4_XS, "iq4_xs", 256, 136},
+    {T::kI8, "i8", 1, 1},
+    {T::kI16, "i16", 1, 2},
+    {T::kI32, "i32", 1, 4},
+    {T::kI64, "i64", 1, 8},
+    {T::kF64, "f64", 1, 8},
+    {T::kIQ1_M, "iq1_m", 256, 56},
+    {T::kBF16, "bf16", 1, 2},
+}};
+
+}  // namespace detail
+
 // Geometry of a known type id; nullopt for ids no GGUF writer produces (e.g. 4, 5, 31+).
-std::optional<TypeInfo> type_info(uint32_t id);
+// constexpr, so block structs elsewhere can static_assert their size against this table.
+constexpr std::optional<TypeInfo> type_info(uint32_t id) {
+  for (const TypeInfo& t : detail::kTypes) {
+    if (static_cast<uint32_t>(t.type) == id) return t;
+  }
+  return std::nullopt;
+}
+constexpr uint32_t block_bytes(GgufType t) {
+  return type_info(static_cast<uint32_t>(t))->block_bytes;
+}
 std::string_view to_string(GgufType t);
 // Parses a name such as "q2_k" or "IQ2_XXS" (case-insensitive).
 std::optional<GgufType> type_from_name(std::string_view name);

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gguf/types.h"
+
 namespace ds4::quant {
 
 inline constexpr int kQ8_0BlockElems = 32;    // Q8_0 storage and activation blocks
@@ -62,8 +64,12 @@ struct ActQ8_0 {
   int8_t qs[kQ8_0BlockElems];
 };
 
-// Sizes and offsets are part of the file format. gguf::type_info() is not constexpr, so the
-// agreement with the type table is asserted at run time in blocks_test.cpp.
+// Sizes and offsets are part of the file format, and must agree with the GGUF type table.
+static_assert(sizeof(BlockQ8_0) == gguf::block_bytes(gguf::GgufType::kQ8_0));
+static_assert(sizeof(BlockQ2_K) == gguf::block_bytes(gguf::GgufType::kQ2_K));
+static_assert(sizeof(BlockQ4_K) == gguf::block_bytes(gguf::GgufType::kQ4_K));
+static_assert(sizeof(BlockIQ2_XXS) == gguf::block_bytes(gguf::GgufType::kIQ2_XXS));
+static_assert(sizeof(BlockQ8_K) == gguf::block_bytes(gguf::GgufType::kQ8_K));
 static_assert(sizeof(BlockQ8_0) == 34 && offsetof(BlockQ8_0, qs) == 2);
 static_assert(sizeof(BlockQ2_K) == 84 && offsetof(BlockQ2_K, qs) == 16 &&
               offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ2_K, dmin) == 82);
