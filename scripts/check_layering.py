@@ -58,7 +58,7 @@ def main():
         elif rel[0] == "apps":
             allowed = closure(APP_DEPS.get(rel[1], APP_DEPS["default"]) + ["base"]) | {"apps"}
         else:  # bench/: micro-benchmarks of kernels
-            allowed = closure(["quant", "backend", "base"])
+            allowed = closure(["quant", "backend", "base", "tokenizer"])
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             m = inc.match(line)
             if m and m.group(1) != "ds4" and m.group(1) not in allowed:

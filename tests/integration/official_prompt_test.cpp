@@ -1,7 +1,7 @@
 // Protects: chat rendering + tokenization together, against DeepSeek's official API on the five
 // recorded prompts (../shared/fixtures/official-vectors): each prompt rendered by chat::render as a
-// non-thinking user turn must tokenize to exactly the API's usage.prompt_tokens, and every token the
-// API reported (selected and top alternatives) must be exactly one entry of our vocabulary.
+// non-thinking user turn must tokenize to exactly the API's usage.prompt_tokens, and every token
+// the API reported (selected and top alternatives) must be exactly one entry of our vocabulary.
 #include <gtest/gtest.h>
 
 #include <filesystem>
