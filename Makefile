@@ -59,7 +59,7 @@ lint: setup
 	bash scripts/lint.sh
 
 format:
-	git ls-files '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
+	git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan build-fuzz

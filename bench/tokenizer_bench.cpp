@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     const double mb = static_cast<double>(text.size()) / 1e6;
     std::string name = argv[f];
     if (name.size() > 40) name = "..." + name.substr(name.size() - 37);
-    std::printf("%-40s %12zu %10zu %14.1f %14.1f\n", name.c_str(), text.size(), n_tokens, mb / first,
-                mb / warm[2]);
+    std::printf("%-40s %12zu %10zu %14.1f %14.1f\n", name.c_str(), text.size(), n_tokens,
+                mb / first, mb / warm[2]);
   }
   return 0;
 }

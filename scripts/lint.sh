@@ -4,7 +4,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
 
-mapfile -t sources < <(git ls-files '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh')
+mapfile -t sources < <(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh')
 
 # 1. Formatting (clang-format, .clang-format at the root). Generated .inc tables are exempt.
 if ((${#sources[@]} > 0)); then
