@@ -20,6 +20,7 @@ DEPS = {
     "kv": ["model"],
     "sampling": ["base"],
     "chat": ["tokenizer"],
+    "tools": ["model", "tokenizer", "quant"],  # tools/ (synth, convert): offline, never linked by the engine
     "engine": ["model", "kv", "backend", "tokenizer", "sampling", "chat"],
     "serve": ["engine", "chat"],
     "api": ["serve"],
@@ -28,7 +29,7 @@ DEPS = {
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent"], "gguf": ["model", "tokenizer", "quant"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):

@@ -2,6 +2,7 @@
 // 0 success, 1 the input was bad or an operation failed (one line on stderr), 2 usage error.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ds4/status.h"
@@ -30,6 +31,22 @@ struct TokenizeOptions {
   bool pieces = false;     // print vocabulary pieces instead of ids
   bool text_only = false;  // treat special-token text as ordinary text
 };
+
+struct CheckOptions {
+  std::string path;
+};
+int run_check(const CheckOptions& opts);
+
+struct SynthCmdOptions {
+  std::string shape = "tiny";
+  std::string quant = "q2";
+  uint64_t seed = 0;
+  std::string vocab;
+  std::string output;
+  bool mtp = false;
+  int threads = 0;
+};
+int run_synth(const SynthCmdOptions& opts);
 
 // Renders `text` as a single user turn with the given thinking mode ("none", "high", "max").
 Result<std::string> render_user_turn(const std::string& text, const std::string& think);

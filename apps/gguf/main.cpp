@@ -41,6 +41,26 @@ int main(int argc, char** argv) {
   tokenize_cmd->add_flag("--text", tokenize.text_only,
                          "do not recognise special tokens in the input");
 
+  CheckOptions check;
+  CLI::App* check_cmd =
+      app.add_subcommand("check", "validate a model GGUF against its shape; lists every problem");
+  check_cmd->add_option("file", check.path, "model GGUF")->required();
+
+  SynthCmdOptions synth;
+  CLI::App* synth_cmd =
+      app.add_subcommand("synth", "write a random-weight model in the published layout");
+  synth_cmd->add_option("--shape", synth.shape, "flash, pro, tiny or small")->capture_default_str();
+  synth_cmd->add_option("--quant", synth.quant, "f32, f16, q8, q2 or q4")->capture_default_str();
+  synth_cmd->add_option("--seed", synth.seed, "weights seed")->capture_default_str();
+  synth_cmd
+      ->add_option("--vocab", synth.vocab,
+                   "vocabulary GGUF (ds4-gguf vocab) for the tokenizer keys")
+      ->required();
+  synth_cmd->add_option("-o,--output", synth.output, "output GGUF")->required();
+  synth_cmd->add_flag("--mtp", synth.mtp, "write the optional MTP file's tensors");
+  synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -52,6 +72,8 @@ int main(int argc, char** argv) {
   }
   if (info_cmd->parsed()) return run_info(info);
   if (vocab_cmd->parsed()) return run_vocab(vocab);
+  if (check_cmd->parsed()) return run_check(check);
+  if (synth_cmd->parsed()) return run_synth(synth);
   if (tokenize_cmd->parsed()) return run_tokenize(tokenize);
   return 2;
 }

@@ -1,0 +1,68 @@
+// apps/gguf/model_cmds.cpp: `ds4-gguf check FILE` and `ds4-gguf synth ...`.
+#include <cstdio>
+
+#include "apps/gguf/commands.h"
+#include "gguf/reader.h"
+#include "model/hparams.h"
+#include "model/validate.h"
+#include "tools/synth/synth.h"
+
+namespace ds4::apps::gguf_tool {
+
+int run_check(const CheckOptions& opts) {
+  auto file = gguf::Reader::open(opts.path);
+  if (!file) {
+    std::fprintf(stderr, "ds4-gguf check: %s\n", file.status().to_string().c_str());
+    return 1;
+  }
+  const model::FileCheck c = model::check_model_file(*file);
+  if (c.shape_known) {
+    std::printf("%s: %s shape '%.*s'%s, %zu tensors\n", opts.path.c_str(),
+                c.shape.kind == model::ShapeKind::kTest ? "test" : "published",
+                int(c.shape.name.size()), c.shape.name.data(), c.mtp ? " (MTP file)" : "",
+                file->tensors().size());
+  }
+  for (const std::string& p : c.problems) std::printf("problem: %s\n", p.c_str());
+  if (!c.problems.empty()) {
+    std::fprintf(stderr, "ds4-gguf check: %s: %zu problem%s\n", opts.path.c_str(),
+                 c.problems.size(), c.problems.size() == 1 ? "" : "s");
+    return 1;
+  }
+  std::printf("ok\n");
+  return 0;
+}
+
+int run_synth(const SynthCmdOptions& opts) {
+  synth::SynthOptions s;
+  const auto shape = model::builtin_shape(opts.shape);
+  if (!shape) {
+    std::fprintf(stderr, "ds4-gguf synth: unknown shape '%s' (flash, pro, tiny, small)\n",
+                 opts.shape.c_str());
+    return 2;
+  }
+  const auto recipe = model::recipe_from_name(opts.quant);
+  if (!recipe) {
+    std::fprintf(stderr, "ds4-gguf synth: unknown --quant '%s' (f32, f16, q8, q2, q4)\n",
+                 opts.quant.c_str());
+    return 2;
+  }
+  s.shape = *shape;
+  s.recipe = *recipe;
+  s.seed = opts.seed;
+  s.vocab_gguf = opts.vocab;
+  s.output = opts.output;
+  s.mtp = opts.mtp;
+  s.threads = opts.threads;
+  synth::SynthReport report;
+  const Status st = synth::synthesize(s, &report);
+  if (!st.is_ok()) {
+    std::fprintf(stderr, "ds4-gguf synth: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  std::printf("wrote %s: %zu tensors, %llu bytes in %.1f s (%.0f MB/s)\n", opts.output.c_str(),
+              report.tensors, static_cast<unsigned long long>(report.bytes), report.seconds,
+              static_cast<double>(report.bytes) / 1e6 / std::max(report.seconds, 1e-9));
+  return 0;
+}
+
+}  // namespace ds4::apps::gguf_tool

@@ -1,0 +1,181 @@
+// Protects: synthetic model files -- determinism (same seed, same bytes; chunking irrelevant), the
+// documented value law for F32 tensors (what tools/reference regenerates in numpy), valid quantised
+// blocks of sensible magnitude, a well-formed hash-routing table, and synth -> check round trips
+// for every recipe of the tiny shape and the q2 small shape (needs the vocabulary fixture).
+#include "tools/synth/synth.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "gguf/test_util.h"
+#include "model/validate.h"
+#include "quant/dequantize.h"
+#include "tools/synth/synth_values.h"
+
+namespace ds4::synth {
+namespace {
+
+const model::TensorSpec& find(const std::vector<model::TensorSpec>& v, const std::string& name) {
+  for (const auto& t : v) {
+    if (t.name == name) return t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return v.front();
+}
+
+std::vector<uint8_t> rows(const model::TensorSpec& t, uint64_t r0, uint64_t r1, uint64_t seed = 3) {
+  std::vector<uint8_t> out((r1 - r0) * *gguf::byte_size(t.type, t.dims[0]));
+  generate_rows(t, model::kTiny, seed, r0, r1, out.data());
+  return out;
+}
+
+TEST(Synth, F32ValuesFollowTheDocumentedLaw) {
+  // docs/synth.md, written out independently: FNV-1a of the name, splitmix64 finaliser on
+  // key + (i+1)*golden, top 24 bits -> (2u+1)/2^24, times a power-of-two scale.
+  const auto specs = model::model_tensors(model::kTiny, model::Recipe::kF32);
+  const auto& t =
+      find(specs, "blk.0.attn_q_a.weight");  // fan-in 256: scale 2^-3 (sqrt(3/256)=0.108)
+  const auto bytes = rows(t, 0, 2, 42);
+  const float* f = reinterpret_cast<const float*>(bytes.data());
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : std::string("blk.0.attn_q_a.weight"))
+    h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  const uint64_t key = h ^ (42ull * 0x9E3779B97F4A7C15ull);
+  for (uint64_t i : {0ull, 1ull, 255ull, 300ull, 511ull}) {
+    uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(static_cast<int64_t>(z >> 40) - (1 << 23));
+    EXPECT_EQ(f[i], static_cast<float>((2 * u + 1) / 16777216.0 * 0.125)) << i;
+  }
+  const auto& norm = find(specs, "blk.0.attn_norm.weight");
+  const auto norm_bytes = rows(norm, 0, 1);
+  const float* nv = reinterpret_cast<const float*>(norm_bytes.data());
+  for (size_t i = 0; i < norm.dims[0]; ++i) {
+    EXPECT_GT(nv[i], 1.0f - 0.0625f);
+    EXPECT_LT(nv[i], 1.0f + 0.0625f);
+  }
+}
+
+TEST(Synth, ChunksAreIndependentOfHowTheTensorIsSplit) {
+  for (model::Recipe r :
+       {model::Recipe::kF16, model::Recipe::kQ2, model::Recipe::kQ4, model::Recipe::kQ8}) {
+    const auto specs = model::model_tensors(model::kTiny, r);
+    for (const char* name :
+         {"blk.3.ffn_gate_exps.weight", "blk.3.ffn_down_exps.weight", "blk.0.attn_q_b.weight"}) {
+      const auto& t = find(specs, name);
+      const uint64_t n = t.n_elements() / t.dims[0];
+      auto whole = rows(t, 0, n);
+      auto a = rows(t, 0, 7), b = rows(t, 7, n);
+      a.insert(a.end(), b.begin(), b.end());
+      EXPECT_EQ(whole, a) << name;
+      EXPECT_NE(whole, rows(t, 0, n, 4)) << name << ": the seed must matter";
+    }
+  }
+}
+
+TEST(Synth, QuantisedBlocksDequantiseToFiniteValuesOfTheRightSize) {
+  for (model::Recipe r : {model::Recipe::kQ8, model::Recipe::kQ2, model::Recipe::kQ4}) {
+    const auto specs = model::model_tensors(model::kTiny, r);
+    for (const char* name : {"blk.3.ffn_gate_exps.weight", "blk.3.ffn_down_exps.weight",
+                             "blk.3.ffn_up_shexp.weight"}) {
+      const auto& t = find(specs, name);
+      const auto bytes = rows(t, 0, 16);
+      std::vector<float> x(16 * t.dims[0]);
+      ASSERT_TRUE(quant::dequantize(t.type, bytes.data(), x.data(), static_cast<int64_t>(x.size()))
+                      .is_ok());
+      double sum2 = 0;
+      for (float v : x) {
+        ASSERT_TRUE(std::isfinite(v));
+        sum2 += double(v) * v;
+      }
+      const double rms = std::sqrt(sum2 / x.size());
+      const double law = value_law(t).scale;  // uniform(-law, law) has rms law/sqrt(3)
+      EXPECT_GT(rms, 0.1 * law) << name << " " << to_string(r);
+      EXPECT_LT(rms, 3.0 * law) << name << " " << to_string(r);
+    }
+  }
+}
+
+TEST(Synth, HashRoutingTablePicksDistinctValidExperts) {
+  const auto specs = model::model_tensors(model::kTiny, model::Recipe::kQ2);
+  const auto& t = find(specs, "blk.1.ffn_gate_tid2eid.weight");
+  const auto bytes = rows(t, 0, 1000);
+  const int32_t* e = reinterpret_cast<const int32_t*>(bytes.data());
+  std::set<int> used;
+  for (int tok = 0; tok < 1000; ++tok) {
+    std::set<int32_t> row(e + tok * 2, e + tok * 2 + 2);
+    EXPECT_EQ(row.size(), 2u);
+    for (int32_t x : row) {
+      EXPECT_GE(x, 0);
+      EXPECT_LT(x, model::kTiny.n_expert);
+      used.insert(x);
+    }
+  }
+  EXPECT_EQ(used.size(), static_cast<size_t>(model::kTiny.n_expert));
+}
+
+std::string vocab_path() {
+#ifdef DS4_TEST_VOCAB_PATH
+  return std::ifstream(DS4_TEST_VOCAB_PATH).good() ? DS4_TEST_VOCAB_PATH : "";
+#else
+  return "";
+#endif
+}
+
+TEST(Synth, EveryRecipeOfTheTestShapesPassesCheck) {
+  const std::string vocab = vocab_path();
+  if (vocab.empty()) GTEST_SKIP() << "vocabulary fixture missing (run through ctest)";
+  gguf::testing::TempDir dir;
+  struct Case {
+    model::Shape shape;
+    model::Recipe recipe;
+    bool mtp;
+  };
+  std::vector<Case> cases;
+  for (auto r : {model::Recipe::kF32, model::Recipe::kF16, model::Recipe::kQ8, model::Recipe::kQ2,
+                 model::Recipe::kQ4})
+    cases.push_back({model::kTiny, r, false});
+  cases.push_back({model::kSmall, model::Recipe::kQ2, false});
+  cases.push_back({model::kTiny, model::Recipe::kQ4, true});
+  for (const Case& c : cases) {
+    SynthOptions o;
+    o.shape = c.shape;
+    o.recipe = c.recipe;
+    o.seed = 7;
+    o.vocab_gguf = vocab;
+    o.output = dir.file("m.gguf");
+    o.mtp = c.mtp;
+    SynthReport rep;
+    const Status s = synthesize(o, &rep);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    auto r = gguf::Reader::open(o.output);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(rep.bytes, r->file_size());
+    const model::FileCheck check = model::check_model_file(*r);
+    EXPECT_TRUE(check.problems.empty()) << c.shape.name << " " << model::to_string(c.recipe) << ": "
+                                        << (check.problems.empty() ? "" : check.problems[0]);
+    EXPECT_EQ(check.mtp, c.mtp);
+    EXPECT_EQ(r->find("tokenizer.ggml.tokens")->size(), 129280u);
+  }
+}
+
+TEST(Synth, ClearErrors) {
+  gguf::testing::TempDir dir;
+  SynthOptions o;
+  o.output = dir.file("x.gguf");
+  EXPECT_EQ(synthesize(o, nullptr).code(), StatusCode::kInvalidArgument);  // no vocabulary
+  o.vocab_gguf = dir.file("missing.gguf");
+  EXPECT_EQ(synthesize(o, nullptr).code(), StatusCode::kNotFound);
+  o.shape.n_embd = 100;
+  EXPECT_EQ(synthesize(o, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ds4::synth

@@ -1,0 +1,53 @@
+// tools/synth/synth_values.cpp: value laws and the hash-routing table (see synth_values.h).
+#include "tools/synth/synth_values.h"
+
+#include <cmath>
+
+namespace ds4::synth {
+namespace {
+
+// The power of two nearest to sqrt(3 / fan_in): uniform values of that range have a standard
+// deviation close to 1/sqrt(fan_in), the usual initialisation, so activations keep their size.
+float fan_in_scale(uint64_t fan_in) {
+  const double target = std::sqrt(3.0 / static_cast<double>(fan_in));
+  return static_cast<float>(std::ldexp(1.0, static_cast<int>(std::lround(std::log2(target)))));
+}
+
+}  // namespace
+
+uint64_t tensor_key(std::string_view name, uint64_t seed) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : name) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h ^ (seed * 0x9E3779B97F4A7C15ull);
+}
+
+ValueLaw value_law(const model::TensorSpec& spec) {
+  using model::TensorRole;
+  switch (spec.role) {
+    case TensorRole::kEmbedding: return {0.0f, 1.0f};
+    case TensorRole::kMatrix:
+    case TensorRole::kRoutedExpert:
+    case TensorRole::kRouter:
+    case TensorRole::kHcFn: return {0.0f, fan_in_scale(spec.dims[0])};
+    case TensorRole::kNormWeight: return {1.0f, 0.0625f};
+    case TensorRole::kHcBase: return {0.0f, 0.5f};
+    case TensorRole::kHcScale: return {0.5f, 0.125f};
+    case TensorRole::kSinks: return {0.0f, 1.0f};
+    case TensorRole::kApe: return {0.0f, 0.25f};
+    case TensorRole::kRouterBias: return {0.0f, 0.125f};
+    case TensorRole::kTokenToExpert: return {0.0f, 0.0f};
+  }
+  return {0.0f, 0.0f};
+}
+
+int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert) {
+  const uint64_t token = i / static_cast<uint64_t>(n_used);
+  const uint64_t k = i % static_cast<uint64_t>(n_used);
+  const uint64_t start = (element_bits(key, token) >> 32) % static_cast<uint64_t>(n_expert);
+  return static_cast<int32_t>((start + k) % static_cast<uint64_t>(n_expert));
+}
+
+}  // namespace ds4::synth

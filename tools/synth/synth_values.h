@@ -1,0 +1,48 @@
+// tools/synth/synth_values.h: the deterministic synthetic weights of `ds4-gguf synth`.
+// Owns: the counter-based generator that gives every element of every tensor a value from its
+// name, index and seed alone -- so any chunk can be produced on any thread, and so the reference
+// script (tools/reference/, numpy) regenerates bit-identical F32 weights. Spec: docs/synth.md.
+// Does not own: file layout (inventory.h) or writing (synth.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "model/inventory.h"
+
+namespace ds4::synth {
+
+// FNV-1a 64 of the tensor name, mixed with the seed: the per-tensor stream key.
+uint64_t tensor_key(std::string_view name, uint64_t seed);
+
+// splitmix64's output function applied to key + (i + 1) * golden: element i's 64 random bits.
+constexpr uint64_t element_bits(uint64_t key, uint64_t i) {
+  uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform value in (-1, 1) from the top 24 bits: (2u + 1) / 2^24, exactly representable in f32.
+constexpr float unit_uniform(uint64_t bits) {
+  const int64_t u = static_cast<int64_t>(bits >> 40) - (int64_t{1} << 23);
+  return static_cast<float>(2 * u + 1) * (1.0f / 16777216.0f);
+}
+
+// The distribution of a tensor's float values: center + scale * unit_uniform, scale a power of two.
+struct ValueLaw {
+  float center;
+  float scale;
+};
+ValueLaw value_law(const model::TensorSpec& spec);
+
+// Element i of a float tensor, computed in float32 (the multiply is exact; the add rounds).
+inline float element_value(uint64_t key, uint64_t i, ValueLaw law) {
+  return law.center + unit_uniform(element_bits(key, i)) * law.scale;
+}
+
+// Entry i of a token -> experts table with `n_used` entries per token: token t = i / n_used picks
+// n_used consecutive experts starting at a random one, so they are distinct.
+int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert);
+
+}  // namespace ds4::synth
