@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
@@ -175,6 +177,50 @@ TEST(Synth, ClearErrors) {
   EXPECT_EQ(synthesize(o, nullptr).code(), StatusCode::kNotFound);
   o.shape.n_embd = 100;
   EXPECT_EQ(synthesize(o, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ds4::synth
+
+namespace ds4::synth {
+namespace {
+
+// Protects: the recorded HF reference vectors stay in step with the shapes and the value law they
+// were made from (tools/reference/README.md). Changing a test shape or the law without
+// regenerating the vectors fails here, not later as a mysterious logits mismatch.
+TEST(ReferenceVectors, MatchTheShapesTheyWereRecordedFor) {
+  const char* src = std::getenv("DS4_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "DS4_SOURCE_DIR not set (run through ctest)";
+  for (const model::Shape& shape : {model::kTiny, model::kSmall}) {
+    const std::string base = std::string(src) + "/tests/data/reference/" + std::string(shape.name);
+    std::ifstream f(base + ".json");
+    ASSERT_TRUE(f.good()) << base;
+    const nlohmann::json j = nlohmann::json::parse(f);
+    const auto& d = j.at("dims");
+    EXPECT_EQ(d.at("n_layer"), shape.n_layer);
+    EXPECT_EQ(d.at("n_embd"), shape.n_embd);
+    EXPECT_EQ(d.at("n_head"), shape.n_head);
+    EXPECT_EQ(d.at("n_out_group"), shape.n_out_group);
+    EXPECT_EQ(d.at("n_lora_q"), shape.n_lora_q);
+    EXPECT_EQ(d.at("n_lora_o"), shape.n_lora_o);
+    EXPECT_EQ(d.at("n_expert"), shape.n_expert);
+    EXPECT_EQ(d.at("n_expert_used"), shape.n_expert_used);
+    EXPECT_EQ(d.at("n_ff_exp"), shape.n_ff_exp);
+    EXPECT_EQ(d.at("n_swa"), shape.n_swa);
+    EXPECT_EQ(d.at("n_indexer_head"), shape.n_indexer_head);
+    EXPECT_EQ(d.at("indexer_top_k"), shape.indexer_top_k);
+    EXPECT_EQ(j.at("seed"), 1);
+    EXPECT_EQ(j.at("tensors_verified_against_cpp_synth"),
+              model::model_tensors(shape, model::Recipe::kF32).size());
+    const auto& cases = j.at("cases");
+    std::ifstream logits(base + ".logits.f32", std::ios::binary | std::ios::ate);
+    EXPECT_EQ(static_cast<size_t>(logits.tellg()),
+              cases.size() * static_cast<size_t>(shape.n_vocab) * 4);
+    for (const auto& c : cases) {
+      EXPECT_EQ(c.at("continuation").size(), 32u);
+      EXPECT_EQ(c.at("topk_ids").size(), c.at("tokens").size());
+    }
+  }
 }
 
 }  // namespace
