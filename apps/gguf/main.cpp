@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "apps/gguf/commands.h"
+#include "model/inventory.h"
+#include "tools/convert/convert.h"
 
 int main(int argc, char** argv) {
   using namespace ds4::apps::gguf_tool;
@@ -61,6 +63,21 @@ int main(int argc, char** argv) {
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 
+  ds4::convert::ConvertOptions conv;
+  std::string conv_quant = "q2";
+  CLI::App* convert_cmd = app.add_subcommand(
+      "convert", "convert a Hugging Face or official DeepSeek V4 checkpoint to GGUF");
+  convert_cmd
+      ->add_option("src_dir", conv.src_dir, "checkpoint directory (config.json + safetensors)")
+      ->required();
+  convert_cmd->add_option("-o,--output", conv.output, "output GGUF")->required();
+  convert_cmd->add_option("--quant", conv_quant, "f32, f16, q8, q2 or q4")->capture_default_str();
+  convert_cmd->add_option("--vocab", conv.vocab_gguf,
+                          "take tokenizer keys from this GGUF (default: tokenizer.json)");
+  convert_cmd->add_option("-t,--threads", conv.threads, "threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+  convert_cmd->add_flag("--progress", conv.progress, "one line per tensor on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -74,6 +91,16 @@ int main(int argc, char** argv) {
   if (vocab_cmd->parsed()) return run_vocab(vocab);
   if (check_cmd->parsed()) return run_check(check);
   if (synth_cmd->parsed()) return run_synth(synth);
+  if (convert_cmd->parsed()) {
+    const auto recipe = ds4::model::recipe_from_name(conv_quant);
+    if (!recipe) {
+      std::fprintf(stderr, "ds4-gguf convert: unknown --quant '%s' (f32, f16, q8, q2, q4)\n",
+                   conv_quant.c_str());
+      return 2;
+    }
+    conv.recipe = *recipe;
+    return ds4::convert::run_convert(conv);
+  }
   if (tokenize_cmd->parsed()) return run_tokenize(tokenize);
   return 2;
 }

@@ -16,6 +16,7 @@
 #include "gguf/writer.h"
 #include "model/hparams.h"
 #include "quant/blocks.h"
+#include "tools/convert/tokenizer_keys.h"
 #include "tools/synth/synth_values.h"
 
 namespace ds4::synth {
@@ -83,16 +84,9 @@ Status copy_tokenizer_keys(const std::string& vocab_path, int n_vocab, gguf::Wri
     return Status::invalid_argument(
         "a vocabulary GGUF is required (--vocab FILE; build one with 'ds4-gguf vocab')");
   }
-  auto vocab = gguf::Reader::open(vocab_path);
-  if (!vocab) return vocab.status();
-  const gguf::Value* tokens = vocab->find("tokenizer.ggml.tokens");
-  if (tokens == nullptr || tokens->size() != static_cast<uint64_t>(n_vocab)) {
-    return Status::invalid_argument("%s: tokenizer.ggml.tokens must have %d entries for this shape",
-                                    vocab_path.c_str(), n_vocab);
-  }
-  for (const gguf::KeyValue& kv : vocab->metadata()) {
-    if (kv.key.rfind("tokenizer.", 0) == 0) DS4_TRY(w->add_metadata(kv.key, kv.value));
-  }
+  DS4_ASSIGN_OR_RETURN(const convert::MetadataList keys,
+                       convert::tokenizer_metadata_from_gguf(vocab_path, n_vocab));
+  for (const auto& [key, value] : keys) DS4_TRY(w->add_metadata(key, value));
   return Status::ok();
 }
 

@@ -1,0 +1,276 @@
+// tools/convert/convert.cpp: the streaming conversion driver.
+#include "tools/convert/convert.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_set>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "gguf/writer.h"
+#include "model/hparams.h"
+#include "quant/quantize.h"
+#include "tools/convert/name_map.h"
+#include "tools/convert/numeric.h"
+#include "tools/convert/safetensors.h"
+#include "tools/convert/tokenizer_keys.h"
+
+namespace ds4::convert {
+namespace {
+
+// Floats decoded per chunk (64 MB): bounds memory whatever the tensor's size.
+constexpr int64_t kChunkFloats = int64_t{16} << 20;
+
+struct ResolvedSegment {
+  SourceMatrix src;
+  int64_t row0 = 0;
+  int64_t n_rows = 0;
+};
+
+struct Job {
+  const model::TensorSpec* spec = nullptr;
+  std::vector<ResolvedSegment> segments;
+};
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::not_found("cannot open '%s'", path.c_str());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The scale companion of a quantised weight: official `X.scale`, or HF-FP8 `X.weight_scale_inv`.
+const TensorView* find_scale(const CheckpointDir& dir, const std::string& weight,
+                             std::unordered_set<std::string>* used) {
+  const std::string suffix = ".weight";
+  if (weight.size() <= suffix.size() ||
+      weight.compare(weight.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return nullptr;
+  const std::string base = weight.substr(0, weight.size() - suffix.size());
+  for (const std::string& name : {base + ".scale", weight + "_scale_inv"}) {
+    if (const TensorView* t = dir.find(name)) {
+      used->insert(name);
+      return t;
+    }
+  }
+  return nullptr;
+}
+
+Result<Job> resolve(const CheckpointDir& dir, const model::TensorSpec& spec,
+                    const model::Shape& shape, Layout layout,
+                    std::unordered_set<std::string>* used) {
+  DS4_ASSIGN_OR_RETURN(std::vector<SourceSegment> plan, source_plan(spec, shape, layout));
+  Job job;
+  job.spec = &spec;
+  const bool integer = spec.type == gguf::GgufType::kI32;
+  for (const SourceSegment& seg : plan) {
+    const TensorView* w = dir.find(seg.name);
+    if (w == nullptr)
+      return Status::not_found("source tensor '%s' (for %s) is not in the checkpoint",
+                               seg.name.c_str(), spec.name.c_str());
+    used->insert(seg.name);
+    ResolvedSegment r;
+    r.row0 = seg.row0;
+    r.n_rows = seg.n_rows;
+    if (integer) {
+      if (w->dtype != Dtype::kI64 && w->dtype != Dtype::kI32)
+        return Status::invalid_model("'%s' has dtype %s, expected I64 or I32", w->name.c_str(),
+                                     std::string(to_string(w->dtype)).c_str());
+      if (w->shape != seg.shape)
+        return Status::invalid_model("'%s' has shape %s, expected %s", w->name.c_str(),
+                                     shape_str(w->shape).c_str(), shape_str(seg.shape).c_str());
+      r.src.weight = w;
+      job.segments.push_back(r);
+      continue;
+    }
+    DS4_ASSIGN_OR_RETURN(r.src, describe_source(*w, find_scale(dir, seg.name, used)));
+    std::vector<int64_t> logical = w->shape;
+    if (r.src.kind == SourceMatrix::Kind::kFp4Group) logical.back() *= 2;
+    // A 1-element vector may be stored as a scalar.
+    const bool scalar_ok = logical.empty() && seg.shape == std::vector<int64_t>{1};
+    if (logical != seg.shape && !scalar_ok)
+      return Status::invalid_model("'%s' has %sshape %s, but %s needs %s", w->name.c_str(),
+                                   r.src.kind == SourceMatrix::Kind::kFp4Group ? "unpacked " : "",
+                                   shape_str(logical).c_str(), spec.name.c_str(),
+                                   shape_str(seg.shape).c_str());
+    job.segments.push_back(r);
+  }
+  return job;
+}
+
+Status write_integer(const Job& job, const model::Shape& shape, gguf::Writer& writer,
+                     size_t index) {
+  uint64_t offset = 0;
+  for (const ResolvedSegment& seg : job.segments) {
+    const TensorView& w = *seg.src.weight;
+    const uint64_t n = w.n_elements();
+    std::vector<int32_t> out(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      int64_t v = 0;
+      if (w.dtype == Dtype::kI64) {
+        for (int b = 7; b >= 0; --b)
+          v = static_cast<int64_t>((static_cast<uint64_t>(v) << 8) | w.data[8 * i + b]);
+      } else {
+        int32_t v32 = 0;
+        for (int b = 3; b >= 0; --b)
+          v32 = static_cast<int32_t>((static_cast<uint32_t>(v32) << 8) | w.data[4 * i + b]);
+        v = v32;
+      }
+      if (v < 0 || v >= shape.n_expert)
+        return Status::invalid_model("'%s' element %llu = %lld is not an expert id (0..%d)",
+                                     w.name.c_str(), static_cast<unsigned long long>(i),
+                                     static_cast<long long>(v), shape.n_expert - 1);
+      out[i] = static_cast<int32_t>(v);
+    }
+    const auto bytes = std::span(reinterpret_cast<const uint8_t*>(out.data()), out.size() * 4);
+    DS4_TRY(writer.write_tensor_data(index, bytes, offset));
+    offset += bytes.size();
+  }
+  return Status::ok();
+}
+
+Status write_float(const Job& job, gguf::Writer& writer, size_t index, base::ThreadPool& pool) {
+  const model::TensorSpec& spec = *job.spec;
+  const int64_t cols = static_cast<int64_t>(spec.dims[0]);
+  const auto row_bytes = gguf::byte_size(spec.type, static_cast<uint64_t>(cols));
+  if (!row_bytes)
+    return Status::internal("'%s': %lld columns are not whole %s blocks", spec.name.c_str(),
+                            static_cast<long long>(cols),
+                            std::string(gguf::to_string(spec.type)).c_str());
+  const int64_t chunk = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(cols, 1));
+  std::vector<float> buf;
+  std::vector<uint8_t> packed;
+  uint64_t out_row = 0;
+  for (const ResolvedSegment& seg : job.segments) {
+    if (seg.src.cols != cols)
+      return Status::internal("'%s': source has %lld columns", spec.name.c_str(),
+                              static_cast<long long>(seg.src.cols));
+    for (int64_t r0 = 0; r0 < seg.n_rows; r0 += chunk) {
+      const int64_t n = std::min(chunk, seg.n_rows - r0);
+      buf.resize(static_cast<size_t>(n * cols));
+      packed.resize(static_cast<size_t>(n) * *row_bytes);
+      // Decode in parallel slices; the first error (if any) wins.
+      const int64_t tasks = std::min<int64_t>(n, 4 * pool.size());
+      std::mutex mu;
+      Status first;
+      std::atomic<bool> failed{false};
+      pool.parallel_for(tasks, [&](int64_t t) {
+        const int64_t a = n * t / tasks, b = n * (t + 1) / tasks;
+        Status s = decode_rows(seg.src, seg.row0 + r0 + a, b - a, buf.data() + a * cols);
+        for (int64_t i = a * cols; s.is_ok() && i < b * cols; ++i) {
+          if (!std::isfinite(buf[static_cast<size_t>(i)]))
+            s = Status::invalid_model("'%s' decodes to a non-finite value at row %lld",
+                                      seg.src.weight->name.c_str(),
+                                      static_cast<long long>(seg.row0 + r0 + i / cols));
+        }
+        if (!s.is_ok() && !failed.exchange(true)) {
+          std::lock_guard<std::mutex> lock(mu);
+          first = s;
+        }
+      });
+      if (failed) return first;
+      DS4_TRY(quant::quantize_rows(spec.type, buf.data(), packed.data(), n, cols, nullptr, &pool)
+                  .with_context(spec.name));
+      DS4_TRY(writer.write_tensor_data(index, packed, out_row * *row_bytes));
+      out_row += static_cast<uint64_t>(n);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
+  namespace fs = std::filesystem;
+  DS4_ASSIGN_OR_RETURN(CheckpointDir dir, CheckpointDir::open(opts.src_dir));
+  const std::string config_path = (fs::path(opts.src_dir) / "config.json").string();
+  DS4_ASSIGN_OR_RETURN(std::string config_text, read_text(config_path));
+  auto shape_or = shape_from_config(config_text);
+  if (!shape_or) return shape_or.status().with_context(config_path);
+  const model::Shape shape = *shape_or;
+  DS4_ASSIGN_OR_RETURN(Layout layout, detect_layout(dir));
+
+  MetadataList tok;
+  if (!opts.vocab_gguf.empty()) {
+    DS4_ASSIGN_OR_RETURN(tok, tokenizer_metadata_from_gguf(opts.vocab_gguf, shape.n_vocab));
+  } else {
+    const std::string tj = (fs::path(opts.src_dir) / "tokenizer.json").string();
+    std::error_code ec;
+    if (!fs::exists(tj, ec))
+      return Status::not_found("no tokenizer: '%s' is missing and no vocabulary GGUF was given",
+                               tj.c_str());
+    DS4_ASSIGN_OR_RETURN(tok, tokenizer_metadata_from_json(tj, shape.n_vocab));
+  }
+
+  // Resolve and check every source before creating the output.
+  const std::vector<model::TensorSpec> specs = model::model_tensors(shape, opts.recipe);
+  std::unordered_set<std::string> used;
+  std::vector<Job> jobs;
+  jobs.reserve(specs.size());
+  for (const model::TensorSpec& spec : specs) {
+    DS4_ASSIGN_OR_RETURN(Job job, resolve(dir, spec, shape, layout, &used));
+    jobs.push_back(std::move(job));
+  }
+
+  DS4_ASSIGN_OR_RETURN(gguf::Writer writer, gguf::Writer::create(opts.output));
+  for (auto& [key, value] : model::shape_metadata(shape)) DS4_TRY(writer.add_metadata(key, value));
+  for (auto& [key, value] : tok) DS4_TRY(writer.add_metadata(key, value));
+  std::vector<size_t> index;
+  for (const model::TensorSpec& spec : specs) {
+    DS4_ASSIGN_OR_RETURN(size_t i, writer.add_tensor(spec.name, spec.type, spec.dims));
+    index.push_back(i);
+  }
+  DS4_TRY(writer.write_header());
+  base::ThreadPool pool(opts.threads);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const model::TensorSpec& spec = *jobs[k].spec;
+    if (opts.progress)
+      std::fprintf(stderr, "[%zu/%zu] %s (%s)\n", k + 1, jobs.size(), spec.name.c_str(),
+                   std::string(gguf::to_string(spec.type)).c_str());
+    if (spec.type == gguf::GgufType::kI32) {
+      DS4_TRY(write_integer(jobs[k], shape, writer, index[k]));
+    } else {
+      DS4_TRY(write_float(jobs[k], writer, index[k], pool));
+    }
+  }
+  DS4_TRY(writer.finish());
+  if (report != nullptr) {
+    report->layout = std::string(to_string(layout));
+    report->shape = std::string(shape.name);
+    report->n_tensors = specs.size();
+    const std::vector<std::string> names = dir.names();
+    report->n_unused = names.size() - std::min(names.size(), used.size());
+    report->output_bytes = writer.file_size();
+  }
+  return Status::ok();
+}
+
+int run_convert(const ConvertOptions& opts) {
+  ConvertReport report;
+  if (Status s = convert_checkpoint(opts, &report); !s.is_ok()) {
+    std::fprintf(stderr, "convert: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  std::printf(
+      "wrote %s: %zu tensors (%s recipe, shape %s) from a %s checkpoint, %zu source tensors "
+      "unused, %llu bytes\n",
+      opts.output.c_str(), report.n_tensors, std::string(model::to_string(opts.recipe)).c_str(),
+      report.shape.c_str(), report.layout.c_str(), report.n_unused,
+      static_cast<unsigned long long>(report.output_bytes));
+  return 0;
+}
+
+}  // namespace ds4::convert
