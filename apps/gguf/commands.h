@@ -45,6 +45,7 @@ struct SynthCmdOptions {
   std::string output;
   bool mtp = false;
   int threads = 0;
+  std::string hf_dir;  // instead of a GGUF: the f32 weights as a Hugging Face checkpoint directory
 };
 int run_synth(const SynthCmdOptions& opts);
 

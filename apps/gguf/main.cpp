@@ -58,7 +58,12 @@ int main(int argc, char** argv) {
       ->add_option("--vocab", synth.vocab,
                    "vocabulary GGUF (ds4-gguf vocab) for the tokenizer keys")
       ->required();
-  synth_cmd->add_option("-o,--output", synth.output, "output GGUF")->required();
+  auto* synth_out = synth_cmd->add_option("-o,--output", synth.output, "output GGUF");
+  auto* synth_hf =
+      synth_cmd->add_option("--hf-dir", synth.hf_dir,
+                            "write the f32 weights as a Hugging Face checkpoint directory instead");
+  synth_out->excludes(synth_hf);
+  synth_cmd->require_option(1, 0);
   synth_cmd->add_flag("--mtp", synth.mtp, "write the optional MTP file's tensors");
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));

@@ -5,6 +5,7 @@
 #include "gguf/reader.h"
 #include "model/hparams.h"
 #include "model/validate.h"
+#include "tools/synth/hf_export.h"
 #include "tools/synth/synth.h"
 
 namespace ds4::apps::gguf_tool {
@@ -53,6 +54,24 @@ int run_synth(const SynthCmdOptions& opts) {
   s.output = opts.output;
   s.mtp = opts.mtp;
   s.threads = opts.threads;
+  if (opts.output.empty() == opts.hf_dir.empty()) {
+    std::fprintf(stderr, "ds4-gguf synth: give exactly one of -o FILE.gguf and --hf-dir DIR\n");
+    return 2;
+  }
+  if (!opts.hf_dir.empty()) {
+    if (s.recipe != model::Recipe::kF32 || s.mtp) {
+      std::fprintf(stderr,
+                   "ds4-gguf synth: --hf-dir writes the f32 main model only (use --quant f32)\n");
+      return 2;
+    }
+    const Status st = synth::write_hf_checkpoint(s, opts.hf_dir);
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "ds4-gguf synth: %s\n", st.to_string().c_str());
+      return 1;
+    }
+    std::printf("wrote Hugging Face checkpoint %s\n", opts.hf_dir.c_str());
+    return 0;
+  }
   synth::SynthReport report;
   const Status st = synth::synthesize(s, &report);
   if (!st.is_ok()) {
