@@ -55,3 +55,11 @@ function(ds4_add_test name)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
 endfunction()
+
+# Gives a test binary the path of the vocabulary GGUF that the tokenizer_vocab_fixture test builds
+# (pair it with FIXTURES ds4_vocab in ds4_add_test).
+function(ds4_test_uses_vocab target)
+  if(DS4_BUILD_TESTS)
+    target_compile_definitions(${target} PRIVATE DS4_TEST_VOCAB_PATH="${DS4_TEST_VOCAB}")
+  endif()
+endfunction()
