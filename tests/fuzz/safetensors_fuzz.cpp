@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t sink = 0;
   for (const auto& t : f->tensors()) {
     sink += t.name.size() + t.shape.size();
-    if (!t.data.empty()) sink += t.data.front() + t.data.back();  // touches both ends of each tensor
+    if (!t.data.empty())
+      sink += t.data.front() + t.data.back();  // touches both ends of each tensor
   }
   return sink == SIZE_MAX ? 1 : 0;
 }

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
       {"layers.0.attn.wq_a.scale", Dtype::kF8E8M0, {1, 1}, std::vector<uint8_t>(1, 127)},
       {"embed.weight", Dtype::kBF16, {2, 2}, std::vector<uint8_t>(8, 0x3f)},
   };
-  const bool ok = ds4::convert::write_safetensors(dir + "/hf.safetensors", a, {{"format", "pt"}}).is_ok() &&
-                  ds4::convert::write_safetensors(dir + "/official.safetensors", b).is_ok();
+  const bool ok =
+      ds4::convert::write_safetensors(dir + "/hf.safetensors", a, {{"format", "pt"}}).is_ok() &&
+      ds4::convert::write_safetensors(dir + "/official.safetensors", b).is_ok();
   return ok ? 0 : 1;
 }
