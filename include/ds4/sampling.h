@@ -1,0 +1,53 @@
+// include/ds4/sampling.h: turning a logits row into a token (model.md §7).
+// Owns: sampling parameters, the seeded xorshift64* generator, greedy/temperature/top-k/top-p/min-p
+// selection and top log-probabilities. Deterministic for a seed: the same logits, parameters and
+// generator state always give the same token.
+// Does not own: server-side overrides (thinking mode forcing T = 1, DSML syntax forcing T = 0).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ds4/types.h"
+
+namespace ds4 {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // <= 0: greedy
+  int top_k = 0;             // <= 0: whole vocabulary; else at most 1024 candidates
+  float top_p = 1.0f;        // outside (0, 1]: 1
+  float min_p = 0.05f;       // relative to the best token's probability; < 0: 0
+  uint64_t seed = 0;         // 0 is replaced by a fixed non-zero state
+};
+
+// xorshift64*: x ^= x >> 12; x ^= x << 25; x ^= x >> 27; out = x * 0x2545F4914F6CDD1D.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed == 0 ? 0x9e3779b97f4a7c15ull : seed) {}
+  uint64_t next();
+  // Uniform in [0, 1): the top 24 bits of the output over 2^24.
+  float uniform() { return static_cast<float>((next() >> 40) & 0xFFFFFF) / 16777216.0f; }
+  uint64_t state() const { return state_; }
+
+ private:
+  uint64_t state_;
+};
+
+inline constexpr float kNegInf = -1.0e30f;  // logits at or below this are "minus infinity"
+
+// Index of the largest logit, lowest index on ties; 0 when every logit is <= kNegInf or NaN.
+TokenId argmax(std::span<const float> logits);
+
+// Draws a token. Consumes exactly one uniform from `rng` unless the draw is greedy.
+TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng& rng);
+
+struct TokenLogprob {
+  TokenId id;
+  float logprob;
+};
+// The k most probable tokens with log-softmax values (double-precision log-sum-exp over the finite
+// logits), best first, lower id first on ties.
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k);
+
+}  // namespace ds4

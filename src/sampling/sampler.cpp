@@ -1,0 +1,141 @@
+// src/sampling/sampler.cpp: the sampling rules of model.md §7. Candidates are ordered by logit
+// descending with ties broken towards the lower id everywhere (ds4's full-vocabulary top-p path
+// used an unstable sort; we fix the order so a seed fully determines the result).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "ds4/sampling.h"
+
+namespace ds4 {
+namespace {
+
+bool finite_logit(float v) { return v > kNegInf && std::isfinite(v); }
+
+struct Cand {
+  TokenId id;
+  float logit;
+};
+
+// Truncate the sorted candidates by min_p then top_p and draw one (model.md §7, top-k path).
+TokenId draw_sorted(const std::vector<Cand>& c, float t, float top_p, float min_p, Rng& rng) {
+  std::vector<float> p(c.size());
+  float s = 0.0f;
+  for (size_t i = 0; i < c.size(); ++i) {
+    p[i] = std::exp((c[i].logit - c[0].logit) / t);
+    s += p[i];
+  }
+  const float min_prob = (p[0] / s) * min_p;
+  float kept_sum = 0.0f;
+  size_t kept = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (i > 0 && p[i] / s < min_prob) break;
+    kept_sum += p[i];
+    ++kept;
+    if (kept_sum / s >= top_p) break;
+  }
+  float r = rng.uniform() * kept_sum;
+  for (size_t i = 0; i < kept; ++i) {
+    r -= p[i];
+    if (r <= 0.0f) return c[i].id;
+  }
+  return c[kept - 1].id;
+}
+
+TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, Rng& rng) {
+  float max = kNegInf;
+  for (float v : logits) {
+    if (finite_logit(v) && v > max) max = v;
+  }
+  const TokenId best = argmax(logits);
+  if (max <= kNegInf) return best;
+  auto weight = [&](float v) -> float {
+    if (!finite_logit(v)) return 0.0f;
+    const float p = std::exp((v - max) / t);
+    return p < min_p ? 0.0f : p;  // relative to the best token's probability (which is 1)
+  };
+  float s = 0.0f;
+  for (float v : logits) s += weight(v);
+  float r = rng.uniform() * s;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float p = weight(logits[i]);
+    if (p == 0.0f) continue;
+    r -= p;
+    if (r <= 0.0f) return static_cast<TokenId>(i);
+  }
+  return best;
+}
+
+}  // namespace
+
+uint64_t Rng::next() {
+  uint64_t x = state_;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  state_ = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+TokenId argmax(std::span<const float> logits) {
+  TokenId best = 0;
+  float best_v = kNegInf;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] > best_v) {  // NaN compares false and is skipped
+      best_v = logits[i];
+      best = static_cast<TokenId>(i);
+    }
+  }
+  return best;
+}
+
+TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {
+  if (logits.empty()) return 0;
+  if (!(params.temperature > 0.0f)) return argmax(logits);
+  const float top_p = (params.top_p > 0.0f && params.top_p <= 1.0f) ? params.top_p : 1.0f;
+  const float min_p = std::max(params.min_p, 0.0f);
+  if (params.top_k <= 0 && top_p >= 1.0f)
+    return sample_full_vocab(logits, params.temperature, min_p, rng);
+  std::vector<Cand> c;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (finite_logit(logits[i])) c.push_back({static_cast<TokenId>(i), logits[i]});
+  }
+  if (c.empty()) return argmax(logits);
+  auto better = [](const Cand& a, const Cand& b) {
+    return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
+  };
+  if (params.top_k > 0) {
+    const size_t k = std::min<size_t>({static_cast<size_t>(params.top_k), 1024, c.size()});
+    std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), better);
+    c.resize(k);
+  } else {
+    std::sort(c.begin(), c.end(), better);
+  }
+  return draw_sorted(c, params.temperature, top_p, min_p, rng);
+}
+
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {
+  double max = -INFINITY;
+  for (float v : logits) {
+    if (finite_logit(v)) max = std::max(max, static_cast<double>(v));
+  }
+  if (k <= 0 || !std::isfinite(max)) return {};
+  double sum = 0.0;
+  for (float v : logits) {
+    if (finite_logit(v)) sum += std::exp(static_cast<double>(v) - max);
+  }
+  const double lse = max + std::log(sum);
+  std::vector<TokenId> ids;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (finite_logit(logits[i])) ids.push_back(static_cast<TokenId>(i));
+  }
+  const size_t n = std::min(ids.size(), static_cast<size_t>(k));
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(),
+      [&](TokenId a, TokenId b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; });
+  std::vector<TokenLogprob> out;
+  for (size_t i = 0; i < n; ++i) out.push_back({ids[i], static_cast<float>(logits[ids[i]] - lse)});
+  return out;
+}
+
+}  // namespace ds4
