@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "backend/rope.h"
 #include "base/check.h"
 #include "model/shape.h"
 
@@ -45,24 +46,20 @@ RopeTable rope_table(bool compressed) {
 
 void rope_cos_sin(const RopeTable& t, int64_t pos, std::span<float, kRopePairs> cos,
                   std::span<float, kRopePairs> sin) {
-  const float fpos = static_cast<float>(pos);
-  for (int p = 0; p < kRopePairs; ++p) {
-    const float theta = fpos * t.inv_freq[p];
-    cos[p] = std::cos(theta);
-    sin[p] = std::sin(theta);
-  }
+  backend::rope_cos_sin(to_params(t), pos, cos.data(), sin.data());
 }
 
 void apply_rope(const RopeTable& t, int64_t pos, std::span<float> tail64, bool inverse) {
   DS4_CHECK(tail64.size() == 2 * kRopePairs);
   std::array<float, kRopePairs> c{}, s{};
   rope_cos_sin(t, pos, c, s);
-  for (int p = 0; p < kRopePairs; ++p) {
-    const float sn = inverse ? -s[p] : s[p];
-    const float x0 = tail64[2 * p], x1 = tail64[2 * p + 1];
-    tail64[2 * p] = x0 * c[p] - x1 * sn;
-    tail64[2 * p + 1] = x0 * sn + x1 * c[p];
-  }
+  backend::rope_rotate(c.data(), s.data(), tail64.data(), inverse);
+}
+
+backend::RopeParams to_params(const RopeTable& t) {
+  backend::RopeParams p;
+  p.inv_freq = t.inv_freq;
+  return p;
 }
 
 }  // namespace ds4::model

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/rope.h"
+
 namespace ds4::model {
 
-inline constexpr int kRopePairs = 32;
+using backend::kRopePairs;
 
 struct RopeTable {
   std::array<float, kRopePairs> inv_freq;
@@ -27,5 +29,8 @@ void rope_cos_sin(const RopeTable& t, int64_t pos, std::span<float, kRopePairs> 
 
 // Rotates the 64-dim tail (x[2p], x[2p+1]) by the angles at `pos`; `inverse` rotates back.
 void apply_rope(const RopeTable& t, int64_t pos, std::span<float> tail64, bool inverse);
+
+// The table as the backend ops take it.
+backend::RopeParams to_params(const RopeTable& t);
 
 }  // namespace ds4::model

@@ -35,9 +35,9 @@ SHAPES = {
     # name: (layers, width, heads, out groups, q lora, o lora, experts, used, expert ffn, window,
     #        indexer heads, indexer top-k)
     "tiny": dict(n_layer=6, n_embd=256, n_head=4, n_out_group=2, n_lora_q=64, n_lora_o=64, n_expert=8,
-                 n_expert_used=2, n_ff_exp=256, n_swa=16, n_indexer_head=4, indexer_top_k=4),
+                 n_expert_used=2, n_ff_exp=256, n_swa=16, n_indexer_head=64, indexer_top_k=4),
     "small": dict(n_layer=8, n_embd=1024, n_head=8, n_out_group=2, n_lora_q=256, n_lora_o=256, n_expert=32,
-                  n_expert_used=6, n_ff_exp=512, n_swa=128, n_indexer_head=8, indexer_top_k=64),
+                  n_expert_used=6, n_ff_exp=512, n_swa=128, n_indexer_head=64, indexer_top_k=64),
 }
 N_VOCAB = 129280
 N_HASH = 3

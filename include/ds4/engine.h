@@ -1,0 +1,77 @@
+// include/ds4/engine.h: loading a DeepSeek V4 model and creating inference sessions.
+// Owns: EngineOptions, the model facts apps need, and Session creation. An Engine owns the mapped
+// model file, the backend and the bound weights; sessions borrow them, so an Engine must outlive
+// its sessions. Neither Engine nor Session is thread-safe: drive them from one thread.
+// Does not own: tokenization (ds4/tokenizer.h) or prompt rendering (ds4/chat.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ds4/session.h"
+#include "ds4/status.h"
+
+namespace ds4 {
+
+enum class BackendKind { kCpu, kCuda };
+
+struct EngineOptions {
+  std::string model_path = "ds4flash.gguf";
+  BackendKind backend = BackendKind::kCpu;
+  int threads = 0;  // CPU threads; 0 = one per hardware thread
+  // The canonical semantics simulate the FP8 KV cache and the Hadamard+FP4 indexer rounding of
+  // the official model, and store KV rows as f16 (semantics-diff.md §C.2). Turning these off
+  // exists only to reproduce Hugging Face transformers' float32 function in tests.
+  bool qat_simulation = true;
+  bool f16_kv_rows = true;
+  bool profile_ops = false;  // record wall time per backend op (Engine::op_times)
+};
+
+struct OpTime {
+  std::string op;
+  double seconds = 0.0;
+  int64_t calls = 0;
+};
+
+struct ModelInfo {
+  std::string shape;  // "flash", "pro", or a test shape name
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_vocab = 0;
+  int n_ctx_max = 0;  // 1,048,576
+  uint64_t file_bytes = 0;
+};
+
+class Engine {
+ public:
+  // Opens and validates a model file (any shape ds4-gguf can produce). Errors: missing or
+  // unreadable file, not a GGUF, wrong metadata or tensors (every problem listed), unknown backend.
+  static Result<std::unique_ptr<Engine>> open(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const ModelInfo& info() const;
+  const EngineOptions& options() const;
+  // KV state bytes of one session at `n_ctx` (model.md §5.2 formulas, float32 rows) and the
+  // asymptotic bytes per context token.
+  uint64_t session_bytes(int n_ctx) const;
+  double bytes_per_token() const;
+
+  // Time per backend op since open or the last reset (all zero unless profile_ops).
+  std::vector<OpTime> op_times() const;
+  void reset_op_times();
+
+  // A new empty session. Errors: n_ctx outside [1, n_ctx_max], prefill_chunk < 1, memory.
+  Result<std::unique_ptr<Session>> create_session(const SessionOptions& options);
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds4

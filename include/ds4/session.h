@@ -1,0 +1,78 @@
+// include/ds4/session.h: one sequence being evaluated: its live tokens, KV state and next-token
+// logits (model.md §5, features.md).
+// Owns: the token list, the logits of the next token, the session's backend state (released on
+// destruction), and snapshot save/load in the DSV4 payload format (model.md §5.3, version 2).
+// Does not own: the model (borrowed from its Engine, which must outlive it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ds4/sampling.h"
+#include "ds4/status.h"
+#include "ds4/types.h"
+
+namespace ds4 {
+
+struct SessionOptions {
+  int n_ctx = 4096;          // maximum tokens the session can hold
+  int prefill_chunk = 256;   // rows per batch when evaluating many tokens (does not change results)
+};
+
+// What a sync/append did.
+struct EvalStats {
+  int reused = 0;     // tokens kept from the live state
+  int evaluated = 0;  // tokens run through the model
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int n_ctx() const;
+  int n_tokens() const;
+  std::span<const TokenId> tokens() const;
+
+  // Makes the live tokens equal `prefix`. When the live tokens are a prefix of it only the new
+  // suffix is evaluated; otherwise the state is rebuilt from the longest reusable start (CPU: from
+  // position 0). Errors (the session is left empty but valid): empty prefix, prefix.size() >= n_ctx,
+  // token id out of range.
+  Result<EvalStats> sync(std::span<const TokenId> prefix);
+  // Appends tokens in prefill chunks. With `all_logits`, the logits after every appended token are
+  // stored there (tokens.size() x n_vocab), a diagnostic used by tests and --dump-logits.
+  Result<EvalStats> append(std::span<const TokenId> tokens, std::vector<float>* all_logits = nullptr);
+  // Appends one token.
+  Status eval(TokenId token);
+  // Drops tokens after the first `n_tokens` (re-evaluating the kept ones; exact).
+  Status rewind(int n_tokens);
+
+  // Logits of the next token (empty before the first token).
+  std::span<const float> logits() const;
+  std::vector<TokenLogprob> top_logprobs(int k) const;
+  TokenId sample(const SamplingParams& params, Rng& rng) const;
+
+  // DSV4 payload (version 2): tokens, next-token logits, every layer's live state.
+  Result<std::vector<uint8_t>> save() const;
+  // Restores a payload written by save() for the same model and context settings. Errors (the
+  // session is unchanged): bad magic/version, another model's shape, a larger context or another
+  // prefill chunk, inconsistent row counts, truncated or trailing bytes.
+  Status load(std::span<const uint8_t> payload);
+  Status save_file(const std::string& path) const;
+  Status load_file(const std::string& path);
+
+  // KV state bytes allocated for this session.
+  uint64_t state_bytes() const;
+
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds4

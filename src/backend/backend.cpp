@@ -1,0 +1,179 @@
+// src/backend/backend.cpp: the validated front of every op, layout sizes, and the factory.
+#include "backend/backend.h"
+
+#include <chrono>
+
+#include "backend/cpu/cpu_backend.h"
+#include "base/check.h"
+
+namespace ds4::backend {
+
+Act Buffer::view(int64_t rows, int64_t cols) {
+  DS4_CHECK(rows >= 0 && cols >= 0 && rows * cols <= size());
+  return Act{data(), rows, cols};
+}
+
+uint64_t SequenceLayout::bytes() const {
+  uint64_t floats = 0;
+  for (const LayerLayout& l : layers) {
+    floats += static_cast<uint64_t>(l.raw_cap) * head_dim;
+    if (l.ratio != 0) {
+      floats += static_cast<uint64_t>(l.comp_cap) * head_dim;
+      floats += 2ull * l.frontier_rows * l.frontier_width;
+    }
+    if (l.ratio == 4) {
+      floats += static_cast<uint64_t>(l.comp_cap) * indexer_head_dim;
+      floats += 2ull * 8 * 2 * indexer_head_dim;
+    }
+  }
+  return floats * sizeof(float);
+}
+
+// Adds the scope's wall time to an op's total when profiling is on.
+class Backend::OpTimer {
+ public:
+  OpTimer(Backend* b, Op op) : b_(b->profiling_ ? b : nullptr), op_(op) {
+    if (b_ != nullptr) t0_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (b_ == nullptr) return;
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0_;
+    b_->times_[op_].seconds += d.count();
+    ++b_->times_[op_].calls;
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  Backend* b_;
+  Op op_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+std::vector<Backend::OpTime> Backend::op_times() const {
+  static constexpr std::string_view kNames[kNumOps] = {
+      "embed", "rms_norm", "matmul", "hc_pre", "hc_post", "attention", "moe", "output_head"};
+  std::vector<OpTime> out(times_.begin(), times_.end());
+  for (int i = 0; i < kNumOps; ++i) out[i].op = kNames[i];
+  return out;
+}
+
+namespace {
+
+int64_t weight_rows(const Weight& w) { return w.ne[1] * w.ne[2]; }
+
+void check_rows(Act a, int64_t rows, int64_t cols, const char* what) {
+  DS4_CHECK_MSG(a.data != nullptr, "%s: no data", what);
+  DS4_CHECK_MSG(a.rows == rows && a.cols == cols, "%s: [%lld][%lld], want [%lld][%lld]", what,
+            static_cast<long long>(a.rows), static_cast<long long>(a.cols),
+            static_cast<long long>(rows), static_cast<long long>(cols));
+}
+
+}  // namespace
+
+void Backend::embed(const Weight& table, std::span<const RowTag> rows, Act out) {
+  const OpTimer timer(this, kEmbed);
+  DS4_CHECK(table.present() && out.rows == static_cast<int64_t>(rows.size()));
+  DS4_CHECK(out.cols % table.ne[0] == 0);
+  for (const RowTag& r : rows) DS4_CHECK_MSG(r.token >= 0 && r.token < table.ne[1], "token %d", r.token);
+  do_embed(table, rows, out);
+}
+
+void Backend::rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {
+  const OpTimer timer(this, kRmsNorm);
+  DS4_CHECK(segment > 0 && x.cols % segment == 0);
+  check_rows(y, x.rows, x.cols, "rms_norm output");
+  if (weight != nullptr) {
+    DS4_CHECK(weight->type == gguf::GgufType::kF32 && weight->ne[0] == segment);
+  }
+  do_rms_norm(x, weight, segment, y);
+}
+
+void Backend::matmul(const Weight& w, Act x, Act y, int groups) {
+  const OpTimer timer(this, kMatmul);
+  DS4_CHECK(w.present() && groups >= 1 && w.ne[2] == 1);
+  check_rows(x, x.rows, w.ne[0] * groups, "matmul input");
+  check_rows(y, x.rows, w.ne[1], "matmul output");
+  DS4_CHECK(w.ne[1] % groups == 0);
+  do_matmul(w, x, y, groups);
+}
+
+void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+  const OpTimer timer(this, kHcPre);
+  const int64_t n_mix = hc.fn.ne[1];
+  DS4_CHECK(hc.fn.ne[0] == x.cols && hc.base.ne[0] == n_mix && hc.scale.ne[0] == 3);
+  const int64_t n_hc = x.cols / cur.cols;
+  DS4_CHECK(n_hc * cur.cols == x.cols && n_mix == 2 * n_hc + n_hc * n_hc);
+  check_rows(cur, x.rows, x.cols / n_hc, "hc_pre cur");
+  check_rows(mix, x.rows, n_mix, "hc_pre mix");
+  do_hc_pre(hc, x, cur, mix);
+}
+
+void Backend::hc_post(Act x, Act f, Act mix, Act y) {
+  const OpTimer timer(this, kHcPost);
+  const int64_t n_hc = x.cols / f.cols;
+  DS4_CHECK(n_hc * f.cols == x.cols && f.rows == x.rows);
+  check_rows(mix, x.rows, 2 * n_hc + n_hc * n_hc, "hc_post mix");
+  check_rows(y, x.rows, x.cols, "hc_post output");
+  do_hc_post(x, f, mix, y);
+}
+
+void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
+                        const AttentionInputs& in, Act out) {
+  const OpTimer timer(this, kAttention);
+  const auto n = static_cast<int64_t>(rows.size());
+  DS4_CHECK(l.ratio == 0 || l.ratio == 4 || l.ratio == 128);
+  DS4_CHECK(l.sinks.present() && l.sinks.ne[0] == l.n_head && l.window > 0);
+  check_rows(in.q, n, int64_t{l.n_head} * 512, "attention q");
+  check_rows(in.kv, n, 512, "attention kv");
+  check_rows(out, n, int64_t{l.n_head} * 512, "attention output");
+  if (l.ratio != 0) {
+    const int64_t w = (l.ratio == 4 ? 2 : 1) * 512;
+    check_rows(in.comp_kv, n, w, "compressor kv");
+    check_rows(in.comp_gate, n, w, "compressor gate");
+    DS4_CHECK(l.comp_ape.ne[0] == w && l.comp_ape.ne[1] == l.ratio && l.comp_norm.ne[0] == 512);
+  }
+  if (l.ratio == 4) {
+    check_rows(in.index_kv, n, 256, "indexer kv");
+    check_rows(in.index_gate, n, 256, "indexer gate");
+    check_rows(in.index_q, n, int64_t{l.n_index_head} * 128, "indexer q");
+    check_rows(in.index_w, n, l.n_index_head, "indexer weights");
+    DS4_CHECK(l.index_ape.ne[0] == 256 && l.index_ape.ne[1] == 4 && l.index_norm.ne[0] == 128);
+    DS4_CHECK(l.index_top_k > 0);
+  }
+  do_attention(il, l, rows, in, out);
+}
+
+void Backend::moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
+  const OpTimer timer(this, kMoe);
+  DS4_CHECK(n.rows == static_cast<int64_t>(rows.size()));
+  check_rows(out, n.rows, n.cols, "moe output");
+  DS4_CHECK(l.router.ne[0] == n.cols && l.gate_exps.ne[0] == n.cols);
+  DS4_CHECK(l.gate_exps.ne[2] == l.router.ne[1] && l.down_exps.ne[1] == n.cols);
+  DS4_CHECK(l.n_expert_used > 0 && l.n_expert_used <= l.router.ne[1]);
+  if (l.tid2eid.present()) {
+    DS4_CHECK(l.tid2eid.type == gguf::GgufType::kI32 && l.tid2eid.ne[0] == l.n_expert_used);
+    for (const RowTag& r : rows) DS4_CHECK(r.token >= 0 && r.token < l.tid2eid.ne[1]);
+  }
+  do_moe(l, rows, n, out);
+}
+
+void Backend::output_head(const OutputHead& h, Act x, std::span<const int> which, Act logits) {
+  const OpTimer timer(this, kOutputHead);
+  DS4_CHECK(logits.rows == static_cast<int64_t>(which.size()));
+  DS4_CHECK(logits.cols == weight_rows(h.output));
+  DS4_CHECK(h.hc.fn.ne[0] == x.cols && h.hc.scale.ne[0] == 1);
+  for (int r : which) DS4_CHECK(r >= 0 && r < x.rows);
+  do_output_head(h, x, which, logits);
+}
+
+Result<std::unique_ptr<Backend>> make_backend(BackendKind kind, const BackendOptions& options) {
+  switch (kind) {
+    case BackendKind::kCpu: return std::unique_ptr<Backend>(cpu::make_cpu_backend(options));
+    case BackendKind::kCuda:
+      return Status::unavailable("the CUDA backend is not built yet (issue 7); use --backend cpu");
+  }
+  return Status::invalid_argument("unknown backend kind");
+}
+
+}  // namespace ds4::backend

@@ -1,0 +1,223 @@
+// src/backend/backend.h: the seam between what DeepSeek V4 computes (model/) and how a device
+// computes it (design/architecture.md §5.4).
+// Owns: the coarse DS4 ops, each on a batch of token rows tagged with their sequence and absolute
+// position, so several sessions can share one step; the validated public front of every op (shape
+// and type checks happen here, once); the per-sequence state (raw window, compressed rows,
+// compressor frontiers) and its host export/import for snapshots.
+// Does not own: the layer schedule (model/forward), weight binding (model/weights), or the
+// serialized snapshot format (kv/snapshot).
+//
+// Shapes are written outermost first. An Act is a row-major float32 matrix [rows][cols] in the
+// backend's memory; row r of every Act passed to one op belongs to rows[r] of the batch.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ds4/status.h"
+#include "gguf/types.h"
+
+namespace ds4::backend {
+
+// A weight tensor where the backend computes (host memory for the CPU backend). ne is in GGUF
+// order, row length first: a matrix [ne1][ne0], an expert stack [ne2][ne1][ne0].
+struct Weight {
+  const void* data = nullptr;
+  gguf::GgufType type = gguf::GgufType::kF32;
+  std::array<int64_t, 3> ne{0, 1, 1};
+  bool present() const { return data != nullptr; }
+};
+
+// A float32 activation matrix [rows][cols], non-owning.
+struct Act {
+  float* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  float* row(int64_t r) const { return data + r * cols; }
+};
+
+// Owning activation storage; Backend::alloc hands these out (never per token).
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual float* data() = 0;
+  virtual int64_t size() const = 0;  // floats
+  Act view(int64_t rows, int64_t cols);
+};
+
+// Which sequence a row belongs to, its absolute position, and its input token id (hash routing).
+struct RowTag {
+  int32_t seq = 0;
+  int32_t pos = 0;
+  int32_t token = 0;
+};
+
+// Numerics switches (semantics-diff.md §C.3). Defaults are the canonical semantics; turning both
+// off (and f16_rows) reproduces Hugging Face's float32 function.
+struct Numerics {
+  bool qat_simulation = true;  // FP8 KV rows + Hadamard/FP4 indexer (S1, S2)
+  bool f16_rows = true;        // stored KV / compressed / indexer rows rounded through f16 (S7)
+};
+
+// Per-layer state dimensions of one sequence.
+struct LayerLayout {
+  int ratio = 0;          // 0 sliding, 4 CSA (+ indexer), 128 HCA
+  int raw_cap = 0;        // raw window rows = min(window, ctx)
+  int comp_cap = 0;       // compressed rows capacity: ctx / ratio + 2
+  int frontier_rows = 0;  // R = (ratio == 4 ? 2 : 1) * ratio
+  int frontier_width = 0; // W = (ratio == 4 ? 2 : 1) * head_dim
+};
+struct SequenceLayout {
+  int n_ctx = 0;
+  int head_dim = 512;
+  int indexer_head_dim = 128;
+  std::vector<LayerLayout> layers;
+  uint64_t bytes() const;  // float32 state bytes at full capacity
+};
+
+// One layer's live state in host memory, raw rows in logical order (oldest first). Frontier
+// tensors are [R][W] row-major; unused frontier rows are normalised (kv 0, score -1e30) on export
+// so equal logical states export equal bytes.
+struct LayerState {
+  int32_t n_tokens = 0;     // tokens the layer has consumed (the sequence length)
+  std::vector<float> raw;  // n_raw x head_dim
+  std::vector<float> comp;  // n_comp x head_dim
+  std::vector<float> comp_kv, comp_score;
+  std::vector<float> index;  // n_index x indexer_head_dim
+  std::vector<float> index_kv, index_score;
+};
+
+struct HcWeights {
+  Weight fn;     // [n_hc * n_embd] -> mix outputs
+  Weight scale;  // [3] (HC pre) or [1] (output head)
+  Weight base;   // [mix]
+};
+
+struct RopeParams {
+  std::array<float, 32> inv_freq{};  // per pair of the 64-dim tail
+};
+
+struct AttentionLayer {
+  int ratio = 0;
+  int n_head = 0;
+  int window = 0;
+  int index_top_k = 0;
+  int n_index_head = 0;
+  RopeParams rope;
+  Weight sinks;                   // [n_head]
+  Weight comp_ape, comp_norm;     // ratio != 0: [ratio][W], [head_dim]
+  Weight index_ape, index_norm;   // ratio == 4: [4][2 * 128], [128]
+};
+
+// Projections the attention op consumes (computed by matmul before it). Rows match the batch.
+struct AttentionInputs {
+  Act q;           // [rows][n_head * 512], per-head normalised, before RoPE
+  Act kv;          // [rows][512], normalised, before RoPE
+  Act comp_kv;     // ratio != 0: [rows][W]
+  Act comp_gate;   // ratio != 0: [rows][W]
+  Act index_kv;    // ratio == 4: [rows][256]
+  Act index_gate;  // ratio == 4: [rows][256]
+  Act index_q;     // ratio == 4: [rows][n_index_head * 128], before RoPE
+  Act index_w;     // ratio == 4: [rows][n_index_head]
+};
+
+struct MoeLayer {
+  int n_expert_used = 0;
+  float weight_scale = 1.5f;
+  Weight router;      // [n_expert][n_embd]
+  Weight bias;        // [n_expert], absent on hash layers
+  Weight tid2eid;     // [n_vocab][n_expert_used] I32, hash layers only
+  Weight gate_exps;   // [n_expert][n_ff][n_embd]
+  Weight up_exps;     // [n_expert][n_ff][n_embd]
+  Weight down_exps;   // [n_expert][n_embd][n_ff]
+  Weight gate_shexp, up_shexp, down_shexp;
+};
+
+struct OutputHead {
+  HcWeights hc;
+  Weight norm;
+  Weight output;  // [n_vocab][n_embd]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Makes a host tensor usable by the ops (the CPU backend uses it in place).
+  virtual Result<Weight> upload(const Weight& host) = 0;
+  virtual std::unique_ptr<Buffer> alloc(int64_t n_floats) = 0;
+
+  // Sequence state. Ids are small integers chosen by the caller.
+  virtual Status create_sequence(int seq, const SequenceLayout& layout) = 0;
+  virtual void drop_sequence(int seq) = 0;
+  virtual void reset_sequence(int seq) = 0;  // back to the empty state
+  virtual Result<std::vector<LayerState>> export_sequence(int seq) const = 0;
+  // Replaces the state; validates sizes against the layout first, so a failure changes nothing.
+  virtual Status import_sequence(int seq, const std::vector<LayerState>& state) = 0;
+
+  // ---- ops (validated front; see the do_* contracts below) ----
+  // out[r] = n_hc copies of the embedding row of rows[r].token.
+  void embed(const Weight& table, std::span<const RowTag> rows, Act out);
+  // y[r] = RMSNorm over each `segment`-wide slice of x[r] (weight optional, length segment).
+  void rms_norm(Act x, const Weight* weight, int64_t segment, Act y);
+  // y[r] = W . x[r]; with groups > 1, x[r] is `groups` slices and W's rows split evenly among them.
+  void matmul(const Weight& w, Act x, Act y, int groups = 1);
+  // HC pre: cur[r] = sum_h pre[h] X[r][h]; mix[r] = [pre(n_hc), post(n_hc), comb(n_hc^2)].
+  void hc_pre(const HcWeights& hc, Act x, Act cur, Act mix);
+  // HC post: y[r][b] = f[r] post[b] + sum_a comb[a][b] x[r][a].
+  void hc_post(Act x, Act f, Act mix, Act y);
+  // RoPE, low-precision simulation, cache append, compressors, indexer and sink attention for
+  // layer `il`, row by row in batch order; out[r] = head outputs after inverse RoPE.
+  void attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
+                 const AttentionInputs& in, Act out);
+  // Router, routed experts and the shared expert: out[r] = moe(n[r]) + shared(n[r]).
+  void moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out);
+  // HC head + final norm + vocabulary projection for the rows listed in `which`.
+  void output_head(const OutputHead& head, Act x, std::span<const int> which, Act logits);
+
+  void set_numerics(const Numerics& n) { numerics_ = n; }
+  const Numerics& numerics() const { return numerics_; }
+
+  // Diagnostics (an observer, off by default): wall time spent in each op.
+  enum Op { kEmbed, kRmsNorm, kMatmul, kHcPre, kHcPost, kAttention, kMoe, kOutputHead, kNumOps };
+  struct OpTime {
+    std::string_view op;
+    double seconds = 0.0;
+    int64_t calls = 0;
+  };
+  void set_profiling(bool on) { profiling_ = on; }
+  std::vector<OpTime> op_times() const;
+  void reset_op_times() { times_ = {}; }
+
+ protected:
+  virtual void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) = 0;
+  virtual void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) = 0;
+  virtual void do_matmul(const Weight& w, Act x, Act y, int groups) = 0;
+  virtual void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) = 0;
+  virtual void do_hc_post(Act x, Act f, Act mix, Act y) = 0;
+  virtual void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
+                            const AttentionInputs& in, Act out) = 0;
+  virtual void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) = 0;
+  virtual void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
+                              Act logits) = 0;
+
+ private:
+  class OpTimer;
+  Numerics numerics_;
+  bool profiling_ = false;
+  std::array<OpTime, kNumOps> times_{};
+};
+
+enum class BackendKind { kCpu, kCuda };
+struct BackendOptions {
+  int threads = 0;  // CPU worker threads; 0 = one per hardware thread
+};
+// The CPU backend always exists; CUDA returns unavailable when not compiled in.
+Result<std::unique_ptr<Backend>> make_backend(BackendKind kind, const BackendOptions& options);
+
+}  // namespace ds4::backend

@@ -1,0 +1,333 @@
+// src/backend/cpu/cpu_backend.cpp: sequence state and the dense ops (embedding, norms, matmul,
+// hyper-connections, output head). Attention is in attention.cpp, MoE in moe.cpp.
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/math.h"
+#include "base/check.h"
+#include "base/f16.h"
+
+namespace ds4::backend::cpu {
+namespace {
+
+class HostBuffer final : public Buffer {
+ public:
+  explicit HostBuffer(int64_t n) : v_(static_cast<size_t>(n)) {}
+  float* data() override { return v_.data(); }
+  int64_t size() const override { return static_cast<int64_t>(v_.size()); }
+
+ private:
+  std::vector<float> v_;
+};
+
+void reset_frontier(std::vector<float>& kv, std::vector<float>& score, int row_begin, int row_end,
+                    int width) {
+  std::fill(kv.begin() + int64_t{row_begin} * width, kv.begin() + int64_t{row_end} * width, 0.0f);
+  std::fill(score.begin() + int64_t{row_begin} * width, score.begin() + int64_t{row_end} * width,
+            kNegInf);
+}
+
+void reset_layer(LayerCache& c) {
+  c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
+  if (c.lay.ratio != 0) {
+    reset_frontier(c.comp_kv, c.comp_score, 0, c.lay.frontier_rows, c.lay.frontier_width);
+  }
+  if (c.lay.ratio == 4) reset_frontier(c.index_kv, c.index_score, 0, 8, 256);
+}
+
+// Rows of a ratio's frontier that hold no live data after `n_tokens` tokens (model.md §4.7).
+void normalise_unused(std::vector<float>& kv, std::vector<float>& score, int ratio, int width,
+                      int n_tokens) {
+  const int rem = n_tokens % ratio;
+  if (ratio == 4) {
+    reset_frontier(kv, score, 4 + rem, 8, width);
+  } else {
+    reset_frontier(kv, score, rem, ratio, width);
+  }
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const BackendOptions& options)
+    : pool_(options.threads), k_(quant::best_dot_kernels()) {}
+
+Backend* make_cpu_backend(const BackendOptions& options) { return new CpuBackend(options); }
+
+std::unique_ptr<Buffer> CpuBackend::alloc(int64_t n_floats) {
+  return std::make_unique<HostBuffer>(n_floats);
+}
+
+Sequence& CpuBackend::sequence(int seq) {
+  auto it = seqs_.find(seq);
+  DS4_CHECK_MSG(it != seqs_.end(), "unknown sequence %d", seq);
+  return *it->second;
+}
+
+Status CpuBackend::create_sequence(int seq, const SequenceLayout& layout) {
+  if (seqs_.count(seq) != 0) return Status::invalid_argument("sequence %d already exists", seq);
+  auto s = std::make_unique<Sequence>();
+  s->layout = layout;
+  s->layers.resize(layout.layers.size());
+  try {
+    for (size_t il = 0; il < layout.layers.size(); ++il) {
+      LayerCache& c = s->layers[il];
+      const LayerLayout& l = layout.layers[il];
+      c.lay = l;
+      c.raw.resize(static_cast<size_t>(l.raw_cap) * layout.head_dim);
+      if (l.ratio != 0) {
+        c.comp.resize(static_cast<size_t>(l.comp_cap) * layout.head_dim);
+        c.comp_kv.resize(static_cast<size_t>(l.frontier_rows) * l.frontier_width);
+        c.comp_score.resize(c.comp_kv.size());
+      }
+      if (l.ratio == 4) {
+        c.index.resize(static_cast<size_t>(l.comp_cap) * layout.indexer_head_dim);
+        c.index_kv.resize(8 * 256);
+        c.index_score.resize(8 * 256);
+      }
+      reset_layer(c);
+    }
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("cannot allocate %.1f MiB of KV state for %d tokens",
+                                      static_cast<double>(layout.bytes()) / (1 << 20),
+                                      layout.n_ctx);
+  }
+  seqs_[seq] = std::move(s);
+  return Status::ok();
+}
+
+void CpuBackend::drop_sequence(int seq) { seqs_.erase(seq); }
+
+void CpuBackend::reset_sequence(int seq) {
+  for (LayerCache& c : sequence(seq).layers) reset_layer(c);
+}
+
+Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  const Sequence& s = *it->second;
+  const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  std::vector<LayerState> out(s.layers.size());
+  for (size_t il = 0; il < s.layers.size(); ++il) {
+    const LayerCache& c = s.layers[il];
+    LayerState& st = out[il];
+    st.n_tokens = c.n_tokens;
+    st.raw.resize(static_cast<size_t>(c.n_raw) * hd);
+    for (int i = 0; i < c.n_raw; ++i) {
+      const int slot = (c.raw_head + i) % c.lay.raw_cap;
+      std::memcpy(&st.raw[size_t(i) * hd], &c.raw[size_t(slot) * hd], sizeof(float) * hd);
+    }
+    if (c.lay.ratio != 0) {
+      st.comp.assign(c.comp.begin(), c.comp.begin() + int64_t{c.n_comp} * hd);
+      st.comp_kv = c.comp_kv;
+      st.comp_score = c.comp_score;
+      normalise_unused(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
+    }
+    if (c.lay.ratio == 4) {
+      st.index.assign(c.index.begin(), c.index.begin() + int64_t{c.n_index} * ihd);
+      st.index_kv = c.index_kv;
+      st.index_score = c.index_score;
+      normalise_unused(st.index_kv, st.index_score, 4, 256, c.n_tokens);
+    }
+  }
+  return out;
+}
+
+Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  Sequence& s = *it->second;
+  const int64_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  if (state.size() != s.layers.size()) {
+    return Status::invalid_argument("state has %zu layers, the sequence %zu", state.size(),
+                                    s.layers.size());
+  }
+  // Validate everything first so a failure leaves the sequence untouched.
+  for (size_t il = 0; il < state.size(); ++il) {
+    const LayerState& st = state[il];
+    const LayerLayout& l = s.layers[il].lay;
+    const int64_t n_raw = static_cast<int64_t>(st.raw.size()) / hd;
+    const int64_t frontier = int64_t{l.frontier_rows} * l.frontier_width;
+    bool ok = n_raw * hd == static_cast<int64_t>(st.raw.size()) && n_raw <= l.raw_cap;
+    if (l.ratio != 0) {
+      ok = ok && static_cast<int64_t>(st.comp.size()) % hd == 0 &&
+           static_cast<int64_t>(st.comp.size()) / hd <= l.comp_cap &&
+           static_cast<int64_t>(st.comp_kv.size()) == frontier &&
+           static_cast<int64_t>(st.comp_score.size()) == frontier;
+    } else {
+      ok = ok && st.comp.empty() && st.comp_kv.empty() && st.comp_score.empty();
+    }
+    if (l.ratio == 4) {
+      ok = ok && static_cast<int64_t>(st.index.size()) % ihd == 0 &&
+           static_cast<int64_t>(st.index.size()) / ihd <= l.comp_cap &&
+           st.index_kv.size() == 8 * 256 && st.index_score.size() == 8 * 256;
+    } else {
+      ok = ok && st.index.empty() && st.index_kv.empty() && st.index_score.empty();
+    }
+    if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
+  }
+  for (size_t il = 0; il < state.size(); ++il) {
+    const LayerState& st = state[il];
+    LayerCache& c = s.layers[il];
+    reset_layer(c);
+    c.n_tokens = st.n_tokens;
+    c.n_raw = static_cast<int>(st.raw.size() / hd);
+    std::copy(st.raw.begin(), st.raw.end(), c.raw.begin());
+    if (c.lay.ratio != 0) {
+      c.n_comp = static_cast<int>(st.comp.size() / hd);
+      std::copy(st.comp.begin(), st.comp.end(), c.comp.begin());
+      c.comp_kv = st.comp_kv;
+      c.comp_score = st.comp_score;
+    }
+    if (c.lay.ratio == 4) {
+      c.n_index = static_cast<int>(st.index.size() / ihd);
+      std::copy(st.index.begin(), st.index.end(), c.index.begin());
+      c.index_kv = st.index_kv;
+      c.index_score = st.index_score;
+    }
+  }
+  return Status::ok();
+}
+
+void CpuBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
+  const int64_t n_embd = table.ne[0], copies = out.cols / n_embd;
+  const int64_t row_size = row_bytes(table.type, n_embd);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto* src = static_cast<const uint8_t*>(table.data) + rows[r].token * row_size;
+    float* dst = out.row(static_cast<int64_t>(r));
+    if (table.type == gguf::GgufType::kF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n_embd; ++i) dst[i] = f16_to_f32(h[i]);
+    } else {
+      DS4_CHECK(table.type == gguf::GgufType::kF32);
+      std::memcpy(dst, src, sizeof(float) * n_embd);
+    }
+    for (int64_t c = 1; c < copies; ++c) std::memcpy(dst + c * n_embd, dst, sizeof(float) * n_embd);
+  }
+}
+
+void CpuBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {
+  const float* w = weight != nullptr ? static_cast<const float*>(weight->data) : nullptr;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    for (int64_t s0 = 0; s0 < x.cols; s0 += segment) {
+      const float* xs = x.row(r) + s0;
+      float* ys = y.row(r) + s0;
+      const float s = rms_scale(xs, segment);
+      for (int64_t i = 0; i < segment; ++i) ys[i] = w != nullptr ? (xs[i] * s) * w[i] : xs[i] * s;
+    }
+  }
+}
+
+void CpuBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
+  enc_.encode(w.type, x.data, x.rows, x.cols, x.cols);
+  cpu::matmul(pool_, k_, w, enc_, x.rows, groups, y);
+}
+
+void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+  const int64_t n_embd = cur.cols, n_hc = x.cols / n_embd;
+  // flat = RMSNorm_noweight(X); mix = fn . flat.
+  if (static_cast<int64_t>(f_scratch_.size()) < x.rows * x.cols) f_scratch_.resize(x.rows * x.cols);
+  Act flat{f_scratch_.data(), x.rows, x.cols};
+  do_rms_norm(x, nullptr, x.cols, flat);
+  do_matmul(hc.fn, flat, mix, 1);
+  const auto* scale = static_cast<const float*>(hc.scale.data);
+  const auto* bias = static_cast<const float*>(hc.base.data);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    float* m = mix.row(r);
+    float* pre = m;
+    float* post = m + n_hc;
+    float* comb = m + 2 * n_hc;
+    for (int64_t i = 0; i < n_hc; ++i) {
+      pre[i] = 1.0f / (1.0f + std::exp(-(pre[i] * scale[0] + bias[i]))) + kEps;
+      post[i] = 2.0f / (1.0f + std::exp(-(post[i] * scale[1] + bias[n_hc + i])));
+    }
+    for (int64_t k = 0; k < n_hc * n_hc; ++k) comb[k] = comb[k] * scale[2] + bias[2 * n_hc + k];
+    // Sinkhorn (model.md §4.3 step 5): softmax rows, then alternate column / row normalisation.
+    for (int64_t a = 0; a < n_hc; ++a) {
+      float* row = comb + a * n_hc;
+      float mx = kNegInf;
+      for (int64_t b = 0; b < n_hc; ++b) mx = std::max(mx, row[b]);
+      float sum = 0.0f;
+      for (int64_t b = 0; b < n_hc; ++b) sum += (row[b] = std::exp(row[b] - mx));
+      const float inv = 1.0f / sum;
+      for (int64_t b = 0; b < n_hc; ++b) row[b] = row[b] * inv + kEps;
+    }
+    auto column_pass = [&] {
+      for (int64_t b = 0; b < n_hc; ++b) {
+        float t = 0.0f;
+        for (int64_t a = 0; a < n_hc; ++a) t += comb[a * n_hc + b];
+        const float inv = 1.0f / (t + kEps);
+        for (int64_t a = 0; a < n_hc; ++a) comb[a * n_hc + b] *= inv;
+      }
+    };
+    column_pass();
+    for (int it = 1; it < 20; ++it) {
+      for (int64_t a = 0; a < n_hc; ++a) {
+        float t = 0.0f;
+        for (int64_t b = 0; b < n_hc; ++b) t += comb[a * n_hc + b];
+        const float inv = 1.0f / (t + kEps);
+        for (int64_t b = 0; b < n_hc; ++b) comb[a * n_hc + b] *= inv;
+      }
+      column_pass();
+    }
+    const float* xr = x.row(r);
+    float* c = cur.row(r);
+    for (int64_t d = 0; d < n_embd; ++d) {
+      float acc = 0.0f;
+      for (int64_t h = 0; h < n_hc; ++h) acc += xr[h * n_embd + d] * pre[h];
+      c[d] = acc;
+    }
+  }
+}
+
+void CpuBackend::do_hc_post(Act x, Act f, Act mix, Act y) {
+  const int64_t n_embd = f.cols, n_hc = x.cols / n_embd;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* post = mix.row(r) + n_hc;
+    const float* comb = mix.row(r) + 2 * n_hc;
+    const float* xr = x.row(r);
+    const float* fr = f.row(r);
+    float* yr = y.row(r);
+    for (int64_t b = 0; b < n_hc; ++b) {
+      for (int64_t d = 0; d < n_embd; ++d) {
+        float acc = fr[d] * post[b];
+        for (int64_t a = 0; a < n_hc; ++a) acc += comb[a * n_hc + b] * xr[a * n_embd + d];
+        yr[b * n_embd + d] = acc;
+      }
+    }
+  }
+}
+
+void CpuBackend::do_output_head(const OutputHead& h, Act x, std::span<const int> which,
+                                Act logits) {
+  const int64_t n_hc = h.hc.fn.ne[1], n_embd = x.cols / n_hc;
+  const auto n = static_cast<int64_t>(which.size());
+  // Gather the wanted rows, then flat = RMS0, pre = fn . flat.
+  const int64_t need = n * x.cols + n * x.cols + 2 * n * n_embd + n * n_hc;
+  if (static_cast<int64_t>(head_scratch_.size()) < need) head_scratch_.resize(need);
+  Act xs{head_scratch_.data(), n, x.cols};
+  Act flat{xs.data + n * x.cols, n, x.cols};
+  Act e{flat.data + n * x.cols, n, n_embd};
+  Act normed{e.data + n * n_embd, n, n_embd};
+  Act pre{normed.data + n * n_embd, n, n_hc};
+  for (int64_t i = 0; i < n; ++i) std::memcpy(xs.row(i), x.row(which[i]), sizeof(float) * x.cols);
+  do_rms_norm(xs, nullptr, x.cols, flat);
+  do_matmul(h.hc.fn, flat, pre, 1);
+  const float scale = *static_cast<const float*>(h.hc.scale.data);
+  const auto* bias = static_cast<const float*>(h.hc.base.data);
+  for (int64_t i = 0; i < n; ++i) {
+    float w[8];
+    DS4_CHECK(n_hc <= 8);
+    for (int64_t k = 0; k < n_hc; ++k) w[k] = sigmoid_stable(pre.row(i)[k] * scale + bias[k]) + kEps;
+    for (int64_t d = 0; d < n_embd; ++d) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < n_hc; ++k) acc += xs.row(i)[k * n_embd + d] * w[k];
+      e.row(i)[d] = acc;
+    }
+  }
+  do_rms_norm(e, &h.norm, n_embd, normed);
+  do_matmul(h.output, normed, logits, 1);
+}
+
+}  // namespace ds4::backend::cpu

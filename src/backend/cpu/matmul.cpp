@@ -1,0 +1,88 @@
+// src/backend/cpu/matmul.cpp: activation encoding and the parallel matmul.
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/check.h"
+#include "quant/activation.h"
+
+namespace ds4::backend::cpu {
+namespace {
+
+using gguf::GgufType;
+constexpr int64_t kRowsPerTask = 16;
+
+bool uses_q8_k(GgufType t) {
+  return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
+}
+
+}  // namespace
+
+int64_t row_bytes(GgufType t, int64_t cols) {
+  const auto info = gguf::type_info(static_cast<uint32_t>(t));
+  DS4_CHECK(info.has_value() && cols % info->block_elems == 0);
+  return cols / info->block_elems * info->block_bytes;
+}
+
+void EncodedRows::encode(GgufType t, const float* x, int64_t rows, int64_t cols, int64_t stride) {
+  DS4_CHECK_MSG(quant::has_dot(t), "no dot kernel for %s", std::string(gguf::to_string(t)).c_str());
+  type_ = t;
+  cols_ = cols;
+  stride_ = stride;
+  floats_ = x;
+  if (t == GgufType::kQ8_0) {
+    const int64_t nb = cols / quant::kQ8_0BlockElems;
+    if (static_cast<int64_t>(q8_.size()) < rows * nb) q8_.resize(rows * nb);
+    for (int64_t r = 0; r < rows; ++r) quant::quantize_act_q8_0(x + r * stride, &q8_[r * nb], cols);
+  } else if (uses_q8_k(t)) {
+    const int64_t nb = cols / quant::kSuperBlockElems;
+    if (static_cast<int64_t>(qk_.size()) < rows * nb) qk_.resize(rows * nb);
+    for (int64_t r = 0; r < rows; ++r) quant::quantize_act_q8_k(x + r * stride, &qk_[r * nb], cols);
+  }
+}
+
+float EncodedRows::dot(const quant::DotKernels& k, const void* wrow, int64_t r, int64_t offset,
+                       int64_t n) const {
+  switch (type_) {
+    case GgufType::kF32:
+      return k.f32(static_cast<const float*>(wrow), floats_ + r * stride_ + offset, n);
+    case GgufType::kF16:
+      return k.f16(static_cast<const uint16_t*>(wrow), floats_ + r * stride_ + offset, n);
+    case GgufType::kQ8_0: {
+      const int64_t nb = cols_ / quant::kQ8_0BlockElems;
+      return k.q8_0(static_cast<const quant::BlockQ8_0*>(wrow),
+                    &q8_[r * nb + offset / quant::kQ8_0BlockElems], n / quant::kQ8_0BlockElems);
+    }
+    default: break;
+  }
+  const int64_t nb = cols_ / quant::kSuperBlockElems;
+  const quant::BlockQ8_K* xa = &qk_[r * nb + offset / quant::kSuperBlockElems];
+  const int64_t nblk = n / quant::kSuperBlockElems;
+  switch (type_) {
+    case GgufType::kQ2_K: return k.q2_k(static_cast<const quant::BlockQ2_K*>(wrow), xa, nblk);
+    case GgufType::kQ4_K: return k.q4_k(static_cast<const quant::BlockQ4_K*>(wrow), xa, nblk);
+    case GgufType::kIQ2_XXS:
+      return k.iq2_xxs(static_cast<const quant::BlockIQ2_XXS*>(wrow), xa, nblk);
+    default: DS4_CHECK_MSG(false, "unsupported weight type");
+  }
+  return 0.0f;
+}
+
+void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
+            const EncodedRows& x, int64_t n_rows, int groups, Act y) {
+  const int64_t out = w.ne[1], cols = w.ne[0], per_group = out / groups;
+  const int64_t stride = row_bytes(w.type, cols);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const int64_t n_tasks = (out + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(n_tasks, [&](int64_t task) {
+    const int64_t o_end = std::min(out, (task + 1) * kRowsPerTask);
+    for (int64_t o = task * kRowsPerTask; o < o_end; ++o) {
+      const uint8_t* wrow = base + o * stride;
+      const int64_t offset = (o / per_group) * cols;
+      for (int64_t r = 0; r < n_rows; ++r) y.row(r)[o] = x.dot(k, wrow, r, offset, cols);
+    }
+  });
+}
+
+}  // namespace ds4::backend::cpu

@@ -1,0 +1,138 @@
+// src/backend/cpu/moe.cpp: the FFN sublayer after its norm (model.md §4.10 steps 3-8): router,
+// selection (hash table or biased top-k), routed experts with the SwiGLU clamp and the routing
+// weight applied before the down projection, and the shared expert.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/math.h"
+#include "base/check.h"
+
+namespace ds4::backend::cpu {
+namespace {
+
+constexpr float kClamp = 10.0f;
+constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14
+constexpr int64_t kRowsPerTask = 16;
+
+float swiglu(float g, float u) {
+  g = std::min(g, kClamp);
+  u = std::clamp(u, -kClamp, kClamp);
+  return silu(g) * u;
+}
+
+// Top-k of score by insertion into a descending list; ties keep the lower expert id first.
+void top_k(const float* score, int64_t n, int64_t k, int32_t* sel) {
+  float best[64];
+  DS4_CHECK(k <= 64);
+  int64_t have = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t at = have;
+    while (at > 0 && score[e] > best[at - 1]) --at;
+    if (at >= k) continue;
+    const int64_t last = std::min(have, k - 1);
+    for (int64_t i = last; i > at; --i) {
+      best[i] = best[i - 1];
+      sel[i] = sel[i - 1];
+    }
+    best[at] = score[e];
+    sel[at] = static_cast<int32_t>(e);
+    have = std::min(have + 1, k);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
+  const int64_t t_rows = n.rows, n_embd = n.cols, n_exp = l.router.ne[1];
+  const int64_t n_ff = l.gate_exps.ne[1], k = l.n_expert_used, slots = t_rows * k;
+  // Scratch: router logits, weights, gate, up (-> mid), per-slot down outputs, shared expert.
+  const int64_t need = t_rows * n_exp + slots + 2 * slots * n_ff + slots * n_embd +
+                       2 * t_rows * n_ff + t_rows * n_embd;
+  if (static_cast<int64_t>(moe_scratch_.size()) < need) moe_scratch_.resize(need);
+  if (static_cast<int64_t>(moe_sel_.size()) < slots) moe_sel_.resize(slots);
+  float* p = moe_scratch_.data();
+  Act logits{p, t_rows, n_exp};
+  float* weights = p + t_rows * n_exp;
+  float* gate = weights + slots;
+  float* up = gate + slots * n_ff;
+  float* down = up + slots * n_ff;
+  Act sh_gate{down + slots * n_embd, t_rows, n_ff};
+  Act sh_up{sh_gate.data + t_rows * n_ff, t_rows, n_ff};
+  Act sh_out{sh_up.data + t_rows * n_ff, t_rows, n_embd};
+  int32_t* sel = moe_sel_.data();
+
+  // Router (model.md §4.10 steps 3-5).
+  do_matmul(l.router, n, logits, 1);
+  const auto* bias = l.bias.present() ? static_cast<const float*>(l.bias.data) : nullptr;
+  std::vector<float>& biased = f_scratch_;
+  if (static_cast<int64_t>(biased.size()) < n_exp) biased.resize(n_exp);
+  for (int64_t t = 0; t < t_rows; ++t) {
+    float* pr = logits.row(t);
+    for (int64_t e = 0; e < n_exp; ++e) pr[e] = std::sqrt(softplus(pr[e]));
+    int32_t* s = sel + t * k;
+    if (l.tid2eid.present()) {
+      const auto* table = static_cast<const int32_t*>(l.tid2eid.data);
+      for (int64_t i = 0; i < k; ++i) {
+        s[i] = table[int64_t{rows[t].token} * k + i];
+        DS4_CHECK_MSG(s[i] >= 0 && s[i] < n_exp, "hash table expert %d out of range", s[i]);
+      }
+    } else {
+      for (int64_t e = 0; e < n_exp; ++e) biased[e] = bias != nullptr ? pr[e] + bias[e] : pr[e];
+      top_k(biased.data(), n_exp, k, s);
+    }
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k; ++i) sum += pr[s[i]];
+    sum = std::max(sum, kWeightSumFloor);
+    for (int64_t i = 0; i < k; ++i) weights[t * k + i] = (pr[s[i]] / sum) * l.weight_scale;
+  }
+
+  // Routed gate/up (one activation encoding per token), SwiGLU, routing weight.
+  enc_.encode(l.gate_exps.type, n.data, t_rows, n_embd, n_embd);
+  const bool same_type = l.up_exps.type == l.gate_exps.type;
+  if (!same_type) enc2_.encode(l.up_exps.type, n.data, t_rows, n_embd, n_embd);
+  const EncodedRows& enc_up = same_type ? enc_ : enc2_;
+  const int64_t gu_stride = row_bytes(l.gate_exps.type, n_embd);
+  const int64_t up_stride = row_bytes(l.up_exps.type, n_embd);
+  const int64_t ff_tasks = (n_ff + kRowsPerTask - 1) / kRowsPerTask;
+  pool_.parallel_for(slots * ff_tasks, [&](int64_t task) {
+    const int64_t j = task / ff_tasks, t = j / k;
+    const int64_t e = sel[j];
+    const auto* gw = static_cast<const uint8_t*>(l.gate_exps.data) + e * n_ff * gu_stride;
+    const auto* uw = static_cast<const uint8_t*>(l.up_exps.data) + e * n_ff * up_stride;
+    const int64_t o0 = (task % ff_tasks) * kRowsPerTask, o1 = std::min(n_ff, o0 + kRowsPerTask);
+    for (int64_t o = o0; o < o1; ++o) {
+      const float g = enc_.dot(k_, gw + o * gu_stride, t, 0, n_embd);
+      const float u = enc_up.dot(k_, uw + o * up_stride, t, 0, n_embd);
+      gate[j * n_ff + o] = swiglu(g, u) * weights[j];
+    }
+  });
+
+  // Down projections per slot, then the slot-order sum.
+  enc2_.encode(l.down_exps.type, gate, slots, n_ff, n_ff);
+  const int64_t down_stride = row_bytes(l.down_exps.type, n_ff);
+  const int64_t embd_tasks = (n_embd + kRowsPerTask - 1) / kRowsPerTask;
+  pool_.parallel_for(slots * embd_tasks, [&](int64_t task) {
+    const int64_t j = task / embd_tasks;
+    const auto* dw = static_cast<const uint8_t*>(l.down_exps.data) + sel[j] * n_embd * down_stride;
+    const int64_t o0 = (task % embd_tasks) * kRowsPerTask;
+    const int64_t o1 = std::min(n_embd, o0 + kRowsPerTask);
+    for (int64_t o = o0; o < o1; ++o) down[j * n_embd + o] = enc2_.dot(k_, dw + o * down_stride, j, 0, n_ff);
+  });
+
+  // Shared expert (model.md §4.10 step 7), then f = moe + shared.
+  do_matmul(l.gate_shexp, n, sh_gate, 1);
+  do_matmul(l.up_shexp, n, sh_up, 1);
+  for (int64_t i = 0; i < t_rows * n_ff; ++i) sh_gate.data[i] = swiglu(sh_gate.data[i], sh_up.data[i]);
+  do_matmul(l.down_shexp, sh_gate, sh_out, 1);
+  for (int64_t t = 0; t < t_rows; ++t) {
+    float* o = out.row(t);
+    for (int64_t d = 0; d < n_embd; ++d) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < k; ++i) acc += down[(t * k + i) * n_embd + d];
+      o[d] = acc + sh_out.row(t)[d];
+    }
+  }
+}
+
+}  // namespace ds4::backend::cpu

@@ -1,0 +1,120 @@
+// src/engine/engine.cpp: Engine::open -- map, validate, bind, build the schedule.
+#include <algorithm>
+#include <string>
+
+#include "ds4/engine.h"
+#include "engine/engine_impl.h"
+#include "engine/session_impl.h"
+#include "model/validate.h"
+
+namespace ds4 {
+namespace {
+
+constexpr int kMaxProblemsShown = 8;
+
+backend::BackendKind to_backend(BackendKind k) {
+  return k == BackendKind::kCuda ? backend::BackendKind::kCuda : backend::BackendKind::kCpu;
+}
+
+}  // namespace
+
+backend::Act Engine::Impl::logits_view(int64_t rows) {
+  if (rows > logits_rows) {
+    logits = backend->alloc(rows * shape.n_vocab);
+    logits_rows = rows;
+  }
+  return logits->view(rows, shape.n_vocab);
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+const EngineOptions& Engine::options() const { return impl_->options; }
+
+Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  auto file = gguf::Reader::open(options.model_path);
+  if (!file.is_ok()) {
+    return Status::invalid_file("cannot load model '%s': %s", options.model_path.c_str(),
+                                file.status().message().c_str());
+  }
+  impl->file.emplace(std::move(file).value());
+  const model::FileCheck check = model::check_model_file(*impl->file);
+  if (check.mtp) {
+    return Status::invalid_model("'%s' is an MTP draft file; load the main model file",
+                                 options.model_path.c_str());
+  }
+  if (!check.problems.empty()) {
+    std::string msg;
+    const int shown = std::min<int>(kMaxProblemsShown, static_cast<int>(check.problems.size()));
+    for (int i = 0; i < shown; ++i) msg += (i ? "; " : "") + check.problems[i];
+    if (static_cast<int>(check.problems.size()) > shown) {
+      msg += "; and " + std::to_string(check.problems.size() - shown) + " more";
+    }
+    return Status::invalid_model("'%s' is not a valid DeepSeek V4 model file: %s",
+                                 options.model_path.c_str(), msg.c_str());
+  }
+  impl->shape = check.shape;
+  backend::BackendOptions bopts;
+  bopts.threads = options.threads;
+  DS4_ASSIGN_OR_RETURN(impl->backend, backend::make_backend(to_backend(options.backend), bopts));
+  backend::Numerics num;
+  num.qat_simulation = options.qat_simulation;
+  num.f16_rows = options.f16_kv_rows;
+  impl->backend->set_numerics(num);
+  impl->backend->set_profiling(options.profile_ops);
+  DS4_ASSIGN_OR_RETURN(impl->weights, model::bind_weights(*impl->file, impl->shape, *impl->backend));
+  impl->forward = std::make_unique<model::Forward>(impl->shape, impl->weights, *impl->backend);
+  ModelInfo& info = impl->info;
+  info.shape = std::string(impl->shape.name);
+  info.n_layer = impl->shape.n_layer;
+  info.n_embd = impl->shape.n_embd;
+  info.n_vocab = impl->shape.n_vocab;
+  info.n_ctx_max = model::kMaxContext;
+  info.file_bytes = impl->file->file_size();
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+std::vector<OpTime> Engine::op_times() const {
+  std::vector<OpTime> out;
+  for (const auto& t : impl_->backend->op_times()) out.push_back({std::string(t.op), t.seconds, t.calls});
+  return out;
+}
+
+void Engine::reset_op_times() { impl_->backend->reset_op_times(); }
+
+uint64_t Engine::session_bytes(int n_ctx) const {
+  return model::sequence_layout(impl_->shape, n_ctx).bytes();
+}
+
+double Engine::bytes_per_token() const {
+  double b = 0.0;
+  for (int il = 0; il < impl_->shape.n_layer; ++il) {
+    const int r = impl_->shape.compress_ratio(il);
+    if (r == 4) b += 4.0 * (512 + 128) / 4.0;
+    if (r == 128) b += 4.0 * 512 / 128.0;
+  }
+  return b;
+}
+
+Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& options) {
+  if (options.n_ctx < 2 || options.n_ctx > info().n_ctx_max) {
+    return Status::invalid_argument("context size %d is outside [2, %d]", options.n_ctx,
+                                    info().n_ctx_max);
+  }
+  if (options.prefill_chunk < 1 || options.prefill_chunk > 65536) {
+    return Status::invalid_argument("prefill chunk %d is outside [1, 65536]", options.prefill_chunk);
+  }
+  const int seq = impl_->next_seq++;
+  DS4_TRY(impl_->backend->create_sequence(seq, model::sequence_layout(impl_->shape, options.n_ctx)));
+  impl_->forward->reserve(options.prefill_chunk);
+  auto s = std::make_unique<Session::Impl>();
+  s->engine = impl_.get();
+  s->seq = seq;
+  s->options = options;
+  return std::make_unique<Session>(std::move(s));
+}
+
+}  // namespace ds4

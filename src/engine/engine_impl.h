@@ -1,0 +1,33 @@
+// src/engine/engine_impl.h: what an Engine holds and what its sessions borrow.
+// Owns: the mapped model file, the backend, the bound weights and the shared forward schedule.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "ds4/engine.h"
+#include "gguf/reader.h"
+#include "model/forward.h"
+#include "model/shape.h"
+#include "model/weights.h"
+
+namespace ds4 {
+
+struct Engine::Impl {
+  EngineOptions options;
+  ModelInfo info;
+  std::optional<gguf::Reader> file;
+  model::Shape shape{};
+  std::unique_ptr<backend::Backend> backend;
+  model::ModelWeights weights;
+  std::unique_ptr<model::Forward> forward;
+  std::unique_ptr<backend::Buffer> logits;  // [rows][n_vocab], grown on demand
+  int64_t logits_rows = 0;
+  int next_seq = 0;
+
+  backend::Act logits_view(int64_t rows);
+};
+
+}  // namespace ds4

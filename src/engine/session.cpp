@@ -1,0 +1,185 @@
+// src/engine/session.cpp: sync / append / eval / rewind / logits / sampling / snapshots.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/session_impl.h"
+#include "kv/snapshot.h"
+
+namespace ds4 {
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() {
+  if (impl_) impl_->engine->backend->drop_sequence(impl_->seq);
+}
+
+int Session::n_ctx() const { return impl_->options.n_ctx; }
+int Session::n_tokens() const { return static_cast<int>(impl_->tokens.size()); }
+std::span<const TokenId> Session::tokens() const { return impl_->tokens; }
+std::span<const float> Session::logits() const { return impl_->logits; }
+uint64_t Session::state_bytes() const {
+  return model::sequence_layout(impl_->engine->shape, impl_->options.n_ctx).bytes();
+}
+
+void Session::Impl::reset() {
+  engine->backend->reset_sequence(seq);
+  tokens.clear();
+  logits.clear();
+}
+
+// Tokens must be valid ids and, after the first `keep` live tokens, fit below the context.
+Status Session::Impl::check_tokens(std::span<const TokenId> t, size_t keep) const {
+  const int n_vocab = engine->shape.n_vocab;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] < 0 || t[i] >= n_vocab) {
+      return Status::invalid_argument("token %zu has id %d, outside the vocabulary [0, %d)", i,
+                                      t[i], n_vocab);
+    }
+  }
+  if (keep + t.size() >= static_cast<size_t>(options.n_ctx)) {
+    return Status::out_of_range("%zu tokens do not fit a context of %d (at most %d)",
+                                keep + t.size(), options.n_ctx, options.n_ctx - 1);
+  }
+  return Status::ok();
+}
+
+Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
+                                        std::vector<float>* all_logits) {
+  DS4_TRY(check_tokens(t, tokens.size()));
+  EvalStats stats;
+  stats.reused = static_cast<int>(tokens.size());
+  if (t.empty()) return stats;
+  const int n_vocab = engine->shape.n_vocab;
+  if (all_logits != nullptr) all_logits->assign(t.size() * size_t(n_vocab), 0.0f);
+  const int chunk = options.prefill_chunk;
+  std::vector<backend::RowTag> rows;
+  std::vector<int> want;
+  for (size_t begin = 0; begin < t.size(); begin += chunk) {
+    const size_t end = std::min(t.size(), begin + chunk);
+    rows.clear();
+    want.clear();
+    for (size_t i = begin; i < end; ++i) {
+      rows.push_back({seq, static_cast<int32_t>(tokens.size()), t[i]});
+      tokens.push_back(t[i]);
+      if (all_logits != nullptr || i + 1 == t.size()) want.push_back(static_cast<int>(i - begin));
+    }
+    const backend::Act out = engine->logits_view(static_cast<int64_t>(want.size()));
+    engine->forward->run(rows, want, out);
+    if (all_logits != nullptr) {
+      std::copy(out.data, out.data + out.rows * n_vocab, all_logits->data() + begin * n_vocab);
+    }
+    if (end == t.size()) logits.assign(out.row(out.rows - 1), out.row(out.rows - 1) + n_vocab);
+  }
+  stats.evaluated = static_cast<int>(t.size());
+  return stats;
+}
+
+Result<EvalStats> Session::append(std::span<const TokenId> tokens, std::vector<float>* all_logits) {
+  return impl_->append(tokens, all_logits);
+}
+
+Status Session::eval(TokenId token) {
+  DS4_TRY(impl_->append(std::span<const TokenId>(&token, 1), nullptr).status());
+  return Status::ok();
+}
+
+Result<EvalStats> Session::sync(std::span<const TokenId> prefix) {
+  Impl& s = *impl_;
+  if (prefix.empty()) return Status::invalid_argument("sync needs at least one token");
+  DS4_TRY(s.check_tokens(prefix, 0));
+  size_t common = 0;
+  while (common < s.tokens.size() && common < prefix.size() && s.tokens[common] == prefix[common]) {
+    ++common;
+  }
+  if (common == s.tokens.size()) return s.append(prefix.subspan(common), nullptr);
+  // The live state holds tokens the new prefix does not: the CPU state cannot drop them (the
+  // window and the compressor frontier forget old rows), so rebuild from position 0.
+  s.reset();
+  return s.append(prefix, nullptr);
+}
+
+Status Session::rewind(int n_tokens) {
+  Impl& s = *impl_;
+  if (n_tokens < 0 || n_tokens > this->n_tokens()) {
+    return Status::out_of_range("cannot rewind to %d tokens: the session holds %d", n_tokens,
+                                this->n_tokens());
+  }
+  if (n_tokens == this->n_tokens()) return Status::ok();
+  std::vector<TokenId> keep(s.tokens.begin(), s.tokens.begin() + n_tokens);
+  s.reset();
+  DS4_TRY(s.append(keep, nullptr).status());
+  return Status::ok();
+}
+
+std::vector<TokenLogprob> Session::top_logprobs(int k) const {
+  if (impl_->logits.empty()) return {};
+  return ds4::top_logprobs(impl_->logits, k);
+}
+
+TokenId Session::sample(const SamplingParams& params, Rng& rng) const {
+  return ds4::sample(impl_->logits, params, rng);
+}
+
+Result<std::vector<uint8_t>> Session::save() const {
+  const Impl& s = *impl_;
+  if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
+  kv::Snapshot snap;
+  snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
+  snap.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
+  snap.tokens.assign(s.tokens.begin(), s.tokens.end());
+  snap.logits = s.logits;
+  DS4_ASSIGN_OR_RETURN(snap.layers, s.engine->backend->export_sequence(s.seq));
+  return kv::encode_snapshot(s.engine->shape, snap);
+}
+
+Status Session::load(std::span<const uint8_t> payload) {
+  Impl& s = *impl_;
+  kv::LoadTarget target;
+  target.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
+  target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
+  DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
+  DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
+  s.tokens.assign(snap.tokens.begin(), snap.tokens.end());
+  s.logits = std::move(snap.logits);
+  return Status::ok();
+}
+
+Status Session::save_file(const std::string& path) const {
+  DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, save());
+  const std::string tmp = path + ".partial";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return Status::io_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::io_error("cannot write '%s': %s", path.c_str(), std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+Status Session::load_file(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status::io_error("cannot open '%s': %s", path.c_str(), std::strerror(errno));
+  // The largest payload this session could have written bounds what is worth reading.
+  const Impl& s = *impl_;
+  const uint64_t limit = 4096 + 4ull * s.options.n_ctx + 4ull * s.engine->shape.n_vocab +
+                         8ull * s.engine->shape.n_layer + state_bytes();
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    if (bytes.size() + n > limit) {
+      std::fclose(f);
+      return Status::invalid_argument("'%s' is larger than any snapshot of this session", path.c_str());
+    }
+    bytes.insert(bytes.end(), buf, buf + n);
+  }
+  const bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) return Status::io_error("cannot read '%s'", path.c_str());
+  return load(bytes);
+}
+
+}  // namespace ds4

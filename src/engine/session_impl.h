@@ -1,0 +1,23 @@
+// src/engine/session_impl.h: a session's live state on the host side.
+#pragma once
+
+#include <vector>
+
+#include "ds4/session.h"
+#include "engine/engine_impl.h"
+
+namespace ds4 {
+
+struct Session::Impl {
+  Engine::Impl* engine = nullptr;
+  int seq = 0;
+  SessionOptions options;
+  std::vector<TokenId> tokens;
+  std::vector<float> logits;
+
+  Status check_tokens(std::span<const TokenId> t, size_t keep) const;
+  Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
+  void reset();
+};
+
+}  // namespace ds4

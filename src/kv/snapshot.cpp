@@ -1,0 +1,221 @@
+// src/kv/snapshot.cpp: DSV4 payload encode/decode.
+#include "kv/snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace ds4::kv {
+namespace {
+
+constexpr int kHd = 512;
+constexpr int kIhd = 128;
+constexpr int kHeaderFields = 13;
+
+uint32_t raw_window(const model::Shape& s, uint32_t n_ctx) {
+  return std::min<uint32_t>(static_cast<uint32_t>(s.n_swa), n_ctx);
+}
+
+// Capacity field 6: compressed rows of the first ratio-4 layer.
+uint32_t comp_capacity(const model::Shape& s, uint32_t n_ctx) {
+  for (int il = 0; il < s.n_layer; ++il) {
+    if (s.compress_ratio(il) == 4) return n_ctx / 4 + 2;
+  }
+  return 0;
+}
+
+size_t frontier_floats(const model::Shape& s, int il) {
+  const int r = s.compress_ratio(il);
+  return r == 0 ? 0 : static_cast<size_t>((r == 4 ? 2 : 1) * r) * s.compressor_width(il);
+}
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u32(uint32_t v) { bytes(&v, sizeof v); }
+  void floats(const std::vector<float>& v) { bytes(v.data(), v.size() * sizeof(float)); }
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::span<const uint8_t> b) : b_(b) {}
+  size_t left() const { return b_.size() - at_; }
+  size_t offset() const { return at_; }
+  bool u32(uint32_t* v) {
+    if (left() < 4) return false;
+    std::memcpy(v, b_.data() + at_, 4);
+    at_ += 4;
+    return true;
+  }
+  // n floats; fails (without allocating) when fewer bytes remain.
+  bool floats(uint64_t n, std::vector<float>* v) {
+    if (n > left() / sizeof(float)) return false;
+    v->resize(static_cast<size_t>(n));
+    std::memcpy(v->data(), b_.data() + at_, n * sizeof(float));
+    at_ += n * sizeof(float);
+    return true;
+  }
+
+ private:
+  std::span<const uint8_t> b_;
+  size_t at_ = 0;
+};
+
+Status truncated(const Parser& p, const char* what) {
+  return Status::invalid_file("snapshot truncated in %s at byte %zu", what, p.offset());
+}
+
+}  // namespace
+
+uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap) {
+  uint64_t n = 4ull * kHeaderFields + 4ull * snap.tokens.size() + 4ull * snap.logits.size() +
+               8ull * shape.n_layer;
+  for (const backend::LayerState& l : snap.layers) {
+    n += 4ull * (l.raw.size() + l.comp.size() + l.comp_kv.size() + l.comp_score.size() +
+                 l.index.size() + l.index_kv.size() + l.index_score.size());
+  }
+  return n;
+}
+
+std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
+  const auto t = static_cast<uint32_t>(snap.tokens.size());
+  DS4_CHECK(static_cast<int>(snap.layers.size()) == s.n_layer);
+  DS4_CHECK(static_cast<int>(snap.logits.size()) == s.n_vocab);
+  const uint32_t window = raw_window(s, snap.n_ctx);
+  const uint32_t live = std::min(t, window);
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(snapshot_bytes(s, snap)));
+  Writer w(out);
+  for (uint32_t v : {kSnapshotMagic, kSnapshotVersion, snap.n_ctx, snap.prefill_chunk, window,
+                     window, comp_capacity(s, snap.n_ctx), t, static_cast<uint32_t>(s.n_layer),
+                     uint32_t{kHd}, uint32_t{kIhd}, static_cast<uint32_t>(s.n_vocab), live}) {
+    w.u32(v);
+  }
+  w.bytes(snap.tokens.data(), snap.tokens.size() * sizeof(int32_t));
+  w.floats(snap.logits);
+  for (const backend::LayerState& l : snap.layers) w.u32(static_cast<uint32_t>(l.comp.size() / kHd));
+  for (const backend::LayerState& l : snap.layers) w.u32(static_cast<uint32_t>(l.index.size() / kIhd));
+  for (int il = 0; il < s.n_layer; ++il) {
+    const backend::LayerState& l = snap.layers[il];
+    DS4_CHECK(l.raw.size() == size_t{live} * kHd);
+    w.floats(l.raw);
+    if (s.compress_ratio(il) != 0) {
+      DS4_CHECK(l.comp_kv.size() == frontier_floats(s, il));
+      w.floats(l.comp);
+      w.floats(l.comp_kv);
+      w.floats(l.comp_score);
+    }
+    if (s.compress_ratio(il) == 4) {
+      w.floats(l.index);
+      w.floats(l.index_kv);
+      w.floats(l.index_score);
+    }
+  }
+  return out;
+}
+
+Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& s,
+                                 const LoadTarget& target) {
+  Parser p(bytes);
+  uint32_t h[kHeaderFields];
+  for (uint32_t& v : h) {
+    if (!p.u32(&v)) return truncated(p, "the header");
+  }
+  if (h[0] != kSnapshotMagic) return Status::invalid_file("not a DSV4 session payload (bad magic)");
+  if (h[1] != kSnapshotVersion) {
+    return Status::invalid_file("DSV4 payload version %u, this engine reads version %u", h[1],
+                                kSnapshotVersion);
+  }
+  if (h[8] != static_cast<uint32_t>(s.n_layer) || h[9] != kHd || h[10] != kIhd ||
+      h[11] != static_cast<uint32_t>(s.n_vocab)) {
+    return Status::invalid_argument(
+        "payload is for another model (%u layers, head %u, indexer head %u, vocab %u; this model: "
+        "%d layers, vocab %d)",
+        h[8], h[9], h[10], h[11], s.n_layer, s.n_vocab);
+  }
+  Snapshot snap;
+  snap.n_ctx = h[2];
+  snap.prefill_chunk = h[3];
+  const uint32_t t = h[7];
+  if (snap.n_ctx == 0 || snap.n_ctx > target.n_ctx) {
+    return Status::invalid_argument("payload context %u does not fit this session's context %u",
+                                    snap.n_ctx, target.n_ctx);
+  }
+  if (t == 0 || t >= target.n_ctx || t >= snap.n_ctx) {
+    return Status::invalid_argument("payload token count %u is invalid for context %u", t,
+                                    target.n_ctx);
+  }
+  if (snap.prefill_chunk != target.prefill_chunk) {
+    return Status::invalid_argument("payload prefill chunk %u differs from this session's %u",
+                                    snap.prefill_chunk, target.prefill_chunk);
+  }
+  const uint32_t window = raw_window(s, snap.n_ctx);
+  if (h[4] != window || h[5] != window || window != raw_window(s, target.n_ctx)) {
+    return Status::invalid_argument("payload raw window %u/%u does not match this session's %u",
+                                    h[4], h[5], raw_window(s, target.n_ctx));
+  }
+  if (h[6] != comp_capacity(s, snap.n_ctx) || h[6] > comp_capacity(s, target.n_ctx)) {
+    return Status::invalid_argument("payload compressed capacity %u is inconsistent", h[6]);
+  }
+  const uint32_t live = std::min(t, window);
+  if (h[12] != live) return Status::invalid_argument("payload live raw rows %u, expected %u", h[12], live);
+
+  if (p.left() / 4 < t) return truncated(p, "the token ids");
+  snap.tokens.resize(t);
+  for (int32_t& tok : snap.tokens) {
+    uint32_t v = 0;
+    (void)p.u32(&v);
+    if (v >= static_cast<uint32_t>(s.n_vocab)) {
+      return Status::invalid_argument("payload token id %u is outside the vocabulary", v);
+    }
+    tok = static_cast<int32_t>(v);
+  }
+  if (!p.floats(static_cast<uint64_t>(s.n_vocab), &snap.logits)) return truncated(p, "the logits");
+  std::vector<uint32_t> n_comp(s.n_layer), n_index(s.n_layer);
+  for (uint32_t& v : n_comp) {
+    if (!p.u32(&v)) return truncated(p, "the compressed row counts");
+  }
+  for (uint32_t& v : n_index) {
+    if (!p.u32(&v)) return truncated(p, "the indexer row counts");
+  }
+  for (int il = 0; il < s.n_layer; ++il) {
+    const int r = s.compress_ratio(il);
+    const uint32_t want_comp = r == 0 ? 0 : t / static_cast<uint32_t>(r);
+    const uint32_t want_index = r == 4 ? t / 4 : 0;
+    if (n_comp[il] != want_comp || n_index[il] != want_index) {
+      return Status::invalid_argument(
+          "layer %d: %u compressed / %u indexer rows, expected %u / %u for %u tokens", il,
+          n_comp[il], n_index[il], want_comp, want_index, t);
+    }
+  }
+  snap.layers.resize(s.n_layer);
+  for (int il = 0; il < s.n_layer; ++il) {
+    backend::LayerState& l = snap.layers[il];
+    l.n_tokens = static_cast<int32_t>(t);
+    const uint64_t frontier = frontier_floats(s, il);
+    bool ok = p.floats(uint64_t{live} * kHd, &l.raw);
+    if (ok && s.compress_ratio(il) != 0) {
+      ok = p.floats(uint64_t{n_comp[il]} * kHd, &l.comp) && p.floats(frontier, &l.comp_kv) &&
+           p.floats(frontier, &l.comp_score);
+    }
+    if (ok && s.compress_ratio(il) == 4) {
+      ok = p.floats(uint64_t{n_index[il]} * kIhd, &l.index) && p.floats(8 * 256, &l.index_kv) &&
+           p.floats(8 * 256, &l.index_score);
+    }
+    if (!ok) return truncated(p, "the layer state");
+  }
+  if (p.left() != 0) {
+    return Status::invalid_file("payload has %zu trailing bytes after the last layer", p.left());
+  }
+  return snap;
+}
+
+}  // namespace ds4::kv

@@ -1,0 +1,44 @@
+// src/kv/snapshot.h: the DSV4 session payload (model.md §5.3; features.md §3.1: version 2).
+// Owns: the byte layout -- 13 u32 header fields, token ids, next-token logits, per-layer row
+// counts, then per layer the live raw rows (oldest first), compressed rows and compressor
+// frontier, indexer rows and frontier -- and every check a payload must pass before it is used.
+// Does not own: where the state lives (backend) or files (engine/session).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "ds4/status.h"
+#include "model/shape.h"
+
+namespace ds4::kv {
+
+inline constexpr uint32_t kSnapshotMagic = 0x34565344;  // "DSV4"
+inline constexpr uint32_t kSnapshotVersion = 2;
+
+struct Snapshot {
+  uint32_t n_ctx = 0;          // context size of the session that wrote it
+  uint32_t prefill_chunk = 0;  // its prefill chunk (recorded; loads require the same value)
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;                // n_vocab
+  std::vector<backend::LayerState> layers;  // n_layer, n_tokens = tokens.size()
+};
+
+// Where the payload is going to be loaded.
+struct LoadTarget {
+  uint32_t n_ctx = 0;
+  uint32_t prefill_chunk = 0;
+};
+
+// Serialises a snapshot (its sizes must already be consistent with `shape`; checked).
+std::vector<uint8_t> encode_snapshot(const model::Shape& shape, const Snapshot& snap);
+// Exact payload size of a snapshot.
+uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap);
+// Parses and validates a payload for a session of `shape` and `target` settings. Errors name the
+// offending field; nothing is allocated beyond what the payload's length can hold.
+Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& shape,
+                                 const LoadTarget& target);
+
+}  // namespace ds4::kv

@@ -1,0 +1,155 @@
+// src/model/forward.cpp: the schedule. Each sublayer reads like model.md §4.5 and §4.10.
+#include "model/forward.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace ds4::model {
+
+using backend::Act;
+using backend::RowTag;
+
+struct Forward::Buffers {
+  backend::Buffer *x, *x_mid, *mix, *cur, *norm, *qr, *qn, *q, *kv, *comp_kv, *comp_gate, *index_kv,
+      *index_gate, *index_q, *index_w, *heads, *low, *out;
+};
+
+namespace {
+constexpr int kHd = 512;
+constexpr int kIhd = 128;
+}  // namespace
+
+Forward::Forward(const Shape& shape, const ModelWeights& weights, backend::Backend& backend)
+    : shape_(shape), w_(weights), b_(backend) {}
+
+Forward::~Forward() = default;
+
+void Forward::reserve(int max_rows) {
+  if (max_rows <= max_rows_) return;
+  const int64_t r = max_rows;
+  const Shape& s = shape_;
+  auto make = [&](int64_t cols) {
+    storage_.push_back(b_.alloc(r * cols));
+    return storage_.back().get();
+  };
+  storage_.clear();
+  buf_ = std::make_unique<Buffers>();
+  Buffers& b = *buf_;
+  b.x = make(int64_t{s.n_hc} * s.n_embd);
+  b.x_mid = make(int64_t{s.n_hc} * s.n_embd);
+  b.mix = make(s.hc_mix());
+  b.cur = make(s.n_embd);
+  b.norm = make(s.n_embd);
+  b.qr = make(s.n_lora_q);
+  b.qn = make(s.n_lora_q);
+  b.q = make(int64_t{s.n_head} * kHd);
+  b.kv = make(kHd);
+  b.comp_kv = make(2 * kHd);
+  b.comp_gate = make(2 * kHd);
+  b.index_kv = make(2 * kIhd);
+  b.index_gate = make(2 * kIhd);
+  b.index_q = make(int64_t{s.n_indexer_head} * kIhd);
+  b.index_w = make(s.n_indexer_head);
+  b.heads = make(int64_t{s.n_head} * kHd);
+  b.low = make(int64_t{s.n_out_group} * s.n_lora_o);
+  b.out = make(s.n_embd);
+  max_rows_ = max_rows;
+}
+
+void Forward::run(std::span<const RowTag> rows, std::span<const int> logit_rows, Act logits) {
+  const int n = static_cast<int>(rows.size());
+  DS4_CHECK(n > 0 && n <= max_rows_);
+  const int64_t hc_width = int64_t{shape_.n_hc} * shape_.n_embd;
+  b_.embed(w_.token_embd, rows, buf_->x->view(n, hc_width));
+  for (int il = 0; il < shape_.n_layer; ++il) {
+    attention_sublayer(il, rows, n);
+    ffn_sublayer(il, rows, n);
+  }
+  if (!logit_rows.empty()) b_.output_head(w_.head, buf_->x->view(n, hc_width), logit_rows, logits);
+}
+
+// model.md §4.5: HC pre, norms and projections, the cache-dependent attention op, grouped output
+// projection, HC post.
+void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
+  const Shape& s = shape_;
+  const LayerWeights& L = w_.layers[il];
+  Buffers& b = *buf_;
+  const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
+  const Act x = b.x->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
+  const Act cur = b.cur->view(n, s.n_embd), norm = b.norm->view(n, s.n_embd);
+  b_.hc_pre(L.hc_attn, x, cur, mix);
+  b_.rms_norm(cur, &L.attn_norm, s.n_embd, norm);
+
+  const Act qr = b.qr->view(n, s.n_lora_q), qn = b.qn->view(n, s.n_lora_q);
+  backend::AttentionInputs in;
+  in.q = b.q->view(n, int64_t{s.n_head} * kHd);
+  in.kv = b.kv->view(n, kHd);
+  b_.matmul(L.q_a, norm, qr);
+  b_.rms_norm(qr, &L.q_a_norm, s.n_lora_q, qn);
+  b_.matmul(L.q_b, qn, in.q);
+  b_.rms_norm(in.q, nullptr, kHd, in.q);  // per-head, unweighted
+  b_.matmul(L.kv, norm, in.kv);
+  b_.rms_norm(in.kv, &L.kv_norm, kHd, in.kv);
+  const int ratio = L.attn.ratio;
+  if (ratio != 0) {
+    const int64_t width = s.compressor_width(il);
+    in.comp_kv = b.comp_kv->view(n, width);
+    in.comp_gate = b.comp_gate->view(n, width);
+    b_.matmul(L.comp_kv, norm, in.comp_kv);
+    b_.matmul(L.comp_gate, norm, in.comp_gate);
+  }
+  if (ratio == 4) {
+    in.index_kv = b.index_kv->view(n, 2 * kIhd);
+    in.index_gate = b.index_gate->view(n, 2 * kIhd);
+    in.index_q = b.index_q->view(n, int64_t{s.n_indexer_head} * kIhd);
+    in.index_w = b.index_w->view(n, s.n_indexer_head);
+    b_.matmul(L.index_kv, norm, in.index_kv);
+    b_.matmul(L.index_gate, norm, in.index_gate);
+    b_.matmul(L.index_q, qn, in.index_q);
+    b_.matmul(L.index_proj, norm, in.index_w);
+  }
+  const Act heads = b.heads->view(n, int64_t{s.n_head} * kHd);
+  b_.attention(il, L.attn, rows, in, heads);
+  const Act low = b.low->view(n, int64_t{s.n_out_group} * s.n_lora_o);
+  const Act out = b.out->view(n, s.n_embd);
+  b_.matmul(L.out_a, heads, low, s.n_out_group);
+  b_.matmul(L.out_b, low, out);
+  b_.hc_post(x, out, mix, b.x_mid->view(n, hc_width));
+}
+
+// model.md §4.10: HC pre, norm, router + experts + shared expert, HC post.
+void Forward::ffn_sublayer(int il, std::span<const RowTag> rows, int n) {
+  const Shape& s = shape_;
+  const LayerWeights& L = w_.layers[il];
+  Buffers& b = *buf_;
+  const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
+  const Act x_mid = b.x_mid->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
+  const Act cur = b.cur->view(n, s.n_embd), norm = b.norm->view(n, s.n_embd);
+  b_.hc_pre(L.hc_ffn, x_mid, cur, mix);
+  b_.rms_norm(cur, &L.ffn_norm, s.n_embd, norm);
+  const Act f = b.out->view(n, s.n_embd);
+  b_.moe(L.moe, rows, norm, f);
+  b_.hc_post(x_mid, f, mix, b.x->view(n, hc_width));
+}
+
+backend::SequenceLayout sequence_layout(const Shape& shape, int n_ctx) {
+  backend::SequenceLayout out;
+  out.n_ctx = n_ctx;
+  out.head_dim = kHd;
+  out.indexer_head_dim = kIhd;
+  for (int il = 0; il < shape.n_layer; ++il) {
+    backend::LayerLayout l;
+    l.ratio = shape.compress_ratio(il);
+    l.raw_cap = std::min(shape.n_swa, n_ctx);
+    if (l.ratio != 0) {
+      l.comp_cap = n_ctx / l.ratio + 2;
+      l.frontier_rows = (l.ratio == 4 ? 2 : 1) * l.ratio;
+      l.frontier_width = shape.compressor_width(il);
+    }
+    out.layers.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace ds4::model

@@ -1,0 +1,48 @@
+// src/model/forward.h: the layer schedule of DeepSeek V4, written once against backend::Backend
+// (model.md §4.12, Appendix A; design/architecture.md §5.4).
+// Owns: the activation buffers of one batch capacity and the order of ops for a batch of token
+// rows (each tagged with its sequence and absolute position).
+// Does not own: weights (ModelWeights), sequence state (the backend), sessions (engine/).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/shape.h"
+#include "model/weights.h"
+
+namespace ds4::model {
+
+class Forward {
+ public:
+  Forward(const Shape& shape, const ModelWeights& weights, backend::Backend& backend);
+  ~Forward();
+
+  int max_rows() const { return max_rows_; }
+  // Allocates buffers for batches of up to `max_rows` rows (once; grows only).
+  void reserve(int max_rows);
+  // Runs every row through the network, updating each row's sequence state, and writes the logits
+  // of the rows listed in `logit_rows` (indices into `rows`) into `logits` [logit_rows][n_vocab].
+  // Rows of one sequence must be consecutive positions continuing its state.
+  void run(std::span<const backend::RowTag> rows, std::span<const int> logit_rows,
+           backend::Act logits);
+
+ private:
+  struct Buffers;
+  void attention_sublayer(int il, std::span<const backend::RowTag> rows, int n);
+  void ffn_sublayer(int il, std::span<const backend::RowTag> rows, int n);
+
+  const Shape shape_;
+  const ModelWeights& w_;
+  backend::Backend& b_;
+  int max_rows_ = 0;
+  std::vector<std::unique_ptr<backend::Buffer>> storage_;
+  std::unique_ptr<Buffers> buf_;
+};
+
+// Per-sequence state layout of a shape at a context size (model.md §5.1-5.2).
+backend::SequenceLayout sequence_layout(const Shape& shape, int n_ctx);
+
+}  // namespace ds4::model

@@ -1,0 +1,37 @@
+// src/model/weights.h: the semantic weight table of a DeepSeek V4 file and its binding.
+// Owns: mapping GGUF tensor names (inventory.h) to backend weight handles per layer, with the
+// per-layer constants the ops need (ratio, window, RoPE table, top-k). Binding happens after
+// check_model_file() accepted the file, so names, types and shapes are already validated.
+// Does not own: the file mapping (gguf::Reader) or device memory (the backend).
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "ds4/status.h"
+#include "gguf/reader.h"
+#include "model/shape.h"
+
+namespace ds4::model {
+
+struct LayerWeights {
+  backend::HcWeights hc_attn, hc_ffn;
+  backend::Weight attn_norm, q_a, q_a_norm, q_b, kv, kv_norm, out_a, out_b;
+  backend::Weight comp_kv, comp_gate;                            // ratio != 0
+  backend::Weight index_q, index_proj, index_kv, index_gate;     // ratio == 4
+  backend::AttentionLayer attn;                                  // sinks, ape, norms, constants
+  backend::Weight ffn_norm;
+  backend::MoeLayer moe;
+};
+
+struct ModelWeights {
+  backend::Weight token_embd;
+  std::vector<LayerWeights> layers;
+  backend::OutputHead head;
+};
+
+// Binds every tensor of a validated main model file (through backend.upload).
+Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
+                                  backend::Backend& backend);
+
+}  // namespace ds4::model
