@@ -3,7 +3,9 @@
 #   make test       build, then run the test suites with ctest (what CI runs)
 #   make run        build, then run the main job (for now: ds4-gguf --help)
 #   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   make fuzz       libFuzzer on the GGUF reader, DSML parser and safetensors reader, FUZZ_SECONDS each
+#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader and DSV4 snapshot
+#                   parser, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB: its valid
+#                   seed payload is ~1.8 MB and a shorter limit would truncate it)
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -45,16 +47,20 @@ fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
-	  safetensors_fuzz safetensors_fuzz_seeds
-	mkdir -p build-fuzz/corpus/gguf build-fuzz/corpus/dsml build-fuzz/corpus/safetensors
+	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds
+	mkdir -p build-fuzz/corpus/gguf build-fuzz/corpus/dsml build-fuzz/corpus/safetensors \
+	  build-fuzz/corpus/snapshot
 	./build-fuzz/bin/gguf_fuzz_seeds build-fuzz/corpus/gguf
 	./build-fuzz/bin/safetensors_fuzz_seeds build-fuzz/corpus/safetensors
+	./build-fuzz/bin/snapshot_fuzz_seeds build-fuzz/corpus/snapshot
 	./build-fuzz/bin/gguf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -print_final_stats=1 build-fuzz/corpus/gguf
 	./build-fuzz/bin/dsml_parser_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -print_final_stats=1 build-fuzz/corpus/dsml
 	./build-fuzz/bin/safetensors_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -print_final_stats=1 build-fuzz/corpus/safetensors
+	./build-fuzz/bin/snapshot_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=2097152 \
+	  -print_final_stats=1 build-fuzz/corpus/snapshot
 
 bench: build
 	./build/bin/ds4-kernel-bench

@@ -18,8 +18,8 @@
 namespace ds4 {
 
 struct SessionOptions {
-  int n_ctx = 4096;          // maximum tokens the session can hold
-  int prefill_chunk = 256;   // rows per batch when evaluating many tokens (does not change results)
+  int n_ctx = 4096;         // maximum tokens the session can hold
+  int prefill_chunk = 256;  // rows per batch when evaluating many tokens (does not change results)
 };
 
 // What a sync/append did.
@@ -40,12 +40,13 @@ class Session {
 
   // Makes the live tokens equal `prefix`. When the live tokens are a prefix of it only the new
   // suffix is evaluated; otherwise the state is rebuilt from the longest reusable start (CPU: from
-  // position 0). Errors (the session is left empty but valid): empty prefix, prefix.size() >= n_ctx,
-  // token id out of range.
+  // position 0). Errors (the session is left empty but valid): empty prefix, prefix.size() >=
+  // n_ctx, token id out of range.
   Result<EvalStats> sync(std::span<const TokenId> prefix);
   // Appends tokens in prefill chunks. With `all_logits`, the logits after every appended token are
   // stored there (tokens.size() x n_vocab), a diagnostic used by tests and --dump-logits.
-  Result<EvalStats> append(std::span<const TokenId> tokens, std::vector<float>* all_logits = nullptr);
+  Result<EvalStats> append(std::span<const TokenId> tokens,
+                           std::vector<float>* all_logits = nullptr);
   // Appends one token.
   Status eval(TokenId token);
   // Drops tokens after the first `n_tokens` (re-evaluating the kept ones; exact).

@@ -65,8 +65,8 @@ int64_t weight_rows(const Weight& w) { return w.ne[1] * w.ne[2]; }
 void check_rows(Act a, int64_t rows, int64_t cols, const char* what) {
   DS4_CHECK_MSG(a.data != nullptr, "%s: no data", what);
   DS4_CHECK_MSG(a.rows == rows && a.cols == cols, "%s: [%lld][%lld], want [%lld][%lld]", what,
-            static_cast<long long>(a.rows), static_cast<long long>(a.cols),
-            static_cast<long long>(rows), static_cast<long long>(cols));
+                static_cast<long long>(a.rows), static_cast<long long>(a.cols),
+                static_cast<long long>(rows), static_cast<long long>(cols));
 }
 
 }  // namespace
@@ -75,7 +75,8 @@ void Backend::embed(const Weight& table, std::span<const RowTag> rows, Act out) 
   const OpTimer timer(this, kEmbed);
   DS4_CHECK(table.present() && out.rows == static_cast<int64_t>(rows.size()));
   DS4_CHECK(out.cols % table.ne[0] == 0);
-  for (const RowTag& r : rows) DS4_CHECK_MSG(r.token >= 0 && r.token < table.ne[1], "token %d", r.token);
+  for (const RowTag& r : rows)
+    DS4_CHECK_MSG(r.token >= 0 && r.token < table.ne[1], "token %d", r.token);
   do_embed(table, rows, out);
 }
 

@@ -65,11 +65,11 @@ struct Numerics {
 
 // Per-layer state dimensions of one sequence.
 struct LayerLayout {
-  int ratio = 0;          // 0 sliding, 4 CSA (+ indexer), 128 HCA
-  int raw_cap = 0;        // raw window rows = min(window, ctx)
-  int comp_cap = 0;       // compressed rows capacity: ctx / ratio + 2
-  int frontier_rows = 0;  // R = (ratio == 4 ? 2 : 1) * ratio
-  int frontier_width = 0; // W = (ratio == 4 ? 2 : 1) * head_dim
+  int ratio = 0;           // 0 sliding, 4 CSA (+ indexer), 128 HCA
+  int raw_cap = 0;         // raw window rows = min(window, ctx)
+  int comp_cap = 0;        // compressed rows capacity: ctx / ratio + 2
+  int frontier_rows = 0;   // R = (ratio == 4 ? 2 : 1) * ratio
+  int frontier_width = 0;  // W = (ratio == 4 ? 2 : 1) * head_dim
 };
 struct SequenceLayout {
   int n_ctx = 0;
@@ -84,7 +84,7 @@ struct SequenceLayout {
 // so equal logical states export equal bytes.
 struct LayerState {
   int32_t n_tokens = 0;     // tokens the layer has consumed (the sequence length)
-  std::vector<float> raw;  // n_raw x head_dim
+  std::vector<float> raw;   // n_raw x head_dim
   std::vector<float> comp;  // n_comp x head_dim
   std::vector<float> comp_kv, comp_score;
   std::vector<float> index;  // n_index x indexer_head_dim
@@ -108,9 +108,9 @@ struct AttentionLayer {
   int index_top_k = 0;
   int n_index_head = 0;
   RopeParams rope;
-  Weight sinks;                   // [n_head]
-  Weight comp_ape, comp_norm;     // ratio != 0: [ratio][W], [head_dim]
-  Weight index_ape, index_norm;   // ratio == 4: [4][2 * 128], [128]
+  Weight sinks;                  // [n_head]
+  Weight comp_ape, comp_norm;    // ratio != 0: [ratio][W], [head_dim]
+  Weight index_ape, index_norm;  // ratio == 4: [4][2 * 128], [128]
 };
 
 // Projections the attention op consumes (computed by matmul before it). Rows match the batch.
@@ -128,12 +128,12 @@ struct AttentionInputs {
 struct MoeLayer {
   int n_expert_used = 0;
   float weight_scale = 1.5f;
-  Weight router;      // [n_expert][n_embd]
-  Weight bias;        // [n_expert], absent on hash layers
-  Weight tid2eid;     // [n_vocab][n_expert_used] I32, hash layers only
-  Weight gate_exps;   // [n_expert][n_ff][n_embd]
-  Weight up_exps;     // [n_expert][n_ff][n_embd]
-  Weight down_exps;   // [n_expert][n_embd][n_ff]
+  Weight router;     // [n_expert][n_embd]
+  Weight bias;       // [n_expert], absent on hash layers
+  Weight tid2eid;    // [n_vocab][n_expert_used] I32, hash layers only
+  Weight gate_exps;  // [n_expert][n_ff][n_embd]
+  Weight up_exps;    // [n_expert][n_ff][n_embd]
+  Weight down_exps;  // [n_expert][n_embd][n_ff]
   Weight gate_shexp, up_shexp, down_shexp;
 };
 

@@ -1,8 +1,9 @@
 // src/engine/engine.cpp: Engine::open -- map, validate, bind, build the schedule.
+#include "ds4/engine.h"
+
 #include <algorithm>
 #include <string>
 
-#include "ds4/engine.h"
 #include "engine/engine_impl.h"
 #include "engine/session_impl.h"
 #include "model/validate.h"
@@ -65,7 +66,8 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   num.f16_rows = options.f16_kv_rows;
   impl->backend->set_numerics(num);
   impl->backend->set_profiling(options.profile_ops);
-  DS4_ASSIGN_OR_RETURN(impl->weights, model::bind_weights(*impl->file, impl->shape, *impl->backend));
+  DS4_ASSIGN_OR_RETURN(impl->weights,
+                       model::bind_weights(*impl->file, impl->shape, *impl->backend));
   impl->forward = std::make_unique<model::Forward>(impl->shape, impl->weights, *impl->backend);
   ModelInfo& info = impl->info;
   info.shape = std::string(impl->shape.name);
@@ -79,7 +81,8 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 
 std::vector<OpTime> Engine::op_times() const {
   std::vector<OpTime> out;
-  for (const auto& t : impl_->backend->op_times()) out.push_back({std::string(t.op), t.seconds, t.calls});
+  for (const auto& t : impl_->backend->op_times())
+    out.push_back({std::string(t.op), t.seconds, t.calls});
   return out;
 }
 
@@ -105,10 +108,12 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
                                     info().n_ctx_max);
   }
   if (options.prefill_chunk < 1 || options.prefill_chunk > 65536) {
-    return Status::invalid_argument("prefill chunk %d is outside [1, 65536]", options.prefill_chunk);
+    return Status::invalid_argument("prefill chunk %d is outside [1, 65536]",
+                                    options.prefill_chunk);
   }
   const int seq = impl_->next_seq++;
-  DS4_TRY(impl_->backend->create_sequence(seq, model::sequence_layout(impl_->shape, options.n_ctx)));
+  DS4_TRY(
+      impl_->backend->create_sequence(seq, model::sequence_layout(impl_->shape, options.n_ctx)));
   impl_->forward->reserve(options.prefill_chunk);
   auto s = std::make_unique<Session::Impl>();
   s->engine = impl_.get();

@@ -64,7 +64,8 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
       tokens.push_back(t[i]);
       if (all_logits != nullptr || i + 1 == t.size()) want.push_back(static_cast<int>(i - begin));
     }
-    const backend::Act out = engine->logits_view(static_cast<int64_t>(want.size()));
+    const backend::Act out =
+        want.empty() ? backend::Act{} : engine->logits_view(static_cast<int64_t>(want.size()));
     engine->forward->run(rows, want, out);
     if (all_logits != nullptr) {
       std::copy(out.data, out.data + out.rows * n_vocab, all_logits->data() + begin * n_vocab);
@@ -149,7 +150,8 @@ Status Session::save_file(const std::string& path) const {
   DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, save());
   const std::string tmp = path + ".partial";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return Status::io_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
+  if (f == nullptr)
+    return Status::io_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
   const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   const bool closed = std::fclose(f) == 0;
   if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -161,7 +163,8 @@ Status Session::save_file(const std::string& path) const {
 
 Status Session::load_file(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Status::io_error("cannot open '%s': %s", path.c_str(), std::strerror(errno));
+  if (f == nullptr)
+    return Status::io_error("cannot open '%s': %s", path.c_str(), std::strerror(errno));
   // The largest payload this session could have written bounds what is worth reading.
   const Impl& s = *impl_;
   const uint64_t limit = 4096 + 4ull * s.options.n_ctx + 4ull * s.engine->shape.n_vocab +
@@ -172,7 +175,8 @@ Status Session::load_file(const std::string& path) {
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
     if (bytes.size() + n > limit) {
       std::fclose(f);
-      return Status::invalid_argument("'%s' is larger than any snapshot of this session", path.c_str());
+      return Status::invalid_argument("'%s' is larger than any snapshot of this session",
+                                      path.c_str());
     }
     bytes.insert(bytes.end(), buf, buf + n);
   }

@@ -59,7 +59,7 @@ class Parser {
   bool floats(uint64_t n, std::vector<float>* v) {
     if (n > left() / sizeof(float)) return false;
     v->resize(static_cast<size_t>(n));
-    std::memcpy(v->data(), b_.data() + at_, n * sizeof(float));
+    if (n != 0) std::memcpy(v->data(), b_.data() + at_, n * sizeof(float));
     at_ += n * sizeof(float);
     return true;
   }
@@ -85,12 +85,37 @@ uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap) {
   return n;
 }
 
-std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
+namespace {
+
+// Sizes a consistent snapshot of `t` tokens must have (the decoder's rules); a violation is a bug
+// in the caller, so it aborts instead of writing a file that would not load.
+void check_consistent(const model::Shape& s, const Snapshot& snap, uint32_t live) {
   const auto t = static_cast<uint32_t>(snap.tokens.size());
+  DS4_CHECK(t >= 1 && t < snap.n_ctx);
   DS4_CHECK(static_cast<int>(snap.layers.size()) == s.n_layer);
   DS4_CHECK(static_cast<int>(snap.logits.size()) == s.n_vocab);
+  for (int32_t tok : snap.tokens) DS4_CHECK(tok >= 0 && tok < s.n_vocab);
+  for (int il = 0; il < s.n_layer; ++il) {
+    const backend::LayerState& l = snap.layers[il];
+    const int r = s.compress_ratio(il);
+    const size_t frontier = frontier_floats(s, il);
+    DS4_CHECK(l.raw.size() == size_t{live} * kHd);
+    DS4_CHECK(l.comp.size() == (r == 0 ? 0 : size_t{t / static_cast<uint32_t>(r)} * kHd));
+    DS4_CHECK(l.comp_kv.size() == frontier && l.comp_score.size() == frontier);
+    const bool idx = r == 4;
+    DS4_CHECK(l.index.size() == (idx ? size_t{t / 4} * kIhd : 0));
+    DS4_CHECK(l.index_kv.size() == (idx ? 8u * 256 : 0u) &&
+              l.index_score.size() == l.index_kv.size());
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
+  const auto t = static_cast<uint32_t>(snap.tokens.size());
   const uint32_t window = raw_window(s, snap.n_ctx);
   const uint32_t live = std::min(t, window);
+  check_consistent(s, snap, live);
   std::vector<uint8_t> out;
   out.reserve(static_cast<size_t>(snapshot_bytes(s, snap)));
   Writer w(out);
@@ -101,14 +126,14 @@ std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap
   }
   w.bytes(snap.tokens.data(), snap.tokens.size() * sizeof(int32_t));
   w.floats(snap.logits);
-  for (const backend::LayerState& l : snap.layers) w.u32(static_cast<uint32_t>(l.comp.size() / kHd));
-  for (const backend::LayerState& l : snap.layers) w.u32(static_cast<uint32_t>(l.index.size() / kIhd));
+  for (const backend::LayerState& l : snap.layers)
+    w.u32(static_cast<uint32_t>(l.comp.size() / kHd));
+  for (const backend::LayerState& l : snap.layers)
+    w.u32(static_cast<uint32_t>(l.index.size() / kIhd));
   for (int il = 0; il < s.n_layer; ++il) {
     const backend::LayerState& l = snap.layers[il];
-    DS4_CHECK(l.raw.size() == size_t{live} * kHd);
     w.floats(l.raw);
     if (s.compress_ratio(il) != 0) {
-      DS4_CHECK(l.comp_kv.size() == frontier_floats(s, il));
       w.floats(l.comp);
       w.floats(l.comp_kv);
       w.floats(l.comp_score);
@@ -149,9 +174,9 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
     return Status::invalid_argument("payload context %u does not fit this session's context %u",
                                     snap.n_ctx, target.n_ctx);
   }
-  if (t == 0 || t >= target.n_ctx || t >= snap.n_ctx) {
-    return Status::invalid_argument("payload token count %u is invalid for context %u", t,
-                                    target.n_ctx);
+  if (t == 0 || t >= snap.n_ctx) {
+    return Status::invalid_argument("payload token count %u is invalid for its context %u", t,
+                                    snap.n_ctx);
   }
   if (snap.prefill_chunk != target.prefill_chunk) {
     return Status::invalid_argument("payload prefill chunk %u differs from this session's %u",
@@ -166,7 +191,8 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
     return Status::invalid_argument("payload compressed capacity %u is inconsistent", h[6]);
   }
   const uint32_t live = std::min(t, window);
-  if (h[12] != live) return Status::invalid_argument("payload live raw rows %u, expected %u", h[12], live);
+  if (h[12] != live)
+    return Status::invalid_argument("payload live raw rows %u, expected %u", h[12], live);
 
   if (p.left() / 4 < t) return truncated(p, "the token ids");
   snap.tokens.resize(t);

@@ -17,9 +17,9 @@ namespace ds4::model {
 struct LayerWeights {
   backend::HcWeights hc_attn, hc_ffn;
   backend::Weight attn_norm, q_a, q_a_norm, q_b, kv, kv_norm, out_a, out_b;
-  backend::Weight comp_kv, comp_gate;                            // ratio != 0
-  backend::Weight index_q, index_proj, index_kv, index_gate;     // ratio == 4
-  backend::AttentionLayer attn;                                  // sinks, ape, norms, constants
+  backend::Weight comp_kv, comp_gate;                         // ratio != 0
+  backend::Weight index_q, index_proj, index_kv, index_gate;  // ratio == 4
+  backend::AttentionLayer attn;                               // sinks, ape, norms, constants
   backend::Weight ffn_norm;
   backend::MoeLayer moe;
 };

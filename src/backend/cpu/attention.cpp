@@ -8,6 +8,7 @@
 #include <span>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/indexer_scores.h"
 #include "backend/cpu/math.h"
 #include "backend/rope.h"
 #include "base/check.h"
@@ -221,17 +222,13 @@ void CpuBackend::indexer_select(const AttentionLayer& l, LayerCache& c, const Ro
   for (int h = 0; h < l.n_index_head; ++h) w[h] = in.index_w.row(r)[h] * wscale;
   const int n = c.n_index;
   if (static_cast<int>(index_scores_.size()) < n) index_scores_.resize(n);
+  const IndexerScoresFn score_rows = best_indexer_scores(l.n_index_head);
   constexpr int kRowsPerTask = 256;
   pool_.parallel_for((n + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task) {
-    const int end = std::min(n, static_cast<int>(task + 1) * kRowsPerTask);
-    for (int i = static_cast<int>(task) * kRowsPerTask; i < end; ++i) {
-      const float* key = &c.index[size_t(i) * kIhd];
-      float s = 0.0f;
-      for (int h = 0; h < l.n_index_head; ++h) {
-        s += std::max(0.0f, k_.f32(key, iq + h * kIhd, kIhd)) * w[h];
-      }
-      index_scores_[i] = s;
-    }
+    const int begin = static_cast<int>(task) * kRowsPerTask;
+    const int end = std::min(n, begin + kRowsPerTask);
+    score_rows(&c.index[size_t(begin) * kIhd], end - begin, iq, w, l.n_index_head,
+               &index_scores_[begin]);
   });
   index_order_.resize(n);
   for (int i = 0; i < n; ++i) index_order_[i] = i;

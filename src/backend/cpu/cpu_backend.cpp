@@ -319,7 +319,8 @@ void CpuBackend::do_output_head(const OutputHead& h, Act x, std::span<const int>
   for (int64_t i = 0; i < n; ++i) {
     float w[8];
     DS4_CHECK(n_hc <= 8);
-    for (int64_t k = 0; k < n_hc; ++k) w[k] = sigmoid_stable(pre.row(i)[k] * scale + bias[k]) + kEps;
+    for (int64_t k = 0; k < n_hc; ++k)
+      w[k] = sigmoid_stable(pre.row(i)[k] * scale + bias[k]) + kEps;
     for (int64_t d = 0; d < n_embd; ++d) {
       float acc = 0.0f;
       for (int64_t k = 0; k < n_hc; ++k) acc += xs.row(i)[k * n_embd + d] * w[k];

@@ -117,13 +117,15 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
     const auto* dw = static_cast<const uint8_t*>(l.down_exps.data) + sel[j] * n_embd * down_stride;
     const int64_t o0 = (task % embd_tasks) * kRowsPerTask;
     const int64_t o1 = std::min(n_embd, o0 + kRowsPerTask);
-    for (int64_t o = o0; o < o1; ++o) down[j * n_embd + o] = enc2_.dot(k_, dw + o * down_stride, j, 0, n_ff);
+    for (int64_t o = o0; o < o1; ++o)
+      down[j * n_embd + o] = enc2_.dot(k_, dw + o * down_stride, j, 0, n_ff);
   });
 
   // Shared expert (model.md §4.10 step 7), then f = moe + shared.
   do_matmul(l.gate_shexp, n, sh_gate, 1);
   do_matmul(l.up_shexp, n, sh_up, 1);
-  for (int64_t i = 0; i < t_rows * n_ff; ++i) sh_gate.data[i] = swiglu(sh_gate.data[i], sh_up.data[i]);
+  for (int64_t i = 0; i < t_rows * n_ff; ++i)
+    sh_gate.data[i] = swiglu(sh_gate.data[i], sh_up.data[i]);
   do_matmul(l.down_shexp, sh_gate, sh_out, 1);
   for (int64_t t = 0; t < t_rows; ++t) {
     float* o = out.row(t);
