@@ -1,7 +1,8 @@
 # DwarfStar front end. Every target installs what is missing first (scripts/setup.sh).
 #   make build      configure + build everything into build/ (binaries in build/bin/)
 #   make test       build, then run the test suites with ctest (what CI runs)
-#   make run        build, then run the main job (for now: ds4-gguf --help)
+#   make run        build, then answer one prompt with ./ds4flash.gguf, or with the built-in
+#                   random-weight test model when there is no real model (scripts/run_demo.sh)
 #   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader and DSV4 snapshot
 #                   parser, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB: its valid
@@ -34,7 +35,7 @@ test: build
 	ctest --test-dir build --output-on-failure -j $(JOBS)
 
 run: build
-	./build/bin/ds4-gguf --help
+	bash scripts/run_demo.sh
 
 test-asan: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDS4_SANITIZE=ON -DDS4_CUDA=OFF \

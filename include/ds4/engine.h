@@ -40,7 +40,8 @@ struct ModelInfo {
   int n_layer = 0;
   int n_embd = 0;
   int n_vocab = 0;
-  int n_ctx_max = 0;  // 1,048,576
+  int n_ctx_max = 0;    // 1,048,576
+  int expert_bits = 0;  // storage bits of the routed experts: 2 (q2), 4 (q4), 8, 16 or 32
   uint64_t file_bytes = 0;
 };
 

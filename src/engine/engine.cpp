@@ -76,6 +76,14 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.n_vocab = impl->shape.n_vocab;
   info.n_ctx_max = model::kMaxContext;
   info.file_bytes = impl->file->file_size();
+  switch (impl->weights.layers.back().moe.gate_exps.type) {
+    case gguf::GgufType::kIQ2_XXS:
+    case gguf::GgufType::kQ2_K: info.expert_bits = 2; break;
+    case gguf::GgufType::kQ4_K: info.expert_bits = 4; break;
+    case gguf::GgufType::kQ8_0: info.expert_bits = 8; break;
+    case gguf::GgufType::kF16: info.expert_bits = 16; break;
+    default: info.expert_bits = 32; break;
+  }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

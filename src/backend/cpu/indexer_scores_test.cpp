@@ -51,7 +51,7 @@ TEST(IndexerScores, ReferenceIsTheDefinition) {
   std::vector<float> key(kIndexerKeyDim, 0.0f), q(2 * kIndexerKeyDim, 0.0f);
   key[0] = 2.0f;
   key[5] = 1.0f;
-  q[0] = 1.5f;                   // head 0: dot = 3
+  q[0] = 1.5f;                    // head 0: dot = 3
   q[kIndexerKeyDim + 5] = -4.0f;  // head 1: dot = -4 -> 0
   const float w[2] = {0.5f, 10.0f};
   float s = 0.0f;

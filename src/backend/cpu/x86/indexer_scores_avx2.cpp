@@ -27,7 +27,8 @@ void indexer_scores_avx2_impl(const float* keys, int64_t n_rows, const float* q,
     for (int d = 0; d < kD; ++d) {
       const __m256 kd = _mm256_broadcast_ss(key + d);
       const float* row = qt + d * n_head;
-      for (int j = 0; j < nv; ++j) acc[j] = _mm256_fmadd_ps(kd, _mm256_load_ps(row + 8 * j), acc[j]);
+      for (int j = 0; j < nv; ++j)
+        acc[j] = _mm256_fmadd_ps(kd, _mm256_load_ps(row + 8 * j), acc[j]);
     }
     __m256 s = zero;
     for (int j = 0; j < nv; ++j) s = _mm256_fmadd_ps(_mm256_max_ps(acc[j], zero), wv[j], s);

@@ -1,0 +1,158 @@
+// apps/cli/generate.cpp: prompt building, streamed generation, timing and trace lines.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+
+#include "cli.h"
+
+namespace ds4::cli {
+namespace {
+
+constexpr const char* kGrey = "\x1b[90m";
+constexpr const char* kReset = "\x1b[0m";
+constexpr std::string_view kBos = "<｜begin▁of▁sentence｜>";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::atomic<bool>& interrupt_flag() {
+  // The one process-wide flag a signal handler may set (lock-free atomic, async-signal-safe).
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+void install_interrupt_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { interrupt_flag().store(true); };
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns so the REPL can re-prompt
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+Result<std::vector<TokenId>> oneshot_prompt(const Tokenizer& tok, const CliOptions& o) {
+  const std::string& text = *o.prompt;
+  if (std::string_view(text).starts_with(kBos)) return tok.encode(text, SpecialTokens::kRecognize);
+  std::vector<chat::Message> msgs;
+  if (!o.system.empty()) msgs.push_back({.role = chat::Role::kSystem, .content = o.system});
+  msgs.push_back({.role = chat::Role::kUser, .content = text});
+  chat::RenderOptions ro;
+  ro.think = chat::effective_think_mode(o.think, o.ctx);
+  ro.context_size = o.ctx;
+  DS4_ASSIGN_OR_RETURN(std::string rendered, chat::render(msgs, ro));
+  return tok.encode(rendered, SpecialTokens::kRecognize);
+}
+
+TextSink::TextSink(const Tokenizer& tok, bool thinking, FILE* out)
+    : decoder_(tok),
+      parser_(chat::OutputParserOptions{.thinking = thinking, .parse_tool_calls = false}),
+      out_(out),
+      color_(isatty(fileno(out)) != 0) {}
+
+void TextSink::show(const chat::OutputEvent& e) {
+  if (e.kind == chat::OutputEventKind::kReasoning) {
+    if (!in_reasoning_ && color_) std::fputs(kGrey, out_);
+    in_reasoning_ = saw_reasoning_ = true;
+    std::fwrite(e.text.data(), 1, e.text.size(), out_);
+  } else if (e.kind == chat::OutputEventKind::kText) {
+    if (in_reasoning_) {
+      if (color_) std::fputs(kReset, out_);
+      std::fputc('\n', out_);  // a newline always follows the end of thinking
+      in_reasoning_ = false;
+    }
+    std::fwrite(e.text.data(), 1, e.text.size(), out_);
+  }
+}
+
+void TextSink::push(TokenId id) {
+  const std::string bytes = decoder_.push(id);
+  text_ += bytes;
+  std::vector<chat::OutputEvent> events;
+  parser_.feed(bytes, &events);
+  for (const auto& e : events) show(e);
+  std::fflush(out_);
+}
+
+void TextSink::finish() {
+  const std::string rest = decoder_.flush();
+  text_ += rest;
+  std::vector<chat::OutputEvent> events;
+  parser_.feed(rest, &events);
+  parser_.finish(&events);
+  for (const auto& e : events) show(e);
+  if (in_reasoning_ && color_) std::fputs(kReset, out_);
+  in_reasoning_ = false;
+  std::fputc('\n', out_);
+  std::fflush(out_);
+}
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::kEos: return "eos";
+    case StopReason::kLength: return "length";
+    case StopReason::kInterrupt: return "interrupt";
+  }
+  return "?";
+}
+
+Result<TurnStats> generate(Session& s, const Tokenizer& tok, std::span<const TokenId> prompt,
+                           int max_tokens, const SamplingParams& sampling, Rng& rng,
+                           TextSink& sink) {
+  TurnStats t;
+  t.prompt_tokens = static_cast<int>(prompt.size());
+  auto t0 = std::chrono::steady_clock::now();
+  DS4_ASSIGN_OR_RETURN(EvalStats st, s.sync(prompt));
+  t.prefill_seconds = seconds_since(t0);
+  t.evaluated = st.evaluated;
+  const TokenId eos = tok.special_ids().eos;
+  // Leave one slot so the turn can still be closed with an EOS in a chat transcript.
+  const int room = s.n_ctx() - s.n_tokens() - 2;
+  const int limit = std::max(0, std::min(max_tokens, room));
+  t0 = std::chrono::steady_clock::now();
+  t.stop = StopReason::kLength;
+  for (int i = 0; i < limit; ++i) {
+    if (interrupt_flag().exchange(false)) {
+      t.stop = StopReason::kInterrupt;
+      break;
+    }
+    const TokenId id = s.sample(sampling, rng);
+    t.tokens.push_back(id);
+    if (id == eos) {
+      t.stop = StopReason::kEos;
+      break;
+    }
+    sink.push(id);
+    DS4_TRY(s.eval(id));
+  }
+  t.gen_seconds = seconds_since(t0);
+  t.generated = static_cast<int>(t.tokens.size());
+  sink.finish();
+  t.text = sink.text();
+  return t;
+}
+
+void print_timing(const TurnStats& t) {
+  const double pf = t.prefill_seconds > 0 ? t.evaluated / t.prefill_seconds : 0.0;
+  const double gen = t.gen_seconds > 0 ? t.generated / t.gen_seconds : 0.0;
+  std::fprintf(stderr,
+               "ds4: prompt %d tokens (%d evaluated), prefill %.2f t/s; generated %d tokens, "
+               "%.2f t/s (stop: %s)\n",
+               t.prompt_tokens, t.evaluated, pf, t.generated, gen, to_string(t.stop));
+}
+
+void trace_turn(const std::string& path, int turn, const TurnStats& t) {
+  if (path.empty()) return;
+  std::ofstream f(path, std::ios::app);
+  f << "{\"turn\":" << turn << ",\"prompt_tokens\":" << t.prompt_tokens
+    << ",\"evaluated\":" << t.evaluated << ",\"generated\":" << t.generated
+    << ",\"prefill_s\":" << t.prefill_seconds << ",\"gen_s\":" << t.gen_seconds << ",\"stop\":\""
+    << to_string(t.stop) << "\",\"tokens\":[";
+  for (size_t i = 0; i < t.tokens.size(); ++i) f << (i ? "," : "") << t.tokens[i];
+  f << "],\"text\":" << json_bytes_string(t.text) << "}\n";
+}
+
+}  // namespace ds4::cli

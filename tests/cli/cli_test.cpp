@@ -1,0 +1,160 @@
+// tests/cli/cli_test.cpp: the `ds4` binary as users run it, on the generated tiny model: one-shot
+// output is deterministic at temperature 0 and equals the engine's own greedy continuation, the
+// dump files are JSON that matches the engine's logits, and usage errors give one line + exit 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ds4/engine.h"
+#include "ds4/tokenizer.h"
+
+namespace {
+
+const std::string kModel = std::string(DS4_TEST_MODELS_DIR) + "/tiny-q2.gguf";
+
+struct Outcome {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Outcome run(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "ds4_cli_stderr.txt";
+  const std::string cmd = std::string(DS4_CLI_PATH) + " " + args + " 2>" + err_path;
+  Outcome r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// The prompt the CLI renders for `-p TEXT --nothink` with the default system prompt.
+std::vector<ds4::TokenId> engine_prompt(const ds4::Tokenizer& tok, const std::string& text) {
+  return tok.encode("<｜begin▁of▁sentence｜>You are a helpful assistant<｜User｜>" + text +
+                        "<｜Assistant｜></think>",
+                    ds4::SpecialTokens::kRecognize);
+}
+
+TEST(Cli, OneShotAtTemperatureZeroIsDeterministicAndMatchesTheEngine) {
+  const std::string args = "-m " + kModel + " -p 'Tell me a story' --nothink --temp 0 -n 12 -c 256";
+  const Outcome a = run(args), b = run(args);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("prefill"), std::string::npos) << "timing line on stderr: " << a.err;
+  EXPECT_NE(a.err.find("generated 12 tokens"), std::string::npos) << a.err;
+  // The same greedy continuation through the library.
+  auto tok = ds4::Tokenizer::open(kModel);
+  ASSERT_TRUE(tok.is_ok());
+  auto e = ds4::Engine::open({.model_path = kModel});
+  ASSERT_TRUE(e.is_ok());
+  auto s = (*e)->create_session({.n_ctx = 256, .prefill_chunk = 256});
+  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE((*s)->sync(engine_prompt(*tok, "Tell me a story")).is_ok());
+  ds4::StreamDecoder dec(*tok);
+  std::string text;
+  for (int i = 0; i < 12; ++i) {
+    const ds4::TokenId t = ds4::argmax((*s)->logits());
+    text += dec.push(t);
+    ASSERT_TRUE((*s)->eval(t).is_ok());
+  }
+  text += dec.flush();
+  EXPECT_EQ(a.out, text + "\n");
+}
+
+TEST(Cli, DumpsAreJsonMatchingTheEngineLogits) {
+  const std::string lp = ::testing::TempDir() + "ds4_logprobs.json";
+  const std::string lg = ::testing::TempDir() + "ds4_logits.json";
+  const std::string common = "-m " + kModel + " -p 'Hello' --nothink -c 256 ";
+  ASSERT_EQ(run(common + "-n 3 --dump-logprobs " + lp + " --logprobs-top-k 5").code, 0);
+  ASSERT_EQ(run(common + "--dump-logits " + lg).code, 0);
+  const nlohmann::json jp = nlohmann::json::parse(std::ifstream(lp));
+  const nlohmann::json jl = nlohmann::json::parse(std::ifstream(lg));
+
+  auto tok = ds4::Tokenizer::open(kModel);
+  ASSERT_TRUE(tok.is_ok());
+  auto e = ds4::Engine::open({.model_path = kModel});
+  ASSERT_TRUE(e.is_ok());
+  auto s = (*e)->create_session({.n_ctx = 256, .prefill_chunk = 256});
+  ASSERT_TRUE(s.is_ok());
+  const auto prompt = engine_prompt(*tok, "Hello");
+  ASSERT_TRUE((*s)->sync(prompt).is_ok());
+  const auto logits = (*s)->logits();
+
+  EXPECT_EQ(jl["source"], "ds4");
+  EXPECT_EQ(jl["prompt_tokens"], prompt.size());
+  EXPECT_EQ(jl["vocab"], logits.size());
+  EXPECT_EQ(jl["quant_bits"], 2);
+  ASSERT_EQ(jl["logits"].size(), logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) {
+    ASSERT_EQ(jl["logits"][i].get<float>(), logits[i]) << "logit " << i;  // %.9g round-trips
+  }
+  EXPECT_EQ(jl["argmax_token"]["id"], ds4::argmax(logits));
+
+  EXPECT_EQ(jp["top_k"], 5);
+  ASSERT_EQ(jp["steps"].size(), 3u);
+  for (int step = 0; step < 3; ++step) {
+    const auto& st = jp["steps"][step];
+    const auto top = (*s)->top_logprobs(5);
+    ASSERT_EQ(st["top_logprobs"].size(), 5u);
+    for (int k = 0; k < 5; ++k) {
+      EXPECT_EQ(st["top_logprobs"][k]["token"]["id"], top[k].id);
+      EXPECT_EQ(st["top_logprobs"][k]["logprob"].get<float>(), top[k].logprob);
+    }
+    const ds4::TokenId sel = st["selected"]["id"];
+    EXPECT_EQ(sel, ds4::argmax((*s)->logits()));
+    const auto bytes = st["selected"]["bytes"].get<std::vector<int>>();
+    EXPECT_EQ(std::string(bytes.begin(), bytes.end()), std::string(tok->token_bytes(sel)));
+    ASSERT_TRUE((*s)->eval(sel).is_ok());
+  }
+}
+
+TEST(Cli, UsageErrorsGiveOneLineAndExitCode2) {
+  const std::vector<std::string> cases = {"--no-such-flag",
+                                          "-m /nonexistent/model.gguf -p hi",
+                                          "-m " + kModel + " -p hi --temp 500",
+                                          "-m " + kModel + " -p hi --top-p 2",
+                                          "-m " + kModel + " -p hi --prompt-file /etc/hostname",
+                                          "-m " + kModel + " --dump-tokens",
+                                          "-m " + kModel + " -p hi --nothink --think",
+                                          "-m " + kModel + " -p hi --backend tpu",
+                                          "-m " + kModel + " --prompt-file /nonexistent"};
+  for (const std::string& args : cases) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("ds4: ", 0), 0u) << r.err;
+  }
+  const Outcome missing = run("-m /nonexistent/model.gguf -p hi");
+  EXPECT_NE(missing.err.find("download_model.sh"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, DumpTokensPrintsTheIdsAsWritten) {
+  const Outcome r = run("-m " + kModel + " -p 'Hello<｜User｜>' --dump-tokens");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto tok = ds4::Tokenizer::open(kModel);
+  ASSERT_TRUE(tok.is_ok());
+  const auto ids = tok->encode("Hello<｜User｜>", ds4::SpecialTokens::kRecognize);
+  std::string want = "[";
+  for (size_t i = 0; i < ids.size(); ++i) want += (i ? ", " : "") + std::to_string(ids[i]);
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), want + "]");
+  EXPECT_EQ(lines(r.out), 1 + static_cast<int>(ids.size()));
+}
+
+}  // namespace
