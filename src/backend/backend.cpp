@@ -168,6 +168,11 @@ void Backend::output_head(const OutputHead& h, Act x, std::span<const int> which
   do_output_head(h, x, which, logits);
 }
 
+void Backend::download(Act src, float* host) {
+  DS4_CHECK(host != nullptr && (src.rows * src.cols == 0 || src.data != nullptr));
+  do_download(src, host);
+}
+
 Result<std::unique_ptr<Backend>> make_backend(BackendKind kind, const BackendOptions& options) {
   switch (kind) {
     case BackendKind::kCpu: return std::unique_ptr<Backend>(cpu::make_cpu_backend(options));

@@ -179,6 +179,8 @@ class Backend {
   void moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out);
   // HC head + final norm + vocabulary projection for the rows listed in `which`.
   void output_head(const OutputHead& head, Act x, std::span<const int> which, Act logits);
+  // Copies an activation matrix to host memory (rows * cols floats); waits for pending work.
+  void download(Act src, float* host);
 
   void set_numerics(const Numerics& n) { numerics_ = n; }
   const Numerics& numerics() const { return numerics_; }
@@ -205,6 +207,7 @@ class Backend {
   virtual void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) = 0;
   virtual void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                               Act logits) = 0;
+  virtual void do_download(Act src, float* host) = 0;
 
  private:
   class OpTimer;

@@ -67,10 +67,12 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
     const backend::Act out =
         want.empty() ? backend::Act{} : engine->logits_view(static_cast<int64_t>(want.size()));
     engine->forward->run(rows, want, out);
-    if (all_logits != nullptr) {
-      std::copy(out.data, out.data + out.rows * n_vocab, all_logits->data() + begin * n_vocab);
+    if (all_logits != nullptr) engine->backend->download(out, all_logits->data() + begin * n_vocab);
+    if (end == t.size()) {
+      logits.resize(static_cast<size_t>(n_vocab));
+      const backend::Act last{out.row(out.rows - 1), 1, n_vocab};
+      engine->backend->download(last, logits.data());
     }
-    if (end == t.size()) logits.assign(out.row(out.rows - 1), out.row(out.rows - 1) + n_vocab);
   }
   stats.evaluated = static_cast<int>(t.size());
   return stats;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend/cpu/math.h"
+#include "backend/frontier.h"
 #include "base/check.h"
 #include "base/f16.h"
 
@@ -22,30 +23,12 @@ class HostBuffer final : public Buffer {
   std::vector<float> v_;
 };
 
-void reset_frontier(std::vector<float>& kv, std::vector<float>& score, int row_begin, int row_end,
-                    int width) {
-  std::fill(kv.begin() + int64_t{row_begin} * width, kv.begin() + int64_t{row_end} * width, 0.0f);
-  std::fill(score.begin() + int64_t{row_begin} * width, score.begin() + int64_t{row_end} * width,
-            kNegInf);
-}
-
 void reset_layer(LayerCache& c) {
   c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
   if (c.lay.ratio != 0) {
-    reset_frontier(c.comp_kv, c.comp_score, 0, c.lay.frontier_rows, c.lay.frontier_width);
+    reset_frontier_rows(c.comp_kv, c.comp_score, 0, c.lay.frontier_rows, c.lay.frontier_width);
   }
-  if (c.lay.ratio == 4) reset_frontier(c.index_kv, c.index_score, 0, 8, 256);
-}
-
-// Rows of a ratio's frontier that hold no live data after `n_tokens` tokens (model.md §4.7).
-void normalise_unused(std::vector<float>& kv, std::vector<float>& score, int ratio, int width,
-                      int n_tokens) {
-  const int rem = n_tokens % ratio;
-  if (ratio == 4) {
-    reset_frontier(kv, score, 4 + rem, 8, width);
-  } else {
-    reset_frontier(kv, score, rem, ratio, width);
-  }
+  if (c.lay.ratio == 4) reset_frontier_rows(c.index_kv, c.index_score, 0, 8, 256);
 }
 
 }  // namespace
@@ -122,13 +105,13 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
       st.comp.assign(c.comp.begin(), c.comp.begin() + int64_t{c.n_comp} * hd);
       st.comp_kv = c.comp_kv;
       st.comp_score = c.comp_score;
-      normalise_unused(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
+      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
     }
     if (c.lay.ratio == 4) {
       st.index.assign(c.index.begin(), c.index.begin() + int64_t{c.n_index} * ihd);
       st.index_kv = c.index_kv;
       st.index_score = c.index_score;
-      normalise_unused(st.index_kv, st.index_score, 4, 256, c.n_tokens);
+      normalise_unused_rows(st.index_kv, st.index_score, 4, 256, c.n_tokens);
     }
   }
   return out;
@@ -188,6 +171,10 @@ Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state
     }
   }
   return Status::ok();
+}
+
+void CpuBackend::do_download(Act src, float* host) {
+  std::memcpy(host, src.data, sizeof(float) * static_cast<size_t>(src.rows * src.cols));
 }
 
 void CpuBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {

@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
   void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;
   void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                       Act logits) override;
+  void do_download(Act src, float* host) override;
 
  private:
   Sequence& sequence(int seq);

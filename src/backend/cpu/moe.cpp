@@ -6,39 +6,19 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/math.h"
+#include "backend/routing.h"
 #include "base/check.h"
 
 namespace ds4::backend::cpu {
 namespace {
 
 constexpr float kClamp = 10.0f;
-constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14
 constexpr int64_t kRowsPerTask = 16;
 
 float swiglu(float g, float u) {
   g = std::min(g, kClamp);
   u = std::clamp(u, -kClamp, kClamp);
   return silu(g) * u;
-}
-
-// Top-k of score by insertion into a descending list; ties keep the lower expert id first.
-void top_k(const float* score, int64_t n, int64_t k, int32_t* sel) {
-  float best[64];
-  DS4_CHECK(k <= 64);
-  int64_t have = 0;
-  for (int64_t e = 0; e < n; ++e) {
-    int64_t at = have;
-    while (at > 0 && score[e] > best[at - 1]) --at;
-    if (at >= k) continue;
-    const int64_t last = std::min(have, k - 1);
-    for (int64_t i = last; i > at; --i) {
-      best[i] = best[i - 1];
-      sel[i] = sel[i - 1];
-    }
-    best[at] = score[e];
-    sel[at] = static_cast<int32_t>(e);
-    have = std::min(have + 1, k);
-  }
 }
 
 }  // namespace
@@ -65,26 +45,11 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
   // Router (model.md §4.10 steps 3-5).
   do_matmul(l.router, n, logits, 1);
   const auto* bias = l.bias.present() ? static_cast<const float*>(l.bias.data) : nullptr;
-  std::vector<float>& biased = f_scratch_;
-  if (static_cast<int64_t>(biased.size()) < n_exp) biased.resize(n_exp);
+  const auto* table = static_cast<const int32_t*>(l.tid2eid.data);
   for (int64_t t = 0; t < t_rows; ++t) {
-    float* pr = logits.row(t);
-    for (int64_t e = 0; e < n_exp; ++e) pr[e] = std::sqrt(softplus(pr[e]));
-    int32_t* s = sel + t * k;
-    if (l.tid2eid.present()) {
-      const auto* table = static_cast<const int32_t*>(l.tid2eid.data);
-      for (int64_t i = 0; i < k; ++i) {
-        s[i] = table[int64_t{rows[t].token} * k + i];
-        DS4_CHECK_MSG(s[i] >= 0 && s[i] < n_exp, "hash table expert %d out of range", s[i]);
-      }
-    } else {
-      for (int64_t e = 0; e < n_exp; ++e) biased[e] = bias != nullptr ? pr[e] + bias[e] : pr[e];
-      top_k(biased.data(), n_exp, k, s);
-    }
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k; ++i) sum += pr[s[i]];
-    sum = std::max(sum, kWeightSumFloor);
-    for (int64_t i = 0; i < k; ++i) weights[t * k + i] = (pr[s[i]] / sum) * l.weight_scale;
+    route_token(logits.row(t), static_cast<int>(n_exp), bias,
+                table != nullptr ? table + int64_t{rows[t].token} * k : nullptr,
+                static_cast<int>(k), l.weight_scale, sel + t * k, weights + t * k);
   }
 
   // Routed gate/up (one activation encoding per token), SwiGLU, routing weight.
