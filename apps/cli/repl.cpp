@@ -2,10 +2,13 @@
 // token transcript -- BOS [+ Think-Max prefix] + system, then per turn the user fragment and the
 // model's own tokens + EOS -- and the session is synced to it, so each turn evaluates only the new
 // text. Ctrl+C stops a generation (a turn with no token is rolled back); Ctrl+D exits.
+#if defined(DS4_HAVE_LIBEDIT)
 #include <editline/readline.h>
+#endif
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "cli.h"
@@ -117,6 +120,49 @@ class Conversation {
   size_t header_len_ = 0;
 };
 
+// Line input: libedit (editing, persistent history) when the build has it, else plain stdin.
+class LineInput {
+ public:
+  explicit LineInput(std::string history) : history_(std::move(history)) {
+#if defined(DS4_HAVE_LIBEDIT)
+    stifle_history(kHistoryLines);
+    read_history(history_.c_str());
+#endif
+  }
+  ~LineInput() {
+#if defined(DS4_HAVE_LIBEDIT)
+    write_history(history_.c_str());
+#endif
+  }
+  // False at end of input; interrupted is set when Ctrl+C cut the read short.
+  bool read(std::string* line, bool* interrupted) {
+    *interrupted = false;
+#if defined(DS4_HAVE_LIBEDIT)
+    char* raw = readline("ds4> ");
+    if (raw == nullptr) {
+      *interrupted = interrupt_flag().exchange(false);
+      return *interrupted;
+    }
+    line->assign(raw);
+    std::free(raw);
+    if (!line->empty()) add_history(line->c_str());
+    return true;
+#else
+    std::fputs("ds4> ", stdout);
+    std::fflush(stdout);
+    if (!std::getline(std::cin, *line)) {
+      *interrupted = interrupt_flag().exchange(false);
+      std::cin.clear();
+      return *interrupted;
+    }
+    return true;
+#endif
+  }
+
+ private:
+  std::string history_;
+};
+
 std::string history_path() {
   const char* home = std::getenv("HOME");
   return std::string(home != nullptr ? home : ".") + "/.ds4_history";
@@ -135,27 +181,23 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
     return 1;
   }
   std::fputs(kHelp, stdout);
-  const std::string hist = history_path();
-  stifle_history(kHistoryLines);
-  read_history(hist.c_str());
+  LineInput input(history_path());
   install_interrupt_handler();
   Rng rng(o.sampling.seed);
   int n_turn = 0;
   for (;;) {
     interrupt_flag().store(false);
-    char* raw = readline("ds4> ");
-    if (raw == nullptr) {
-      if (interrupt_flag().exchange(false)) {  // Ctrl+C at the prompt: a fresh prompt
-        std::fputc('\n', stdout);
-        continue;
-      }
+    std::string line;
+    bool interrupted = false;
+    if (!input.read(&line, &interrupted)) {
       std::fputc('\n', stdout);  // Ctrl+D
       break;
     }
-    std::string line(raw);
-    std::free(raw);
+    if (interrupted) {  // Ctrl+C at the prompt: a fresh prompt
+      std::fputc('\n', stdout);
+      continue;
+    }
     if (line.empty()) continue;
-    add_history(line.c_str());
     std::istringstream words(line);
     std::string cmd, arg;
     words >> cmd;
@@ -207,7 +249,6 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
       report(conv.turn(line, rng, n_turn++));
     }
   }
-  write_history(hist.c_str());
   return 0;
 }
 

@@ -105,7 +105,8 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
       st.comp.assign(c.comp.begin(), c.comp.begin() + int64_t{c.n_comp} * hd);
       st.comp_kv = c.comp_kv;
       st.comp_score = c.comp_score;
-      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
+      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width,
+                            c.n_tokens);
     }
     if (c.lay.ratio == 4) {
       st.index.assign(c.index.begin(), c.index.begin() + int64_t{c.n_index} * ihd);

@@ -1,0 +1,342 @@
+// src/backend/cuda/cuda_backend.cpp: device memory, sequence state and the dense ops.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cstring>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/dense.cuh"
+#include "backend/cuda/kernels/matmul_q.cuh"
+#include "backend/frontier.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+class DeviceBuffer final : public Buffer {
+ public:
+  explicit DeviceBuffer(int64_t n) : mem_(sizeof(float) * static_cast<size_t>(n)), n_(n) {}
+  float* data() override { return mem_.floats(); }
+  int64_t size() const override { return n_; }
+
+ private:
+  DeviceMemory mem_;
+  int64_t n_;
+};
+
+void upload_floats(const DeviceMemory& dst, const std::vector<float>& src) {
+  if (!src.empty()) {
+    DS4_CUDA_CHECK(
+        cudaMemcpy(dst.get(), src.data(), src.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+}
+
+std::vector<float> download_floats(const DeviceMemory& src, size_t n) {
+  std::vector<float> v(n);
+  if (n != 0)
+    DS4_CUDA_CHECK(cudaMemcpy(v.data(), src.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+void empty_frontier(const DeviceMemory& kv, const DeviceMemory& score, int rows, int width) {
+  std::vector<float> k(size_t(rows) * width), s(k.size());
+  reset_frontier_rows(k, s, 0, rows, width);
+  upload_floats(kv, k);
+  upload_floats(score, s);
+}
+
+void reset_layer(DeviceLayer& c) {
+  c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
+  if (c.lay.ratio != 0) {
+    empty_frontier(c.comp_kv, c.comp_score, c.lay.frontier_rows, c.lay.frontier_width);
+  }
+  if (c.lay.ratio == 4) empty_frontier(c.index_kv, c.index_score, 8, 256);
+}
+
+}  // namespace
+
+DeviceMemory::DeviceMemory(size_t bytes) : n_(bytes) {
+  if (bytes != 0) DS4_CUDA_CHECK(cudaMalloc(&p_, bytes));
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (p_ != nullptr) cudaFree(p_);
+}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
+  if (this != &o) {
+    if (p_ != nullptr) cudaFree(p_);
+    p_ = o.p_;
+    n_ = o.n_;
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
+  return *this;
+}
+
+bool DeviceMemory::try_allocate(size_t bytes) {
+  *this = DeviceMemory();
+  if (bytes == 0) return true;
+  if (cudaMalloc(&p_, bytes) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error of a failed allocation
+    p_ = nullptr;
+    return false;
+  }
+  n_ = bytes;
+  return true;
+}
+
+void DeviceMemory::reserve(size_t bytes) {
+  if (bytes <= n_) return;
+  *this = DeviceMemory(bytes + bytes / 4);
+}
+
+CudaBackend::CudaBackend() { DS4_CUDA_CHECK(cudaStreamCreate(&stream_)); }
+
+CudaBackend::~CudaBackend() {
+  seqs_.clear();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Backend* make_cuda_backend(const BackendOptions&) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  return new CudaBackend();
+}
+
+Result<Weight> CudaBackend::upload(const Weight& host) {
+  const uint64_t n = static_cast<uint64_t>(host.ne[0] * host.ne[1] * host.ne[2]);
+  const auto bytes = gguf::byte_size(host.type, n);
+  if (!bytes)
+    return Status::invalid_model("tensor of %llu values is not whole blocks",
+                                 (unsigned long long)n);
+  DeviceMemory m;
+  if (!m.try_allocate(*bytes)) {
+    return Status::resource_exhausted("GPU memory exhausted uploading a %.1f MiB tensor",
+                                      static_cast<double>(*bytes) / (1 << 20));
+  }
+  DS4_CUDA_CHECK(cudaMemcpy(m.get(), host.data, *bytes, cudaMemcpyHostToDevice));
+  Weight w = host;
+  w.data = m.get();
+  host_copy_[m.get()] = host.data;
+  weights_.push_back(std::move(m));
+  return w;
+}
+
+std::unique_ptr<Buffer> CudaBackend::alloc(int64_t n_floats) {
+  return std::make_unique<DeviceBuffer>(n_floats);
+}
+
+const void* CudaBackend::host_of(const Weight& w) const {
+  auto it = host_copy_.find(w.data);
+  DS4_CHECK(it != host_copy_.end());
+  return it->second;
+}
+
+float* CudaBackend::scratch(DeviceMemory& m, int64_t n_floats) {
+  m.reserve(sizeof(float) * static_cast<size_t>(n_floats));
+  return m.floats();
+}
+
+DeviceSequence& CudaBackend::sequence(int seq) {
+  auto it = seqs_.find(seq);
+  DS4_CHECK_MSG(it != seqs_.end(), "unknown sequence %d", seq);
+  return *it->second;
+}
+
+Status CudaBackend::create_sequence(int seq, const SequenceLayout& layout) {
+  if (seqs_.count(seq) != 0) return Status::invalid_argument("sequence %d already exists", seq);
+  size_t free_b = 0, total_b = 0;
+  DS4_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (layout.bytes() > free_b) {
+    return Status::resource_exhausted(
+        "KV state for %d tokens needs %.1f MiB, the GPU has %.1f free", layout.n_ctx,
+        static_cast<double>(layout.bytes()) / (1 << 20), static_cast<double>(free_b) / (1 << 20));
+  }
+  auto s = std::make_unique<DeviceSequence>();
+  s->layout = layout;
+  s->layers.resize(layout.layers.size());
+  const size_t hd = layout.head_dim, ihd = layout.indexer_head_dim;
+  for (size_t il = 0; il < layout.layers.size(); ++il) {
+    DeviceLayer& c = s->layers[il];
+    const LayerLayout& l = layout.layers[il];
+    c.lay = l;
+    c.raw = DeviceMemory(sizeof(float) * l.raw_cap * hd);
+    if (l.ratio != 0) {
+      c.comp = DeviceMemory(sizeof(float) * l.comp_cap * hd);
+      c.comp_kv = DeviceMemory(sizeof(float) * l.frontier_rows * l.frontier_width);
+      c.comp_score = DeviceMemory(c.comp_kv.bytes());
+    }
+    if (l.ratio == 4) {
+      c.index = DeviceMemory(sizeof(float) * l.comp_cap * ihd);
+      c.index_kv = DeviceMemory(sizeof(float) * 8 * 256);
+      c.index_score = DeviceMemory(sizeof(float) * 8 * 256);
+    }
+    reset_layer(c);
+  }
+  seqs_[seq] = std::move(s);
+  return Status::ok();
+}
+
+void CudaBackend::drop_sequence(int seq) { seqs_.erase(seq); }
+
+void CudaBackend::reset_sequence(int seq) {
+  for (DeviceLayer& c : sequence(seq).layers) reset_layer(c);
+}
+
+Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  const DeviceSequence& s = *it->second;
+  const size_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::vector<LayerState> out(s.layers.size());
+  for (size_t il = 0; il < s.layers.size(); ++il) {
+    const DeviceLayer& c = s.layers[il];
+    LayerState& st = out[il];
+    st.n_tokens = c.n_tokens;
+    const std::vector<float> ring = download_floats(c.raw, size_t(c.lay.raw_cap) * hd);
+    st.raw.resize(size_t(c.n_raw) * hd);
+    for (int i = 0; i < c.n_raw; ++i) {
+      const size_t slot = size_t((c.raw_head + i) % c.lay.raw_cap);
+      std::memcpy(&st.raw[i * hd], &ring[slot * hd], hd * sizeof(float));
+    }
+    if (c.lay.ratio != 0) {
+      st.comp = download_floats(c.comp, size_t(c.n_comp) * hd);
+      const size_t f = size_t(c.lay.frontier_rows) * c.lay.frontier_width;
+      st.comp_kv = download_floats(c.comp_kv, f);
+      st.comp_score = download_floats(c.comp_score, f);
+      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width,
+                            c.n_tokens);
+    }
+    if (c.lay.ratio == 4) {
+      st.index = download_floats(c.index, size_t(c.n_index) * ihd);
+      st.index_kv = download_floats(c.index_kv, 8 * 256);
+      st.index_score = download_floats(c.index_score, 8 * 256);
+      normalise_unused_rows(st.index_kv, st.index_score, 4, 256, c.n_tokens);
+    }
+  }
+  return out;
+}
+
+Status CudaBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  DeviceSequence& s = *it->second;
+  const size_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  if (state.size() != s.layers.size()) return Status::invalid_argument("layer count mismatch");
+  for (size_t il = 0; il < state.size(); ++il) {
+    const LayerState& st = state[il];
+    const LayerLayout& l = s.layers[il].lay;
+    const size_t f = size_t(l.frontier_rows) * l.frontier_width;
+    bool ok = st.raw.size() % hd == 0 && st.raw.size() / hd <= size_t(l.raw_cap);
+    if (l.ratio != 0) {
+      ok = ok && st.comp.size() % hd == 0 && st.comp.size() / hd <= size_t(l.comp_cap) &&
+           st.comp_kv.size() == f && st.comp_score.size() == f;
+    }
+    if (l.ratio == 4) {
+      ok = ok && st.index.size() % ihd == 0 && st.index.size() / ihd <= size_t(l.comp_cap) &&
+           st.index_kv.size() == 8 * 256 && st.index_score.size() == 8 * 256;
+    }
+    if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
+  }
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (size_t il = 0; il < state.size(); ++il) {
+    const LayerState& st = state[il];
+    DeviceLayer& c = s.layers[il];
+    reset_layer(c);
+    c.n_tokens = st.n_tokens;
+    c.n_raw = static_cast<int>(st.raw.size() / hd);
+    upload_floats(c.raw, st.raw);
+    if (c.lay.ratio != 0) {
+      c.n_comp = static_cast<int>(st.comp.size() / hd);
+      upload_floats(c.comp, st.comp);
+      upload_floats(c.comp_kv, st.comp_kv);
+      upload_floats(c.comp_score, st.comp_score);
+    }
+    if (c.lay.ratio == 4) {
+      c.n_index = static_cast<int>(st.index.size() / ihd);
+      upload_floats(c.index, st.index);
+      upload_floats(c.index_kv, st.index_kv);
+      upload_floats(c.index_score, st.index_score);
+    }
+  }
+  return Status::ok();
+}
+
+void CudaBackend::do_download(Act src, float* host) {
+  const size_t n = static_cast<size_t>(src.rows * src.cols);
+  if (n == 0) return;
+  DS4_CUDA_CHECK(
+      cudaMemcpyAsync(host, src.data, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
+  host_ints_.resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) host_ints_[r] = rows[r].token;
+  ints_.reserve(rows.size() * sizeof(int32_t));
+  DS4_CUDA_CHECK(cudaMemcpyAsync(ints_.get(), host_ints_.data(), rows.size() * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, stream_));
+  launch_embed(table.data, table.type, table.ne[0], static_cast<const int32_t*>(ints_.get()),
+               static_cast<int64_t>(rows.size()), static_cast<int>(out.cols / table.ne[0]),
+               out.data, stream_);
+  // host_ints_ is reused by the next op: wait until the copy has read it.
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {
+  launch_rms_norm(x.data, x.rows, x.cols, segment,
+                  weight != nullptr ? static_cast<const float*>(weight->data) : nullptr, y.data,
+                  stream_);
+}
+
+void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
+                               const int32_t* experts, const int32_t* rows, int64_t n_slots,
+                               int groups, float* y) {
+  const int64_t row_bytes = encoded_row_bytes(w.type, x_cols);
+  enc_.reserve(static_cast<size_t>(row_bytes * x_rows));
+  launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
+  launch_matmul(w, enc_.get(), row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_);
+}
+
+void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
+  matmul_slots(w, x.data, x.rows, x.cols, nullptr, nullptr, x.rows, groups, y.data);
+}
+
+void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+  const int n_hc = static_cast<int>(x.cols / cur.cols);
+  float* flat = scratch(tmp_a_, x.rows * x.cols);
+  launch_rms_norm(x.data, x.rows, x.cols, x.cols, nullptr, flat, stream_);
+  matmul_slots(hc.fn, flat, x.rows, x.cols, nullptr, nullptr, x.rows, 1, mix.data);
+  launch_hc_mix(mix.data, x.rows, n_hc, static_cast<const float*>(hc.scale.data),
+                static_cast<const float*>(hc.base.data), 20, stream_);
+  launch_hc_collapse(x.data, mix.data, x.rows, n_hc, cur.cols, cur.data, stream_);
+}
+
+void CudaBackend::do_hc_post(Act x, Act f, Act mix, Act y) {
+  launch_hc_post(x.data, f.data, mix.data, x.rows, static_cast<int>(x.cols / f.cols), f.cols,
+                 y.data, stream_);
+}
+
+void CudaBackend::do_output_head(const OutputHead& h, Act x, std::span<const int> which,
+                                 Act logits) {
+  const int64_t n = static_cast<int64_t>(which.size()), n_hc = h.hc.fn.ne[1];
+  const int64_t n_embd = x.cols / n_hc;
+  float* xs = scratch(tmp_a_, n * x.cols);
+  float* flat = scratch(tmp_b_, n * x.cols);
+  float* pre = scratch(tmp_c_, n * n_hc);
+  float* e = scratch(tmp_d_, n * n_embd);
+  float* normed = scratch(tmp_e_, n * n_embd);
+  for (int64_t i = 0; i < n; ++i) {
+    DS4_CUDA_CHECK(cudaMemcpyAsync(xs + i * x.cols, x.row(which[i]), sizeof(float) * x.cols,
+                                   cudaMemcpyDeviceToDevice, stream_));
+  }
+  launch_rms_norm(xs, n, x.cols, x.cols, nullptr, flat, stream_);
+  matmul_slots(h.hc.fn, flat, n, x.cols, nullptr, nullptr, n, 1, pre);
+  launch_head_collapse(xs, pre, static_cast<const float*>(h.hc.scale.data),
+                       static_cast<const float*>(h.hc.base.data), n, static_cast<int>(n_hc), n_embd,
+                       e, stream_);
+  launch_rms_norm(e, n, n_embd, n_embd, static_cast<const float*>(h.norm.data), normed, stream_);
+  matmul_slots(h.output, normed, n, n_embd, nullptr, nullptr, n, 1, logits.data);
+}
+
+}  // namespace ds4::backend::cuda

@@ -1,0 +1,103 @@
+// src/backend/cuda/cuda_backend.h: the CUDA backend (host code only; kernels in kernels/).
+// Owns: the device copies of the weights (uploaded once), activation buffers, per-sequence state
+// in device memory, the stream, and device scratch that grows but is never freed per token.
+// The cache-dependent attention steps run row by row in batch order like the CPU reference;
+// products use the device twins of the CPU dot kernels (kernels/matmul_q.cuh).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ds4::backend::cuda {
+
+// One device allocation (RAII).
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  explicit DeviceMemory(size_t bytes);
+  ~DeviceMemory();
+  DeviceMemory(DeviceMemory&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  DeviceMemory& operator=(DeviceMemory&& o) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  void* get() const { return p_; }
+  float* floats() const { return static_cast<float*>(p_); }
+  size_t bytes() const { return n_; }
+  // Replaces the allocation; false (and empty) when the device is out of memory.
+  bool try_allocate(size_t bytes);
+  // Grows to at least `bytes` (contents are not kept).
+  void reserve(size_t bytes);
+
+ private:
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+struct DeviceLayer {
+  LayerLayout lay;
+  DeviceMemory raw, comp, comp_kv, comp_score, index, index_kv, index_score;
+  int raw_head = 0, n_raw = 0, n_comp = 0, n_index = 0, n_tokens = 0;
+};
+
+struct DeviceSequence {
+  SequenceLayout layout;
+  std::vector<DeviceLayer> layers;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend();
+  ~CudaBackend() override;
+  std::string_view name() const override { return "cuda"; }
+  Result<Weight> upload(const Weight& host) override;
+  std::unique_ptr<Buffer> alloc(int64_t n_floats) override;
+
+  Status create_sequence(int seq, const SequenceLayout& layout) override;
+  void drop_sequence(int seq) override;
+  void reset_sequence(int seq) override;
+  Result<std::vector<LayerState>> export_sequence(int seq) const override;
+  Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+
+ protected:
+  void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) override;
+  void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) override;
+  void do_matmul(const Weight& w, Act x, Act y, int groups) override;
+  void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) override;
+  void do_hc_post(Act x, Act f, Act mix, Act y) override;
+  void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
+                    const AttentionInputs& in, Act out) override;
+  void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;
+  void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
+                      Act logits) override;
+  void do_download(Act src, float* host) override;
+
+ private:
+  DeviceSequence& sequence(int seq);
+  // Encodes x for w's dot product into enc_ and multiplies (experts/rows: device arrays or null).
+  void matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
+                    const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
+                    float* y);
+  void attend_row(int il, const AttentionLayer& l, DeviceLayer& c, const RowTag& row,
+                  const AttentionInputs& in, int64_t r, float* out);
+  const void* host_of(const Weight& w) const;  // the mapped-file copy of an uploaded tensor
+  float* scratch(DeviceMemory& m, int64_t n_floats);
+
+  cudaStream_t stream_ = nullptr;
+  std::vector<DeviceMemory> weights_;
+  std::unordered_map<const void*, const void*> host_copy_;  // device data -> host data
+  std::map<int, std::unique_ptr<DeviceSequence>> seqs_;
+  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, scores_, visible_;
+  std::vector<float> host_floats_;
+  std::vector<int32_t> host_ints_;
+  std::vector<int> order_;
+};
+
+Backend* make_cuda_backend(const BackendOptions& options);
+
+}  // namespace ds4::backend::cuda

@@ -1,0 +1,195 @@
+// src/backend/cuda/kernels/dense.cu: the row-wise kernels and their launchers.
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/dense.cuh"
+#include "backend/cuda/kernels/device_math.cuh"
+
+namespace ds4::backend::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
+
+__global__ void embed_kernel(const void* table, bool f16, int64_t n_embd, const int32_t* tokens,
+                             int64_t rows, int copies, float* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * n_embd) return;
+  const int64_t r = i / n_embd, d = i % n_embd;
+  const int64_t src = int64_t{tokens[r]} * n_embd + d;
+  const float v = f16 ? __half2float(static_cast<const __half*>(table)[src])
+                      : static_cast<const float*>(table)[src];
+  for (int c = 0; c < copies; ++c) out[(r * copies + c) * n_embd + d] = v;
+}
+
+__global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, const float* w,
+                                float* y) {
+  __shared__ double part[kThreads / 32];
+  const int64_t seg_per_row = cols / segment;
+  const int64_t row = blockIdx.x / seg_per_row, seg = blockIdx.x % seg_per_row;
+  const float* xs = x + row * cols + seg * segment;
+  float* ys = y + row * cols + seg * segment;
+  double ss = 0.0;
+  for (int64_t i = threadIdx.x; i < segment; i += blockDim.x) ss += double(xs[i]) * double(xs[i]);
+  ss = block_sum_double(ss, part);
+  const float scale = 1.0f / sqrtf(static_cast<float>(ss / double(segment)) + kEps);
+  __syncthreads();  // every thread read xs before anyone overwrites it (in-place use)
+  for (int64_t i = threadIdx.x; i < segment; i += blockDim.x) {
+    ys[i] = w != nullptr ? (xs[i] * scale) * w[i] : xs[i] * scale;
+  }
+}
+
+__global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scale,
+                              const float* base, int iters) {
+  const int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (r >= rows) return;
+  float* m = mix + r * (2 * n + n * n);
+  float* pre = m;
+  float* post = m + n;
+  float* comb = m + 2 * n;
+  for (int i = 0; i < n; ++i) {
+    pre[i] = 1.0f / (1.0f + expf(-(pre[i] * scale[0] + base[i]))) + kEps;
+    post[i] = 2.0f / (1.0f + expf(-(post[i] * scale[1] + base[n + i])));
+  }
+  for (int k = 0; k < n * n; ++k) comb[k] = comb[k] * scale[2] + base[2 * n + k];
+  for (int a = 0; a < n; ++a) {
+    float* row = comb + a * n;
+    float mx = kNegInf;
+    for (int b = 0; b < n; ++b) mx = fmaxf(mx, row[b]);
+    float sum = 0.0f;
+    for (int b = 0; b < n; ++b) sum += (row[b] = expf(row[b] - mx));
+    const float inv = 1.0f / sum;
+    for (int b = 0; b < n; ++b) row[b] = row[b] * inv + kEps;
+  }
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) {
+      for (int a = 0; a < n; ++a) {
+        float t = 0.0f;
+        for (int b = 0; b < n; ++b) t += comb[a * n + b];
+        const float inv = 1.0f / (t + kEps);
+        for (int b = 0; b < n; ++b) comb[a * n + b] *= inv;
+      }
+    }
+    for (int b = 0; b < n; ++b) {
+      float t = 0.0f;
+      for (int a = 0; a < n; ++a) t += comb[a * n + b];
+      const float inv = 1.0f / (t + kEps);
+      for (int a = 0; a < n; ++a) comb[a * n + b] *= inv;
+    }
+  }
+}
+
+__global__ void hc_collapse_kernel(const float* x, const float* mix, int64_t rows, int n,
+                                   int64_t n_embd, float* cur) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * n_embd) return;
+  const int64_t r = i / n_embd, d = i % n_embd;
+  const float* pre = mix + r * (2 * n + n * n);
+  float acc = 0.0f;
+  for (int h = 0; h < n; ++h) acc += x[(r * n + h) * n_embd + d] * pre[h];
+  cur[i] = acc;
+}
+
+__global__ void hc_post_kernel(const float* x, const float* f, const float* mix, int64_t rows,
+                               int n, int64_t n_embd, float* y) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * n * n_embd) return;
+  const int64_t d = i % n_embd, b = (i / n_embd) % n, r = i / (n_embd * n);
+  const float* post = mix + r * (2 * n + n * n) + n;
+  const float* comb = post + n;
+  float acc = f[r * n_embd + d] * post[b];
+  for (int a = 0; a < n; ++a) acc += comb[a * n + b] * x[(r * n + a) * n_embd + d];
+  y[i] = acc;
+}
+
+__global__ void head_collapse_kernel(const float* x, const float* pre, const float* scale,
+                                     const float* base, int64_t rows, int n, int64_t n_embd,
+                                     float* e) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * n_embd) return;
+  const int64_t r = i / n_embd, d = i % n_embd;
+  float acc = 0.0f;
+  for (int h = 0; h < n; ++h) {
+    const float w = sigmoid_stable(pre[r * n + h] * scale[0] + base[h]) + kEps;
+    acc += x[(r * n + h) * n_embd + d] * w;
+  }
+  e[i] = acc;
+}
+
+__global__ void swiglu_kernel(const float* g, const float* u, const float* weights, int64_t rows,
+                              int64_t cols, float* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * cols) return;
+  const float gv = fminf(g[i], 10.0f);
+  const float uv = fminf(fmaxf(u[i], -10.0f), 10.0f);
+  float v = silu(gv) * uv;
+  if (weights != nullptr) v *= weights[i / cols];
+  out[i] = v;
+}
+
+__global__ void sum_slots_kernel(const float* slots, int k, const float* shared, int64_t rows,
+                                 int64_t cols, float* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= rows * cols) return;
+  const int64_t t = i / cols, d = i % cols;
+  float acc = 0.0f;
+  for (int s = 0; s < k; ++s) acc += slots[(t * k + s) * cols + d];
+  out[i] = acc + shared[i];
+}
+
+}  // namespace
+
+void launch_embed(const void* table, gguf::GgufType type, int64_t n_embd, const int32_t* tokens,
+                  int64_t rows, int copies, float* out, cudaStream_t s) {
+  DS4_CHECK(type == gguf::GgufType::kF16 || type == gguf::GgufType::kF32);
+  embed_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(table, type == gguf::GgufType::kF16,
+                                                              n_embd, tokens, rows, copies, out);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_rms_norm(const float* x, int64_t rows, int64_t cols, int64_t segment, const float* w,
+                     float* y, cudaStream_t s) {
+  if (rows == 0) return;
+  rms_norm_kernel<<<rows*(cols / segment), kThreads, 0, s>>>(x, cols, segment, w, y);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_hc_mix(float* mix, int64_t rows, int n_hc, const float* scale, const float* base,
+                   int iters, cudaStream_t s) {
+  hc_mix_kernel<<<blocks_for(rows), kThreads, 0, s>>>(mix, rows, n_hc, scale, base, iters);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc, int64_t n_embd,
+                        float* cur, cudaStream_t s) {
+  hc_collapse_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(x, mix, rows, n_hc, n_embd,
+                                                                    cur);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,
+                    int64_t n_embd, float* y, cudaStream_t s) {
+  hc_post_kernel<<<blocks_for(rows * n_hc * n_embd), kThreads, 0, s>>>(x, f, mix, rows, n_hc,
+                                                                       n_embd, y);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_head_collapse(const float* x, const float* pre, const float* scale, const float* base,
+                          int64_t rows, int n_hc, int64_t n_embd, float* e, cudaStream_t s) {
+  head_collapse_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(x, pre, scale, base, rows,
+                                                                      n_hc, n_embd, e);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_swiglu(const float* g, const float* u, const float* weights, int64_t rows, int64_t cols,
+                   float* out, cudaStream_t s) {
+  swiglu_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(g, u, weights, rows, cols, out);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_sum_slots(const float* slots, int k, const float* shared, int64_t rows, int64_t cols,
+                      float* out, cudaStream_t s) {
+  sum_slots_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(slots, k, shared, rows, cols, out);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ds4::backend::cuda

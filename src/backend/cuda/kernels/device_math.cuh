@@ -1,0 +1,104 @@
+// src/backend/cuda/kernels/device_math.cuh: device twins of the scalar rules the CPU reference
+// uses (backend/cpu/math.h, quant/lowp_sim.cpp): RMS scale, stable sigmoid, softplus, RoPE, the
+// e4m3 / e2m1 grids with power-of-two block scales, f16 rounding. Same operation order; the
+// simulations are exact (every step but the intended rounding is exact), so they agree with the
+// CPU bit for bit.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace ds4::backend::cuda {
+
+inline constexpr float kNegInf = -1.0e30f;
+inline constexpr float kEmptyBelow = -5.0e29f;
+inline constexpr float kEps = 1e-6f;
+
+__device__ inline float sigmoid_stable(float z) {
+  if (z >= 0.0f) return 1.0f / (1.0f + expf(-z));
+  const float e = expf(z);
+  return e / (1.0f + e);
+}
+
+__device__ inline float silu(float g) { return g * sigmoid_stable(g); }
+
+__device__ inline float softplus(float z) {
+  if (z > 20.0f) return z;
+  if (z < -20.0f) return expf(z);
+  return log1pf(expf(z));
+}
+
+__device__ inline float f16_round(float x) { return __half2float(__float2half_rn(x)); }
+
+// |a| rounded to a grid with `mant_bits` mantissa bits and minimum normal exponent min_exp.
+__device__ inline float round_to_grid(float a, int mant_bits, int min_exp) {
+  if (a == 0.0f) return 0.0f;
+  int e = 0;
+  frexpf(a, &e);
+  const int lead = max(e - 1, min_exp);
+  const float quantum = ldexpf(1.0f, lead - mant_bits);
+  return rintf(a / quantum) * quantum;
+}
+
+__device__ inline float e4m3_round(float v) {
+  return copysignf(round_to_grid(fminf(fabsf(v), 448.0f), 3, -6), v);
+}
+
+__device__ inline float e2m1_round(float v) {
+  return copysignf(round_to_grid(fminf(fabsf(v), 6.0f), 1, 0), v);
+}
+
+__device__ inline float block_scale_pow2(float amax, float inv_format_max) {
+  const uint32_t bits = __float_as_uint(amax * inv_format_max);
+  const int exponent =
+      static_cast<int>((bits >> 23) & 0xff) - 127 + ((bits & 0x7fffff) != 0 ? 1 : 0);
+  return ldexpf(1.0f, exponent);
+}
+
+// Rotates the 64-dim tail at `tail` by the angles float(pos * inv_freq[p]); inverse negates sin.
+__device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int pos, bool inverse) {
+  const float theta = static_cast<float>(pos) * inv_freq[p];
+  const float c = cosf(theta);
+  const float s = inverse ? -sinf(theta) : sinf(theta);
+  const float x0 = tail[2 * p], x1 = tail[2 * p + 1];
+  tail[2 * p] = x0 * c - x1 * s;
+  tail[2 * p + 1] = x0 * s + x1 * c;
+}
+
+// Block-wide sum of squares in double (the CPU sums squares in double); every thread gets it.
+// `shared` needs blockDim.x / 32 doubles.
+__device__ inline double block_sum_double(double v, double* shared) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < n_warps; ++w) total += shared[w];
+  return total;
+}
+
+__device__ inline float block_max_float(float v, float* shared) {
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float m = shared[0];
+  for (int w = 1; w < n_warps; ++w) m = fmaxf(m, shared[w]);
+  return m;
+}
+
+__device__ inline float block_sum_float(float v, float* shared) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, n_warps = (blockDim.x + 31) / 32;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float s = 0.0f;
+  for (int w = 0; w < n_warps; ++w) s += shared[w];
+  return s;
+}
+
+}  // namespace ds4::backend::cuda

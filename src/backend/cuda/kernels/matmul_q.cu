@@ -1,0 +1,578 @@
+// src/backend/cuda/kernels/matmul_q.cu: activation encoders and weight-row dots on the device
+// (see matmul_q.cuh for the contract).
+// Owns: the encode kernels (bit-identical to quant/activation.cpp), one dot kernel per weight type
+//   (integer block sums exact, per-block float terms formed as in quant/dot_ref.cpp), and the
+//   launchers with their grid maths and argument checks.
+// Does not own: the block layouts (quant/blocks.h) or the IQ2 tables (quant/iq2_tables.inc).
+//
+// This file is compiled without fast-math and with -fmad=false (src/backend/CMakeLists.txt), so
+// every float product and sum is rounded on its own, as in the CPU code built with
+// -ffp-contract=off; divisions are IEEE (-prec-div) and subnormals are kept (no -ftz).
+//
+// Dot design: one warp per (slot, output row), eight warps per CTA. The lanes of a warp split the
+// row's blocks (for the 256-value formats, 8 lanes per block, each one sub-block; for Q8_0, 4 lanes
+// per block); a block's integer sums are reduced exactly across its lanes, then its leader lane
+// forms the block's float term with dot_ref.cpp's expression and adds it to a lane accumulator.
+// The warp then adds its 32 lane accumulators: only the order of adding block terms differs from
+// the CPU. F16 rows add f16(w) * x products per lane in float; F32 rows accumulate exact float
+// products in double and round once (as the reference does, up to the order of the double sum).
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/matmul_q.cuh"
+#include "base/check.h"
+#include "quant/blocks.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+using gguf::GgufType;
+using quant::ActQ8_0;
+using quant::BlockIQ2_XXS;
+using quant::BlockQ2_K;
+using quant::BlockQ4_K;
+using quant::BlockQ8_0;
+using quant::BlockQ8_K;
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kWarpSize = 32;
+constexpr int kWarpsPerCta = 8;
+constexpr int kCtaThreads = kWarpSize * kWarpsPerCta;
+constexpr int kQ8_0Elems = quant::kQ8_0BlockElems;
+constexpr int kSuperElems = quant::kSuperBlockElems;
+constexpr int64_t kWeightAlign = 16;  // the Q4_K dot reads 16-byte vectors
+
+// ---- small device helpers ----
+
+// std::lrintf followed by activation.cpp's clamp_to_i8, as on x86-64: round to nearest, ties to
+// even; NaN and values outside long's range give LONG_MIN (cvtss2si's "integer indefinite"),
+// which clamps to -128. Within +-2^63, __float2int_rn saturates at int's range, which clamps the
+// same way as the long result.
+__device__ __forceinline__ int8_t round_clamp_i8(float v) {
+  if (!(fabsf(v) < 9223372036854775808.0f)) return -128;
+  const int r = __float2int_rn(v);
+  return static_cast<int8_t>(r < -128 ? -128 : (r > 127 ? 127 : r));
+}
+
+__device__ __forceinline__ float f16_bits_to_float(uint16_t h) {
+  return __half2float(__ushort_as_half(h));  // exact, subnormals included
+}
+__device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
+  return *reinterpret_cast<const uint16_t*>(p);
+}
+__device__ __forceinline__ float load_f32(const uint8_t* p) {
+  return *reinterpret_cast<const float*>(p);
+}
+__device__ __forceinline__ int load_i32(const uint8_t* p) {
+  return *reinterpret_cast<const int*>(p);
+}
+__device__ __forceinline__ int load_i16(const uint8_t* p) {
+  return *reinterpret_cast<const int16_t*>(p);
+}
+// Two little-endian u16 as one u32 (for 2-byte aligned block fields).
+__device__ __forceinline__ uint32_t pack2(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
+
+// Exact integer sum over aligned groups of kWidth lanes (kWidth a power of two <= 32).
+template <int kWidth>
+__device__ __forceinline__ int group_sum(int v) {
+#pragma unroll
+  for (int off = kWidth / 2; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+// ---- activation encoders ----
+
+// One warp per 32-value block; lane i encodes value i (quantize_act_q8_0).
+__global__ void __launch_bounds__(kCtaThreads)
+    encode_q8_0_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, ActQ8_0* out) {
+  const int64_t blk_id = (static_cast<int64_t>(blockIdx.x) * kCtaThreads + threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (blk_id >= n_rows * nb) return;  // uniform per warp
+  const int64_t r = blk_id / nb;
+  const int64_t b = blk_id - r * nb;
+  const float v = x[r * stride + b * kQ8_0Elems + lane];
+  // fmax ignores NaN, as std::fmax does; the maximum does not depend on the order.
+  float amax = fmaxf(0.0f, fabsf(v));
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off >>= 1)
+    amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  ActQ8_0& o = out[blk_id];
+  o.qs[lane] = round_clamp_i8(v * id);
+  if (lane == 0) o.d = d;
+}
+
+// One warp per 256-value block; lane i holds values i + 32k, k < 8 (quantize_act_q8_k).
+__global__ void __launch_bounds__(kCtaThreads)
+    encode_q8_k_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, BlockQ8_K* out) {
+  const int64_t blk_id = (static_cast<int64_t>(blockIdx.x) * kCtaThreads + threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (blk_id >= n_rows * nb) return;  // uniform per warp
+  const int64_t r = blk_id / nb;
+  const int64_t b = blk_id - r * nb;
+  const float* xb = x + r * stride + b * kSuperElems;
+
+  // First element of largest magnitude: per lane in index order with a strict >, then across
+  // lanes by (larger magnitude, smaller index), a total order, so every lane ends with the same
+  // winner. NaN never compares greater, so it is skipped as on the CPU.
+  float v[8];
+  float amax = 0.0f;
+  float maxv = 0.0f;
+  int idx = kSuperElems;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    v[k] = xb[lane + kWarpSize * k];
+    const float ax = fabsf(v[k]);
+    if (ax > amax) {
+      amax = ax;
+      maxv = v[k];
+      idx = lane + kWarpSize * k;
+    }
+  }
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off >>= 1) {
+    const float o_amax = __shfl_xor_sync(kFullMask, amax, off);
+    const float o_maxv = __shfl_xor_sync(kFullMask, maxv, off);
+    const int o_idx = __shfl_xor_sync(kFullMask, idx, off);
+    if (o_amax > amax || (o_amax == amax && o_idx < idx)) {
+      amax = o_amax;
+      maxv = o_maxv;
+      idx = o_idx;
+    }
+  }
+
+  BlockQ8_K& o = out[blk_id];
+  if (amax == 0.0f) {  // uniform: every lane holds the same amax
+#pragma unroll
+    for (int k = 0; k < 8; ++k) o.qs[lane + kWarpSize * k] = 0;
+    if (lane < 16) o.bsums[lane] = 0;
+    if (lane == 0) o.d = 0.0f;
+    return;
+  }
+  const float iscale = -127.0f / maxv;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int8_t q = round_clamp_i8(iscale * v[k]);
+    o.qs[lane + kWarpSize * k] = q;
+    // Values 32k .. 32k+15 (lanes 0-15) form bsums group 2k, lanes 16-31 group 2k+1.
+    const int s = group_sum<16>(q);
+    if (lane % 16 == 0) o.bsums[2 * k + lane / 16] = static_cast<int16_t>(s);
+  }
+  if (lane == 0) o.d = 1.0f / iscale;
+}
+
+// ---- dots: Dot::partial returns one lane's share of the row; Dot::finish maps the warp sum ----
+
+// Q8_0: 4 lanes per block, 8 values each; term = (f16(w.d) * x.d) * (float)isum.
+struct DotQ8_0 {
+  using Acc = float;
+  static constexpr int kLanes = 4;
+  __device__ static float partial(const uint8_t* w, const uint8_t* x, int nb, int lane) {
+    const int part = lane % kLanes;
+    float acc = 0.0f;
+    for (int base = 0; base < nb; base += kWarpSize / kLanes) {
+      const int b = base + lane / kLanes;
+      const bool valid = b < nb;
+      const uint8_t* wb = w + static_cast<int64_t>(b) * sizeof(BlockQ8_0);
+      const uint8_t* xb = x + static_cast<int64_t>(b) * sizeof(ActQ8_0);
+      int isum = 0;
+      if (valid) {
+        const uint16_t* wq =
+            reinterpret_cast<const uint16_t*>(wb + offsetof(BlockQ8_0, qs) + 8 * part);
+        const uint8_t* xq = xb + offsetof(ActQ8_0, qs) + 8 * part;
+        isum = __dp4a(static_cast<int>(pack2(wq[0], wq[1])), load_i32(xq), isum);
+        isum = __dp4a(static_cast<int>(pack2(wq[2], wq[3])), load_i32(xq + 4), isum);
+      }
+      isum = group_sum<kLanes>(isum);
+      if (valid && part == 0) {
+        const float scale = f16_bits_to_float(load_u16(wb + offsetof(BlockQ8_0, d))) *
+                            load_f32(xb + offsetof(ActQ8_0, d));
+        acc += scale * static_cast<float>(isum);
+      }
+    }
+    return acc;
+  }
+  __device__ static float finish(float s) { return s; }
+};
+
+// Q2_K: 8 lanes per block. Lane p reads qs bytes 8p..8p+7, which hold, at shift 2k, the values
+// e = h*128 + 32k + 8(p%4) + i (h = p/4, i < 8) of sub-block h*8 + 2k + (p%4)/2 (q2_k_position).
+// term = (x.d * f16(d)) * (float)isum - (x.d * f16(dmin)) * (float)summs.
+struct DotQ2K {
+  using Acc = float;
+  static constexpr int kLanes = 8;
+  __device__ static float partial(const uint8_t* w, const uint8_t* x, int nb, int lane) {
+    const int p = lane % kLanes;
+    const int h = p / 4;
+    const int q4 = p % 4;
+    const int odd = q4 / 2;
+    float acc = 0.0f;
+    for (int base = 0; base < nb; base += kWarpSize / kLanes) {
+      const int b = base + lane / kLanes;
+      const bool valid = b < nb;
+      const uint8_t* wb = w + static_cast<int64_t>(b) * sizeof(BlockQ2_K);
+      const uint8_t* xb = x + static_cast<int64_t>(b) * sizeof(BlockQ8_K);
+      int isum = 0;
+      int summs = 0;
+      if (valid) {
+        const uint8_t* wq = wb + offsetof(BlockQ2_K, qs) + 8 * p;
+        const uint32_t q0 = static_cast<uint32_t>(load_i32(wq));
+        const uint32_t q1 = static_cast<uint32_t>(load_i32(wq + 4));
+        // scales[h*8 .. h*8+7]; this lane's sub-blocks are h*8 + 2k + odd.
+        const uint8_t* sc = wb + offsetof(BlockQ2_K, scales) + 8 * h;
+        const uint32_t s_lo = static_cast<uint32_t>(load_i32(sc));
+        const uint32_t s_hi = static_cast<uint32_t>(load_i32(sc + 4));
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int si = 2 * k + odd;  // 0..7 within this half's scales
+          const int sbyte = static_cast<int>(((si < 4 ? s_lo : s_hi) >> (8 * (si % 4))) & 0xffu);
+          const uint8_t* xq = xb + offsetof(BlockQ8_K, qs) + 128 * h + 32 * k + 8 * q4;
+          int sub = __dp4a(static_cast<int>((q0 >> (2 * k)) & 0x03030303u), load_i32(xq), 0);
+          sub = __dp4a(static_cast<int>((q1 >> (2 * k)) & 0x03030303u), load_i32(xq + 4), sub);
+          isum += (sbyte & 15) * sub;
+          // Two lanes share each sub-block; the even one counts its min term.
+          if (p % 2 == 0) {
+            const int s = 8 * h + si;
+            summs += load_i16(xb + offsetof(BlockQ8_K, bsums) + 2 * s) * (sbyte >> 4);
+          }
+        }
+      }
+      isum = group_sum<kLanes>(isum);
+      summs = group_sum<kLanes>(summs);
+      if (valid && p == 0) {
+        const float xd = load_f32(xb + offsetof(BlockQ8_K, d));
+        const float dall = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ2_K, d)));
+        const float dmin = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ2_K, dmin)));
+        acc += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    return acc;
+  }
+  __device__ static float finish(float s) { return s; }
+};
+
+// quant::q4_k_scale_min on device: the 6-bit scale and min of Q4_K sub-block j.
+__device__ __forceinline__ void q4_k_scale_min(const uint8_t* s, int j, int* scale, int* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    *min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: 8 lanes per block, lane j = sub-block j: values 32j + l live in qs[(j/2)*32 + l], low
+// nibble for even j (q4_k_position). term as for Q2_K.
+struct DotQ4K {
+  using Acc = float;
+  static constexpr int kLanes = 8;
+  __device__ static float partial(const uint8_t* w, const uint8_t* x, int nb, int lane) {
+    const int j = lane % kLanes;
+    const int shift = 4 * (j & 1);
+    float acc = 0.0f;
+    for (int base = 0; base < nb; base += kWarpSize / kLanes) {
+      const int b = base + lane / kLanes;
+      const bool valid = b < nb;
+      const uint8_t* wb = w + static_cast<int64_t>(b) * sizeof(BlockQ4_K);
+      const uint8_t* xb = x + static_cast<int64_t>(b) * sizeof(BlockQ8_K);
+      int isum = 0;
+      int summs = 0;
+      if (valid) {
+        // 144-byte blocks in 16-byte aligned rows: qs + 32 * (j / 2) is 16-byte aligned.
+        const uint4* wq =
+            reinterpret_cast<const uint4*>(wb + offsetof(BlockQ4_K, qs) + 32 * (j / 2));
+        const uint4 v0 = wq[0];
+        const uint4 v1 = wq[1];
+        const uint32_t wv[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+        const uint8_t* xq = xb + offsetof(BlockQ8_K, qs) + 32 * j;
+        int sub = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          sub = __dp4a(static_cast<int>((wv[i] >> shift) & 0x0f0f0f0fu), load_i32(xq + 4 * i), sub);
+        int scale = 0;
+        int min = 0;
+        q4_k_scale_min(wb + offsetof(BlockQ4_K, scales), j, &scale, &min);
+        const uint8_t* bs = xb + offsetof(BlockQ8_K, bsums) + 4 * j;  // bsums[2j], bsums[2j+1]
+        isum = scale * sub;
+        summs = min * (load_i16(bs) + load_i16(bs + 2));
+      }
+      isum = group_sum<kLanes>(isum);
+      summs = group_sum<kLanes>(summs);
+      if (valid && j == 0) {
+        const float xd = load_f32(xb + offsetof(BlockQ8_K, d));
+        const float dall = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ4_K, d)));
+        const float dmin = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ4_K, dmin)));
+        acc += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+      }
+    }
+    return acc;
+  }
+  __device__ static float finish(float s) { return s; }
+};
+
+// Four codebook magnitudes (bytes, each < 128) with the signs of 4 bits applied: a set bit
+// negates its byte. Per byte, (g ^ 0xff) + 1 = -g (no carry out: ~g <= 247); the bit-to-byte
+// spread puts bit k at bit 8k (the four shifted copies of a 4-bit value do not overlap).
+__device__ __forceinline__ int apply_signs(uint32_t mag, uint32_t bits4) {
+  const uint32_t m = ((bits4 * 0x00204081u) & 0x01010101u) * 0xffu;
+  return static_cast<int>((mag ^ m) + (m & 0x01010101u));
+}
+
+// IQ2_XXS: 8 lanes per block, lane ib32 = group of 32 values (iq2xxs_group):
+// bsum = sum_ib32 (2s + 1) * sumi; term = (f16(d) * x.d) * (float)bsum; row = 0.125 * sum.
+struct DotIq2Xxs {
+  using Acc = float;
+  static constexpr int kLanes = 8;
+  __device__ static float partial(const uint8_t* w, const uint8_t* x, int nb, int lane) {
+    const int ib32 = lane % kLanes;
+    const auto* grid = reinterpret_cast<const unsigned long long*>(iq2::kIq2xxsGrid);
+    float acc = 0.0f;
+    for (int base = 0; base < nb; base += kWarpSize / kLanes) {
+      const int b = base + lane / kLanes;
+      const bool valid = b < nb;
+      const uint8_t* wb = w + static_cast<int64_t>(b) * sizeof(BlockIQ2_XXS);
+      const uint8_t* xb = x + static_cast<int64_t>(b) * sizeof(BlockQ8_K);
+      int bsum = 0;
+      if (valid) {
+        const uint16_t* q =
+            reinterpret_cast<const uint16_t*>(wb + offsetof(BlockIQ2_XXS, qs)) + 4 * ib32;
+        const uint32_t a = pack2(q[0], q[1]);  // 4 codebook indices
+        const uint32_t s = pack2(q[2], q[3]);  // 4 x 7 sign-index bits, 4-bit scale on top
+        const uint8_t* xq = xb + offsetof(BlockQ8_K, qs) + 32 * ib32;
+        int sumi = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const unsigned long long g = __ldg(grid + ((a >> (8 * k)) & 255u));
+          const uint32_t signs = __ldg(iq2::kIq2Signs + ((s >> (7 * k)) & 127u));
+          const uint32_t g_lo = static_cast<uint32_t>(g);
+          const uint32_t g_hi = static_cast<uint32_t>(g >> 32);
+          sumi = __dp4a(apply_signs(g_lo, signs & 15u), load_i32(xq + 8 * k), sumi);
+          sumi = __dp4a(apply_signs(g_hi, signs >> 4), load_i32(xq + 8 * k + 4), sumi);
+        }
+        bsum = (2 * static_cast<int>(s >> 28) + 1) * sumi;
+      }
+      bsum = group_sum<kLanes>(bsum);
+      if (valid && ib32 == 0) {
+        const float d = f16_bits_to_float(load_u16(wb + offsetof(BlockIQ2_XXS, d))) *
+                        load_f32(xb + offsetof(BlockQ8_K, d));
+        acc += d * static_cast<float>(bsum);
+      }
+    }
+    return acc;
+  }
+  __device__ static float finish(float s) { return 0.125f * s; }
+};
+
+// F16 weights . float activations: per-lane float sums of f16(w[i]) * x[i] (no FMA).
+struct DotF16 {
+  using Acc = float;
+  __device__ static float partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
+    const auto* wh = reinterpret_cast<const uint16_t*>(w);
+    const auto* xf = reinterpret_cast<const float*>(x);
+    float acc = 0.0f;
+    for (int i = lane; i < n; i += kWarpSize) acc += f16_bits_to_float(wh[i]) * xf[i];
+    return acc;
+  }
+  __device__ static float finish(float s) { return s; }
+};
+
+// F32 weights . float activations: exact products summed in double, rounded once to float.
+struct DotF32 {
+  using Acc = double;
+  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
+    const auto* wf = reinterpret_cast<const float*>(w);
+    const auto* xf = reinterpret_cast<const float*>(x);
+    double acc = 0.0;
+    for (int i = lane; i < n; i += kWarpSize)
+      acc += static_cast<double>(wf[i]) * static_cast<double>(xf[i]);
+    return acc;
+  }
+  __device__ static float finish(double s) { return static_cast<float>(s); }
+};
+
+struct MatmulArgs {
+  const uint8_t* w;
+  int64_t row_bytes;     // one weight row
+  int64_t matrix_bytes;  // one matrix of the stack (out rows)
+  int n_matrices;
+  int out;
+  int rows_per_group;  // out / groups
+  int n_blocks;        // blocks per weight row (values for F16 / F32)
+  const uint8_t* enc;
+  int64_t enc_row_bytes;    // stride between encoded rows
+  int64_t enc_group_bytes;  // one group's share of an encoded row
+  const int32_t* experts;   // nullptr: matrix 0
+  const int32_t* rows;      // nullptr: slot j reads encoded row j
+  int n_slots;
+  float* y;
+  int64_t y_stride;
+};
+
+// CTA c covers output rows [8t, 8t + 8) of slot c % n_slots, t = c / n_slots: consecutive CTAs
+// read the same weight rows (L2 reuse across slots). Warp w of the CTA computes row 8t + w.
+template <class Dot>
+__global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a) {
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int64_t tile = blockIdx.x / a.n_slots;
+  const int slot = static_cast<int>(blockIdx.x - tile * a.n_slots);
+  const int64_t o = tile * kWarpsPerCta + warp;
+  if (o >= a.out) return;  // uniform per warp
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
+  const uint8_t* wrow = a.w + e * a.matrix_bytes + o * a.row_bytes;
+  const uint8_t* xrow = a.enc + r * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  typename Dot::Acc acc = Dot::partial(wrow, xrow, a.n_blocks, lane);
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
+  if (lane == 0) a.y[slot * a.y_stride + o] = Dot::finish(acc);
+}
+
+template <class Dot>
+void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
+  matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+bool aligned(const void* p, int64_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+int64_t ctas_for_warps(int64_t warps) {
+  const int64_t ctas = (warps + kWarpsPerCta - 1) / kWarpsPerCta;
+  DS4_CHECK_MSG(ctas <= INT_MAX, "matmul_q: grid of %lld CTAs too large",
+                static_cast<long long>(ctas));
+  return ctas;
+}
+
+}  // namespace
+
+int64_t encoded_row_bytes(gguf::GgufType t, int64_t cols) {
+  DS4_CHECK_MSG(cols >= 0, "cols=%lld", static_cast<long long>(cols));
+  switch (t) {
+    case GgufType::kF32:
+    case GgufType::kF16: return cols * static_cast<int64_t>(sizeof(float));
+    case GgufType::kQ8_0:
+      DS4_CHECK_MSG(cols % kQ8_0Elems == 0, "Q8_0 row of %lld values",
+                    static_cast<long long>(cols));
+      return cols / kQ8_0Elems * static_cast<int64_t>(sizeof(ActQ8_0));
+    case GgufType::kQ2_K:
+    case GgufType::kQ4_K:
+    case GgufType::kIQ2_XXS:
+      DS4_CHECK_MSG(cols % kSuperElems == 0, "%.*s row of %lld values",
+                    static_cast<int>(gguf::to_string(t).size()), gguf::to_string(t).data(),
+                    static_cast<long long>(cols));
+      return cols / kSuperElems * static_cast<int64_t>(sizeof(BlockQ8_K));
+    default: break;
+  }
+  DS4_CHECK_MSG(false, "matmul_q: unsupported weight type %.*s",
+                static_cast<int>(gguf::to_string(t).size()), gguf::to_string(t).data());
+  return 0;
+}
+
+void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_t cols,
+                        int64_t stride, void* out, cudaStream_t stream) {
+  DS4_CHECK_MSG(n_rows >= 0 && (n_rows <= 1 || stride >= cols),
+                "encode: n_rows=%lld cols=%lld stride=%lld", static_cast<long long>(n_rows),
+                static_cast<long long>(cols), static_cast<long long>(stride));
+  const int64_t row_bytes = encoded_row_bytes(t, cols);  // checks t and cols
+  if (n_rows == 0 || cols == 0) return;
+  DS4_CHECK_MSG(x != nullptr && out != nullptr && aligned(x, 4) && aligned(out, 4),
+                "encode: null or misaligned buffer");
+  if (t == GgufType::kF32 || t == GgufType::kF16) {
+    const int64_t src_pitch =
+        n_rows == 1 ? row_bytes : stride * static_cast<int64_t>(sizeof(float));
+    DS4_CUDA_CHECK(cudaMemcpy2DAsync(out, static_cast<size_t>(row_bytes), x,
+                                     static_cast<size_t>(src_pitch), static_cast<size_t>(row_bytes),
+                                     static_cast<size_t>(n_rows), cudaMemcpyDeviceToDevice,
+                                     stream));
+    return;
+  }
+  if (t == GgufType::kQ8_0) {
+    const int64_t nb = cols / kQ8_0Elems;
+    DS4_CHECK(nb <= INT_MAX);
+    const int64_t ctas = ctas_for_warps(n_rows * nb);
+    encode_q8_0_kernel<<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(
+        x, n_rows, static_cast<int>(nb), stride, static_cast<ActQ8_0*>(out));
+    DS4_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  const int64_t nb = cols / kSuperElems;  // Q2_K, Q4_K, IQ2_XXS: Q8_K activations
+  DS4_CHECK(nb <= INT_MAX);
+  const int64_t ctas = ctas_for_warps(n_rows * nb);
+  encode_q8_k_kernel<<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(
+      x, n_rows, static_cast<int>(nb), stride, static_cast<BlockQ8_K*>(out));
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                   const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
+                   cudaStream_t stream) {
+  const int64_t cols = w.ne[0];
+  const int64_t out = w.ne[1];
+  const int64_t n_mat = w.ne[2];
+  DS4_CHECK_MSG(cols > 0 && out > 0 && n_mat > 0 && out <= INT_MAX && n_mat <= INT_MAX,
+                "matmul: ne = {%lld, %lld, %lld}", static_cast<long long>(cols),
+                static_cast<long long>(out), static_cast<long long>(n_mat));
+  DS4_CHECK_MSG(groups >= 1 && out % groups == 0, "matmul: %lld rows in %d groups",
+                static_cast<long long>(out), groups);
+  DS4_CHECK_MSG(n_slots >= 0 && n_slots <= INT_MAX, "matmul: n_slots=%lld",
+                static_cast<long long>(n_slots));
+  const int64_t group_bytes = encoded_row_bytes(w.type, cols);  // checks type and cols
+  if (n_slots == 0) return;
+  DS4_CHECK_MSG(enc_row_bytes >= groups * group_bytes && enc_row_bytes % 4 == 0,
+                "matmul: encoded rows of %lld bytes, %d groups of %lld needed",
+                static_cast<long long>(enc_row_bytes), groups, static_cast<long long>(group_bytes));
+  DS4_CHECK_MSG(n_slots == 1 || y_stride >= out, "matmul: y_stride=%lld < out=%lld",
+                static_cast<long long>(y_stride), static_cast<long long>(out));
+  DS4_CHECK_MSG(w.data != nullptr && aligned(w.data, kWeightAlign),
+                "matmul: weight data null or not %lld-byte aligned",
+                static_cast<long long>(kWeightAlign));
+  DS4_CHECK_MSG(enc != nullptr && aligned(enc, 4) && y != nullptr && aligned(y, 4),
+                "matmul: null or misaligned buffer");
+
+  const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
+  const int64_t n_blocks = cols / info.block_elems;
+  DS4_CHECK(n_blocks <= INT_MAX);
+  MatmulArgs a{};
+  a.w = static_cast<const uint8_t*>(w.data);
+  a.row_bytes = n_blocks * info.block_bytes;
+  a.matrix_bytes = a.row_bytes * out;
+  a.n_matrices = static_cast<int>(n_mat);
+  a.out = static_cast<int>(out);
+  a.rows_per_group = static_cast<int>(out / groups);
+  a.n_blocks = static_cast<int>(n_blocks);
+  a.enc = static_cast<const uint8_t*>(enc);
+  a.enc_row_bytes = enc_row_bytes;
+  a.enc_group_bytes = group_bytes;
+  a.experts = experts;
+  a.rows = rows;
+  a.n_slots = static_cast<int>(n_slots);
+  a.y = y;
+  a.y_stride = y_stride;
+  const int64_t ctas =
+      ctas_for_warps(((out + kWarpsPerCta - 1) / kWarpsPerCta) * kWarpsPerCta * n_slots);
+
+  switch (w.type) {
+    case GgufType::kF32: launch_dot<DotF32>(a, ctas, stream); break;
+    case GgufType::kF16: launch_dot<DotF16>(a, ctas, stream); break;
+    case GgufType::kQ8_0: launch_dot<DotQ8_0>(a, ctas, stream); break;
+    case GgufType::kQ2_K: launch_dot<DotQ2K>(a, ctas, stream); break;
+    case GgufType::kQ4_K: launch_dot<DotQ4K>(a, ctas, stream); break;
+    case GgufType::kIQ2_XXS: launch_dot<DotIq2Xxs>(a, ctas, stream); break;
+    default:
+      DS4_CHECK_MSG(false, "matmul: unsupported weight type %.*s",
+                    static_cast<int>(gguf::to_string(w.type).size()),
+                    gguf::to_string(w.type).data());
+  }
+}
+
+}  // namespace ds4::backend::cuda

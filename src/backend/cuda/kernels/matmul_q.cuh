@@ -1,0 +1,36 @@
+// src/backend/cuda/kernels/matmul_q.cuh: weight-row . activation-row products on the device for
+// every stored weight type, mirroring the CPU reference (quant/activation.cpp, quant/dot_ref.cpp):
+// activations are encoded exactly as on the CPU (Q8_0 blocks with a float scale for Q8_0 weights,
+// Q8_K blocks for Q2_K / Q4_K / IQ2_XXS, plain floats for F16 / F32 weights), integer block sums
+// are exact, and only the order in which per-block float terms are added differs from the CPU.
+// Owns: the encode kernels, the dot kernels and their launchers (grid maths lives in launchers).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace ds4::backend::cuda {
+
+// Bytes of one encoded activation row of `cols` values for weight type t.
+int64_t encoded_row_bytes(gguf::GgufType t, int64_t cols);
+
+// Encodes n_rows rows (row r at x + r * stride floats, device memory) into `out` (device,
+// n_rows * encoded_row_bytes bytes), bit-identical to quantize_act_q8_0 / quantize_act_q8_k; for
+// F16/F32 weights it copies the floats.
+void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_t cols,
+                        int64_t stride, void* out, cudaStream_t stream);
+
+// For each slot j < n_slots and output row o < w.ne[1]:
+//   y[j * y_stride + o] = dot(matrix e_j of w, row o ; encoded row r_j, elements
+//                             [g * w.ne[0], (g + 1) * w.ne[0]) with g = o / (w.ne[1] / groups))
+// where e_j = experts[j] (experts == nullptr: 0) and r_j = rows[j] (rows == nullptr: j); experts
+// and rows are device arrays. `enc` holds encoded rows of enc_row_bytes each (an encoded row may
+// span several groups). w.data is device memory; w.ne = {cols, out, n_matrices}.
+void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                   const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
+                   cudaStream_t stream);
+
+}  // namespace ds4::backend::cuda

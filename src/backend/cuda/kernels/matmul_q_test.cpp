@@ -1,0 +1,581 @@
+// src/backend/cuda/kernels/matmul_q_test.cpp: the device encoders reproduce the CPU activation
+// encoders byte for byte, and the device dots agree with the CPU reference dots (quant/dot_ref.cpp)
+// up to the order in which per-block float terms are added, for every weight type, with slots,
+// row maps, groups and expert stacks. Every test skips when no CUDA device is present.
+//
+// Built with GoogleTest (backend_cuda_test), or with DS4_STANDALONE_TEST defined as a plain
+// program (matmul_check, for machines without GoogleTest: tools/cuda/run_kernel_tests.sh)
+// using the small stand-in for the few GoogleTest macros below.
+#ifdef DS4_STANDALONE_TEST
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace mini_test {
+struct Test {
+  const char* name;
+  void (*fn)();
+};
+inline std::vector<Test>& registry() {
+  static std::vector<Test> tests;
+  return tests;
+}
+inline bool& failed() {
+  static bool f = false;
+  return f;
+}
+inline bool& skipped() {
+  static bool s = false;
+  return s;
+}
+struct Registrar {
+  Registrar(const char* name, void (*fn)()) { registry().push_back({name, fn}); }
+};
+// Collects "<< ..." and reports a failure (or a skip) when the statement ends.
+class Message {
+ public:
+  Message(const char* file, int line, const char* what, bool skip = false)
+      : file_(file), line_(line), what_(what), skip_(skip) {}
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  template <class T>
+  Message& operator<<(const T& v) {
+    os_ << v;
+    return *this;
+  }
+  ~Message() {
+    if (skip_) {
+      skipped() = true;
+      std::printf("  skipped: %s\n", os_.str().c_str());
+    } else {
+      failed() = true;
+      std::printf("  %s:%d: failed: %s %s\n", file_, line_, what_, os_.str().c_str());
+    }
+  }
+
+ private:
+  const char* file_;
+  int line_;
+  const char* what_;
+  bool skip_;
+  std::ostringstream os_;
+};
+struct Voidify {
+  void operator&(const Message&) {}
+};
+}  // namespace mini_test
+
+#define TEST(suite, name)                                                          \
+  static void suite##_##name();                                                    \
+  static const ::mini_test::Registrar suite##_##name##_registrar(#suite "." #name, \
+                                                                 suite##_##name);  \
+  static void suite##_##name()
+#define GTEST_SKIP() \
+  return ::mini_test::Voidify() & ::mini_test::Message(__FILE__, __LINE__, "", true)
+#define EXPECT_TRUE(c) \
+  switch (0)           \
+  case 0:              \
+  default:             \
+    if (c) {           \
+    } else             \
+      ::mini_test::Message(__FILE__, __LINE__, #c)
+#define ASSERT_TRUE(c) \
+  switch (0)           \
+  case 0:              \
+  default:             \
+    if (c) {           \
+    } else             \
+      return ::mini_test::Voidify() & ::mini_test::Message(__FILE__, __LINE__, #c)
+#define EXPECT_EQ(a, b) EXPECT_TRUE((a) == (b)) << "[" << (a) << " vs " << (b) << "] "
+#else
+#include <gtest/gtest.h>
+#endif
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/matmul_q.cuh"
+#include "base/f16.h"
+#include "quant/activation.h"
+#include "quant/dot.h"
+#include "quant/quant_test_util.h"
+#include "quant/quantize.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+using gguf::GgufType;
+
+// GPU vs CPU dot tolerance, relative to S = sum over blocks of |block term| (for F16/F32 a "block"
+// is one product). Both sides add the same per-block terms (identical float bits: exact integer
+// sums, the same float expression, no FMA) and differ only in the order of the float additions
+// (lane partial sums and a warp tree against a left-to-right loop). Each order's rounding error
+// is at most about n * 2^-24 * S in the worst case and in practice a few 2^-24 * S (errors of
+// random sign on partial sums no larger than S); 1e-5 leaves two orders of magnitude of margin
+// for the sizes here, while a wrong block, scale, sign or index moves the result by a whole term.
+// F32: the device sums exact products in double like the reference, so it is far closer still.
+constexpr double kReorderTol = 1e-5;
+constexpr double kTolFloor = 1e-30;  // an all-cancelling row must still compare equal-ish
+constexpr int kMaxReports = 5;       // mismatches printed per check
+
+bool have_device() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  (void)cudaGetLastError();  // clear the error a device-less machine reports
+  return err == cudaSuccess && n > 0;
+}
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) DS4_CUDA_CHECK(cudaMalloc(&p_, bytes_));
+  }
+  ~DeviceBuffer() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+
+  template <class T = void>
+  T* get() const {
+    return static_cast<T*>(p_);
+  }
+  void upload(const void* src, size_t bytes) {
+    DS4_CUDA_CHECK(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice));
+  }
+  void download(void* dst, size_t bytes) const {
+    DS4_CUDA_CHECK(cudaMemcpy(dst, p_, bytes, cudaMemcpyDeviceToHost));
+  }
+  void fill(int byte) { DS4_CUDA_CHECK(cudaMemset(p_, byte, bytes_)); }
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+template <class T>
+DeviceBuffer to_device(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+// A fresh seed per test (printed with any failure, so a failure can be replayed).
+uint32_t fresh_seed() { return std::random_device{}(); }
+
+bool is_super_block_type(GgufType t) {
+  return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
+}
+
+// Bytes of one CPU-encoded activation row (independent of the code under test).
+int64_t cpu_encoded_bytes(GgufType t, int64_t cols) {
+  if (t == GgufType::kQ8_0) return cols / quant::kQ8_0BlockElems * int64_t{sizeof(quant::ActQ8_0)};
+  if (is_super_block_type(t))
+    return cols / quant::kSuperBlockElems * int64_t{sizeof(quant::BlockQ8_K)};
+  return cols * int64_t{sizeof(float)};
+}
+
+// Rows of `cols` values at x + r * stride, encoded by the CPU reference encoders.
+std::vector<uint8_t> cpu_encode(GgufType t, const std::vector<float>& x, int64_t n_rows,
+                                int64_t cols, int64_t stride) {
+  const int64_t row_bytes = cpu_encoded_bytes(t, cols);
+  std::vector<uint8_t> out(static_cast<size_t>(n_rows * row_bytes));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* src = x.data() + r * stride;
+    uint8_t* dst = out.data() + r * row_bytes;
+    if (t == GgufType::kQ8_0) {
+      quant::quantize_act_q8_0(src, reinterpret_cast<quant::ActQ8_0*>(dst), cols);
+    } else if (is_super_block_type(t)) {
+      quant::quantize_act_q8_k(src, reinterpret_cast<quant::BlockQ8_K*>(dst), cols);
+    } else {
+      std::memcpy(dst, src, static_cast<size_t>(row_bytes));
+    }
+  }
+  return out;
+}
+
+// Encodes on the device and compares with the CPU bytes; returns the CPU encoding.
+std::vector<uint8_t> check_encode(GgufType t, const std::vector<float>& x, int64_t n_rows,
+                                  int64_t cols, int64_t stride, const DeviceBuffer& dx,
+                                  const DeviceBuffer& denc, const std::string& what) {
+  const int64_t row_bytes = cpu_encoded_bytes(t, cols);
+  EXPECT_EQ(encoded_row_bytes(t, cols), row_bytes) << what;
+  std::vector<uint8_t> want = cpu_encode(t, x, n_rows, cols, stride);
+  launch_encode_rows(t, dx.get<float>(), n_rows, cols, stride, denc.get(), nullptr);
+  DS4_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<uint8_t> got(want.size());
+  denc.download(got.data(), got.size());
+  int64_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (bad++ < kMaxReports) {
+      std::printf("  %s: encoded byte %zu (row %lld, byte %lld): gpu %u cpu %u\n", what.c_str(), i,
+                  static_cast<long long>(static_cast<int64_t>(i) / row_bytes),
+                  static_cast<long long>(static_cast<int64_t>(i) % row_bytes), got[i], want[i]);
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": encoded bytes differ";
+  return want;
+}
+
+// The CPU reference dot of one weight row and one encoded row, and S = sum |block term|, each
+// block term taken as the reference dot of that block alone (0 + term is the term itself).
+struct RefDot {
+  float value;
+  double scale;
+};
+RefDot cpu_dot(GgufType t, const uint8_t* w, const uint8_t* x, int64_t cols) {
+  const quant::DotKernels& k = quant::reference_dot_kernels();
+  RefDot r{0.0f, 0.0};
+  switch (t) {
+    case GgufType::kQ8_0: {
+      const auto* wb = reinterpret_cast<const quant::BlockQ8_0*>(w);
+      const auto* xb = reinterpret_cast<const quant::ActQ8_0*>(x);
+      const int64_t nb = cols / quant::kQ8_0BlockElems;
+      r.value = k.q8_0(wb, xb, nb);
+      for (int64_t b = 0; b < nb; ++b) r.scale += std::fabs(k.q8_0(wb + b, xb + b, 1));
+      break;
+    }
+    case GgufType::kQ2_K:
+    case GgufType::kQ4_K:
+    case GgufType::kIQ2_XXS: {
+      const auto* xb = reinterpret_cast<const quant::BlockQ8_K*>(x);
+      const int64_t nb = cols / quant::kSuperBlockElems;
+      auto run = [&](int64_t b, int64_t n) -> float {
+        if (t == GgufType::kQ2_K)
+          return k.q2_k(reinterpret_cast<const quant::BlockQ2_K*>(w) + b, xb + b, n);
+        if (t == GgufType::kQ4_K)
+          return k.q4_k(reinterpret_cast<const quant::BlockQ4_K*>(w) + b, xb + b, n);
+        return k.iq2_xxs(reinterpret_cast<const quant::BlockIQ2_XXS*>(w) + b, xb + b, n);
+      };
+      r.value = run(0, nb);
+      for (int64_t b = 0; b < nb; ++b) r.scale += std::fabs(run(b, 1));
+      break;
+    }
+    case GgufType::kF16: {
+      const auto* wh = reinterpret_cast<const uint16_t*>(w);
+      const auto* xf = reinterpret_cast<const float*>(x);
+      r.value = k.f16(wh, xf, cols);
+      for (int64_t i = 0; i < cols; ++i) r.scale += std::fabs(k.f16(wh + i, xf + i, 1));
+      break;
+    }
+    default: {
+      const auto* wf = reinterpret_cast<const float*>(w);
+      const auto* xf = reinterpret_cast<const float*>(x);
+      r.value = k.f32(wf, xf, cols);
+      for (int64_t i = 0; i < cols; ++i) r.scale += std::fabs(static_cast<double>(wf[i]) * xf[i]);
+      break;
+    }
+  }
+  return r;
+}
+
+// One matmul configuration. cols is per group; the encoded rows hold groups * cols values.
+struct Case {
+  const char* name;
+  int64_t cols;
+  int64_t out;
+  int64_t n_slots;
+  int64_t n_enc_rows;
+  int groups = 1;
+  int64_t n_mat = 1;
+  std::vector<int32_t> experts;  // empty: nullptr (matrix 0)
+  std::vector<int32_t> rows;     // empty: nullptr (slot j reads encoded row j)
+  int64_t enc_pad = 0;           // extra bytes between encoded rows handed to matmul
+  bool random_blocks = false;    // random valid blocks instead of quantize_rows output
+};
+
+// Weights: gaussian rows of varied magnitude through quantize_rows, or random valid blocks
+// (every code, scale and sign pattern reachable) for the block formats.
+std::vector<uint8_t> make_weights(GgufType t, const Case& c, std::mt19937& rng) {
+  const int64_t n_rows = c.n_mat * c.out;
+  const int64_t row_bytes =
+      static_cast<int64_t>(*gguf::byte_size(t, static_cast<uint64_t>(c.cols)));
+  std::vector<uint8_t> w(static_cast<size_t>(n_rows * row_bytes));
+  if (c.random_blocks && t != GgufType::kF32 && t != GgufType::kF16) {
+    const uint32_t block_bytes = gguf::block_bytes(t);
+    for (size_t off = 0; off < w.size(); off += block_bytes) {
+      uint8_t* dst = w.data() + off;
+      if (t == GgufType::kQ8_0) {
+        const quant::BlockQ8_0 b = quant::testing::random_q8_0(rng);
+        std::memcpy(dst, &b, sizeof(b));
+      } else if (t == GgufType::kQ2_K) {
+        const quant::BlockQ2_K b = quant::testing::random_q2_k(rng);
+        std::memcpy(dst, &b, sizeof(b));
+      } else if (t == GgufType::kQ4_K) {
+        const quant::BlockQ4_K b = quant::testing::random_q4_k(rng);
+        std::memcpy(dst, &b, sizeof(b));
+      } else {
+        const quant::BlockIQ2_XXS b = quant::testing::random_iq2_xxs(rng);
+        std::memcpy(dst, &b, sizeof(b));
+      }
+    }
+    return w;
+  }
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> log_scale(-3.0f, 3.0f);
+  std::vector<float> src(static_cast<size_t>(n_rows * c.cols));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float s = std::exp(log_scale(rng));
+    for (int64_t i = 0; i < c.cols; ++i) src[static_cast<size_t>(r * c.cols + i)] = s * normal(rng);
+  }
+  const Status st = quant::quantize_rows(t, src.data(), w.data(), n_rows, c.cols, nullptr);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return w;
+}
+
+void run_case(GgufType t, const Case& c, uint32_t seed) {
+  const std::string what =
+      std::string(gguf::to_string(t)) + " case '" + c.name + "' seed " + std::to_string(seed);
+  std::mt19937 rng(seed);
+  const int64_t enc_cols = c.groups * c.cols;
+  const int64_t stride = enc_cols + 7;  // padded source rows; the padding is NaN and unread
+
+  // Activations: gaussian, a different magnitude per row, never zero rows.
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> log_scale(-4.0f, 4.0f);
+  std::vector<float> x(static_cast<size_t>(c.n_enc_rows * stride),
+                       std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < c.n_enc_rows; ++r) {
+    const float s = std::exp(log_scale(rng));
+    for (int64_t i = 0; i < enc_cols; ++i) x[static_cast<size_t>(r * stride + i)] = s * normal(rng);
+  }
+  const std::vector<uint8_t> w = make_weights(t, c, rng);
+
+  const DeviceBuffer dx = to_device(x);
+  const int64_t enc_bytes = cpu_encoded_bytes(t, enc_cols);
+  DeviceBuffer denc(static_cast<size_t>(c.n_enc_rows * enc_bytes));
+  denc.fill(0xa5);
+  const std::vector<uint8_t> enc =
+      check_encode(t, x, c.n_enc_rows, enc_cols, stride, dx, denc, what);
+
+  // Optionally re-lay the encoded rows with a larger stride, as a caller may.
+  const int64_t enc_row_bytes = enc_bytes + c.enc_pad;
+  DeviceBuffer denc_padded(static_cast<size_t>(c.n_enc_rows * enc_row_bytes));
+  const void* enc_for_matmul = denc.get();
+  if (c.enc_pad != 0) {
+    denc_padded.fill(0xff);
+    DS4_CUDA_CHECK(cudaMemcpy2D(denc_padded.get(), static_cast<size_t>(enc_row_bytes), denc.get(),
+                                static_cast<size_t>(enc_bytes), static_cast<size_t>(enc_bytes),
+                                static_cast<size_t>(c.n_enc_rows), cudaMemcpyDeviceToDevice));
+    enc_for_matmul = denc_padded.get();
+  }
+
+  const DeviceBuffer dw = to_device(w);
+  const DeviceBuffer dexperts = to_device(c.experts);
+  const DeviceBuffer drows = to_device(c.rows);
+  const int64_t y_stride = c.out + 3;
+  DeviceBuffer dy(static_cast<size_t>(c.n_slots * y_stride) * sizeof(float));
+  dy.fill(0xff);  // NaN everywhere: an unwritten output cannot pass
+
+  Weight wt;
+  wt.data = dw.get();
+  wt.type = t;
+  wt.ne = {c.cols, c.out, c.n_mat};
+  launch_matmul(wt, enc_for_matmul, enc_row_bytes,
+                c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
+                c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
+                dy.get<float>(), y_stride, nullptr);
+  DS4_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
+  dy.download(y.data(), y.size() * sizeof(float));
+
+  const int64_t row_bytes =
+      static_cast<int64_t>(*gguf::byte_size(t, static_cast<uint64_t>(c.cols)));
+  const int64_t group_bytes = cpu_encoded_bytes(t, c.cols);
+  const int64_t rows_per_group = c.out / c.groups;
+  int64_t bad = 0;
+  double worst = 0.0;  // largest |gpu - cpu| / S seen
+  for (int64_t j = 0; j < c.n_slots; ++j) {
+    const int64_t e = c.experts.empty() ? 0 : c.experts[static_cast<size_t>(j)];
+    const int64_t r = c.rows.empty() ? j : c.rows[static_cast<size_t>(j)];
+    for (int64_t o = 0; o < c.out; ++o) {
+      const uint8_t* wrow = w.data() + (e * c.out + o) * row_bytes;
+      const uint8_t* xrow = enc.data() + r * enc_bytes + (o / rows_per_group) * group_bytes;
+      const RefDot ref = cpu_dot(t, wrow, xrow, c.cols);
+      const float got = y[static_cast<size_t>(j * y_stride + o)];
+      const double err = std::fabs(static_cast<double>(got) - ref.value);
+      const double tol = kReorderTol * ref.scale + kTolFloor;
+      if (ref.scale > 0.0) worst = std::max(worst, err / ref.scale);
+      if (std::isfinite(got) && err <= tol) continue;
+      if (bad++ < kMaxReports) {
+        std::printf("  %s: slot %lld row %lld: gpu %.9g cpu %.9g (|diff| %.3g, tol %.3g)\n",
+                    what.c_str(), static_cast<long long>(j), static_cast<long long>(o), got,
+                    ref.value, err, tol);
+      }
+    }
+    for (int64_t o = c.out; o < y_stride; ++o) {  // the gap between slots stays untouched
+      const uint32_t bits = std::bit_cast<uint32_t>(y[static_cast<size_t>(j * y_stride + o)]);
+      if (bits != 0xffffffffu && bad++ < kMaxReports)
+        std::printf("  %s: slot %lld wrote past row %lld\n", what.c_str(),
+                    static_cast<long long>(j), static_cast<long long>(c.out));
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": outputs differ from the CPU reference";
+  std::printf("  %-8s %-24s max |gpu - cpu| / S = %.2e\n", std::string(gguf::to_string(t)).c_str(),
+              c.name, worst);
+}
+
+// Sizes: a single row and slot; odd row counts; several slots with a row map; groups = 2 with a
+// padded encoded-row stride; a 3-D expert stack with an experts/rows mapping (with and without
+// groups); a wide row; random valid blocks. col_sizes are per-type row lengths, smallest first.
+void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
+  const uint32_t seed = fresh_seed();
+  std::printf("  %s: seed %u\n", std::string(gguf::to_string(t)).c_str(), seed);
+  const bool blocks = t != GgufType::kF32 && t != GgufType::kF16;
+  const std::vector<Case> cases = {
+      {.name = "single row", .cols = col_sizes[0], .out = 1, .n_slots = 1, .n_enc_rows = 1},
+      {.name = "odd rows, 5 slots", .cols = col_sizes[1], .out = 37, .n_slots = 5, .n_enc_rows = 5},
+      {.name = "row map",
+       .cols = col_sizes[2],
+       .out = 19,
+       .n_slots = 4,
+       .n_enc_rows = 3,
+       .rows = {2, 0, 2, 1}},
+      {.name = "groups 2, padded enc",
+       .cols = col_sizes[1],
+       .out = 18,
+       .n_slots = 3,
+       .n_enc_rows = 3,
+       .groups = 2,
+       .enc_pad = 8},
+      {.name = "expert stack",
+       .cols = col_sizes[1],
+       .out = 13,
+       .n_slots = 7,
+       .n_enc_rows = 3,
+       .n_mat = 5,
+       .experts = {4, 0, 2, 2, 1, 3, 4},
+       .rows = {0, 0, 1, 2, 2, 1, 0}},
+      {.name = "expert stack, groups 2",
+       .cols = col_sizes[0],
+       .out = 10,
+       .n_slots = 2,
+       .n_enc_rows = 2,
+       .groups = 2,
+       .n_mat = 3,
+       .experts = {2, 1},
+       .rows = {1, 0}},
+      {.name = "wide", .cols = col_sizes[3], .out = 33, .n_slots = 2, .n_enc_rows = 2},
+      {.name = "random blocks",
+       .cols = col_sizes[2],
+       .out = 21,
+       .n_slots = 3,
+       .n_enc_rows = 2,
+       .n_mat = 2,
+       .experts = {1, 0, 1},
+       .rows = {1, 1, 0},
+       .random_blocks = blocks},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) run_case(t, cases[i], seed + static_cast<uint32_t>(i));
+}
+
+TEST(CudaMatmulQ, F32) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kF32, {37, 256, 1000, 4096});
+}
+
+TEST(CudaMatmulQ, F16) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kF16, {37, 256, 1000, 4096});
+}
+
+TEST(CudaMatmulQ, Q8_0) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kQ8_0, {32, 160, 1056, 7200});
+}
+
+TEST(CudaMatmulQ, Q2_K) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kQ2_K, {256, 768, 2304, 7168});
+}
+
+TEST(CudaMatmulQ, Q4_K) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kQ4_K, {256, 768, 2304, 7168});
+}
+
+TEST(CudaMatmulQ, IQ2_XXS) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  run_all_cases(GgufType::kIQ2_XXS, {256, 768, 2304, 7168});
+}
+
+// Encoder corner cases, byte for byte against the CPU: all-zero blocks (d = 0), equal largest
+// magnitudes of both signs (Q8_K takes the first), exact .5 ties (round half to even), and, on
+// x86-64 where the CPU's lrintf yields LONG_MIN for NaN and out-of-range values, subnormal blocks
+// (1/d overflows: codes -128), huge values, infinities and NaN.
+TEST(CudaMatmulQ, EncodeEdgeCases) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kCols = 512;
+  constexpr int64_t kRows = 5;
+  std::vector<float> x(static_cast<size_t>(kRows * kCols));
+  for (float& v : x) v = normal(rng);
+  float* row = x.data();
+  for (int i = kCols; i < 2 * kCols; ++i) x[static_cast<size_t>(i)] *= 0.25f;  // row 1: |x| < 3
+  for (int i = 0; i < 256; ++i) row[i] = 0.0f;  // row 0: zero first half
+  row = x.data() + kCols;                       // row 1: ties of the largest magnitude
+  row[5] = -3.0f;
+  row[77] = 3.0f;
+  row[300] = 3.0f;
+  row[400] = -3.0f;
+  const float halves[] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f, -126.5f, 3.5f};
+  for (int i = 0; i < 10; ++i) row[32 + i] = halves[i];  // block 1: d = 1, exact ties
+  row = x.data() + 2 * kCols;                            // row 2: large but finite
+  for (int i = 0; i < kCols; ++i) row[i] *= 1e37f;
+#if defined(__x86_64__)
+  row = x.data() + 3 * kCols;  // row 3: subnormal blocks, and a block of zeros and subnormals
+  for (int i = 0; i < kCols; ++i) row[i] *= (i < 256 ? 1e-39f : 1e-44f);
+  for (int i = 40; i < 64; i += 2) row[i] = 0.0f;
+  row = x.data() + 4 * kCols;  // row 4: inf, -inf and NaN
+  row[3] = std::numeric_limits<float>::infinity();
+  row[64] = -std::numeric_limits<float>::infinity();
+  row[65] = std::numeric_limits<float>::quiet_NaN();
+  row[300] = std::numeric_limits<float>::quiet_NaN();
+  row[301] = 3e38f;
+#endif
+  const DeviceBuffer dx = to_device(x);
+  for (GgufType t : {GgufType::kQ8_0, GgufType::kQ4_K}) {
+    DeviceBuffer denc(static_cast<size_t>(kRows * cpu_encoded_bytes(t, kCols)));
+    denc.fill(0xa5);
+    check_encode(
+        t, x, kRows, kCols, kCols, dx, denc,
+        std::string("edge ") + std::string(gguf::to_string(t)) + " seed " + std::to_string(seed));
+  }
+}
+
+}  // namespace
+}  // namespace ds4::backend::cuda
+
+#ifdef DS4_STANDALONE_TEST
+int main() {
+  int n_failed = 0;
+  for (const mini_test::Test& t : mini_test::registry()) {
+    mini_test::failed() = false;
+    mini_test::skipped() = false;
+    std::printf("[ RUN  ] %s\n", t.name);
+    t.fn();
+    const char* verdict = mini_test::failed() ? "FAIL" : (mini_test::skipped() ? "SKIP" : "PASS");
+    std::printf("[ %s ] %s\n", verdict, t.name);
+    n_failed += mini_test::failed() ? 1 : 0;
+  }
+  std::printf("%d of %zu tests failed\n", n_failed, mini_test::registry().size());
+  return n_failed == 0 ? 0 : 1;
+}
+#endif
