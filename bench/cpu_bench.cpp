@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   print_ops("prefill", prefill_ops, t_prefill);
   if (a.gen_tokens > 0) print_ops("decode", decode_ops, t_decode);
 
-  double gbps = 0.0, moe_gbps = 0.0;
+  double gbps = 0.0, weight_ops_gbps = 0.0;
   if (a.active_bytes > 0.0 && a.gen_tokens > 0) {
     gbps = a.active_bytes * decode_tps / 1e9;
     std::printf(
@@ -195,9 +195,9 @@ int main(int argc, char** argv) {
         a.active_bytes / 1e6, gbps, 100.0 * gbps / a.dram_gbps, a.dram_gbps);
     const double matmul_moe = op_seconds(decode_ops, "matmul") + op_seconds(decode_ops, "moe") +
                               op_seconds(decode_ops, "output_head");
-    moe_gbps = a.active_bytes * a.gen_tokens / matmul_moe / 1e9;
+    weight_ops_gbps = a.active_bytes * a.gen_tokens / matmul_moe / 1e9;
     std::printf("  (weight bytes over the matmul+moe+output_head time only: %.2f GB/s)\n",
-                moe_gbps);
+                weight_ops_gbps);
   }
   std::printf(
       "\ncsv,model,shape,threads,prompt,gen,ctx,file_MB,prefill_tps,decode_tps,active_MB,"

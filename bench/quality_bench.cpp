@@ -3,6 +3,9 @@
 // Owns: per-position KL(P_f32 || P_quant) (double-precision log-softmax), top-1 agreement, and the
 // comparison of 32-token greedy continuations, per case and overall, for one or both numerics
 // settings. Results and how to read them: bench/quality.md.
+// The quant file must hold a quantization of the f32 file's weights: `ds4-gguf synth --quant X`
+// writes independent random blocks, so compare against `ds4-gguf convert --quant X` of the
+// checkpoint that `ds4-gguf synth --quant f32 --hf-dir` writes (bench/quality.md).
 // Does not own: the engine (include/ds4/engine.h) or the reference sequences
 // (tests/data/reference/SHAPE.json, written by the transformers oracle).
 #include <algorithm>
@@ -36,11 +39,13 @@ struct Case {
 };
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: ds4-quality-bench --f32 FILE --quant FILE --reference SHAPE.json\n"
-               "         [--threads N=2] [--numerics canonical|plain|both]\n"
-               "canonical: qat_simulation and f16_kv_rows on (EngineOptions defaults); plain: both "
-               "off\n");
+  std::fprintf(
+      stderr,
+      "usage: ds4-quality-bench --f32 FILE --quant FILE --reference SHAPE.json\n"
+      "         [--threads N=2] [--numerics canonical|plain|both]\n"
+      "canonical: qat_simulation and f16_kv_rows on (EngineOptions defaults); plain: both "
+      "off\n"
+      "QUANT must quantize F32's weights (ds4-gguf synth --hf-dir, then ds4-gguf convert)\n");
 }
 
 bool parse(int argc, char** argv, Args& a) {
