@@ -1,0 +1,301 @@
+// apps/bench/main.cpp: `ds4-bench` (features.md §6) -- prefill and generation speed as the
+// context grows. One session is extended frontier by frontier (only the new tokens are
+// prefilled); at each frontier the session is snapshotted, a fixed greedy probe is decoded, and
+// the snapshot is restored so the next interval continues from the frontier. One CSV row per
+// frontier; usage errors print one line and exit with code 2.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ds4/engine.h"
+#include "ds4/sampling.h"
+#include "ds4/session.h"
+#include "ds4/tokenizer.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr int kRunError = 1;
+
+struct BenchOptions {
+  std::string model = "ds4flash.gguf";
+  std::string backend = "cpu";
+  int threads = 0;
+  std::string prompt_file;
+  int ctx_start = 2048;
+  int ctx_max = 32768;
+  int step_incr = 2048;
+  double step_mul = 1.0;
+  int gen_tokens = 128;
+  int prefill_chunk = 256;
+  std::string csv;  // empty: stdout
+  int ctx = 0;      // 0: ctx_max + gen_tokens + 1
+  bool print_probe = false;
+};
+
+struct Row {
+  int frontier = 0;
+  int prefill_tokens = 0;
+  double prefill_s = 0;
+  int gen_tokens = 0;
+  double gen_s = 0;
+  uint64_t kv_bytes = 0;
+  double snapshot_s = 0;
+  double restore_s = 0;
+};
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "ds4-bench: %s (see ds4-bench --help)\n", msg.c_str());
+  return kUsageError;
+}
+
+int run_error(const std::string& what, const ds4::Status& st) {
+  std::fprintf(stderr, "ds4-bench: %s: %s\n", what.c_str(), st.message().c_str());
+  return kRunError;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double per_second(double n, double s) { return s > 0 ? n / s : 0.0; }
+
+// ctx_start, then max(cur + step_incr, ceil(cur * step_mul)), clamped to ctx_max (which is always
+// the last frontier).
+std::vector<int> frontiers(const BenchOptions& o) {
+  std::vector<int> out{o.ctx_start};
+  while (out.back() < o.ctx_max) {
+    const double cur = out.back();
+    const double next = std::max(cur + o.step_incr, std::ceil(cur * o.step_mul));
+    out.push_back(static_cast<int>(std::min<double>(next, o.ctx_max)));
+  }
+  return out;
+}
+
+// BOS, then the text's tokens repeated until there are at least ctx_max tokens in all.
+std::vector<ds4::TokenId> bench_tokens(const ds4::Tokenizer& tok, const std::string& text,
+                                       int ctx_max, int* text_tokens) {
+  const std::vector<ds4::TokenId> body = tok.encode(text, ds4::SpecialTokens::kAsText);
+  *text_tokens = static_cast<int>(body.size());
+  std::vector<ds4::TokenId> out{tok.special_ids().bos};
+  if (body.empty()) return out;
+  while (out.size() < static_cast<size_t>(ctx_max)) {
+    const size_t take = std::min(body.size(), static_cast<size_t>(ctx_max) - out.size());
+    out.insert(out.end(), body.begin(), body.begin() + static_cast<std::ptrdiff_t>(take));
+  }
+  return out;
+}
+
+// Greedy over every token but EOS, so the probe always decodes the same number of tokens.
+ds4::TokenId greedy_no_eos(std::span<const float> logits, ds4::TokenId eos) {
+  const ds4::TokenId best = ds4::argmax(logits);
+  if (best != eos || eos < 0) return best;
+  std::vector<float> masked(logits.begin(), logits.end());
+  masked[static_cast<size_t>(eos)] = ds4::kNegInf;
+  return ds4::argmax(masked);
+}
+
+void write_row(FILE* csv, const Row& r) {
+  std::fprintf(csv, "%d,%d,%.6f,%.2f,%d,%.6f,%.2f,%" PRIu64 ",%.6f,%.6f\n", r.frontier,
+               r.prefill_tokens, r.prefill_s, per_second(r.prefill_tokens, r.prefill_s),
+               r.gen_tokens, r.gen_s, per_second(r.gen_tokens, r.gen_s), r.kv_bytes, r.snapshot_s,
+               r.restore_s);
+  std::fflush(csv);
+}
+
+// Runs the sweep, writing one CSV row per frontier. Returns the process exit code.
+int run_sweep(ds4::Session& s, const std::vector<ds4::TokenId>& tokens, ds4::TokenId eos,
+              const BenchOptions& o, FILE* csv, std::vector<Row>* rows) {
+  using Clock = std::chrono::steady_clock;
+  for (const int f : frontiers(o)) {
+    Row r;
+    r.frontier = f;
+    const int cur = s.n_tokens();
+    r.prefill_tokens = f - cur;
+    auto t0 = Clock::now();
+    auto app = s.append(std::span<const ds4::TokenId>(tokens).subspan(cur, f - cur));
+    r.prefill_s = seconds_since(t0);
+    if (!app.is_ok()) return run_error("prefill to " + std::to_string(f), app.status());
+
+    t0 = Clock::now();
+    auto snap = s.save();
+    r.snapshot_s = seconds_since(t0);
+    if (!snap.is_ok()) return run_error("snapshot at " + std::to_string(f), snap.status());
+    r.kv_bytes = snap->size();
+
+    std::vector<ds4::TokenId> probe;
+    probe.reserve(static_cast<size_t>(o.gen_tokens));
+    t0 = Clock::now();
+    for (int i = 0; i < o.gen_tokens; ++i) {
+      const ds4::TokenId id = greedy_no_eos(s.logits(), eos);
+      probe.push_back(id);
+      if (auto st = s.eval(id); !st.is_ok()) {
+        return run_error("generation at " + std::to_string(f), st);
+      }
+    }
+    r.gen_s = seconds_since(t0);
+    r.gen_tokens = o.gen_tokens;
+
+    t0 = Clock::now();
+    ds4::Status st = s.load(*snap);
+    r.restore_s = seconds_since(t0);
+    if (!st.is_ok()) return run_error("restore at " + std::to_string(f), st);
+    if (s.n_tokens() != f) {
+      return run_error("restore at " + std::to_string(f),
+                       ds4::Status::internal("session holds %d tokens", s.n_tokens()));
+    }
+
+    write_row(csv, r);
+    rows->push_back(r);
+    if (o.print_probe) {
+      std::string line = "probe " + std::to_string(f) + ":";
+      for (const ds4::TokenId id : probe) line += " " + std::to_string(id);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    std::fprintf(stderr,
+                 "ds4-bench: ctx %d: prefill %d tokens %.2f t/s, gen %d tokens %.2f t/s, "
+                 "kv %.1f MiB (save %.1f ms, restore %.1f ms)\n",
+                 f, r.prefill_tokens, per_second(r.prefill_tokens, r.prefill_s), r.gen_tokens,
+                 per_second(r.gen_tokens, r.gen_s), r.kv_bytes / 1048576.0, r.snapshot_s * 1e3,
+                 r.restore_s * 1e3);
+  }
+  return 0;
+}
+
+void print_summary(const std::vector<Row>& rows) {
+  if (rows.empty()) return;
+  int prefilled = 0;
+  double prefill_s = 0;
+  for (const Row& r : rows) {
+    prefilled += r.prefill_tokens;
+    prefill_s += r.prefill_s;
+  }
+  const Row& a = rows.front();
+  const Row& b = rows.back();
+  std::fprintf(stderr,
+               "ds4-bench: %zu frontier%s %d..%d: prefill %d tokens in %.3f s (%.2f t/s overall); "
+               "gen %.2f t/s at %d, %.2f t/s at %d; kv %" PRIu64 " -> %" PRIu64 " bytes\n",
+               rows.size(), rows.size() == 1 ? "" : "s", a.frontier, b.frontier, prefilled,
+               prefill_s, per_second(prefilled, prefill_s), per_second(a.gen_tokens, a.gen_s),
+               a.frontier, per_second(b.gen_tokens, b.gen_s), b.frontier, a.kv_bytes, b.kv_bytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  CLI::App app{"ds4-bench: prefill and generation speed as the context grows (CSV per frontier)"};
+  app.add_option("-m,--model", o.model, "model GGUF")->capture_default_str();
+  app.add_option("--backend", o.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("-t,--threads", o.threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
+  app.add_option("--prompt-file", o.prompt_file,
+                 "text to benchmark on (tokenized as plain text, repeated up to --ctx-max)")
+      ->required();
+  app.add_option("--ctx-start", o.ctx_start, "first frontier in tokens")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
+  app.add_option("--ctx-max", o.ctx_max, "last frontier in tokens")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
+  app.add_option("--step-incr", o.step_incr, "frontier growth: next >= current + N")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
+  app.add_option("--step-mul", o.step_mul, "frontier growth: next >= ceil(current * F)")
+      ->check(CLI::Range(1.0, 1024.0))
+      ->capture_default_str();
+  app.add_option("-n,--gen-tokens,--tokens", o.gen_tokens, "greedy tokens decoded at each frontier")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
+  app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per prefill batch")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--csv", o.csv, "write the CSV here (default: stdout)");
+  app.add_option("-c,--ctx,--ctx-alloc", o.ctx,
+                 "session context (default: ctx-max + gen-tokens + 1)")
+      ->check(CLI::Range(2, 1048576));
+  app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (o.ctx_start > o.ctx_max) {
+    return usage_error("--ctx-start " + std::to_string(o.ctx_start) + " is above --ctx-max " +
+                       std::to_string(o.ctx_max));
+  }
+  const int64_t needed = int64_t{o.ctx_max} + o.gen_tokens + 1;
+  if (o.ctx == 0) {
+    if (needed > 1048576) return usage_error("--ctx-max + --gen-tokens exceed 1048575 tokens");
+    o.ctx = static_cast<int>(needed);
+  }
+  if (o.ctx < needed) {
+    return usage_error("--ctx " + std::to_string(o.ctx) +
+                       " must exceed --ctx-max + --gen-tokens (" + std::to_string(needed - 1) +
+                       ")");
+  }
+  std::ifstream pf(o.prompt_file, std::ios::binary);
+  if (!pf) return usage_error("cannot read prompt file '" + o.prompt_file + "'");
+  const std::string text((std::istreambuf_iterator<char>(pf)), {});
+  if (!std::filesystem::exists(o.model)) {
+    return usage_error("model file '" + o.model +
+                       "' not found: get one with scripts/download_model.sh q2-imatrix");
+  }
+
+  auto tok = ds4::Tokenizer::open(o.model);
+  if (!tok.is_ok()) return usage_error(tok.status().message());
+  if (tok->special_ids().bos < 0) return usage_error("the model's vocabulary has no BOS token");
+  int text_tokens = 0;
+  const std::vector<ds4::TokenId> tokens = bench_tokens(*tok, text, o.ctx_max, &text_tokens);
+  if (text_tokens == 0) return usage_error("prompt file '" + o.prompt_file + "' has no text");
+
+  ds4::EngineOptions eo;
+  eo.model_path = o.model;
+  eo.backend = o.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
+  eo.threads = o.threads;
+  auto engine = ds4::Engine::open(eo);
+  if (!engine.is_ok()) return usage_error(engine.status().message());
+  ds4::Engine& e = **engine;
+  auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});
+  if (!session.is_ok()) return usage_error(session.status().message());
+
+  FILE* csv = stdout;
+  if (!o.csv.empty()) {
+    csv = std::fopen(o.csv.c_str(), "w");
+    if (csv == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
+  }
+  std::fprintf(csv,
+               "# model=%s backend=%s shape=%s ctx=%d state_bytes=%" PRIu64
+               " bytes_per_token=%.1f prompt_tokens=%d gen_tokens=%d prefill_chunk=%d\n",
+               o.model.c_str(), o.backend.c_str(), e.info().shape.c_str(), o.ctx,
+               e.session_bytes(o.ctx), e.bytes_per_token(), text_tokens + 1, o.gen_tokens,
+               o.prefill_chunk);
+  std::fprintf(csv,
+               "frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes,"
+               "snapshot_s,restore_s\n");
+  std::fflush(csv);
+  std::fprintf(stderr,
+               "ds4-bench: %s (%s, %s): prompt %d tokens%s, session ctx %d (%.1f MiB KV state)\n",
+               o.model.c_str(), e.info().shape.c_str(), o.backend.c_str(), text_tokens + 1,
+               text_tokens + 1 < o.ctx_max ? " (repeated up to --ctx-max)" : "", o.ctx,
+               e.session_bytes(o.ctx) / 1048576.0);
+
+  std::vector<Row> rows;
+  const int rc = run_sweep(**session, tokens, tok->special_ids().eos, o, csv, &rows);
+  if (csv != stdout && std::fclose(csv) != 0) {
+    std::fprintf(stderr, "ds4-bench: cannot write CSV file '%s'\n", o.csv.c_str());
+    return kRunError;
+  }
+  if (rc == 0) print_summary(rows);
+  return rc;
+}
