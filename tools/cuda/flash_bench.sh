@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# tools/cuda/flash_bench.sh CTX_MAX [GEN]: ds4-bench on the Flash q2 file with the CUDA backend
+# (GPU machine, repository root, .devdeps carried). CSV and logs under $OUT.
+set -euo pipefail
+out=${OUT:-/tmp}
+ctx_max=${1:-8192} gen=${2:-16}
+cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
+  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
+  -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
+ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-bench > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+model=/dev/shm/flash-q2.gguf
+[[ -s $model ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
+  --vocab .devdeps/ds4-vocab.gguf -o "$model" > /dev/null
+cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt
+/usr/bin/time -f "ds4-bench wall %e s" build-dev/bin/ds4-bench -m "$model" --backend cuda \
+  --prompt-file /tmp/prompt.txt --ctx-start 2048 --ctx-max "$ctx_max" --step-incr 2048 \
+  --gen-tokens "$gen" --prefill-chunk 512 --csv "$out/flash_q2_cuda.csv" 2> "$out/bench_err.txt" || true
+cat "$out/flash_q2_cuda.csv"; tail -3 "$out/bench_err.txt"
