@@ -1,7 +1,7 @@
 // src/backend/rope.cpp: reference RoPE rotation.
 #include "backend/rope.h"
 
-#include <cmath>
+#include "base/det_math.h"
 
 namespace ds4::backend {
 
@@ -9,8 +9,7 @@ void rope_cos_sin(const RopeParams& p, int64_t pos, float* cos, float* sin) {
   const float fpos = static_cast<float>(pos);
   for (int i = 0; i < kRopePairs; ++i) {
     const float theta = fpos * p.inv_freq[i];
-    cos[i] = std::cos(theta);
-    sin[i] = std::sin(theta);
+    detmath::sincosf(theta, &sin[i], &cos[i]);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "base/det_math.h"
 
 namespace ds4::backend {
 namespace {
@@ -14,8 +15,8 @@ constexpr int kMaxUsed = 64;
 
 float softplus(float z) {
   if (z > 20.0f) return z;
-  if (z < -20.0f) return std::exp(z);
-  return std::log1p(std::exp(z));
+  if (z < -20.0f) return detmath::expf(z);
+  return detmath::log1pf(detmath::expf(z));
 }
 
 // Top-k by insertion into a descending list; a later expert enters only when strictly better, so

@@ -7,7 +7,7 @@
 // Exactness contract of the fast kernels against the reference (tested in dot_test.cpp):
 //   q8_0, q2_k, q4_k, iq2_xxs: bit-identical. Integer block sums are exact, and the per-block float
 //     terms are formed with the same operations and added in the reference's block order.
-//   f16: float sum reordered into 8-lane partial sums (see kF16DotReorderTol in dot_test.cpp).
+//   f16: exact products summed in double, reordered; differs by at most one float rounding.
 //   f32: double sum reordered; differs from the reference by at most one float rounding.
 // Activation qs must lie in [-127, 127], which quantize_act_q8_0/q8_k guarantee; the AVX2 code
 // uses sign tricks that are exact only in that range.
@@ -33,7 +33,7 @@ struct DotKernels {
   float (*q2_k)(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*q4_k)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*iq2_xxs)(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks);
-  // F16 weights (raw bits) . float activations, n values, float accumulation.
+  // F16 weights (raw bits) . float activations, n values, exact products summed in double.
   float (*f16)(const uint16_t* w, const float* x, int64_t n);
   // F32 weights . float activations, n values, double accumulation.
   float (*f32)(const float* w, const float* x, int64_t n);

@@ -106,11 +106,13 @@ float dot_iq2_xxs_ref(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_block
   return 0.125f * sumf;
 }
 
-// acc += f16(w[i]) * x[i] in index order, float.
+// acc += (double)f16(w[i]) * (double)x[i] in index order (exact products), rounded once.
 float dot_f16_ref(const uint16_t* w, const float* x, int64_t n) {
-  float acc = 0.0f;
-  for (int64_t i = 0; i < n; ++i) acc += f16_to_f32(w[i]) * x[i];
-  return acc;
+  double acc = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    acc += static_cast<double>(f16_to_f32(w[i])) * static_cast<double>(x[i]);
+  }
+  return static_cast<float>(acc);
 }
 
 // acc += (double)w[i] * (double)x[i] in index order, then rounded once to float.

@@ -63,7 +63,7 @@ bool compressor_step(int ratio, int hd, std::vector<float>& st_kv, std::vector<f
     if (ratio == 4) {
       for (int r = 0; r < 4; ++r) {
         const size_t p = size_t(r) * width + j, c = size_t(4 + r) * width + hd + j;
-        const float wp = std::exp(st_score[p] - m), wc = std::exp(st_score[c] - m);
+        const float wp = detmath::expf(st_score[p] - m), wc = detmath::expf(st_score[c] - m);
         den += wp + wc;
         sum += wp * st_kv[p];
         sum += wc * st_kv[c];
@@ -71,7 +71,7 @@ bool compressor_step(int ratio, int hd, std::vector<float>& st_kv, std::vector<f
     } else {
       for (int r = 0; r < ratio; ++r) {
         const size_t p = size_t(r) * width + j;
-        const float w = std::exp(st_score[p] - m);
+        const float w = detmath::expf(st_score[p] - m);
         den += w;
         sum += w * st_kv[p];
       }
@@ -187,11 +187,11 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
       sc[i] = k_.f32(qh, row_ptr(i), kHd) * scale;
       m = std::max(m, sc[i]);
     }
-    float den = std::exp(sinks[h] - m);
+    float den = detmath::expf(sinks[h] - m);
     float* o = out + h * kHd;
     std::fill(o, o + kHd, 0.0f);
     for (int i = 0; i < n_rows; ++i) {
-      const float w = std::exp(sc[i] - m);
+      const float w = detmath::expf(sc[i] - m);
       den += w;
       const float* rv = row_ptr(i);
       for (int d = 0; d < kHd; ++d) o[d] += w * rv[d];

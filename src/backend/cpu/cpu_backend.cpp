@@ -227,8 +227,8 @@ void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
     float* post = m + n_hc;
     float* comb = m + 2 * n_hc;
     for (int64_t i = 0; i < n_hc; ++i) {
-      pre[i] = 1.0f / (1.0f + std::exp(-(pre[i] * scale[0] + bias[i]))) + kEps;
-      post[i] = 2.0f / (1.0f + std::exp(-(post[i] * scale[1] + bias[n_hc + i])));
+      pre[i] = 1.0f / (1.0f + detmath::expf(-(pre[i] * scale[0] + bias[i]))) + kEps;
+      post[i] = 2.0f / (1.0f + detmath::expf(-(post[i] * scale[1] + bias[n_hc + i])));
     }
     for (int64_t k = 0; k < n_hc * n_hc; ++k) comb[k] = comb[k] * scale[2] + bias[2 * n_hc + k];
     // Sinkhorn (model.md §4.3 step 5): softmax rows, then alternate column / row normalisation.
@@ -237,7 +237,7 @@ void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
       float mx = kNegInf;
       for (int64_t b = 0; b < n_hc; ++b) mx = std::max(mx, row[b]);
       float sum = 0.0f;
-      for (int64_t b = 0; b < n_hc; ++b) sum += (row[b] = std::exp(row[b] - mx));
+      for (int64_t b = 0; b < n_hc; ++b) sum += (row[b] = detmath::expf(row[b] - mx));
       const float inv = 1.0f / sum;
       for (int64_t b = 0; b < n_hc; ++b) row[b] = row[b] * inv + kEps;
     }

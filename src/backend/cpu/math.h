@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "base/det_math.h"
+
 namespace ds4::backend::cpu {
 
 inline constexpr float kNegInf = -1.0e30f;      // the finite "minus infinity" sentinel
@@ -17,9 +19,10 @@ inline float rms_scale(const float* x, int64_t n) {
   return 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + kEps);
 }
 
+// exp / log1p are the deterministic versions shared with the CUDA backend (base/det_math.h).
 inline float sigmoid_stable(float z) {
-  if (z >= 0.0f) return 1.0f / (1.0f + std::exp(-z));
-  const float e = std::exp(z);
+  if (z >= 0.0f) return 1.0f / (1.0f + detmath::expf(-z));
+  const float e = detmath::expf(z);
   return e / (1.0f + e);
 }
 
@@ -27,8 +30,8 @@ inline float silu(float g) { return g * sigmoid_stable(g); }
 
 inline float softplus(float z) {
   if (z > 20.0f) return z;
-  if (z < -20.0f) return std::exp(z);
-  return std::log1p(std::exp(z));
+  if (z < -20.0f) return detmath::expf(z);
+  return detmath::log1pf(detmath::expf(z));
 }
 
 }  // namespace ds4::backend::cpu

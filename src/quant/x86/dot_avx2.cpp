@@ -230,39 +230,36 @@ float dot_iq2_xxs_avx2(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_bloc
   return 0.125f * sumf;
 }
 
-float hsum_ps(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 __m256 f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// Reordered float sum: four 8-lane FMA accumulators over 32 values, then a tree, then the tail in
-// order. Not bit-identical to the reference (see dot.h). The accumulators are named variables, not
-// an array: GCC keeps a small array in memory and serialises every FMA through a store.
-float dot_f16_avx2(const uint16_t* w, const float* x, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps();
-  __m256 acc3 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(f16x8(w + i), _mm256_loadu_ps(x + i), acc0);
-    acc1 = _mm256_fmadd_ps(f16x8(w + i + 8), _mm256_loadu_ps(x + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(f16x8(w + i + 16), _mm256_loadu_ps(x + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(f16x8(w + i + 24), _mm256_loadu_ps(x + i + 24), acc3);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(f16x8(w + i), _mm256_loadu_ps(x + i), acc0);
-  float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) sum += f16_value(w[i]) * x[i];
-  return sum;
-}
-
 __m256d f32x4_as_f64(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+
+// Double accumulation of the exact products f16(w) * x in four 4-lane accumulators (like the F32
+// kernel): only the order of the double adds differs from the reference.
+float dot_f16_avx2(const uint16_t* w, const float* x, int64_t n) {
+  __m256d acc0 = _mm256_setzero_pd();
+  __m256d acc1 = _mm256_setzero_pd();
+  __m256d acc2 = _mm256_setzero_pd();
+  __m256d acc3 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w0 = f16x8(w + i), w1 = f16x8(w + i + 8);
+    acc0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(w0)), f32x4_as_f64(x + i), acc0);
+    acc1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(w0, 1)), f32x4_as_f64(x + i + 4),
+                           acc1);
+    acc2 =
+        _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(w1)), f32x4_as_f64(x + i + 8), acc2);
+    acc3 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(w1, 1)), f32x4_as_f64(x + i + 12),
+                           acc3);
+  }
+  const __m256d acc = _mm256_add_pd(_mm256_add_pd(acc0, acc1), _mm256_add_pd(acc2, acc3));
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+  double sum = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+  for (; i < n; ++i) sum += static_cast<double>(f16_value(w[i])) * static_cast<double>(x[i]);
+  return static_cast<float>(sum);
+}
 
 // Double accumulation in four 4-lane accumulators. A product of two floats is exact in double, so
 // only the order of the double adds differs from the reference.

@@ -96,14 +96,14 @@ __global__ void compressor_pool_kernel(const float* st_kv, const float* st_score
   if (ratio == 4) {
     for (int r = 0; r < 4; ++r) {
       const int p = r * width + j, c = (4 + r) * width + hd + j;
-      const float wp = expf(st_score[p] - m), wc = expf(st_score[c] - m);
+      const float wp = detmath::expf(st_score[p] - m), wc = detmath::expf(st_score[c] - m);
       den += wp + wc;
       sum += wp * st_kv[p];
       sum += wc * st_kv[c];
     }
   } else {
     for (int r = 0; r < ratio; ++r) {
-      const float w = expf(st_score[r * width + j] - m);
+      const float w = detmath::expf(st_score[r * width + j] - m);
       den += w;
       sum += w * st_kv[r * width + j];
     }
@@ -148,24 +148,27 @@ __global__ void indexer_query_kernel(float* iq, RopeArg rope, int pos, bool qat)
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) head[i] = x[i];
 }
 
-// One warp per compressed row.
+// One thread per compressed row, replicating the CPU's AVX2 kernel operation for operation
+// (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused multiply-add chain over the 128
+// dims, then per lane l of 8 a fused chain over heads 8j + l of relu(dot) * w, then the same
+// horizontal sum. n_ih is a multiple of 8.
 __global__ void indexer_scores_kernel(const float* keys, int n, const float* iq, const float* w,
                                       float wscale, int n_ih, float* scores) {
-  const int c = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= n) return;
-  const int lane = threadIdx.x % 32;
   const float* key = keys + int64_t{c} * kIhd;
-  float k[4];
-  for (int i = 0; i < 4; ++i) k[i] = key[lane + 32 * i];
-  float s = 0.0f;
-  for (int h = 0; h < n_ih; ++h) {
-    const float* qh = iq + h * kIhd;
-    float d = 0.0f;
-    for (int i = 0; i < 4; ++i) d += k[i] * qh[lane + 32 * i];
-    for (int off = 16; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
-    s += fmaxf(0.0f, d) * (w[h] * wscale);
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < n_ih / 8; ++j) {
+    for (int l = 0; l < 8; ++l) {
+      const int h = 8 * j + l;
+      const float* qh = iq + h * kIhd;
+      float acc = 0.0f;
+      for (int d = 0; d < kIhd; ++d) acc = fmaf(key[d], qh[d], acc);
+      s[l] = fmaf(acc > 0.0f ? acc : 0.0f, w[h] * wscale, s[l]);
+    }
   }
-  if (lane == 0) scores[c] = s;
+  const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
+  scores[c] = (t0 + t2) + (t1 + t3);
 }
 
 __global__ void attention_kernel(const float* q, const float* raw, int raw_cap, int raw_head,
@@ -187,20 +190,22 @@ __global__ void attention_kernel(const float* q, const float* raw, int raw_cap, 
   float m = sinks[h];
   for (int i = threadIdx.x; i < n_rows; i += blockDim.x) {
     const float* r = row_ptr(i);
-    float d = 0.0f;
-    for (int k = 0; k < kHd; ++k) d += qh[k] * r[k];
-    sc[i] = d * scale;
+    double d = 0.0;  // exact products summed in double, like the CPU's f32 dot
+    for (int k = 0; k < kHd; ++k) d += static_cast<double>(qh[k]) * static_cast<double>(r[k]);
+    sc[i] = static_cast<float>(d) * scale;
     m = fmaxf(m, sc[i]);
   }
   m = block_max_float(m, red);
-  float part = 0.0f;
-  for (int i = threadIdx.x; i < n_rows; i += blockDim.x) {
-    sc[i] = expf(sc[i] - m);
-    part += sc[i];
+  for (int i = threadIdx.x; i < n_rows; i += blockDim.x) sc[i] = detmath::expf(sc[i] - m);
+  __syncthreads();
+  __shared__ float den_shared;
+  if (threadIdx.x == 0) {  // the CPU's order: the sink term first, then the rows in order
+    float den = detmath::expf(sinks[h] - m);
+    for (int i = 0; i < n_rows; ++i) den += sc[i];
+    den_shared = den;
   }
   __syncthreads();
-  const float den = block_sum_float(part, red) + expf(sinks[h] - m);
-  const float inv = 1.0f / den;
+  const float inv = 1.0f / den_shared;
   for (int d = threadIdx.x; d < kHd; d += blockDim.x) {
     float acc = 0.0f;
     for (int i = 0; i < n_rows; ++i) acc += sc[i] * row_ptr(i)[d];

@@ -47,8 +47,8 @@ __global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scal
   float* post = m + n;
   float* comb = m + 2 * n;
   for (int i = 0; i < n; ++i) {
-    pre[i] = 1.0f / (1.0f + expf(-(pre[i] * scale[0] + base[i]))) + kEps;
-    post[i] = 2.0f / (1.0f + expf(-(post[i] * scale[1] + base[n + i])));
+    pre[i] = 1.0f / (1.0f + detmath::expf(-(pre[i] * scale[0] + base[i]))) + kEps;
+    post[i] = 2.0f / (1.0f + detmath::expf(-(post[i] * scale[1] + base[n + i])));
   }
   for (int k = 0; k < n * n; ++k) comb[k] = comb[k] * scale[2] + base[2 * n + k];
   for (int a = 0; a < n; ++a) {
@@ -56,7 +56,7 @@ __global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scal
     float mx = kNegInf;
     for (int b = 0; b < n; ++b) mx = fmaxf(mx, row[b]);
     float sum = 0.0f;
-    for (int b = 0; b < n; ++b) sum += (row[b] = expf(row[b] - mx));
+    for (int b = 0; b < n; ++b) sum += (row[b] = detmath::expf(row[b] - mx));
     const float inv = 1.0f / sum;
     for (int b = 0; b < n; ++b) row[b] = row[b] * inv + kEps;
   }

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "base/det_math.h"
+
 namespace ds4::backend::cuda {
 
 inline constexpr float kNegInf = -1.0e30f;
@@ -16,8 +18,8 @@ inline constexpr float kEmptyBelow = -5.0e29f;
 inline constexpr float kEps = 1e-6f;
 
 __device__ inline float sigmoid_stable(float z) {
-  if (z >= 0.0f) return 1.0f / (1.0f + expf(-z));
-  const float e = expf(z);
+  if (z >= 0.0f) return 1.0f / (1.0f + detmath::expf(-z));
+  const float e = detmath::expf(z);
   return e / (1.0f + e);
 }
 
@@ -25,8 +27,8 @@ __device__ inline float silu(float g) { return g * sigmoid_stable(g); }
 
 __device__ inline float softplus(float z) {
   if (z > 20.0f) return z;
-  if (z < -20.0f) return expf(z);
-  return log1pf(expf(z));
+  if (z < -20.0f) return detmath::expf(z);
+  return detmath::log1pf(detmath::expf(z));
 }
 
 __device__ inline float f16_round(float x) { return __half2float(__float2half_rn(x)); }
@@ -59,8 +61,9 @@ __device__ inline float block_scale_pow2(float amax, float inv_format_max) {
 // Rotates the 64-dim tail at `tail` by the angles float(pos * inv_freq[p]); inverse negates sin.
 __device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int pos, bool inverse) {
   const float theta = static_cast<float>(pos) * inv_freq[p];
-  const float c = cosf(theta);
-  const float s = inverse ? -sinf(theta) : sinf(theta);
+  float c, sn;
+  detmath::sincosf(theta, &sn, &c);
+  const float s = inverse ? -sn : sn;
   const float x0 = tail[2 * p], x1 = tail[2 * p + 1];
   tail[2 * p] = x0 * c - x1 * s;
   tail[2 * p + 1] = x0 * s + x1 * c;

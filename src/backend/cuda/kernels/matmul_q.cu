@@ -169,6 +169,18 @@ __global__ void __launch_bounds__(kCtaThreads)
   if (lane == 0) o.d = 1.0f / iscale;
 }
 
+// Adds this iteration's block terms (held by each group's leader lane) to lane 0's accumulator
+// in block order, so a row's float terms are summed exactly as the CPU reference sums them.
+template <int kLanes>
+__device__ __forceinline__ void add_in_block_order(float term, int base, int nb, int lane,
+                                                   float* acc) {
+#pragma unroll
+  for (int g = 0; g < kWarpSize / kLanes; ++g) {
+    const float t = __shfl_sync(kFullMask, term, g * kLanes);
+    if (lane == 0 && base + g < nb) *acc += t;
+  }
+}
+
 // ---- dots: Dot::partial returns one lane's share of the row; Dot::finish maps the warp sum ----
 
 // Q8_0: 4 lanes per block, 8 values each; term = (f16(w.d) * x.d) * (float)isum.
@@ -192,11 +204,13 @@ struct DotQ8_0 {
         isum = __dp4a(static_cast<int>(pack2(wq[2], wq[3])), load_i32(xq + 4), isum);
       }
       isum = group_sum<kLanes>(isum);
+      float term = 0.0f;
       if (valid && part == 0) {
         const float scale = f16_bits_to_float(load_u16(wb + offsetof(BlockQ8_0, d))) *
                             load_f32(xb + offsetof(ActQ8_0, d));
-        acc += scale * static_cast<float>(isum);
+        term = scale * static_cast<float>(isum);
       }
+      add_in_block_order<kLanes>(term, base, nb, lane, &acc);
     }
     return acc;
   }
@@ -247,12 +261,14 @@ struct DotQ2K {
       }
       isum = group_sum<kLanes>(isum);
       summs = group_sum<kLanes>(summs);
+      float term = 0.0f;
       if (valid && p == 0) {
         const float xd = load_f32(xb + offsetof(BlockQ8_K, d));
         const float dall = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ2_K, d)));
         const float dmin = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ2_K, dmin)));
-        acc += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        term = dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
       }
+      add_in_block_order<kLanes>(term, base, nb, lane, &acc);
     }
     return acc;
   }
@@ -307,12 +323,14 @@ struct DotQ4K {
       }
       isum = group_sum<kLanes>(isum);
       summs = group_sum<kLanes>(summs);
+      float term = 0.0f;
       if (valid && j == 0) {
         const float xd = load_f32(xb + offsetof(BlockQ8_K, d));
         const float dall = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ4_K, d)));
         const float dmin = xd * f16_bits_to_float(load_u16(wb + offsetof(BlockQ4_K, dmin)));
-        acc += dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+        term = dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
       }
+      add_in_block_order<kLanes>(term, base, nb, lane, &acc);
     }
     return acc;
   }
@@ -361,28 +379,33 @@ struct DotIq2Xxs {
         bsum = (2 * static_cast<int>(s >> 28) + 1) * sumi;
       }
       bsum = group_sum<kLanes>(bsum);
+      float term = 0.0f;
       if (valid && ib32 == 0) {
         const float d = f16_bits_to_float(load_u16(wb + offsetof(BlockIQ2_XXS, d))) *
                         load_f32(xb + offsetof(BlockQ8_K, d));
-        acc += d * static_cast<float>(bsum);
+        term = d * static_cast<float>(bsum);
       }
+      add_in_block_order<kLanes>(term, base, nb, lane, &acc);
     }
     return acc;
   }
   __device__ static float finish(float s) { return 0.125f * s; }
 };
 
-// F16 weights . float activations: per-lane float sums of f16(w[i]) * x[i] (no FMA).
+// F16 weights . float activations: exact products summed in double, rounded once to float (as
+// the CPU does; the double sums' order differs, which moves a result only in double rounding).
 struct DotF16 {
-  using Acc = float;
-  __device__ static float partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
+  using Acc = double;
+  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
     const auto* wh = reinterpret_cast<const uint16_t*>(w);
     const auto* xf = reinterpret_cast<const float*>(x);
-    float acc = 0.0f;
-    for (int i = lane; i < n; i += kWarpSize) acc += f16_bits_to_float(wh[i]) * xf[i];
+    double acc = 0.0;
+    for (int i = lane; i < n; i += kWarpSize) {
+      acc += static_cast<double>(f16_bits_to_float(wh[i])) * static_cast<double>(xf[i]);
+    }
     return acc;
   }
-  __device__ static float finish(float s) { return s; }
+  __device__ static float finish(double s) { return static_cast<float>(s); }
 };
 
 // F32 weights . float activations: exact products summed in double, rounded once to float.
