@@ -16,7 +16,9 @@
 namespace ds4::cli {
 namespace {
 
+#if defined(DS4_HAVE_LIBEDIT)
 constexpr int kHistoryLines = 512;
+#endif
 
 const char* kHelp =
     "Commands:\n"

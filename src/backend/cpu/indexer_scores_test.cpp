@@ -33,9 +33,8 @@ TEST(IndexerScores, Avx2MatchesReference) {
       for (int c = 0; c < n_rows; ++c) {
         double scale = 0.0;  // sum of |terms|
         for (int h = 0; h < n_head; ++h) {
-          double dot = 0.0, mag = 0.0;
+          double mag = 0.0;
           for (int d = 0; d < kIndexerKeyDim; ++d) {
-            dot += double(keys[c * kIndexerKeyDim + d]) * q[h * kIndexerKeyDim + d];
             mag += std::fabs(double(keys[c * kIndexerKeyDim + d]) * q[h * kIndexerKeyDim + d]);
           }
           scale += mag * std::fabs(w[h]);
