@@ -11,6 +11,7 @@
 #include "backend/cpu/indexer_scores.h"
 #include "backend/cpu/math.h"
 #include "backend/rope.h"
+#include "backend/row_rules.h"
 #include "base/check.h"
 #include "base/f16.h"
 #include "quant/lowp_sim.h"
@@ -112,11 +113,7 @@ void CpuBackend::do_attention(int il, const AttentionLayer& l, std::span<const R
     Sequence& s = sequence(rows[r].seq);
     DS4_CHECK(il >= 0 && il < static_cast<int>(s.layers.size()));
     LayerCache& c = s.layers[il];
-    DS4_CHECK_MSG(c.lay.ratio == l.ratio, "layer %d ratio mismatch", il);
-    DS4_CHECK_MSG(rows[r].pos == c.n_tokens, "layer %d: row at position %d, state at %d", il,
-                  rows[r].pos, c.n_tokens);
-    DS4_CHECK_MSG(rows[r].pos < s.layout.n_ctx, "position %d beyond the context %d", rows[r].pos,
-                  s.layout.n_ctx);
+    check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens, s.layout.n_ctx, rows[r]);
     attend_row(l, c, rows[r], in, static_cast<int64_t>(r), out.row(static_cast<int64_t>(r)));
   }
 }
@@ -135,14 +132,7 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
   if (num.f16_rows) round_f16(kv, kHd);
 
   // Raw window append (the oldest row leaves first when full).
-  int slot;
-  if (c.n_raw < c.lay.raw_cap) {
-    slot = (c.raw_head + c.n_raw) % c.lay.raw_cap;
-    ++c.n_raw;
-  } else {
-    slot = c.raw_head;
-    c.raw_head = (c.raw_head + 1) % c.lay.raw_cap;
-  }
+  const int slot = raw_ring_push(&c.raw_head, &c.n_raw, c.lay.raw_cap);
   std::memcpy(&c.raw[size_t(slot) * kHd], kv, sizeof(float) * kHd);
 
   if (l.ratio != 0) {
@@ -230,13 +220,7 @@ void CpuBackend::indexer_select(const AttentionLayer& l, LayerCache& c, const Ro
     score_rows(&c.index[size_t(begin) * kIhd], end - begin, iq, w, l.n_index_head,
                &index_scores_[begin]);
   });
-  index_order_.resize(n);
-  for (int i = 0; i < n; ++i) index_order_[i] = i;
-  const float* sc = index_scores_.data();
-  std::nth_element(index_order_.begin(), index_order_.begin() + l.index_top_k, index_order_.end(),
-                   [sc](int a, int b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });
-  visible_.assign(index_order_.begin(), index_order_.begin() + l.index_top_k);
-  std::sort(visible_.begin(), visible_.end());
+  select_top_k(index_scores_.data(), n, l.index_top_k, &index_order_, &visible_);
 }
 
 }  // namespace ds4::backend::cpu

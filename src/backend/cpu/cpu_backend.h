@@ -77,10 +77,10 @@ class CpuBackend final : public Backend {
   // Scratch.
   EncodedRows enc_, enc2_;
   std::vector<float> f_scratch_, scores_, index_scores_;
-  std::vector<int> index_order_;
+  std::vector<int32_t> index_order_;
   std::vector<uint8_t> index_visible_;
   std::vector<float> moe_scratch_, head_scratch_;
-  std::vector<int> visible_;
+  std::vector<int32_t> visible_;
   std::vector<int32_t> moe_sel_;
 };
 

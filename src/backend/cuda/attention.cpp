@@ -9,6 +9,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/row_rules.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -50,10 +51,7 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
     DeviceSequence& s = sequence(rows[r].seq);
     DS4_CHECK(il >= 0 && il < static_cast<int>(s.layers.size()));
     DeviceLayer& c = s.layers[il];
-    DS4_CHECK_MSG(c.lay.ratio == l.ratio, "layer %d ratio mismatch", il);
-    DS4_CHECK_MSG(rows[r].pos == c.n_tokens, "layer %d: row at position %d, state at %d", il,
-                  rows[r].pos, c.n_tokens);
-    DS4_CHECK_MSG(rows[r].pos < s.layout.n_ctx, "position %d beyond the context", rows[r].pos);
+    check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens, s.layout.n_ctx, rows[r]);
     attend_row(il, l, c, rows[r], in, static_cast<int64_t>(r), out.row(static_cast<int64_t>(r)));
   }
 }
@@ -63,14 +61,7 @@ void CudaBackend::attend_row(int, const AttentionLayer& l, DeviceLayer& c, const
   const Numerics& num = numerics();
   const int pos = row.pos;
   const RopeArg rope = rope_arg(l.rope);
-  int slot;
-  if (c.n_raw < c.lay.raw_cap) {
-    slot = (c.raw_head + c.n_raw) % c.lay.raw_cap;
-    ++c.n_raw;
-  } else {
-    slot = c.raw_head;
-    c.raw_head = (c.raw_head + 1) % c.lay.raw_cap;
-  }
+  const int slot = raw_ring_push(&c.raw_head, &c.n_raw, c.lay.raw_cap);
   launch_rope_qkv_store(in.q.row(r), l.n_head, in.kv.row(r), rope, pos, num.qat_simulation,
                         num.f16_rows, c.raw.floats() + int64_t{slot} * kHd, stream_);
   if (l.ratio != 0) {
@@ -107,13 +98,7 @@ void CudaBackend::attend_row(int, const AttentionLayer& l, DeviceLayer& c, const
       DS4_CUDA_CHECK(cudaMemcpyAsync(host_floats_.data(), scores, sizeof(float) * n,
                                      cudaMemcpyDeviceToHost, stream_));
       DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      order_.resize(static_cast<size_t>(n));
-      for (int i = 0; i < n; ++i) order_[i] = i;
-      const float* sc = host_floats_.data();
-      std::nth_element(order_.begin(), order_.begin() + l.index_top_k, order_.end(),
-                       [sc](int a, int b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });
-      host_ints_.assign(order_.begin(), order_.begin() + l.index_top_k);
-      std::sort(host_ints_.begin(), host_ints_.end());
+      select_top_k(host_floats_.data(), n, l.index_top_k, &order_, &host_ints_);
       visible_.reserve(sizeof(int32_t) * host_ints_.size());
       DS4_CUDA_CHECK(cudaMemcpyAsync(visible_.get(), host_ints_.data(),
                                      sizeof(int32_t) * host_ints_.size(), cudaMemcpyHostToDevice,

@@ -95,7 +95,7 @@ class CudaBackend final : public Backend {
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, scores_, visible_;
   std::vector<float> host_floats_;
   std::vector<int32_t> host_ints_;
-  std::vector<int> order_;
+  std::vector<int32_t> order_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);
