@@ -11,7 +11,10 @@ namespace ds4::backend::cpu {
 namespace {
 
 using gguf::GgufType;
-constexpr int64_t kRowsPerTask = 16;
+// Tasks of at least 16 rows, and few enough (about 8 per thread) that handing them out costs
+// little next to the work; every output is still one dot call, so results do not change.
+constexpr int64_t kMinRowsPerTask = 16;
+constexpr int64_t kTasksPerThread = 8;
 
 bool uses_q8_k(GgufType t) {
   return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
@@ -74,10 +77,12 @@ void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
   const int64_t out = w.ne[1], cols = w.ne[0], per_group = out / groups;
   const int64_t stride = row_bytes(w.type, cols);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const int64_t n_tasks = (out + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t per_task = std::max(
+      kMinRowsPerTask, (out + kTasksPerThread * pool.size() - 1) / (kTasksPerThread * pool.size()));
+  const int64_t n_tasks = (out + per_task - 1) / per_task;
   pool.parallel_for(n_tasks, [&](int64_t task) {
-    const int64_t o_end = std::min(out, (task + 1) * kRowsPerTask);
-    for (int64_t o = task * kRowsPerTask; o < o_end; ++o) {
+    const int64_t o_end = std::min(out, (task + 1) * per_task);
+    for (int64_t o = task * per_task; o < o_end; ++o) {
       const uint8_t* wrow = base + o * stride;
       const int64_t offset = (o / per_group) * cols;
       for (int64_t r = 0; r < n_rows; ++r) y.row(r)[o] = x.dot(k, wrow, r, offset, cols);

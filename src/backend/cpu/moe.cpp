@@ -13,7 +13,15 @@ namespace ds4::backend::cpu {
 namespace {
 
 constexpr float kClamp = 10.0f;
-constexpr int64_t kRowsPerTask = 16;
+constexpr int64_t kMinRowsPerTask = 16;
+constexpr int64_t kTasksPerThread = 8;
+
+// Rows of one task when `slots` slots of `rows` rows each are split over the pool: at least 16,
+// few enough tasks (about 8 per thread) to keep the hand-off cheap, never across two slots.
+int64_t rows_per_task(int64_t slots, int64_t rows, int threads) {
+  const int64_t want = (slots * rows + kTasksPerThread * threads - 1) / (kTasksPerThread * threads);
+  return std::min(rows, std::max(kMinRowsPerTask, want));
+}
 
 float swiglu(float g, float u) {
   g = std::min(g, kClamp);
@@ -59,13 +67,14 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
   const EncodedRows& enc_up = same_type ? enc_ : enc2_;
   const int64_t gu_stride = row_bytes(l.gate_exps.type, n_embd);
   const int64_t up_stride = row_bytes(l.up_exps.type, n_embd);
-  const int64_t ff_tasks = (n_ff + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t ff_rows = rows_per_task(slots, n_ff, pool_.size());
+  const int64_t ff_tasks = (n_ff + ff_rows - 1) / ff_rows;
   pool_.parallel_for(slots * ff_tasks, [&](int64_t task) {
     const int64_t j = task / ff_tasks, t = j / k;
     const int64_t e = sel[j];
     const auto* gw = static_cast<const uint8_t*>(l.gate_exps.data) + e * n_ff * gu_stride;
     const auto* uw = static_cast<const uint8_t*>(l.up_exps.data) + e * n_ff * up_stride;
-    const int64_t o0 = (task % ff_tasks) * kRowsPerTask, o1 = std::min(n_ff, o0 + kRowsPerTask);
+    const int64_t o0 = (task % ff_tasks) * ff_rows, o1 = std::min(n_ff, o0 + ff_rows);
     for (int64_t o = o0; o < o1; ++o) {
       const float g = enc_.dot(k_, gw + o * gu_stride, t, 0, n_embd);
       const float u = enc_up.dot(k_, uw + o * up_stride, t, 0, n_embd);
@@ -76,12 +85,13 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
   // Down projections per slot, then the slot-order sum.
   enc2_.encode(l.down_exps.type, gate, slots, n_ff, n_ff);
   const int64_t down_stride = row_bytes(l.down_exps.type, n_ff);
-  const int64_t embd_tasks = (n_embd + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t embd_rows = rows_per_task(slots, n_embd, pool_.size());
+  const int64_t embd_tasks = (n_embd + embd_rows - 1) / embd_rows;
   pool_.parallel_for(slots * embd_tasks, [&](int64_t task) {
     const int64_t j = task / embd_tasks;
     const auto* dw = static_cast<const uint8_t*>(l.down_exps.data) + sel[j] * n_embd * down_stride;
-    const int64_t o0 = (task % embd_tasks) * kRowsPerTask;
-    const int64_t o1 = std::min(n_embd, o0 + kRowsPerTask);
+    const int64_t o0 = (task % embd_tasks) * embd_rows;
+    const int64_t o1 = std::min(n_embd, o0 + embd_rows);
     for (int64_t o = o0; o < o1; ++o)
       down[j * n_embd + o] = enc2_.dot(k_, dw + o * down_stride, j, 0, n_ff);
   });
