@@ -61,6 +61,38 @@ std::vector<Backend::OpTime> Backend::op_times() const {
   return out;
 }
 
+Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state) {
+  if (state.size() != layout.layers.size()) {
+    return Status::invalid_argument("state has %zu layers, the sequence %zu", state.size(),
+                                    layout.layers.size());
+  }
+  const int64_t hd = layout.head_dim, ihd = layout.indexer_head_dim;
+  for (size_t il = 0; il < state.size(); ++il) {
+    const LayerState& st = state[il];
+    const LayerLayout& l = layout.layers[il];
+    const int64_t n_raw = static_cast<int64_t>(st.raw.size()) / hd;
+    const int64_t frontier = int64_t{l.frontier_rows} * l.frontier_width;
+    bool ok = n_raw * hd == static_cast<int64_t>(st.raw.size()) && n_raw <= l.raw_cap;
+    if (l.ratio != 0) {
+      ok = ok && static_cast<int64_t>(st.comp.size()) % hd == 0 &&
+           static_cast<int64_t>(st.comp.size()) / hd <= l.comp_cap &&
+           static_cast<int64_t>(st.comp_kv.size()) == frontier &&
+           static_cast<int64_t>(st.comp_score.size()) == frontier;
+    } else {
+      ok = ok && st.comp.empty() && st.comp_kv.empty() && st.comp_score.empty();
+    }
+    if (l.ratio == 4) {
+      ok = ok && static_cast<int64_t>(st.index.size()) % ihd == 0 &&
+           static_cast<int64_t>(st.index.size()) / ihd <= l.comp_cap &&
+           st.index_kv.size() == 8 * 256 && st.index_score.size() == 8 * 256;
+    } else {
+      ok = ok && st.index.empty() && st.index_kv.empty() && st.index_score.empty();
+    }
+    if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
+  }
+  return Status::ok();
+}
+
 namespace {
 
 int64_t weight_rows(const Weight& w) { return w.ne[1] * w.ne[2]; }

@@ -91,6 +91,11 @@ struct LayerState {
   std::vector<float> index_kv, index_score;
 };
 
+// Whether `state` (one entry per layer) fits `layout`: row counts within capacity, whole rows,
+// frontier tensors of the right size, nothing for the parts a layer kind does not have. Backends
+// call it before touching a sequence, so a bad import changes nothing.
+Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state);
+
 struct HcWeights {
   Weight fn;     // [n_hc * n_embd] -> mix outputs
   Weight scale;  // [3] (HC pre) or [1] (output head)

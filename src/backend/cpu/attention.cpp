@@ -144,8 +144,8 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
       ++c.n_comp;
     }
   }
-  visible_.clear();
-  for (int i = 0; i < c.n_comp; ++i) visible_.push_back(i);
+  const int32_t* visible = nullptr;  // nullptr: every compressed row
+  int n_visible = c.n_comp;
   if (l.ratio == 4) {
     DS4_CHECK(c.n_index < c.lay.comp_cap);
     float* dst = &c.index[size_t(c.n_index) * kIhd];
@@ -155,11 +155,15 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
       ++c.n_index;
     }
     DS4_CHECK(c.n_index == c.n_comp);
-    if (c.n_index > l.index_top_k) indexer_select(l, c, row, in, r);
+    if (c.n_index > l.index_top_k) {
+      indexer_select(l, c, row, in, r);
+      visible = visible_.data();
+      n_visible = static_cast<int>(visible_.size());
+    }
   }
 
   // Sink attention per head (model.md §4.9), heads in parallel.
-  const int n_rows = c.n_raw + static_cast<int>(visible_.size());
+  const int n_rows = c.n_raw + n_visible;
   if (static_cast<int64_t>(scores_.size()) < int64_t{l.n_head} * n_rows) {
     scores_.resize(size_t(l.n_head) * n_rows);
   }
@@ -167,7 +171,8 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHd));
   auto row_ptr = [&](int i) -> const float* {
     if (i < c.n_raw) return &c.raw[size_t((c.raw_head + i) % c.lay.raw_cap) * kHd];
-    return &c.comp[size_t(visible_[i - c.n_raw]) * kHd];
+    const int k = i - c.n_raw;
+    return &c.comp[size_t(visible != nullptr ? visible[k] : k) * kHd];
   };
   pool_.parallel_for(l.n_head, [&](int64_t h) {
     const float* qh = q + h * kHd;

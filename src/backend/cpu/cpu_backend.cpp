@@ -7,6 +7,7 @@
 
 #include "backend/cpu/math.h"
 #include "backend/frontier.h"
+#include "backend/row_rules.h"
 #include "base/check.h"
 #include "base/f16.h"
 
@@ -96,11 +97,7 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
     const LayerCache& c = s.layers[il];
     LayerState& st = out[il];
     st.n_tokens = c.n_tokens;
-    st.raw.resize(static_cast<size_t>(c.n_raw) * hd);
-    for (int i = 0; i < c.n_raw; ++i) {
-      const int slot = (c.raw_head + i) % c.lay.raw_cap;
-      std::memcpy(&st.raw[size_t(i) * hd], &c.raw[size_t(slot) * hd], sizeof(float) * hd);
-    }
+    st.raw = raw_ring_in_order(c.raw.data(), c.raw_head, c.n_raw, c.lay.raw_cap, hd);
     if (c.lay.ratio != 0) {
       st.comp.assign(c.comp.begin(), c.comp.begin() + int64_t{c.n_comp} * hd);
       st.comp_kv = c.comp_kv;
@@ -123,34 +120,8 @@ Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   Sequence& s = *it->second;
   const int64_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
-  if (state.size() != s.layers.size()) {
-    return Status::invalid_argument("state has %zu layers, the sequence %zu", state.size(),
-                                    s.layers.size());
-  }
-  // Validate everything first so a failure leaves the sequence untouched.
-  for (size_t il = 0; il < state.size(); ++il) {
-    const LayerState& st = state[il];
-    const LayerLayout& l = s.layers[il].lay;
-    const int64_t n_raw = static_cast<int64_t>(st.raw.size()) / hd;
-    const int64_t frontier = int64_t{l.frontier_rows} * l.frontier_width;
-    bool ok = n_raw * hd == static_cast<int64_t>(st.raw.size()) && n_raw <= l.raw_cap;
-    if (l.ratio != 0) {
-      ok = ok && static_cast<int64_t>(st.comp.size()) % hd == 0 &&
-           static_cast<int64_t>(st.comp.size()) / hd <= l.comp_cap &&
-           static_cast<int64_t>(st.comp_kv.size()) == frontier &&
-           static_cast<int64_t>(st.comp_score.size()) == frontier;
-    } else {
-      ok = ok && st.comp.empty() && st.comp_kv.empty() && st.comp_score.empty();
-    }
-    if (l.ratio == 4) {
-      ok = ok && static_cast<int64_t>(st.index.size()) % ihd == 0 &&
-           static_cast<int64_t>(st.index.size()) / ihd <= l.comp_cap &&
-           st.index_kv.size() == 8 * 256 && st.index_score.size() == 8 * 256;
-    } else {
-      ok = ok && st.index.empty() && st.index_kv.empty() && st.index_score.empty();
-    }
-    if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
-  }
+  // Validated first, so a failure leaves the sequence untouched.
+  DS4_TRY(check_state_fits(s.layout, state));
   for (size_t il = 0; il < state.size(); ++il) {
     const LayerState& st = state[il];
     LayerCache& c = s.layers[il];

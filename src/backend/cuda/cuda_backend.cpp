@@ -7,6 +7,7 @@
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/frontier.h"
+#include "backend/row_rules.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -194,11 +195,8 @@ Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
     LayerState& st = out[il];
     st.n_tokens = c.n_tokens;
     const std::vector<float> ring = download_floats(c.raw, size_t(c.lay.raw_cap) * hd);
-    st.raw.resize(size_t(c.n_raw) * hd);
-    for (int i = 0; i < c.n_raw; ++i) {
-      const size_t slot = size_t((c.raw_head + i) % c.lay.raw_cap);
-      std::memcpy(&st.raw[i * hd], &ring[slot * hd], hd * sizeof(float));
-    }
+    st.raw =
+        raw_ring_in_order(ring.data(), c.raw_head, c.n_raw, c.lay.raw_cap, static_cast<int>(hd));
     if (c.lay.ratio != 0) {
       st.comp = download_floats(c.comp, size_t(c.n_comp) * hd);
       const size_t f = size_t(c.lay.frontier_rows) * c.lay.frontier_width;
@@ -222,22 +220,7 @@ Status CudaBackend::import_sequence(int seq, const std::vector<LayerState>& stat
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   DeviceSequence& s = *it->second;
   const size_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
-  if (state.size() != s.layers.size()) return Status::invalid_argument("layer count mismatch");
-  for (size_t il = 0; il < state.size(); ++il) {
-    const LayerState& st = state[il];
-    const LayerLayout& l = s.layers[il].lay;
-    const size_t f = size_t(l.frontier_rows) * l.frontier_width;
-    bool ok = st.raw.size() % hd == 0 && st.raw.size() / hd <= size_t(l.raw_cap);
-    if (l.ratio != 0) {
-      ok = ok && st.comp.size() % hd == 0 && st.comp.size() / hd <= size_t(l.comp_cap) &&
-           st.comp_kv.size() == f && st.comp_score.size() == f;
-    }
-    if (l.ratio == 4) {
-      ok = ok && st.index.size() % ihd == 0 && st.index.size() / ihd <= size_t(l.comp_cap) &&
-           st.index_kv.size() == 8 * 256 && st.index_score.size() == 8 * 256;
-    }
-    if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
-  }
+  DS4_TRY(check_state_fits(s.layout, state));  // before anything changes
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
   for (size_t il = 0; il < state.size(); ++il) {
     const LayerState& st = state[il];
