@@ -34,7 +34,7 @@ wait_for '^ds4> ' 3
 t send-keys -t repl '/ctx 1024' Enter
 wait_for 'context 1024 tokens' 1
 t send-keys -t repl 'And another one' Enter
-wait_for 'stop: length' 1      # runs until the 1024-token context is nearly full
+wait_for 'stop: \(length\|eos\)' 1  # until the 1024-token context is nearly full, or the random model's EOS
 t send-keys -t repl '/bogus' Enter
 wait_for 'unknown command /bogus' 1
 t send-keys -t repl "/save $work/chat.dsv4" Enter
@@ -48,7 +48,7 @@ out=$(screen)
 check "exited with status 0" "grep -q '^EXIT=0$' '$work/exit'"
 # Turn 2 re-evaluates the transcript (turn 1's prompt + its interrupted reply + EOS + turn 2) in
 # the new 1024-token session: more prompt tokens than turn 2's own text, all evaluated.
-turn2=$(grep 'stop: length' <<<"$out" | head -1)
+turn2=$(grep -E 'stop: (length|eos)' <<<"$out" | head -1)
 p=$(sed -E 's/.*prompt ([0-9]+) tokens \(([0-9]+) evaluated\).*/\1 \2/' <<<"$turn2")
 check "second turn re-prefilled the kept transcript ($p)" "(( ${p% *} > 40 && ${p% *} == ${p#* } ))"
 check "snapshot written" "[[ -s '$work/chat.dsv4' ]]"
