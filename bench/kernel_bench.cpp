@@ -1,4 +1,5 @@
-// bench/kernel_bench.cpp: matrix-vector products per weight format, reference vs AVX2 kernels.
+// bench/kernel_bench.cpp: matrix-vector products per weight format, reference vs AVX2 vs AVX-512
+// kernels.
 // Owns: the matvec benchmarks (4096 x 4096 weights, 1 and 2 threads, DRAM-cold and cache-hot).
 // Does not own: the kernels (src/quant/dot.h) or the bandwidth baselines (memory_bench.cpp).
 //
@@ -68,17 +69,30 @@ std::vector<uint8_t> make_matrix(GgufType t) {
   return m;
 }
 
+enum class Kernels { kRef, kAvx2, kAvx512 };
+
+const char* kernels_name(Kernels k) {
+  switch (k) {
+    case Kernels::kRef: return "ref";
+    case Kernels::kAvx2: return "avx2";
+    default: return "avx512";
+  }
+}
+
 struct MatvecCase {
   GgufType type;
-  bool avx2;
+  Kernels kernels;
   int threads;
   bool cold;
 };
 
 void run_matvec(benchmark::State& state, MatvecCase c) {
-  const quant::DotKernels* k = c.avx2 ? quant::avx2_dot_kernels() : &quant::reference_dot_kernels();
+  const quant::DotKernels* k = c.kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
+                               : c.kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
+                                                             : quant::avx512_dot_kernels();
   if (k == nullptr) {
-    state.SkipWithError("AVX2/FMA/F16C not available");
+    state.SkipWithError(c.kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
+                                                    : "AVX-512 kernels not available");
     return;
   }
   const int64_t bytes = matrix_bytes(c.type);
@@ -138,13 +152,17 @@ void register_kernel_benchmarks() {
                             GgufType::kF16};
   for (bool cold : {true, false}) {
     for (GgufType t : types) {
-      for (bool avx2 : {false, true}) {
-        if (!cold && !avx2) continue;  // hot runs only for the fast kernels: the compute ceiling
+      for (Kernels kernels : {Kernels::kRef, Kernels::kAvx2, Kernels::kAvx512}) {
+        // Hot runs only for the fast kernels (the compute ceiling). The AVX-512 table has its
+        // own kernels only for the 256-value formats (Q8_0 and F16 are the AVX2 ones).
+        if (!cold && kernels == Kernels::kRef) continue;
+        if (kernels == Kernels::kAvx512 && (t == GgufType::kQ8_0 || t == GgufType::kF16)) continue;
         for (int threads : {1, 2}) {
-          const std::string name =
-              std::string("matvec/") + std::string(gguf::to_string(t)) + (avx2 ? "/avx2" : "/ref") +
-              "/threads:" + std::to_string(threads) + (cold ? "/cold" : "/hot");
-          benchmark::RegisterBenchmark(name.c_str(), run_matvec, MatvecCase{t, avx2, threads, cold})
+          const std::string name = std::string("matvec/") + std::string(gguf::to_string(t)) + "/" +
+                                   kernels_name(kernels) + "/threads:" + std::to_string(threads) +
+                                   (cold ? "/cold" : "/hot");
+          benchmark::RegisterBenchmark(name.c_str(), run_matvec,
+                                       MatvecCase{t, kernels, threads, cold})
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }

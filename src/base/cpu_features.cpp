@@ -28,6 +28,10 @@ CpuFeatures probe() {
     f.avx2 = f.avx && ((b >> 5) & 1);
     f.avx512f = zmm && ((b >> 16) & 1);
     f.avx512bw = f.avx512f && ((b >> 30) & 1);
+    f.avx512vl = f.avx512f && ((b >> 31) & 1);
+    f.avx512vbmi = f.avx512f && ((c >> 1) & 1);
+    f.avx512vnni = f.avx512f && ((c >> 11) & 1);
+    f.avx512bitalg = f.avx512f && ((c >> 12) & 1);
   }
 #endif
   return f;

@@ -12,6 +12,10 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512f = false;  // and the OS saves ZMM state
   bool avx512bw = false;
+  bool avx512vl = false;  // this and the flags below imply avx512f
+  bool avx512vnni = false;
+  bool avx512vbmi = false;
+  bool avx512bitalg = false;
 };
 
 // All false on non-x86 builds. CPUID is read directly rather than through

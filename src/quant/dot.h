@@ -1,6 +1,7 @@
 // src/quant/dot.h: dot products between one weight row and one activation row, per format.
-// Owns: the DotKernels table (reference = the spec of model.md §3.3; AVX2 = the fast x86 path),
-//   the one-time choice of the best table for this CPU, and a row-parallel matvec helper.
+// Owns: the DotKernels table (reference = the spec of model.md §3.3; AVX2 and AVX-512 = the fast
+//   x86 paths), the one-time choice of the best table for this CPU, and a row-parallel matvec
+//   helper.
 // Does not own: activation encoding (activation.h), block layouts (blocks.h), or any backend op
 //   (backend/cpu composes these kernels into model ops).
 //
@@ -10,7 +11,7 @@
 //   f16: exact products summed in double, reordered; differs by at most one float rounding.
 //   f32: double sum reordered; differs from the reference by at most one float rounding.
 // Activation qs must lie in [-127, 127], which quantize_act_q8_0/q8_k guarantee; the AVX2 code
-// uses sign tricks that are exact only in that range.
+// and AVX-512 code use sign tricks that are exact only in that range.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ class ThreadPool;
 namespace ds4::quant {
 
 struct DotKernels {
-  const char* name;  // "reference", "avx2"
+  const char* name;  // "reference", "avx2", "avx512"
   // Q8_0 weights . Q8_0 activations, n_blocks blocks of 32.
   float (*q8_0)(const BlockQ8_0* w, const ActQ8_0* x, int64_t n_blocks);
   // K-quant / IQ2 weights . Q8_K activations, n_blocks blocks of 256.
@@ -43,7 +44,11 @@ struct DotKernels {
 const DotKernels& reference_dot_kernels();
 // The AVX2+FMA+F16C kernels, or nullptr when this build or this CPU lacks them.
 const DotKernels* avx2_dot_kernels();
-// The fastest table this CPU supports; decided once, on first call.
+// The AVX-512 kernels (F, BW, VL, VNNI, VBMI, BITALG, with OS support for ZMM state; the entries
+// they do not vectorise are the AVX2 ones, so AVX2+FMA+F16C too), or nullptr when this build or
+// this CPU lacks them.
+const DotKernels* avx512_dot_kernels();
+// The fastest table this CPU supports (avx512 > avx2 > reference); decided once, on first call.
 const DotKernels& best_dot_kernels();
 
 // Reference kernels, callable directly (they are also reference_dot_kernels()'s entries).

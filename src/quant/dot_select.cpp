@@ -1,6 +1,6 @@
 // src/quant/dot_select.cpp: picks the dot-kernel table for this CPU and runs row-parallel matvecs.
 // Owns: the one-time CPU feature check (baseline ISA code) and the matvec helper.
-// Does not own: the kernels (dot_ref.cpp, x86/dot_avx2.cpp).
+// Does not own: the kernels (dot_ref.cpp, x86/dot_avx2.cpp, x86/dot_avx512.cpp).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -12,6 +12,9 @@
 
 #if defined(DS4_QUANT_HAVE_AVX2)
 #include "quant/x86/dot_avx2.h"
+#endif
+#if defined(DS4_QUANT_HAVE_AVX512)
+#include "quant/x86/dot_avx512.h"
 #endif
 
 namespace ds4::quant {
@@ -39,9 +42,25 @@ const DotKernels* avx2_dot_kernels() {
 #endif
 }
 
+const DotKernels* avx512_dot_kernels() {
+#if defined(DS4_QUANT_HAVE_AVX512)
+  static const DotKernels* const kTable = [] {
+    const base::CpuFeatures& f = base::cpu_features();
+    // avx512f already implies OS support for the opmask and ZMM state (XCR0 bits 5-7).
+    const bool ok = avx2_dot_kernels() != nullptr && f.avx512f && f.avx512bw && f.avx512vl &&
+                    f.avx512vnni && f.avx512vbmi && f.avx512bitalg;
+    return ok ? &x86::avx512_kernels_unchecked() : nullptr;
+  }();
+  return kTable;
+#else
+  return nullptr;
+#endif
+}
+
 const DotKernels& best_dot_kernels() {
-  static const DotKernels& kBest =
-      avx2_dot_kernels() != nullptr ? *avx2_dot_kernels() : reference_dot_kernels();
+  static const DotKernels& kBest = avx512_dot_kernels() != nullptr ? *avx512_dot_kernels()
+                                   : avx2_dot_kernels() != nullptr ? *avx2_dot_kernels()
+                                                                   : reference_dot_kernels();
   return kBest;
 }
 

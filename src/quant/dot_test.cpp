@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "base/thread_pool.h"
 #include "quant/activation.h"
 #include "quant/dequantize.h"
+#include "quant/iq2_tables.h"
 #include "quant/quant_test_util.h"
 #include "quant/quantize.h"
 
@@ -155,19 +157,30 @@ TEST(QuantDotReference, FloatKernelsFollowTheirAccumulationOrder) {
   EXPECT_TRUE(same_bits(dot_f32_ref(wf.data(), x.data(), 1000), static_cast<float>(dacc)));
 }
 
-class QuantDotConformance : public ::testing::Test {
+// The fast tables under test, by name; a table this build or CPU lacks is skipped.
+const DotKernels* fast_table(const std::string& name) {
+  if (name == "avx2") return avx2_dot_kernels();
+  if (name == "avx512") return avx512_dot_kernels();
+  return nullptr;
+}
+
+class QuantDotConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    fast_ = avx2_dot_kernels();
-    if (fast_ == nullptr) GTEST_SKIP() << "no AVX2/FMA/F16C kernels on this CPU or build";
+    fast_ = fast_table(GetParam());
+    if (fast_ == nullptr) GTEST_SKIP() << "no " << GetParam() << " kernels on this CPU or build";
+    ASSERT_EQ(std::string(fast_->name), GetParam());
   }
   const DotKernels& ref_ = reference_dot_kernels();
   const DotKernels* fast_ = nullptr;
 };
 
-// Protects: bit-identical results of the AVX2 quantised dots over random valid blocks with any
+INSTANTIATE_TEST_SUITE_P(FastTables, QuantDotConformance, ::testing::Values("avx2", "avx512"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Protects: bit-identical results of the fast quantised dots over random valid blocks with any
 // finite f16 scales (zero, subnormal, negative, large) and lengths that exercise every tail.
-TEST_F(QuantDotConformance, QuantisedKernelsAreBitExact) {
+TEST_P(QuantDotConformance, QuantisedKernelsAreBitExact) {
   std::mt19937 rng(3);
   for (int c = 0; c < kCases; ++c) {
     const int64_t nb = std::uniform_int_distribution<int64_t>(0, 24)(rng);
@@ -194,9 +207,39 @@ TEST_F(QuantDotConformance, QuantisedKernelsAreBitExact) {
   }
 }
 
+// Protects: bit-identical results at the block counts around the kernels' batch and unroll
+// boundaries (the AVX-512 kernels reduce 16 blocks at a time; AVX2 Q8_0 takes 8).
+TEST_P(QuantDotConformance, BlockCountsAreBitExact) {
+  std::mt19937 rng(5);
+  for (const int64_t nb : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48}) {
+    for (int rep = 0; rep < 4; ++rep) {
+      const auto act = random_blocks<BlockQ8_K>(nb, rng, testing::random_q8_k);
+      const auto q2 = random_blocks<BlockQ2_K>(nb, rng, testing::random_q2_k);
+      const auto q4 = random_blocks<BlockQ4_K>(nb, rng, testing::random_q4_k);
+      const auto iq = random_blocks<BlockIQ2_XXS>(nb, rng, testing::random_iq2_xxs);
+      EXPECT_TRUE(
+          same_bits(ref_.q2_k(q2.data(), act.data(), nb), fast_->q2_k(q2.data(), act.data(), nb)))
+          << "q2_k, " << nb << " blocks";
+      EXPECT_TRUE(
+          same_bits(ref_.q4_k(q4.data(), act.data(), nb), fast_->q4_k(q4.data(), act.data(), nb)))
+          << "q4_k, " << nb << " blocks";
+      EXPECT_TRUE(same_bits(ref_.iq2_xxs(iq.data(), act.data(), nb),
+                            fast_->iq2_xxs(iq.data(), act.data(), nb)))
+          << "iq2_xxs, " << nb << " blocks";
+      const int64_t nb8 = 8 * nb;
+      const auto q8 = random_blocks<BlockQ8_0>(nb8, rng, testing::random_q8_0);
+      const auto act8 = random_blocks<ActQ8_0>(nb8, rng, testing::random_act_q8_0);
+      EXPECT_TRUE(same_bits(ref_.q8_0(q8.data(), act8.data(), nb8),
+                            fast_->q8_0(q8.data(), act8.data(), nb8)))
+          << "q8_0, " << nb8 << " blocks";
+    }
+  }
+}
+
 // Protects: the extremes of the integer paths: codes -128 in Q8_0 weights, activations at
-// +-127, all-ones bit patterns (largest codes, scales and mins).
-TEST_F(QuantDotConformance, ExtremeCodesAreBitExact) {
+// +-127, uniform bit patterns in every weight byte (all-ones = largest codes, scales and mins;
+// all-zeros; alternating), over one block and over a batch plus a tail (17 blocks).
+TEST_P(QuantDotConformance, ExtremeCodesAreBitExact) {
   std::vector<BlockQ8_0> q8(9);
   std::vector<ActQ8_0> a8(9);
   for (size_t b = 0; b < q8.size(); ++b) {
@@ -208,30 +251,69 @@ TEST_F(QuantDotConformance, ExtremeCodesAreBitExact) {
     }
   }
   EXPECT_TRUE(same_bits(ref_.q8_0(q8.data(), a8.data(), 9), fast_->q8_0(q8.data(), a8.data(), 9)));
-  BlockQ8_K act{};
-  act.d = 1.0f;
-  for (int i = 0; i < 256; ++i) act.qs[i] = i % 3 ? 127 : -127;
-  for (int g = 0; g < 16; ++g) {
-    int s = 0;
-    for (int i = 0; i < 16; ++i) s += act.qs[16 * g + i];
-    act.bsums[g] = static_cast<int16_t>(s);
+  constexpr int64_t kBlocks = 17;
+  for (int act_pattern = 0; act_pattern < 3; ++act_pattern) {
+    std::vector<BlockQ8_K> act(kBlocks);
+    for (BlockQ8_K& a : act) {
+      a.d = 1.0f;
+      for (int i = 0; i < 256; ++i) {
+        a.qs[i] = act_pattern == 0 ? (i % 3 ? 127 : -127) : (act_pattern == 1 ? 127 : -127);
+      }
+      for (int g = 0; g < 16; ++g) {
+        int s = 0;
+        for (int i = 0; i < 16; ++i) s += a.qs[16 * g + i];
+        a.bsums[g] = static_cast<int16_t>(s);
+      }
+    }
+    for (const int byte : {0xFF, 0x00, 0xAA, 0x55}) {
+      std::vector<BlockQ2_K> q2(kBlocks);
+      std::vector<BlockQ4_K> q4(kBlocks);
+      std::vector<BlockIQ2_XXS> iq(kBlocks);
+      std::memset(q2.data(), byte, q2.size() * sizeof(BlockQ2_K));
+      std::memset(q4.data(), byte, q4.size() * sizeof(BlockQ4_K));
+      std::memset(iq.data(), byte, iq.size() * sizeof(BlockIQ2_XXS));
+      for (auto& b : q2) b.d = b.dmin = 0x3C00;
+      for (auto& b : q4) b.d = b.dmin = 0x3C00;
+      for (auto& b : iq) b.d = 0x3C00;
+      for (const int64_t nb : {int64_t{1}, kBlocks}) {
+        EXPECT_TRUE(
+            same_bits(ref_.q2_k(q2.data(), act.data(), nb), fast_->q2_k(q2.data(), act.data(), nb)))
+            << "q2_k, byte " << byte << ", activations " << act_pattern << ", " << nb;
+        EXPECT_TRUE(
+            same_bits(ref_.q4_k(q4.data(), act.data(), nb), fast_->q4_k(q4.data(), act.data(), nb)))
+            << "q4_k, byte " << byte << ", activations " << act_pattern << ", " << nb;
+        EXPECT_TRUE(same_bits(ref_.iq2_xxs(iq.data(), act.data(), nb),
+                              fast_->iq2_xxs(iq.data(), act.data(), nb)))
+            << "iq2_xxs, byte " << byte << ", activations " << act_pattern << ", " << nb;
+      }
+    }
   }
-  BlockQ2_K q2;
-  std::memset(&q2, 0xFF, sizeof(q2));
-  q2.d = q2.dmin = 0x3C00;
-  BlockQ4_K q4;
-  std::memset(&q4, 0xFF, sizeof(q4));
-  q4.d = q4.dmin = 0x3C00;
-  BlockIQ2_XXS iq;
-  std::memset(&iq, 0xFF, sizeof(iq));
-  iq.d = 0x3C00;
-  EXPECT_TRUE(same_bits(ref_.q2_k(&q2, &act, 1), fast_->q2_k(&q2, &act, 1)));
-  EXPECT_TRUE(same_bits(ref_.q4_k(&q4, &act, 1), fast_->q4_k(&q4, &act, 1)));
-  EXPECT_TRUE(same_bits(ref_.iq2_xxs(&iq, &act, 1), fast_->iq2_xxs(&iq, &act, 1)));
+}
+
+// Protects: every IQ2_XXS codebook entry, sign pattern and scale reaches the fast kernel's
+// lookups correctly (random blocks hit each only by chance).
+TEST_P(QuantDotConformance, EveryIq2CodebookEntryAndSignIsBitExact) {
+  std::mt19937 rng(6);
+  const std::vector<BlockQ8_K> act = random_blocks<BlockQ8_K>(1, rng, testing::random_q8_k);
+  for (int e = 0; e < 256; ++e) {
+    BlockIQ2_XXS b = testing::random_iq2_xxs(rng);
+    b.d = 0x3C00;
+    for (int ib32 = 0; ib32 < 8; ++ib32) {
+      Iq2xxsGroup g{};
+      for (int k = 0; k < 4; ++k) {
+        g.grid[k] = static_cast<uint8_t>(e + 64 * k + ib32);
+        g.signs[k] = static_cast<uint8_t>((e + 32 * k + ib32) & 127);
+      }
+      g.scale = static_cast<uint8_t>((e + ib32) & 15);
+      set_iq2xxs_group(b, ib32, g);
+    }
+    EXPECT_TRUE(same_bits(ref_.iq2_xxs(&b, act.data(), 1), fast_->iq2_xxs(&b, act.data(), 1)))
+        << "entry " << e;
+  }
 }
 
 // Protects: the float kernels stay within their named reordering tolerances.
-TEST_F(QuantDotConformance, FloatKernelsWithinReorderTolerance) {
+TEST_P(QuantDotConformance, FloatKernelsWithinReorderTolerance) {
   std::mt19937 rng(4);
   for (int c = 0; c < kCases; ++c) {
     const int64_t n = std::uniform_int_distribution<int64_t>(0, 1100)(rng);
@@ -251,11 +333,17 @@ TEST_F(QuantDotConformance, FloatKernelsWithinReorderTolerance) {
   }
 }
 
-// Protects: the runtime choice prefers AVX2 when the CPU has it.
-TEST(QuantDotSelection, BestIsAvx2WhenAvailable) {
+// Protects: the runtime choice prefers AVX-512, then AVX2, then the reference; AVX-512 is never
+// offered without AVX2 (its table reuses AVX2 entries).
+TEST(QuantDotSelection, BestIsTheWidestAvailable) {
   const DotKernels& best = best_dot_kernels();
-  if (avx2_dot_kernels() != nullptr) {
+  if (avx512_dot_kernels() != nullptr) {
+    EXPECT_EQ(&best, avx512_dot_kernels());
+    EXPECT_NE(avx2_dot_kernels(), nullptr);
+    EXPECT_STREQ(best.name, "avx512");
+  } else if (avx2_dot_kernels() != nullptr) {
     EXPECT_EQ(&best, avx2_dot_kernels());
+    EXPECT_STREQ(best.name, "avx2");
   } else {
     EXPECT_EQ(&best, &reference_dot_kernels());
   }
