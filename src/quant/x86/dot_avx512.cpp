@@ -226,7 +226,7 @@ constexpr __mmask64 kEvenBytes = 0x5555555555555555ull;
   return pack_halves(acc, summs);
 }
 
-float dot_q2_k_avx512(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+float dot_q2_k_batched(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sum = 0.0f;
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
     const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
@@ -328,7 +328,7 @@ constexpr Q4kConsts kQ4k = make_q4k_consts();
   return pack_halves(acc, summs);
 }
 
-float dot_q4_k_avx512(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+float dot_q4_k_batched(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sum = 0.0f;
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
     const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
@@ -478,7 +478,7 @@ struct Iq2Decoded {
       _mm512_dpwssd_epi32(_mm512_madd_epi16(p1.pairs, p1.mul), p3.pairs, p3.mul));
 }
 
-float dot_iq2_xxs_avx512(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
+float dot_iq2_xxs_batched(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
   const Iq2Regs r = iq2_regs();
   float sumf = 0.0f;
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
@@ -508,6 +508,28 @@ float dot_iq2_xxs_avx512(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_bl
     sumf = add_in_order(sumf, _mm512_mul_ps(d, _mm512_cvtepi32_ps(bsum)), n);
   }
   return 0.125f * sumf;
+}
+
+// Rows of fewer blocks than these run faster on the AVX2 kernels: the sixteen-block reduction
+// has a fixed cost per batch that short rows do not amortise. Crossovers measured on this Zen 4
+// (hot rows of 1-32 blocks, bench/cpu-kernels.md); both paths are exact, so results do not change.
+constexpr int64_t kMinBlocksQ2K = 12;
+constexpr int64_t kMinBlocksQ4K = 4;
+constexpr int64_t kMinBlocksIq2 = 6;
+
+float dot_q2_k_avx512(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  return n_blocks < kMinBlocksQ2K ? avx2_kernels_unchecked().q2_k(w, x, n_blocks)
+                                  : dot_q2_k_batched(w, x, n_blocks);
+}
+
+float dot_q4_k_avx512(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+  return n_blocks < kMinBlocksQ4K ? avx2_kernels_unchecked().q4_k(w, x, n_blocks)
+                                  : dot_q4_k_batched(w, x, n_blocks);
+}
+
+float dot_iq2_xxs_avx512(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
+  return n_blocks < kMinBlocksIq2 ? avx2_kernels_unchecked().iq2_xxs(w, x, n_blocks)
+                                  : dot_iq2_xxs_batched(w, x, n_blocks);
 }
 
 }  // namespace
