@@ -51,12 +51,17 @@
 
 // GCC 12 reports its own _mm512_undefined_*() placeholders (used by unpack, shuffle, broadcast
 // and conversion intrinsics) as uninitialised reads (GCC PR 105593); the warnings point into the
-// header, so they are silenced for the header only.
+// header, so they are silenced for the header only (GCC only: clang has no such warning group and
+// rejects the unknown name under -Werror).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -226,27 +231,6 @@ constexpr __mmask64 kEvenBytes = 0x5555555555555555ull;
   return pack_halves(acc, summs);
 }
 
-float dot_q2_k_batched(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float sum = 0.0f;
-  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
-    const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
-    __m512i v[kBatch];
-    BatchScales s{};
-    for (int i = 0; i < n; ++i) {
-      prefetch_ahead(w + b0 + i);
-      v[i] = q2_k_block(w[b0 + i], x[b0 + i]);
-      s.xd[i] = x[b0 + i].d;
-      s.d[i] = w[b0 + i].d;
-      s.dmin[i] = w[b0 + i].dmin;
-    }
-    for (int i = n; i < kBatch; ++i) v[i] = _mm512_setzero_si512();
-    __m512i isum, summs;
-    split_sums16(v, &isum, &summs);
-    sum = add_in_order(sum, k_terms(s, isum, summs), n);
-  }
-  return sum;
-}
-
 // ---- Q4_K ------------------------------------------------------------------------------------
 struct Q4kConsts {
   alignas(64) uint16_t shift[32];  // low 256 bits: low nibbles, high 256 bits: high nibbles
@@ -328,7 +312,10 @@ constexpr Q4kConsts kQ4k = make_q4k_consts();
   return pack_halves(acc, summs);
 }
 
-float dot_q4_k_batched(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
+// The K-quant dot over any number of blocks: batches of kBatch block vectors (`block` gives one),
+// reduced together, their float terms added in block order. Shared by Q2_K and Q4_K.
+template <class Block, __m512i (*block)(const Block&, const BlockQ8_K&)>
+float dot_k_batched(const Block* w, const BlockQ8_K* x, int64_t n_blocks) {
   float sum = 0.0f;
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
     const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
@@ -336,7 +323,7 @@ float dot_q4_k_batched(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks)
     BatchScales s{};
     for (int i = 0; i < n; ++i) {
       prefetch_ahead(w + b0 + i);
-      v[i] = q4_k_block(w[b0 + i], x[b0 + i]);
+      v[i] = block(w[b0 + i], x[b0 + i]);
       s.xd[i] = x[b0 + i].d;
       s.d[i] = w[b0 + i].d;
       s.dmin[i] = w[b0 + i].dmin;
@@ -519,12 +506,12 @@ constexpr int64_t kMinBlocksIq2 = 6;
 
 float dot_q2_k_avx512(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return n_blocks < kMinBlocksQ2K ? avx2_kernels_unchecked().q2_k(w, x, n_blocks)
-                                  : dot_q2_k_batched(w, x, n_blocks);
+                                  : dot_k_batched<BlockQ2_K, q2_k_block>(w, x, n_blocks);
 }
 
 float dot_q4_k_avx512(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
   return n_blocks < kMinBlocksQ4K ? avx2_kernels_unchecked().q4_k(w, x, n_blocks)
-                                  : dot_q4_k_batched(w, x, n_blocks);
+                                  : dot_k_batched<BlockQ4_K, q4_k_block>(w, x, n_blocks);
 }
 
 float dot_iq2_xxs_avx512(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
