@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ds4/status.h"
 
@@ -48,6 +49,14 @@ struct SynthCmdOptions {
   std::string hf_dir;  // instead of a GGUF: the f32 weights as a Hugging Face checkpoint directory
 };
 int run_synth(const SynthCmdOptions& opts);
+
+struct TrafficOptions {
+  std::string shape = "flash";
+  std::string quant = "q2";
+  std::vector<int64_t> contexts{2048, 8192, 32768, 131072};
+  double gbps = 0;  // memory bandwidth for a roofline column (0: none)
+};
+int run_traffic(const TrafficOptions& opts);
 
 // Renders `text` as a single user turn with the given thinking mode ("none", "high", "max").
 Result<std::string> render_user_turn(const std::string& text, const std::string& think);

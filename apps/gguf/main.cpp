@@ -68,6 +68,19 @@ int main(int argc, char** argv) {
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 
+  TrafficOptions traffic;
+  CLI::App* traffic_cmd = app.add_subcommand(
+      "traffic", "bytes one decoded token reads (weights and KV) for a shape and recipe");
+  traffic_cmd->add_option("--shape", traffic.shape, "flash, pro, tiny or small")
+      ->capture_default_str();
+  traffic_cmd->add_option("--quant", traffic.quant, "f32, f16, q8, q2 or q4")
+      ->capture_default_str();
+  traffic_cmd->add_option("--ctx", traffic.contexts, "context sizes for the KV-side reads")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  traffic_cmd->add_option("--gbps", traffic.gbps, "memory bandwidth (GB/s) for a roofline column")
+      ->check(CLI::NonNegativeNumber);
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -96,6 +109,7 @@ int main(int argc, char** argv) {
   if (vocab_cmd->parsed()) return run_vocab(vocab);
   if (check_cmd->parsed()) return run_check(check);
   if (synth_cmd->parsed()) return run_synth(synth);
+  if (traffic_cmd->parsed()) return run_traffic(traffic);
   if (convert_cmd->parsed()) {
     const auto recipe = ds4::model::recipe_from_name(conv_quant);
     if (!recipe) {

@@ -54,5 +54,20 @@ check "chat high opens <think>" test "$(tail -n 1 "$tmp/high.out")" = "128821"
 printf '<｜User｜>' | "$bin" tokenize "$vocab" --text >"$tmp/text.out" 2>/dev/null
 check "--text keeps specials as text" test "$(wc -l <"$tmp/text.out")" -gt 1
 
+# traffic: the inventory's bytes per decoded token must equal what bench/active_bytes.sh finds by
+# parsing the tensor table of a real synthesized file (two independent derivations).
+"$bin" synth --shape tiny --quant q2 --vocab "$vocab" -o "$tmp/tiny-q2.gguf" >/dev/null 2>&1
+check "synth tiny q2 exits 0" test $? -eq 0
+from_file=$(bash "$(dirname "$0")/../../bench/active_bytes.sh" "$tmp/tiny-q2.gguf" "$bin")
+"$bin" traffic --shape tiny --quant q2 --ctx 100,5000 --gbps 10 >"$tmp/traffic.out" 2>&1
+check "traffic exits 0" test $? -eq 0
+check "traffic per-token weights equal the file's ($from_file)" \
+  grep -qx "weights_bytes_per_token $from_file" "$tmp/traffic.out"
+check "traffic lists both contexts" test "$(grep -cE '^ +(100|5000) ' "$tmp/traffic.out")" -eq 2
+"$bin" traffic --shape huge 2>/dev/null
+check "traffic unknown shape exits 2" test $? -eq 2
+"$bin" traffic --ctx 0 2>/dev/null
+check "traffic bad --ctx exits 2" test $? -eq 2
+
 echo "gguf_cli_test: $passed passed, $failed failed"
 test "$failed" -eq 0
