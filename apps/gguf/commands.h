@@ -3,12 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ds4/status.h"
+#include "model/inventory.h"
+#include "model/shape.h"
 
 namespace ds4::apps::gguf_tool {
+
+// The built-in shape / quantisation recipe a subcommand names on its command line. When the name is
+// unknown they print the one-line usage error "ds4-gguf CMD: unknown ..." and return nothing (the
+// caller exits 2).
+std::optional<model::Shape> shape_arg(const char* cmd, const std::string& name);
+std::optional<model::Recipe> recipe_arg(const char* cmd, const std::string& name);
 
 struct InfoOptions {
   std::string path;

@@ -111,12 +111,8 @@ int main(int argc, char** argv) {
   if (synth_cmd->parsed()) return run_synth(synth);
   if (traffic_cmd->parsed()) return run_traffic(traffic);
   if (convert_cmd->parsed()) {
-    const auto recipe = ds4::model::recipe_from_name(conv_quant);
-    if (!recipe) {
-      std::fprintf(stderr, "ds4-gguf convert: unknown --quant '%s' (f32, f16, q8, q2, q4)\n",
-                   conv_quant.c_str());
-      return 2;
-    }
+    const auto recipe = recipe_arg("convert", conv_quant);
+    if (!recipe) return 2;
     conv.recipe = *recipe;
     return ds4::convert::run_convert(conv);
   }

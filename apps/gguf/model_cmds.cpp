@@ -33,20 +33,30 @@ int run_check(const CheckOptions& opts) {
   return 0;
 }
 
+std::optional<model::Shape> shape_arg(const char* cmd, const std::string& name) {
+  auto shape = model::builtin_shape(name);
+  if (!shape) {
+    std::fprintf(stderr, "ds4-gguf %s: unknown shape '%s' (flash, pro, tiny, small)\n", cmd,
+                 name.c_str());
+  }
+  return shape;
+}
+
+std::optional<model::Recipe> recipe_arg(const char* cmd, const std::string& name) {
+  const auto recipe = model::recipe_from_name(name);
+  if (!recipe) {
+    std::fprintf(stderr, "ds4-gguf %s: unknown --quant '%s' (f32, f16, q8, q2, q4)\n", cmd,
+                 name.c_str());
+  }
+  return recipe;
+}
+
 int run_synth(const SynthCmdOptions& opts) {
   synth::SynthOptions s;
-  const auto shape = model::builtin_shape(opts.shape);
-  if (!shape) {
-    std::fprintf(stderr, "ds4-gguf synth: unknown shape '%s' (flash, pro, tiny, small)\n",
-                 opts.shape.c_str());
-    return 2;
-  }
-  const auto recipe = model::recipe_from_name(opts.quant);
-  if (!recipe) {
-    std::fprintf(stderr, "ds4-gguf synth: unknown --quant '%s' (f32, f16, q8, q2, q4)\n",
-                 opts.quant.c_str());
-    return 2;
-  }
+  const auto shape = shape_arg("synth", opts.shape);
+  if (!shape) return 2;
+  const auto recipe = recipe_arg("synth", opts.quant);
+  if (!recipe) return 2;
   s.shape = *shape;
   s.recipe = *recipe;
   s.seed = opts.seed;

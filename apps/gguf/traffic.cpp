@@ -57,18 +57,10 @@ double kv_bytes(const model::Shape& s, int64_t ctx) {
 }  // namespace
 
 int run_traffic(const TrafficOptions& opts) {
-  const auto shape = model::builtin_shape(opts.shape);
-  if (!shape) {
-    std::fprintf(stderr, "ds4-gguf traffic: unknown shape '%s' (flash, pro, tiny, small)\n",
-                 opts.shape.c_str());
-    return 2;
-  }
-  const auto recipe = model::recipe_from_name(opts.quant);
-  if (!recipe) {
-    std::fprintf(stderr, "ds4-gguf traffic: unknown --quant '%s' (f32, f16, q8, q2, q4)\n",
-                 opts.quant.c_str());
-    return 2;
-  }
+  const auto shape = shape_arg("traffic", opts.shape);
+  if (!shape) return 2;
+  const auto recipe = recipe_arg("traffic", opts.quant);
+  if (!recipe) return 2;
   std::map<std::string, std::pair<double, double>> parts;  // per token, in the file
   double per_token = 0, file = 0;
   for (const model::TensorSpec& t : model::model_tensors(*shape, *recipe)) {
