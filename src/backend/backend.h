@@ -29,6 +29,7 @@ struct Weight {
   const void* data = nullptr;
   gguf::GgufType type = gguf::GgufType::kF32;
   std::array<int64_t, 3> ne{0, 1, 1};
+  uint8_t layout = 0;  // backend-private storage of `data`; 0 = GGUF blocks as stored
   bool present() const { return data != nullptr; }
 };
 

@@ -9,7 +9,7 @@ jobs=$(nproc)
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
   -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
   -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
-ninja -C build-dev -j "$jobs" ds4-gguf ds4-cuda-check ds4 matmul_check > "$out/build.log" 2>&1 || {
+ninja -C build-dev -j "$jobs" ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check > "$out/build.log" 2>&1 || {
   tail -40 "$out/build.log"; exit 1; }
 m=/dev/shm/ds4-models
 mkdir -p "$m"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# tools/cuda/flash_bench.sh CTX_MAX [GEN]: ds4-bench on the Flash q2 file with the CUDA backend
-# (GPU machine, repository root, .devdeps carried). CSV and logs under $OUT.
+# tools/cuda/flash_bench.sh CTX_MAX [GEN] [STEP]: ds4-bench on the Flash q2 file with the CUDA
+# backend (GPU machine, repository root, .devdeps carried). The prompt is PROMPT, by default
+# .devdeps/promessi_sposi.txt (a copy of ../shared/fixtures/text/promessi_sposi.txt, never
+# committed), else the repository's docs. CSV and logs under $OUT.
 set -euo pipefail
 out=${OUT:-/tmp}
-ctx_max=${1:-8192} gen=${2:-16}
+ctx_max=${1:-8192} gen=${2:-16} step=${3:-2048}
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
   -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
   -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
@@ -11,8 +13,9 @@ ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-bench > "$out/build.log" 2>&1 || {
 model=/dev/shm/flash-q2.gguf
 [[ -s $model ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
   --vocab .devdeps/ds4-vocab.gguf -o "$model" > /dev/null
-cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt
+prompt=${PROMPT:-.devdeps/promessi_sposi.txt}
+if [[ ! -s $prompt ]]; then cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt; prompt=/tmp/prompt.txt; fi
 /usr/bin/time -f "ds4-bench wall %e s" build-dev/bin/ds4-bench -m "$model" --backend cuda \
-  --prompt-file /tmp/prompt.txt --ctx-start 2048 --ctx-max "$ctx_max" --step-incr 2048 \
+  --prompt-file "$prompt" --ctx-start 2048 --ctx-max "$ctx_max" --step-incr "$step" \
   --gen-tokens "$gen" --prefill-chunk 512 --csv "$out/flash_q2_cuda.csv" 2> "$out/bench_err.txt" || true
 cat "$out/flash_q2_cuda.csv"; tail -3 "$out/bench_err.txt"

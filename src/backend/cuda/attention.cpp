@@ -1,8 +1,9 @@
 // src/backend/cuda/attention.cpp: the host walk of an attention op on the device, one token row
 // at a time in batch order (the same order as the CPU reference): RoPE + FP8 + raw store,
-// compressor steps, indexer top-k (scores on the device, the lowest-index-first selection on the
-// host), sink attention.
+// compressor steps, indexer scores and top-k (both on the device), sink attention. Nothing here
+// waits for the device.
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/topk.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -91,19 +92,12 @@ void CudaBackend::attend_row(int, const AttentionLayer& l, DeviceLayer& c, const
       launch_indexer_query(in.index_q.row(r), l.n_index_head, rope, pos, num.qat_simulation,
                            stream_);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
-      float* scores = scratch(scores_, n);
+      float* scores = scratch(index_scores_, n);
       launch_indexer_scores(c.index.floats(), n, in.index_q.row(r), in.index_w.row(r), wscale,
                             l.n_index_head, scores, stream_);
-      host_floats_.resize(static_cast<size_t>(n));
-      DS4_CUDA_CHECK(cudaMemcpyAsync(host_floats_.data(), scores, sizeof(float) * n,
-                                     cudaMemcpyDeviceToHost, stream_));
-      DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      select_top_k(host_floats_.data(), n, l.index_top_k, &order_, &host_ints_);
-      visible_.reserve(sizeof(int32_t) * host_ints_.size());
-      DS4_CUDA_CHECK(cudaMemcpyAsync(visible_.get(), host_ints_.data(),
-                                     sizeof(int32_t) * host_ints_.size(), cudaMemcpyHostToDevice,
-                                     stream_));
-      DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host_ints_ is reused
+      visible_.reserve(sizeof(int32_t) * static_cast<size_t>(l.index_top_k));
+      launch_select_top_k(scores, n, l.index_top_k, static_cast<int32_t*>(visible_.get()),
+                          stream_);
       visible = static_cast<const int32_t*>(visible_.get());
       n_visible = l.index_top_k;
     }

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/frontier.h"
 #include "backend/row_rules.h"
@@ -114,9 +115,22 @@ Result<Weight> CudaBackend::upload(const Weight& host) {
     return Status::resource_exhausted("GPU memory exhausted uploading a %.1f MiB tensor",
                                       static_cast<double>(*bytes) / (1 << 20));
   }
-  DS4_CUDA_CHECK(cudaMemcpy(m.get(), host.data, *bytes, cudaMemcpyHostToDevice));
   Weight w = host;
   w.data = m.get();
+  if (has_planar_layout(host.type)) {  // staged, then split into the planar layout
+    if (staging_.bytes() < *bytes && !staging_.try_allocate(*bytes)) {
+      return Status::resource_exhausted("GPU memory exhausted staging a %.1f MiB tensor",
+                                        static_cast<double>(*bytes) / (1 << 20));
+    }
+    DS4_CUDA_CHECK(cudaMemcpy(staging_.get(), host.data, *bytes, cudaMemcpyHostToDevice));
+    const int64_t blocks = static_cast<int64_t>(
+        n / gguf::type_info(static_cast<uint32_t>(host.type))->block_elems);
+    launch_pack_planar(host.type, staging_.get(), blocks, m.get(), stream_);
+    DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    w.layout = kLayoutPlanar;
+  } else {
+    DS4_CUDA_CHECK(cudaMemcpy(m.get(), host.data, *bytes, cudaMemcpyHostToDevice));
+  }
   host_copy_[m.get()] = host.data;
   weights_.push_back(std::move(m));
   return w;
@@ -152,6 +166,7 @@ Status CudaBackend::create_sequence(int seq, const SequenceLayout& layout) {
         "KV state for %d tokens needs %.1f MiB, the GPU has %.1f free", layout.n_ctx,
         static_cast<double>(layout.bytes()) / (1 << 20), static_cast<double>(free_b) / (1 << 20));
   }
+  staging_ = DeviceMemory();  // uploads are over once sequences exist
   auto s = std::make_unique<DeviceSequence>();
   s->layout = layout;
   s->layers.resize(layout.layers.size());
@@ -254,16 +269,25 @@ void CudaBackend::do_download(Act src, float* host) {
 }
 
 void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
-  host_ints_.resize(rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) host_ints_[r] = rows[r].token;
-  ints_.reserve(rows.size() * sizeof(int32_t));
-  DS4_CUDA_CHECK(cudaMemcpyAsync(ints_.get(), host_ints_.data(), rows.size() * sizeof(int32_t),
-                                 cudaMemcpyHostToDevice, stream_));
-  launch_embed(table.data, table.type, table.ne[0], static_cast<const int32_t*>(ints_.get()),
-               static_cast<int64_t>(rows.size()), static_cast<int>(out.cols / table.ne[0]),
-               out.data, stream_);
-  // host_ints_ is reused by the next op: wait until the copy has read it.
-  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const int32_t* tokens = device_tokens(rows);
+  launch_embed(table.data, table.type, table.ne[0], tokens, static_cast<int64_t>(rows.size()),
+               static_cast<int>(out.cols / table.ne[0]), out.data, stream_);
+}
+
+const int32_t* CudaBackend::device_tokens(std::span<const RowTag> rows) {
+  bool same = row_tokens_host_.size() == rows.size();
+  for (size_t r = 0; same && r < rows.size(); ++r) same = row_tokens_host_[r] == rows[r].token;
+  if (!same) {
+    row_tokens_host_.resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) row_tokens_host_[r] = rows[r].token;
+    row_tokens_.reserve(rows.size() * sizeof(int32_t));
+    DS4_CUDA_CHECK(cudaMemcpyAsync(row_tokens_.get(), row_tokens_host_.data(),
+                                   rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                   stream_));
+    // The host array may change with the next batch: wait until the copy has read it.
+    DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  return static_cast<const int32_t*>(row_tokens_.get());
 }
 
 void CudaBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {

@@ -85,6 +85,8 @@ class CudaBackend final : public Backend {
                     float* y);
   void attend_row(int il, const AttentionLayer& l, DeviceLayer& c, const RowTag& row,
                   const AttentionInputs& in, int64_t r, float* out);
+  // The batch's token ids on the device (uploaded when they differ from the last batch's).
+  const int32_t* device_tokens(std::span<const RowTag> rows);
   const void* host_of(const Weight& w) const;  // the mapped-file copy of an uploaded tensor
   float* scratch(DeviceMemory& m, int64_t n_floats);
 
@@ -92,10 +94,11 @@ class CudaBackend final : public Backend {
   std::vector<DeviceMemory> weights_;
   std::unordered_map<const void*, const void*> host_copy_;  // device data -> host data
   std::map<int, std::unique_ptr<DeviceSequence>> seqs_;
-  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, scores_, visible_;
-  std::vector<float> host_floats_;
-  std::vector<int32_t> host_ints_;
-  std::vector<int32_t> order_;
+  DeviceMemory staging_;  // upload staging for tensors that are repacked on the device
+  DeviceMemory row_tokens_;
+  std::vector<int32_t> row_tokens_host_;
+  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, scores_, index_scores_,
+      visible_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

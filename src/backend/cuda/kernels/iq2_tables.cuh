@@ -5,7 +5,8 @@
 //
 // The tables live in global memory (read through the read-only cache with __ldg), not in
 // __constant__ memory: every lane of a warp indexes them differently, and the constant cache
-// serialises lane-divergent addresses. Include from one .cu only (internal linkage).
+// serialises lane-divergent addresses. Internal linkage: each including .cu has its own copy
+// (a few KiB).
 #pragma once
 
 #include <cstdint>

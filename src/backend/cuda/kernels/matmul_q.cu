@@ -25,6 +25,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
 
@@ -562,6 +563,12 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   DS4_CHECK_MSG(enc != nullptr && aligned(enc, 4) && y != nullptr && aligned(y, 4),
                 "matmul: null or misaligned buffer");
 
+  if (w.layout == kLayoutPlanar) {
+    launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride,
+                         stream);
+    return;
+  }
+  DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
   const int64_t n_blocks = cols / info.block_elems;
   DS4_CHECK(n_blocks <= INT_MAX);

@@ -28,7 +28,8 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 //                             [g * w.ne[0], (g + 1) * w.ne[0]) with g = o / (w.ne[1] / groups))
 // where e_j = experts[j] (experts == nullptr: 0) and r_j = rows[j] (rows == nullptr: j); experts
 // and rows are device arrays. `enc` holds encoded rows of enc_row_bytes each (an encoded row may
-// span several groups). w.data is device memory; w.ne = {cols, out, n_matrices}.
+// span several groups). w.data is device memory; w.ne = {cols, out, n_matrices}. Weights in the
+// planar layout (w.layout == kLayoutPlanar, matmul_planar.cuh) go to launch_matmul_planar.
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
                    cudaStream_t stream);

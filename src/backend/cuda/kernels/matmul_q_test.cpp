@@ -1,96 +1,10 @@
 // src/backend/cuda/kernels/matmul_q_test.cpp: the device encoders reproduce the CPU activation
 // encoders byte for byte, and the device dots agree with the CPU reference dots (quant/dot_ref.cpp)
-// up to the order in which per-block float terms are added, for every weight type, with slots,
-// row maps, groups and expert stacks. Every test skips when no CUDA device is present.
-//
-// Built with GoogleTest (backend_cuda_test), or with DS4_STANDALONE_TEST defined as a plain
-// program (matmul_check, for machines without GoogleTest: tools/cuda/run_kernel_tests.sh)
-// using the small stand-in for the few GoogleTest macros below.
-#ifdef DS4_STANDALONE_TEST
-#include <cstdio>
-#include <sstream>
-#include <string>
-#include <vector>
-
-namespace mini_test {
-struct Test {
-  const char* name;
-  void (*fn)();
-};
-inline std::vector<Test>& registry() {
-  static std::vector<Test> tests;
-  return tests;
-}
-inline bool& failed() {
-  static bool f = false;
-  return f;
-}
-inline bool& skipped() {
-  static bool s = false;
-  return s;
-}
-struct Registrar {
-  Registrar(const char* name, void (*fn)()) { registry().push_back({name, fn}); }
-};
-// Collects "<< ..." and reports a failure (or a skip) when the statement ends.
-class Message {
- public:
-  Message(const char* file, int line, const char* what, bool skip = false)
-      : file_(file), line_(line), what_(what), skip_(skip) {}
-  Message(const Message&) = delete;
-  Message& operator=(const Message&) = delete;
-  template <class T>
-  Message& operator<<(const T& v) {
-    os_ << v;
-    return *this;
-  }
-  ~Message() {
-    if (skip_) {
-      skipped() = true;
-      std::printf("  skipped: %s\n", os_.str().c_str());
-    } else {
-      failed() = true;
-      std::printf("  %s:%d: failed: %s %s\n", file_, line_, what_, os_.str().c_str());
-    }
-  }
-
- private:
-  const char* file_;
-  int line_;
-  const char* what_;
-  bool skip_;
-  std::ostringstream os_;
-};
-struct Voidify {
-  void operator&(const Message&) {}
-};
-}  // namespace mini_test
-
-#define TEST(suite, name)                                                          \
-  static void suite##_##name();                                                    \
-  static const ::mini_test::Registrar suite##_##name##_registrar(#suite "." #name, \
-                                                                 suite##_##name);  \
-  static void suite##_##name()
-#define GTEST_SKIP() \
-  return ::mini_test::Voidify() & ::mini_test::Message(__FILE__, __LINE__, "", true)
-#define EXPECT_TRUE(c) \
-  switch (0)           \
-  case 0:              \
-  default:             \
-    if (c) {           \
-    } else             \
-      ::mini_test::Message(__FILE__, __LINE__, #c)
-#define ASSERT_TRUE(c) \
-  switch (0)           \
-  case 0:              \
-  default:             \
-    if (c) {           \
-    } else             \
-      return ::mini_test::Voidify() & ::mini_test::Message(__FILE__, __LINE__, #c)
-#define EXPECT_EQ(a, b) EXPECT_TRUE((a) == (b)) << "[" << (a) << " vs " << (b) << "] "
-#else
-#include <gtest/gtest.h>
-#endif
+// for every weight type, with slots, row maps, groups and expert stacks: bit for bit for weights
+// in the planar layout, up to the order of the per-block float additions for the native one.
+// Every test skips when no CUDA device is present. Harness: kernel_test.h (this file holds the
+// standalone main()).
+#include "backend/cuda/kernels/kernel_test.h"
 
 #include <cuda_runtime.h>
 
@@ -106,6 +20,7 @@ struct Voidify {
 #include <vector>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
 #include "base/f16.h"
 #include "quant/activation.h"
@@ -117,6 +32,10 @@ namespace ds4::backend::cuda {
 namespace {
 
 using gguf::GgufType;
+using test::DeviceBuffer;
+using test::fresh_seed;
+using test::have_device;
+using test::to_device;
 
 // GPU vs CPU dot tolerance, relative to S = sum over blocks of |block term| (for F16/F32 a "block"
 // is one product). Both sides add the same per-block terms (identical float bits: exact integer
@@ -130,52 +49,6 @@ constexpr double kReorderTol = 1e-5;
 constexpr double kTolFloor = 1e-30;  // an all-cancelling row must still compare equal-ish
 constexpr int kMaxReports = 5;       // mismatches printed per check
 
-bool have_device() {
-  int n = 0;
-  const cudaError_t err = cudaGetDeviceCount(&n);
-  (void)cudaGetLastError();  // clear the error a device-less machine reports
-  return err == cudaSuccess && n > 0;
-}
-
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) DS4_CUDA_CHECK(cudaMalloc(&p_, bytes_));
-  }
-  ~DeviceBuffer() {
-    if (p_ != nullptr) cudaFree(p_);
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
-
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(p_);
-  }
-  void upload(const void* src, size_t bytes) {
-    DS4_CUDA_CHECK(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice));
-  }
-  void download(void* dst, size_t bytes) const {
-    DS4_CUDA_CHECK(cudaMemcpy(dst, p_, bytes, cudaMemcpyDeviceToHost));
-  }
-  void fill(int byte) { DS4_CUDA_CHECK(cudaMemset(p_, byte, bytes_)); }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-template <class T>
-DeviceBuffer to_device(const std::vector<T>& v) {
-  DeviceBuffer b(v.size() * sizeof(T));
-  if (!v.empty()) b.upload(v.data(), v.size() * sizeof(T));
-  return b;
-}
-
-// A fresh seed per test (printed with any failure, so a failure can be replayed).
-uint32_t fresh_seed() { return std::random_device{}(); }
 
 bool is_super_block_type(GgufType t) {
   return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
@@ -379,55 +252,72 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
   const DeviceBuffer dexperts = to_device(c.experts);
   const DeviceBuffer drows = to_device(c.rows);
   const int64_t y_stride = c.out + 3;
-  DeviceBuffer dy(static_cast<size_t>(c.n_slots * y_stride) * sizeof(float));
-  dy.fill(0xff);  // NaN everywhere: an unwritten output cannot pass
-
-  Weight wt;
-  wt.data = dw.get();
-  wt.type = t;
-  wt.ne = {c.cols, c.out, c.n_mat};
-  launch_matmul(wt, enc_for_matmul, enc_row_bytes,
-                c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
-                c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
-                dy.get<float>(), y_stride, nullptr);
-  DS4_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
-  dy.download(y.data(), y.size() * sizeof(float));
-
   const int64_t row_bytes =
       static_cast<int64_t>(*gguf::byte_size(t, static_cast<uint64_t>(c.cols)));
   const int64_t group_bytes = cpu_encoded_bytes(t, c.cols);
   const int64_t rows_per_group = c.out / c.groups;
-  int64_t bad = 0;
-  double worst = 0.0;  // largest |gpu - cpu| / S seen
-  for (int64_t j = 0; j < c.n_slots; ++j) {
-    const int64_t e = c.experts.empty() ? 0 : c.experts[static_cast<size_t>(j)];
-    const int64_t r = c.rows.empty() ? j : c.rows[static_cast<size_t>(j)];
-    for (int64_t o = 0; o < c.out; ++o) {
-      const uint8_t* wrow = w.data() + (e * c.out + o) * row_bytes;
-      const uint8_t* xrow = enc.data() + r * enc_bytes + (o / rows_per_group) * group_bytes;
-      const RefDot ref = cpu_dot(t, wrow, xrow, c.cols);
-      const float got = y[static_cast<size_t>(j * y_stride + o)];
-      const double err = std::fabs(static_cast<double>(got) - ref.value);
-      const double tol = kReorderTol * ref.scale + kTolFloor;
-      if (ref.scale > 0.0) worst = std::max(worst, err / ref.scale);
-      if (std::isfinite(got) && err <= tol) continue;
-      if (bad++ < kMaxReports) {
-        std::printf("  %s: slot %lld row %lld: gpu %.9g cpu %.9g (|diff| %.3g, tol %.3g)\n",
-                    what.c_str(), static_cast<long long>(j), static_cast<long long>(o), got,
-                    ref.value, err, tol);
+
+  // The native layout may add block terms in another order (tolerance); the planar layout must
+  // reproduce the reference bit for bit.
+  auto check_layout = [&](bool planar) {
+    const std::string tag = what + (planar ? " planar" : "");
+    DeviceBuffer dpacked(planar ? w.size() : 1);
+    Weight wt;
+    wt.data = dw.get();
+    wt.type = t;
+    wt.ne = {c.cols, c.out, c.n_mat};
+    if (planar) {
+      const int64_t n_blocks = static_cast<int64_t>(w.size()) / gguf::block_bytes(t);
+      launch_pack_planar(t, dw.get(), n_blocks, dpacked.get(), nullptr);
+      wt.data = dpacked.get();
+      wt.layout = kLayoutPlanar;
+    }
+    DeviceBuffer dy(static_cast<size_t>(c.n_slots * y_stride) * sizeof(float));
+    dy.fill(0xff);  // NaN everywhere: an unwritten output cannot pass
+    launch_matmul(wt, enc_for_matmul, enc_row_bytes,
+                  c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
+                  c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
+                  dy.get<float>(), y_stride, nullptr);
+    DS4_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
+    dy.download(y.data(), y.size() * sizeof(float));
+
+    int64_t bad = 0;
+    double worst = 0.0;  // largest |gpu - cpu| / S seen
+    for (int64_t j = 0; j < c.n_slots; ++j) {
+      const int64_t e = c.experts.empty() ? 0 : c.experts[static_cast<size_t>(j)];
+      const int64_t r = c.rows.empty() ? j : c.rows[static_cast<size_t>(j)];
+      for (int64_t o = 0; o < c.out; ++o) {
+        const uint8_t* wrow = w.data() + (e * c.out + o) * row_bytes;
+        const uint8_t* xrow = enc.data() + r * enc_bytes + (o / rows_per_group) * group_bytes;
+        const RefDot ref = cpu_dot(t, wrow, xrow, c.cols);
+        const float got = y[static_cast<size_t>(j * y_stride + o)];
+        const double err = std::fabs(static_cast<double>(got) - ref.value);
+        const double tol = planar ? 0.0 : kReorderTol * ref.scale + kTolFloor;
+        if (ref.scale > 0.0) worst = std::max(worst, err / ref.scale);
+        const bool ok = planar ? std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(ref.value)
+                               : std::isfinite(got) && err <= tol;
+        if (ok) continue;
+        if (bad++ < kMaxReports) {
+          std::printf("  %s: slot %lld row %lld: gpu %.9g cpu %.9g (|diff| %.3g, tol %.3g)\n",
+                      tag.c_str(), static_cast<long long>(j), static_cast<long long>(o), got,
+                      ref.value, err, tol);
+        }
+      }
+      for (int64_t o = c.out; o < y_stride; ++o) {  // the gap between slots stays untouched
+        const uint32_t bits = std::bit_cast<uint32_t>(y[static_cast<size_t>(j * y_stride + o)]);
+        if (bits != 0xffffffffu && bad++ < kMaxReports)
+          std::printf("  %s: slot %lld wrote past row %lld\n", tag.c_str(),
+                      static_cast<long long>(j), static_cast<long long>(c.out));
       }
     }
-    for (int64_t o = c.out; o < y_stride; ++o) {  // the gap between slots stays untouched
-      const uint32_t bits = std::bit_cast<uint32_t>(y[static_cast<size_t>(j * y_stride + o)]);
-      if (bits != 0xffffffffu && bad++ < kMaxReports)
-        std::printf("  %s: slot %lld wrote past row %lld\n", what.c_str(),
-                    static_cast<long long>(j), static_cast<long long>(c.out));
-    }
-  }
-  EXPECT_EQ(bad, 0) << what << ": outputs differ from the CPU reference";
-  std::printf("  %-8s %-24s max |gpu - cpu| / S = %.2e\n", std::string(gguf::to_string(t)).c_str(),
-              c.name, worst);
+    EXPECT_EQ(bad, 0) << tag << ": outputs differ from the CPU reference";
+    std::printf("  %-8s %-24s %s max |gpu - cpu| / S = %.2e\n",
+                std::string(gguf::to_string(t)).c_str(), c.name, planar ? "planar" : "native",
+                worst);
+  };
+  check_layout(false);
+  if (has_planar_layout(t)) check_layout(true);
 }
 
 // Sizes: a single row and slot; odd row counts; several slots with a row map; groups = 2 with a

@@ -1,0 +1,39 @@
+// src/backend/cuda/kernels/matmul_planar.cuh: the planar device layout of block-quantized weights
+// and the matrix kernel that reads it. Each GGUF block is split, at upload, into a 16-byte
+// aligned "body" (the codes, plus the sub-block scales for Q2_K) and a small "aux" part (the f16
+// scales), each stored as its own plane, so a thread reads its block with 16-byte loads.
+// Q4_K blocks (144 bytes, already aligned) are kept whole as the body, with no aux plane.
+//
+// Results are bit-identical to the CPU reference dots (quant/dot_ref.cpp): integer block sums are
+// exact, every block term is formed with the reference's float operations, and each output's
+// terms are added in block order by one thread (the terms of a chunk of blocks are computed in
+// parallel, parked in shared memory, then folded in order).
+// Owns: the planar layout (plane sizes and offsets), the pack kernel and the planar matmul
+// launcher. Does not own: activation encoding (matmul_q.cuh) or the block layouts (quant/blocks.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/backend.h"
+
+namespace ds4::backend::cuda {
+
+// Weight::layout value of a tensor stored in the planar layout.
+inline constexpr uint8_t kLayoutPlanar = 1;
+
+// True for the block types that have a planar layout (Q8_0, Q2_K, Q4_K, IQ2_XXS).
+bool has_planar_layout(gguf::GgufType t);
+
+// Rewrites n_blocks consecutive GGUF blocks of type t (device memory, src) in the planar layout
+// into dst (device memory, the same number of bytes, 16-byte aligned, not overlapping src).
+void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, void* dst,
+                        cudaStream_t stream);
+
+// launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout.
+void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
+                          const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
+                          float* y, int64_t y_stride, cudaStream_t stream);
+
+}  // namespace ds4::backend::cuda

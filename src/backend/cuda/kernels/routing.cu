@@ -1,0 +1,98 @@
+// src/backend/cuda/kernels/routing.cu: device expert routing (contract in routing.cuh).
+// One warp per token row. p = sqrt(softplus(logit)) with the project's own exp/log1p
+// (base/det_math.h) and IEEE sqrt, as on the CPU. The top-k of p + bias is taken as k rounds of a
+// warp arg-max under the order (larger score, then smaller expert id): for scores that are not
+// NaN this picks the same experts in the same order as route_token's insertion list (a later
+// expert displaces an earlier one only when strictly larger). The weight sum is formed by one
+// lane in selection order. Built with -fmad=false.
+#include <climits>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/routing.cuh"
+#include "base/check.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kWarp = 32;
+constexpr int kWarpsPerCta = 4;
+constexpr int kMaxUsed = 64;
+constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14, as backend/routing.cpp
+
+// True when (sa, ia) comes before (sb, ib): larger score first, then the smaller id.
+__device__ __forceinline__ bool before(float sa, int ia, float sb, int ib) {
+  return sa > sb || (sa == sb && ia < ib);
+}
+
+__global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const float* bias,
+                             const int32_t* tid2eid, const int32_t* tokens, int k,
+                             float weight_scale, int32_t* sel, float* weights,
+                             int32_t* slot_rows) {
+  const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  if (t >= n_rows) return;  // uniform per warp
+  float* p = logits + t * n_expert;
+  for (int e = lane; e < n_expert; e += kWarp) p[e] = sqrtf(softplus(p[e]));
+  __syncwarp();
+  int32_t* s = sel + t * k;
+  if (tid2eid != nullptr) {
+    const int32_t* row = tid2eid + static_cast<int64_t>(tokens[t]) * k;
+    for (int i = lane; i < k; i += kWarp) {
+      const int32_t e = row[i];
+      if (e < 0 || e >= n_expert) __trap();  // corrupt hash table
+      s[i] = e;
+    }
+  } else {
+    // Round i takes the best expert not among s[0..i-1] (no score is reserved as a marker).
+    for (int i = 0; i < k; ++i) {
+      float best = 0.0f;
+      int best_id = INT_MAX;
+      for (int e = lane; e < n_expert; e += kWarp) {
+        bool taken = false;
+        for (int j = 0; j < i; ++j) taken |= s[j] == e;
+        if (taken) continue;
+        const float score = bias != nullptr ? p[e] + bias[e] : p[e];
+        if (best_id == INT_MAX || before(score, e, best, best_id)) best = score, best_id = e;
+      }
+#pragma unroll
+      for (int off = kWarp / 2; off > 0; off >>= 1) {
+        const float o_best = __shfl_xor_sync(kFull, best, off);
+        const int o_id = __shfl_xor_sync(kFull, best_id, off);
+        if (o_id != INT_MAX && (best_id == INT_MAX || before(o_best, o_id, best, best_id)))
+          best = o_best, best_id = o_id;
+      }
+      if (lane == 0) s[i] = best_id;
+      __syncwarp();
+    }
+  }
+  __syncwarp();
+  if (lane == 0) {
+    float sum = 0.0f;
+    for (int i = 0; i < k; ++i) sum += p[s[i]];
+    sum = fmaxf(sum, kWeightSumFloor);
+    for (int i = 0; i < k; ++i) {
+      weights[t * k + i] = (p[s[i]] / sum) * weight_scale;
+      slot_rows[t * k + i] = static_cast<int32_t>(t);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_route(float* logits, int64_t n_rows, int n_expert, const float* bias,
+                  const int32_t* tid2eid, const int32_t* tokens, int k, float weight_scale,
+                  int32_t* sel, float* weights, int32_t* slot_rows, cudaStream_t stream) {
+  DS4_CHECK_MSG(k >= 1 && k <= kMaxUsed && k <= n_expert, "route: k=%d of %d experts", k,
+                n_expert);
+  DS4_CHECK_MSG(tid2eid == nullptr || tokens != nullptr, "route: hash routing needs the tokens");
+  if (n_rows == 0) return;
+  const int64_t ctas = (n_rows + kWarpsPerCta - 1) / kWarpsPerCta;
+  DS4_CHECK(ctas <= INT_MAX);
+  route_kernel<<<static_cast<unsigned>(ctas), kWarpsPerCta * kWarp, 0, stream>>>(
+      logits, n_rows, n_expert, bias, tid2eid, tokens, k, weight_scale, sel, weights, slot_rows);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ds4::backend::cuda

@@ -1,0 +1,105 @@
+// src/backend/cuda/kernels/topk.cu: device top-k selection (contract in topk.cuh).
+// One CTA. Scores map to unsigned keys that sort like the scores (sign-magnitude flipped; -0.0
+// folded onto +0.0; NaN to key 0). A four-pass radix select (8 bits per pass, most significant
+// first) finds the k-th largest key T and how many elements equal to T belong to the answer (the
+// lowest-indexed ones); a final pass walks the scores in index order and writes every element
+// above T and the first `need` equal to T, with block-wide prefix counts, so the output is in
+// ascending index order.
+#include <climits>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/topk.cuh"
+#include "base/check.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+
+__device__ __forceinline__ uint32_t score_key(float s) {
+  uint32_t u = __float_as_uint(s);
+  if (s != s) return 0u;              // NaN: below everything
+  if (u == 0x80000000u) u = 0u;       // -0.0 == +0.0
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Exclusive prefix count of `flag` over the CTA's threads in thread order; *total gets the sum.
+// Uses warp_counts[kWarps] of shared memory; every thread must call it.
+__device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
+  const int in_warp = __popc(ballot & ((1u << lane) - 1u));
+  if (lane == 0) warp_counts[warp] = __popc(ballot);
+  __syncthreads();
+  int before = 0, sum = 0;
+  for (int w = 0; w < kWarps; ++w) {
+    const int c = warp_counts[w];
+    before += w < warp ? c : 0;
+    sum += c;
+  }
+  __syncthreads();  // warp_counts may be rewritten by the next call
+  *total = sum;
+  return before + in_warp;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    select_top_k_kernel(const float* scores, int n, int k, int32_t* out) {
+  __shared__ unsigned hist[256];
+  __shared__ unsigned s_digit, s_need;
+  __shared__ int warp_counts[kWarps];
+  const int tid = static_cast<int>(threadIdx.x);
+
+  uint32_t prefix = 0, mask = 0;
+  unsigned need = static_cast<unsigned>(k);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += kThreads) hist[i] = 0;
+    __syncthreads();
+    for (int i = tid; i < n; i += kThreads) {
+      const uint32_t key = score_key(scores[i]);
+      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (tid == 0) {
+      unsigned above = 0;
+      for (int d = 255; d >= 0; --d) {
+        if (above + hist[d] >= need) {
+          s_digit = static_cast<unsigned>(d);
+          s_need = need - above;
+          break;
+        }
+        above += hist[d];
+      }
+    }
+    __syncthreads();
+    prefix |= s_digit << shift;
+    mask |= 255u << shift;
+    need = s_need;
+    __syncthreads();
+  }
+
+  // prefix is the k-th largest key; `need` elements equal to it are taken, lowest index first.
+  int taken = 0, equal_seen = 0;
+  for (int base = 0; base < n; base += kThreads) {
+    const int i = base + tid;
+    const uint32_t key = i < n ? score_key(scores[i]) : 0u;
+    const bool eq = i < n && key == prefix;
+    int eq_total = 0, take_total = 0;
+    const int eq_rank = equal_seen + block_exclusive_count(eq, warp_counts, &eq_total);
+    const bool take = i < n && (key > prefix || (eq && eq_rank < static_cast<int>(need)));
+    const int pos = taken + block_exclusive_count(take, warp_counts, &take_total);
+    if (take) out[pos] = i;
+    equal_seen += eq_total;
+    taken += take_total;
+  }
+}
+
+}  // namespace
+
+void launch_select_top_k(const float* scores, int n, int k, int32_t* out, cudaStream_t stream) {
+  DS4_CHECK_MSG(k > 0 && k < n, "top-k: k=%d of n=%d", k, n);
+  select_top_k_kernel<<<1, kThreads, 0, stream>>>(scores, n, k, out);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ds4::backend::cuda
