@@ -88,6 +88,9 @@ bool DeviceMemory::try_allocate(size_t bytes) {
 
 void DeviceMemory::reserve(size_t bytes) {
   if (bytes <= n_) return;
+  // Work queued earlier may still read the old allocation (ops do not wait for the device):
+  // let it finish before the memory goes back.
+  if (p_ != nullptr) DS4_CUDA_CHECK(cudaDeviceSynchronize());
   *this = DeviceMemory(bytes + bytes / 4);
 }
 
