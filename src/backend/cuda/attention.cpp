@@ -1,9 +1,10 @@
-// src/backend/cuda/attention.cpp: the host walk of an attention op on the device, one token row
-// at a time in batch order (the same order as the CPU reference): RoPE + FP8 + raw store,
-// compressor steps, indexer scores and top-k (both on the device), sink attention. Nothing here
-// waits for the device.
+// src/backend/cuda/attention.cpp: the host side of an attention op on the device. The rows of a
+// batch are cut into runs of consecutive positions of one sequence (bounded by the raw ring's
+// spare rows and the scratch sizes) and each run goes through the batched kernels
+// (kernels/attention.cuh) step by step: RoPE + FP8 + raw store, compressor lanes, indexer scores
+// and top-k, sink attention. Every per-row quantity follows from the row's position, so nothing
+// here waits for the device; a run computes what the rows would one by one, bit for bit.
 #include "backend/cuda/kernels/attention.cuh"
-#include "backend/cuda/kernels/topk.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,8 @@ namespace {
 
 constexpr int kHd = 512;
 constexpr int kIhd = 128;
+// Scratch bound per run (floats) for the attention scores and the indexer scores: 256 MiB each.
+constexpr int64_t kMaxScratchFloats = int64_t{1} << 26;
 
 RopeArg rope_arg(const RopeParams& p) {
   RopeArg a;
@@ -24,89 +27,109 @@ RopeArg rope_arg(const RopeParams& p) {
   return a;
 }
 
-// One compressor lane step; true when a row was emitted into dst.
-bool compressor_step(int ratio, int hd, DeviceMemory& st_kv, DeviceMemory& st_score,
-                     const float* kvc, const float* gate, const Weight& ape, int pos, float* dst,
-                     cudaStream_t s) {
-  const int width = (ratio == 4 ? 2 : 1) * hd;
-  const int rho = ratio == 4 ? 4 + pos % 4 : pos % ratio;
-  launch_compressor_store(st_kv.floats(), st_score.floats(), rho, width, kvc, gate, ape.data,
-                          ape.type, pos % ratio, s);
-  if ((pos + 1) % ratio != 0) return false;
-  launch_compressor_pool(st_kv.floats(), st_score.floats(), ratio, hd, dst, s);
-  if (ratio == 4) {  // the current window becomes the previous one
-    const size_t half = sizeof(float) * 4 * width;
-    DS4_CUDA_CHECK(cudaMemcpyAsync(st_kv.get(), st_kv.floats() + 4 * width, half,
-                                   cudaMemcpyDeviceToDevice, s));
-    DS4_CUDA_CHECK(cudaMemcpyAsync(st_score.get(), st_score.floats() + 4 * width, half,
-                                   cudaMemcpyDeviceToDevice, s));
-  }
-  return true;
+// Compressed rows a row may attend to at most, for rows up to position p_end - 1.
+int max_compressed(const AttentionLayer& l, int p_end) {
+  if (l.ratio == 0) return 0;
+  const int all = p_end / l.ratio;
+  return l.ratio == 4 ? std::min(all, l.index_top_k) : all;
 }
 
 }  // namespace
 
+int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const {
+  int64_t limit = c.ring_cap - c.lay.raw_cap + 1;  // the ring keeps every window of the run
+  const int64_t per_row = int64_t{l.n_head} * (c.lay.raw_cap + max_compressed(l, n_ctx));
+  limit = std::min(limit, kMaxScratchFloats / per_row);
+  if (l.ratio == 4) limit = std::min<int64_t>(limit, kMaxScratchFloats / std::max(1, n_ctx / 4));
+  return static_cast<int>(std::max<int64_t>(1, limit));
+}
+
 void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
                                const AttentionInputs& in, Act out) {
-  for (size_t r = 0; r < rows.size(); ++r) {
+  size_t r = 0;
+  while (r < rows.size()) {
     DeviceSequence& s = sequence(rows[r].seq);
     DS4_CHECK(il >= 0 && il < static_cast<int>(s.layers.size()));
     DeviceLayer& c = s.layers[il];
-    check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens, s.layout.n_ctx, rows[r]);
-    attend_row(il, l, c, rows[r], in, static_cast<int64_t>(r), out.row(static_cast<int64_t>(r)));
+    const int limit = run_limit(l, c, s.layout.n_ctx);
+    int n = 0;
+    while (r + n < rows.size() && n < limit && rows[r + n].seq == rows[r].seq) {
+      check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens + n, s.layout.n_ctx, rows[r + n]);
+      ++n;
+    }
+    attend_run(l, c, RowSpan{rows[r].pos, n}, in, static_cast<int64_t>(r), out);
+    r += static_cast<size_t>(n);
   }
 }
 
-void CudaBackend::attend_row(int, const AttentionLayer& l, DeviceLayer& c, const RowTag& row,
-                             const AttentionInputs& in, int64_t r, float* out) {
+void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                             const AttentionInputs& in, int64_t r0, Act out) {
   const Numerics& num = numerics();
-  const int pos = row.pos;
   const RopeArg rope = rope_arg(l.rope);
-  const int slot = raw_ring_push(&c.raw_head, &c.n_raw, c.lay.raw_cap);
-  launch_rope_qkv_store(in.q.row(r), l.n_head, in.kv.row(r), rope, pos, num.qat_simulation,
-                        num.f16_rows, c.raw.floats() + int64_t{slot} * kHd, stream_);
+  const int p_end = run.p0 + run.n;
+  launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope, run,
+                        num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream_);
   if (l.ratio != 0) {
-    DS4_CHECK(c.n_comp < c.lay.comp_cap);
-    float* dst = c.comp.floats() + int64_t{c.n_comp} * kHd;
-    if (compressor_step(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv.row(r),
-                        in.comp_gate.row(r), l.comp_ape, pos, dst, stream_)) {
-      launch_finish_row(dst, kHd, static_cast<const float*>(l.comp_norm.data), rope,
-                        pos + 1 - l.ratio, false, num.qat_simulation, num.f16_rows, stream_);
-      ++c.n_comp;
-    }
+    DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
+    CompressorLane lane;
+    lane.ratio = l.ratio;
+    lane.hd = kHd;
+    lane.st_kv = c.comp_kv.floats();
+    lane.st_score = c.comp_score.floats();
+    lane.kvc = in.comp_kv.row(r0);
+    lane.kvc_stride = in.comp_kv.cols;
+    lane.gate = in.comp_gate.row(r0);
+    lane.gate_stride = in.comp_gate.cols;
+    lane.ape = l.comp_ape.data;
+    lane.ape_type = l.comp_ape.type;
+    lane.norm = static_cast<const float*>(l.comp_norm.data);
+    c.n_comp += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
+                                  c.comp.floats() + int64_t{c.n_comp} * kHd, stream_);
   }
   const int32_t* visible = nullptr;
-  int n_visible = c.n_comp;
   if (l.ratio == 4) {
-    DS4_CHECK(c.n_index < c.lay.comp_cap);
-    float* dst = c.index.floats() + int64_t{c.n_index} * kIhd;
-    if (compressor_step(4, kIhd, c.index_kv, c.index_score, in.index_kv.row(r),
-                        in.index_gate.row(r), l.index_ape, pos, dst, stream_)) {
-      launch_finish_row(dst, kIhd, static_cast<const float*>(l.index_norm.data), rope, pos + 1 - 4,
-                        true, num.qat_simulation, num.f16_rows, stream_);
-      ++c.n_index;
-    }
+    DS4_CHECK(c.n_index == run.p0 / 4);
+    CompressorLane lane;
+    lane.ratio = 4;
+    lane.hd = kIhd;
+    lane.st_kv = c.index_kv.floats();
+    lane.st_score = c.index_score.floats();
+    lane.kvc = in.index_kv.row(r0);
+    lane.kvc_stride = in.index_kv.cols;
+    lane.gate = in.index_gate.row(r0);
+    lane.gate_stride = in.index_gate.cols;
+    lane.ape = l.index_ape.data;
+    lane.ape_type = l.index_ape.type;
+    lane.norm = static_cast<const float*>(l.index_norm.data);
+    lane.indexer_lane = true;
+    c.n_index += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
+                                   c.index.floats() + int64_t{c.n_index} * kIhd, stream_);
     DS4_CHECK(c.n_index == c.n_comp);
-    if (c.n_index > l.index_top_k) {
-      const int n = c.n_index;
-      launch_indexer_query(in.index_q.row(r), l.n_index_head, rope, pos, num.qat_simulation,
-                           stream_);
+    if (c.n_index > l.index_top_k) {  // some row of the run selects
+      launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
+                           num.qat_simulation, stream_);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
-      float* scores = scratch(index_scores_, n);
-      launch_indexer_scores(c.index.floats(), n, in.index_q.row(r), in.index_w.row(r), wscale,
-                            l.n_index_head, scores, stream_);
-      visible_.reserve(sizeof(int32_t) * static_cast<size_t>(l.index_top_k));
-      launch_select_top_k(scores, n, l.index_top_k, static_cast<int32_t*>(visible_.get()),
-                          stream_);
+      float* scores = scratch(index_scores_, int64_t{run.n} * c.n_index);
+      visible_.reserve(sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+      launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
+                            in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
+                            l.index_top_k, run, c.n_index, scores,
+                            static_cast<int32_t*>(visible_.get()), stream_);
       visible = static_cast<const int32_t*>(visible_.get());
-      n_visible = l.index_top_k;
     }
   }
-  float* sc = scratch(scores_, int64_t{l.n_head} * (c.n_raw + n_visible));
-  launch_attention(in.q.row(r), l.n_head, c.raw.floats(), c.lay.raw_cap, c.raw_head, c.n_raw,
-                   c.comp.floats(), visible, n_visible, static_cast<const float*>(l.sinks.data),
-                   rope, pos, sc, out, stream_);
-  ++c.n_tokens;
+  AttentionGeometry g;
+  g.n_head = l.n_head;
+  g.raw_cap = c.lay.raw_cap;
+  g.ring_cap = c.ring_cap;
+  g.ratio = l.ratio;
+  g.top_k = l.index_top_k;
+  g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
+  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * g.max_rows);
+  launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
+                   static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
+                   stream_);
+  c.n_tokens += run.n;
 }
 
 }  // namespace ds4::backend::cuda

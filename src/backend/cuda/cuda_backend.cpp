@@ -1,6 +1,7 @@
 // src/backend/cuda/cuda_backend.cpp: device memory, sequence state and the dense ops.
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cuda/check.h"
@@ -12,6 +13,8 @@
 
 namespace ds4::backend::cuda {
 namespace {
+
+constexpr int kMaxRunRows = 512;  // rows one attention run may store before the first attends
 
 class DeviceBuffer final : public Buffer {
  public:
@@ -46,7 +49,7 @@ void empty_frontier(const DeviceMemory& kv, const DeviceMemory& score, int rows,
 }
 
 void reset_layer(DeviceLayer& c) {
-  c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
+  c.n_comp = c.n_index = c.n_tokens = 0;
   if (c.lay.ratio != 0) {
     empty_frontier(c.comp_kv, c.comp_score, c.lay.frontier_rows, c.lay.frontier_width);
   }
@@ -178,7 +181,8 @@ Status CudaBackend::create_sequence(int seq, const SequenceLayout& layout) {
     DeviceLayer& c = s->layers[il];
     const LayerLayout& l = layout.layers[il];
     c.lay = l;
-    c.raw = DeviceMemory(sizeof(float) * l.raw_cap * hd);
+    c.ring_cap = l.raw_cap + kMaxRunRows - 1;
+    c.raw = DeviceMemory(sizeof(float) * c.ring_cap * hd);
     if (l.ratio != 0) {
       c.comp = DeviceMemory(sizeof(float) * l.comp_cap * hd);
       c.comp_kv = DeviceMemory(sizeof(float) * l.frontier_rows * l.frontier_width);
@@ -212,9 +216,10 @@ Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
     const DeviceLayer& c = s.layers[il];
     LayerState& st = out[il];
     st.n_tokens = c.n_tokens;
-    const std::vector<float> ring = download_floats(c.raw, size_t(c.lay.raw_cap) * hd);
-    st.raw =
-        raw_ring_in_order(ring.data(), c.raw_head, c.n_raw, c.lay.raw_cap, static_cast<int>(hd));
+    const std::vector<float> ring = download_floats(c.raw, size_t(c.ring_cap) * hd);
+    const int n_raw = std::min(c.lay.raw_cap, c.n_tokens);
+    st.raw = raw_ring_in_order(ring.data(), (c.n_tokens - n_raw) % c.ring_cap, n_raw, c.ring_cap,
+                               static_cast<int>(hd));
     if (c.lay.ratio != 0) {
       st.comp = download_floats(c.comp, size_t(c.n_comp) * hd);
       const size_t f = size_t(c.lay.frontier_rows) * c.lay.frontier_width;
@@ -245,8 +250,15 @@ Status CudaBackend::import_sequence(int seq, const std::vector<LayerState>& stat
     DeviceLayer& c = s.layers[il];
     reset_layer(c);
     c.n_tokens = st.n_tokens;
-    c.n_raw = static_cast<int>(st.raw.size() / hd);
-    upload_floats(c.raw, st.raw);
+    const int n_raw = static_cast<int>(st.raw.size() / hd);  // the last n_raw positions
+    DS4_CHECK(n_raw <= c.lay.raw_cap && n_raw <= c.n_tokens);
+    std::vector<float> ring(size_t(c.ring_cap) * hd, 0.0f);
+    for (int i = 0; i < n_raw; ++i) {
+      const int slot = (c.n_tokens - n_raw + i) % c.ring_cap;
+      std::copy_n(st.raw.begin() + static_cast<ptrdiff_t>(i * hd), hd,
+                  ring.begin() + static_cast<ptrdiff_t>(size_t(slot) * hd));
+    }
+    upload_floats(c.raw, ring);
     if (c.lay.ratio != 0) {
       c.n_comp = static_cast<int>(st.comp.size() / hd);
       upload_floats(c.comp, st.comp);

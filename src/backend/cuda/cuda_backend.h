@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/attention.cuh"
 
 namespace ds4::backend::cuda {
 
@@ -39,10 +40,13 @@ class DeviceMemory {
   size_t n_ = 0;
 };
 
+// A layer's state on the device. The raw window is a ring of ring_cap rows (position p in slot
+// p % ring_cap), larger than the window so a batch of rows can be stored before any attends.
 struct DeviceLayer {
   LayerLayout lay;
+  int ring_cap = 0;
   DeviceMemory raw, comp, comp_kv, comp_score, index, index_kv, index_score;
-  int raw_head = 0, n_raw = 0, n_comp = 0, n_index = 0, n_tokens = 0;
+  int n_comp = 0, n_index = 0, n_tokens = 0;
 };
 
 struct DeviceSequence {
@@ -83,8 +87,11 @@ class CudaBackend final : public Backend {
   void matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
                     const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                     float* y);
-  void attend_row(int il, const AttentionLayer& l, DeviceLayer& c, const RowTag& row,
-                  const AttentionInputs& in, int64_t r, float* out);
+  // Rows of one sequence a single attention run may hold for this layer.
+  int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
+  // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...
+  void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, const AttentionInputs& in,
+                  int64_t r0, Act out);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
   const void* host_of(const Weight& w) const;  // the mapped-file copy of an uploaded tensor

@@ -1,5 +1,11 @@
-// src/backend/cuda/kernels/attention.cu: per-row attention kernels and their launchers.
+// src/backend/cuda/kernels/attention.cu: batched attention kernels and their launchers (contract
+// in attention.cuh). Every kernel takes the batch's first position p0 and derives each row's
+// position p0 + t (t = its row in the batch) and everything that follows from it. Built with
+// -fmad=false; each row's float operations are those of backend/cpu/attention.cpp, in its order.
+#include <algorithm>
+
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/topk.cuh"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 
@@ -47,8 +53,16 @@ __device__ void hadamard_fp4(float* x) {
   __syncthreads();
 }
 
-__global__ void rope_qkv_store_kernel(float* q, int n_head, float* kv, RopeArg rope, int pos,
-                                      bool qat, bool f16_rows, float* raw_slot) {
+// ---- RoPE + FP8 + raw store: one CTA per row ----
+
+__global__ void rope_qkv_store_kernel(float* q_all, int64_t q_stride, int n_head, float* kv_all,
+                                      int64_t kv_stride, RopeArg rope, int p0, bool qat,
+                                      bool f16_rows, float* ring, int ring_cap) {
+  const int t = static_cast<int>(blockIdx.x);
+  const int pos = p0 + t;
+  float* q = q_all + t * q_stride;
+  float* kv = kv_all + t * kv_stride;
+  float* raw_slot = ring + int64_t{pos % ring_cap} * kHd;
   for (int i = threadIdx.x; i < n_head * 32; i += blockDim.x) {
     rope_pair(q + (i / 32) * kHd + kNope, rope.inv_freq, i % 32, pos, false);
   }
@@ -62,59 +76,148 @@ __global__ void rope_qkv_store_kernel(float* q, int n_head, float* kv, RopeArg r
   }
 }
 
-__global__ void compressor_store_kernel(float* st_kv, float* st_score, int rho, int width,
-                                        const float* kvc, const float* gate, const void* ape,
-                                        bool ape_f16, int t) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= width) return;
-  const int64_t a = int64_t{t} * width + j;
-  const float bias = ape_f16 ? __half2float(static_cast<const __half*>(ape)[a])
-                             : static_cast<const float*>(ape)[a];
-  st_kv[int64_t{rho} * width + j] = kvc[j];
-  st_score[int64_t{rho} * width + j] = gate[j] + bias;
-}
+// ---- compressor lane over a batch ----
 
-__global__ void compressor_pool_kernel(const float* st_kv, const float* st_score, int ratio, int hd,
-                                       float* dst) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= hd) return;
-  const int width = (ratio == 4 ? 2 : 1) * hd;
-  float m = kNegInf;
-  if (ratio == 4) {
-    for (int r = 0; r < 4; ++r) {
-      m = fmaxf(m, st_score[r * width + j]);
-      m = fmaxf(m, st_score[(4 + r) * width + hd + j]);
-    }
-  } else {
-    for (int r = 0; r < ratio; ++r) m = fmaxf(m, st_score[r * width + j]);
-  }
-  if (m <= kEmptyBelow) {
-    dst[j] = 0.0f;
+struct LaneArgs {
+  int ratio, hd, width;
+  float* st_kv;
+  float* st_score;
+  const float* kvc;
+  int64_t kvc_stride;
+  const float* gate;
+  int64_t gate_stride;
+  const void* ape;
+  bool ape_f16;
+  int p0, n;
+};
+
+// The (kv, score) a frontier row holds for position q, column col: from the batch when q >= p0
+// (score = gate + ape[q % ratio], as the row-by-row store forms it), else from the frontier as it
+// was before the batch: for ratio 4 the current window [w0, w0 + 4) in rows 4.., the previous one
+// in rows 0..3 (positions before 0 read the empty rows of a fresh frontier); for ratio 128 row
+// q - w0. w0 = the start of the window that was open when the batch began.
+__device__ void lane_source(const LaneArgs& a, int q, int col, float* kv, float* score) {
+  if (q >= a.p0) {
+    const int64_t t = q - a.p0;
+    const int64_t ai = int64_t{q % a.ratio} * a.width + col;
+    const float bias = a.ape_f16 ? __half2float(static_cast<const __half*>(a.ape)[ai])
+                                 : static_cast<const float*>(a.ape)[ai];
+    *kv = a.kvc[t * a.kvc_stride + col];
+    *score = a.gate[t * a.gate_stride + col] + bias;
     return;
   }
-  float den = 0.0f, sum = 0.0f;
-  if (ratio == 4) {
-    for (int r = 0; r < 4; ++r) {
-      const int p = r * width + j, c = (4 + r) * width + hd + j;
-      const float wp = detmath::expf(st_score[p] - m), wc = detmath::expf(st_score[c] - m);
-      den += wp + wc;
-      sum += wp * st_kv[p];
-      sum += wc * st_kv[c];
-    }
-  } else {
-    for (int r = 0; r < ratio; ++r) {
-      const float w = detmath::expf(st_score[r * width + j] - m);
-      den += w;
-      sum += w * st_kv[r * width + j];
-    }
-  }
-  dst[j] = den > 0.0f ? sum / den : 0.0f;
+  const int w0 = (a.p0 / a.ratio) * a.ratio;
+  const int row = a.ratio == 4 ? (q >= w0 ? 4 + (q - w0) : q - (w0 - 4)) : q - w0;
+  *kv = a.st_kv[int64_t{row} * a.width + col];
+  *score = a.st_score[int64_t{row} * a.width + col];
 }
 
-__global__ void finish_row_kernel(float* row, int hd, const float* norm, RopeArg rope,
-                                  int pos_start, bool indexer_lane, bool qat, bool f16_rows) {
+// Window w of the batch (the w-th that ends in it, at position pe) pooled into dst + w * hd:
+// softmax-gated sum, model.md §4.7 step 5, in the CPU's order.
+__global__ void lane_pool_kernel(LaneArgs a, float* dst) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= a.hd) return;
+  const int w = static_cast<int>(blockIdx.y);
+  const int pe = (a.p0 / a.ratio + 1 + w) * a.ratio - 1;
+  float* out = dst + int64_t{w} * a.hd + j;
+  float m = kNegInf;
+  float den = 0.0f, sum = 0.0f;
+  if (a.ratio == 4) {
+    float pk[4], ps[4], ck[4], cs[4];
+    for (int r = 0; r < 4; ++r) {
+      lane_source(a, pe - 7 + r, j, &pk[r], &ps[r]);         // previous window, first half
+      lane_source(a, pe - 3 + r, a.hd + j, &ck[r], &cs[r]);  // current window, second half
+    }
+    for (int r = 0; r < 4; ++r) {
+      m = fmaxf(m, ps[r]);
+      m = fmaxf(m, cs[r]);
+    }
+    if (m <= kEmptyBelow) {
+      *out = 0.0f;
+      return;
+    }
+    for (int r = 0; r < 4; ++r) {
+      const float wp = detmath::expf(ps[r] - m), wc = detmath::expf(cs[r] - m);
+      den += wp + wc;
+      sum += wp * pk[r];
+      sum += wc * ck[r];
+    }
+  } else {
+    const int first = pe - a.ratio + 1;
+    for (int r = 0; r < a.ratio; ++r) {
+      float kv, score;
+      lane_source(a, first + r, j, &kv, &score);
+      m = fmaxf(m, score);
+    }
+    if (m <= kEmptyBelow) {
+      *out = 0.0f;
+      return;
+    }
+    for (int r = 0; r < a.ratio; ++r) {
+      float kv, score;
+      lane_source(a, first + r, j, &kv, &score);
+      const float wt = detmath::expf(score - m);
+      den += wt;
+      sum += wt * kv;
+    }
+  }
+  *out = den > 0.0f ? sum / den : 0.0f;
+}
+
+// The frontier after the batch, column col of every row: each row holds the last position
+// stored into it (ratio 4: row 4 + q % 4; ratio 128: row q % 128), and for ratio 4 rows 0..3 hold
+// the window completed at the batch's last boundary, when there is one. Old values are read
+// before anything is written.
+__global__ void lane_state_kernel(LaneArgs a) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= a.width) return;
+  const int end = a.p0 + a.n;  // the first position after the batch
+  // The last position before `end` that is r modulo ratio (negative when there is none).
+  auto last_with_residue = [&](int r) {
+    return end - 1 - ((end - 1 - r) % a.ratio + a.ratio) % a.ratio;
+  };
+  if (a.ratio == 4) {
+    const int b = (end / 4) * 4 - 1;  // the last boundary before `end`
+    const bool new_prev = b >= a.p0;
+    float pk[4], ps[4], ck[4], cs[4];
+    bool new_cur[4];
+    for (int s = 0; s < 4; ++s) {
+      if (new_prev) lane_source(a, b - 3 + s, col, &pk[s], &ps[s]);
+      const int q = last_with_residue(s);
+      new_cur[s] = q >= a.p0;
+      if (new_cur[s]) lane_source(a, q, col, &ck[s], &cs[s]);
+    }
+    for (int s = 0; s < 4; ++s) {
+      if (new_prev) {
+        a.st_kv[int64_t{s} * a.width + col] = pk[s];
+        a.st_score[int64_t{s} * a.width + col] = ps[s];
+      }
+      if (new_cur[s]) {
+        a.st_kv[int64_t{4 + s} * a.width + col] = ck[s];
+        a.st_score[int64_t{4 + s} * a.width + col] = cs[s];
+      }
+    }
+  } else {
+    for (int s = 0; s < a.ratio; ++s) {
+      const int q = last_with_residue(s);
+      if (q < a.p0) continue;  // untouched by the batch (reads only the batch below)
+      float kv, score;
+      lane_source(a, q, col, &kv, &score);
+      a.st_kv[int64_t{s} * a.width + col] = kv;
+      a.st_score[int64_t{s} * a.width + col] = score;
+    }
+  }
+}
+
+// Norm, RoPE at the window start, simulation and f16 rounding of pooled row blockIdx.x (the
+// window of the batch's blockIdx.x-th boundary), in place.
+__global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeArg rope, int p0,
+                                   int ratio, bool indexer_lane, bool qat, bool f16_rows) {
   __shared__ float x[kHd];
   __shared__ double part[32];
+  const int w = static_cast<int>(blockIdx.x);
+  float* row = rows + int64_t{w} * hd;
+  const int pos_start = (p0 / ratio + w) * ratio;
   double ss = 0.0;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     x[i] = row[i];
@@ -137,25 +240,35 @@ __global__ void finish_row_kernel(float* row, int hd, const float* norm, RopeArg
   for (int i = threadIdx.x; i < hd; i += blockDim.x) row[i] = f16_rows ? f16_round(x[i]) : x[i];
 }
 
-__global__ void indexer_query_kernel(float* iq, RopeArg rope, int pos, bool qat) {
+// ---- indexer ----
+
+// Head blockIdx.x of row blockIdx.y.
+__global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope, int p0,
+                                     bool qat) {
   __shared__ float x[kIhd];
-  float* head = iq + blockIdx.x * kIhd;
+  const int t = static_cast<int>(blockIdx.y);
+  float* head = iq_all + t * stride + blockIdx.x * kIhd;
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) x[i] = head[i];
   __syncthreads();
-  if (threadIdx.x < 32) rope_pair(x + 64, rope.inv_freq, threadIdx.x, pos, false);
+  if (threadIdx.x < 32) rope_pair(x + 64, rope.inv_freq, threadIdx.x, p0 + t, false);
   __syncthreads();
   if (qat) hadamard_fp4(x);
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) head[i] = x[i];
 }
 
-// One thread per compressed row, replicating the CPU's AVX2 kernel operation for operation
-// (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused multiply-add chain over the 128
-// dims, then per lane l of 8 a fused chain over heads 8j + l of relu(dot) * w, then the same
-// horizontal sum. n_ih is a multiple of 8.
-__global__ void indexer_scores_kernel(const float* keys, int n, const float* iq, const float* w,
-                                      float wscale, int n_ih, float* scores) {
+// One thread per (compressed row c, batch row blockIdx.y), replicating the CPU's AVX2 kernel
+// operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
+// multiply-add chain over the 128 dims, then per lane l of 8 a fused chain over heads 8j + l of
+// relu(dot) * w, then the same horizontal sum. n_ih is a multiple of 8.
+__global__ void indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
+                                      const float* w_all, int64_t w_stride, float wscale, int n_ih,
+                                      int top_k, int p0, int n_stride, float* scores) {
+  const int t = static_cast<int>(blockIdx.y);
+  const int n = (p0 + t + 1) / 4;
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= n) return;
+  if (n <= top_k || c >= n) return;
+  const float* iq = iq_all + t * iq_stride;
+  const float* w = w_all + t * w_stride;
   const float* key = keys + int64_t{c} * kIhd;
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int j = 0; j < n_ih / 8; ++j) {
@@ -168,21 +281,32 @@ __global__ void indexer_scores_kernel(const float* keys, int n, const float* iq,
     }
   }
   const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
-  scores[c] = (t0 + t2) + (t1 + t3);
+  scores[int64_t{t} * n_stride + c] = (t0 + t2) + (t1 + t3);
 }
 
-__global__ void attention_kernel(const float* q, const float* raw, int raw_cap, int raw_head,
-                                 int n_raw, const float* comp, const int32_t* visible, int n_comp,
-                                 const float* sinks, RopeArg rope, int pos, float* scratch,
-                                 float* out) {
+// ---- sink attention: head blockIdx.x of row blockIdx.y ----
+
+__global__ void attention_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
+                                 const float* ring, const float* comp, const int32_t* visible_all,
+                                 const float* sinks, RopeArg rope, int p0, float* scratch,
+                                 float* out_all, int64_t out_stride) {
   __shared__ float red[32];
   __shared__ float o[kHd];
-  const int h = blockIdx.x;
+  __shared__ float den_shared;
+  const int h = static_cast<int>(blockIdx.x);
+  const int t = static_cast<int>(blockIdx.y);
+  const int pos = p0 + t;
+  const int n_raw = min(g.raw_cap, pos + 1);
+  const int raw_head = (pos + 1 - n_raw) % g.ring_cap;
+  const int n_all = g.ratio != 0 ? (pos + 1) / g.ratio : 0;
+  const bool indexed = g.ratio == 4 && n_all > g.top_k;
+  const int32_t* visible = indexed ? visible_all + int64_t{t} * g.top_k : nullptr;
+  const int n_comp = indexed ? g.top_k : n_all;
   const int n_rows = n_raw + n_comp;
-  const float* qh = q + int64_t{h} * kHd;
-  float* sc = scratch + int64_t{h} * n_rows;
+  const float* qh = q_all + t * q_stride + int64_t{h} * kHd;
+  float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
   auto row_ptr = [&](int i) -> const float* {
-    if (i < n_raw) return raw + int64_t{(raw_head + i) % raw_cap} * kHd;
+    if (i < n_raw) return ring + int64_t{(raw_head + i) % g.ring_cap} * kHd;
     const int c = i - n_raw;
     return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
   };
@@ -198,7 +322,6 @@ __global__ void attention_kernel(const float* q, const float* raw, int raw_cap, 
   m = block_max_float(m, red);
   for (int i = threadIdx.x; i < n_rows; i += blockDim.x) sc[i] = detmath::expf(sc[i] - m);
   __syncthreads();
-  __shared__ float den_shared;
   if (threadIdx.x == 0) {  // the CPU's order: the sink term first, then the rows in order
     float den = detmath::expf(sinks[h] - m);
     for (int i = 0; i < n_rows; ++i) den += sc[i];
@@ -214,60 +337,84 @@ __global__ void attention_kernel(const float* q, const float* raw, int raw_cap, 
   __syncthreads();
   if (threadIdx.x < 32) rope_pair(o + kNope, rope.inv_freq, threadIdx.x, pos, true);
   __syncthreads();
-  for (int d = threadIdx.x; d < kHd; d += blockDim.x) out[int64_t{h} * kHd + d] = o[d];
+  float* out = out_all + t * out_stride + int64_t{h} * kHd;
+  for (int d = threadIdx.x; d < kHd; d += blockDim.x) out[d] = o[d];
 }
 
 }  // namespace
 
-void launch_rope_qkv_store(float* q, int n_head, float* kv, const RopeArg& rope, int pos, bool qat,
-                           bool f16_rows, float* raw_slot, cudaStream_t s) {
-  rope_qkv_store_kernel<<<1, 256, 0, s>>>(q, n_head, kv, rope, pos, qat, f16_rows, raw_slot);
+void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
+                           const RopeArg& rope, RowSpan rows, bool qat, bool f16_rows, float* ring,
+                           int ring_cap, cudaStream_t s) {
+  if (rows.n == 0) return;
+  rope_qkv_store_kernel<<<rows.n, 256, 0, s>>>(q, q_stride, n_head, kv, kv_stride, rope, rows.p0,
+                                               qat, f16_rows, ring, ring_cap);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-void launch_compressor_store(float* st_kv, float* st_score, int rho, int width, const float* kvc,
-                             const float* gate, const void* ape, gguf::GgufType ape_type, int t,
-                             cudaStream_t s) {
-  DS4_CHECK(ape_type == gguf::GgufType::kF16 || ape_type == gguf::GgufType::kF32);
-  compressor_store_kernel<<<(width + 255) / 256, 256, 0, s>>>(
-      st_kv, st_score, rho, width, kvc, gate, ape, ape_type == gguf::GgufType::kF16, t);
+int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
+                      bool f16_rows, float* dst, cudaStream_t s) {
+  DS4_CHECK(lane.ratio == 4 || lane.ratio == 128);
+  DS4_CHECK(lane.hd == kHd || lane.hd == kIhd);
+  DS4_CHECK(lane.ape_type == gguf::GgufType::kF16 || lane.ape_type == gguf::GgufType::kF32);
+  if (rows.n == 0) return 0;
+  LaneArgs a{};
+  a.ratio = lane.ratio;
+  a.hd = lane.hd;
+  a.width = (lane.ratio == 4 ? 2 : 1) * lane.hd;
+  a.st_kv = lane.st_kv;
+  a.st_score = lane.st_score;
+  a.kvc = lane.kvc;
+  a.kvc_stride = lane.kvc_stride;
+  a.gate = lane.gate;
+  a.gate_stride = lane.gate_stride;
+  a.ape = lane.ape;
+  a.ape_f16 = lane.ape_type == gguf::GgufType::kF16;
+  a.p0 = rows.p0;
+  a.n = rows.n;
+  const int emitted = (rows.p0 + rows.n) / lane.ratio - rows.p0 / lane.ratio;
+  if (emitted > 0) {  // pooling reads the frontier as it was before the batch
+    lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+    DS4_CUDA_CHECK_LAUNCH();
+    finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0,
+                                                lane.ratio, lane.indexer_lane, qat, f16_rows);
+    DS4_CUDA_CHECK_LAUNCH();
+  }
+  lane_state_kernel<<<(a.width + 127) / 128, 128, 0, s>>>(a);
+  DS4_CUDA_CHECK_LAUNCH();
+  return emitted;
+}
+
+void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& rope, RowSpan rows,
+                          bool qat, cudaStream_t s) {
+  if (rows.n == 0) return;
+  indexer_query_kernel<<<dim3(n_ih, rows.n), 128, 0, s>>>(iq, stride, rope, rows.p0, qat);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-void launch_compressor_pool(const float* st_kv, const float* st_score, int ratio, int hd,
-                            float* dst, cudaStream_t s) {
-  compressor_pool_kernel<<<(hd + 127) / 128, 128, 0, s>>>(st_kv, st_score, ratio, hd, dst);
+void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride, const float* w,
+                           int64_t w_stride, float wscale, int n_ih, int top_k, RowSpan rows,
+                           int n_stride, float* scores, int32_t* out, cudaStream_t s) {
+  const int n_last = (rows.p0 + rows.n) / 4;
+  DS4_CHECK_MSG(n_stride >= n_last && n_ih % 8 == 0, "indexer: stride %d < %d rows, %d heads",
+                n_stride, n_last, n_ih);
+  if (rows.n == 0 || n_last <= top_k) return;
+  constexpr int kThreads = 256;
+  indexer_scores_kernel<<<dim3((n_last + kThreads - 1) / kThreads, rows.n), kThreads, 0, s>>>(
+      keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
   DS4_CUDA_CHECK_LAUNCH();
+  launch_select_top_k_rows(scores, n_stride, rows.p0, rows.n, 4, top_k, out, s);
 }
 
-void launch_finish_row(float* row, int hd, const float* norm, const RopeArg& rope, int pos_start,
-                       bool indexer_lane, bool qat, bool f16_rows, cudaStream_t s) {
-  DS4_CHECK(hd == kHd || hd == kIhd);
-  finish_row_kernel<<<1, 256, 0, s>>>(row, hd, norm, rope, pos_start, indexer_lane, qat, f16_rows);
-  DS4_CUDA_CHECK_LAUNCH();
-}
-
-void launch_indexer_query(float* iq, int n_ih, const RopeArg& rope, int pos, bool qat,
-                          cudaStream_t s) {
-  indexer_query_kernel<<<n_ih, 128, 0, s>>>(iq, rope, pos, qat);
-  DS4_CUDA_CHECK_LAUNCH();
-}
-
-void launch_indexer_scores(const float* keys, int n, const float* iq, const float* w, float wscale,
-                           int n_ih, float* scores, cudaStream_t s) {
-  if (n == 0) return;
-  constexpr int kWarps = 8;
-  indexer_scores_kernel<<<(n + kWarps - 1) / kWarps, 32 * kWarps, 0, s>>>(keys, n, iq, w, wscale,
-                                                                          n_ih, scores);
-  DS4_CUDA_CHECK_LAUNCH();
-}
-
-void launch_attention(const float* q, int n_head, const float* raw, int raw_cap, int raw_head,
-                      int n_raw, const float* comp, const int32_t* visible, int n_comp,
-                      const float* sinks, const RopeArg& rope, int pos, float* scratch, float* out,
-                      cudaStream_t s) {
-  attention_kernel<<<n_head, 256, 0, s>>>(q, raw, raw_cap, raw_head, n_raw, comp, visible, n_comp,
-                                          sinks, rope, pos, scratch, out);
+void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                      const float* ring, const float* comp, const int32_t* visible,
+                      const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
+                      float* out, int64_t out_stride, cudaStream_t s) {
+  DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
+  if (rows.n == 0) return;
+  attention_kernel<<<dim3(g.n_head, rows.n), 256, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                          sinks, rope, rows.p0, scratch, out,
+                                                          out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,7 +1,14 @@
-// src/backend/cuda/kernels/attention.cuh: the cache-dependent steps of one token row of an
-// attention sublayer on the device (model.md §4.5-4.9): RoPE + FP8 simulation + raw-window store,
-// compressor frontier store / pooling / row finishing, indexer query preparation and scores, and
-// sink attention with inverse RoPE. The host walks the rows in order (backend/cuda/attention.cpp).
+// src/backend/cuda/kernels/attention.cuh: the cache-dependent steps of an attention sublayer on
+// the device (model.md §4.5-4.9) for a batch of n consecutive token rows of one sequence, at
+// positions p0 .. p0 + n - 1: RoPE + FP8 simulation + raw-window store, compressor pooling and
+// frontier update, indexer query preparation, scores and top-k, and sink attention with inverse
+// RoPE. Every per-row quantity (window size, compressed rows visible, whether the indexer runs)
+// follows from the row's position, so one launch per step serves the whole batch; each row's
+// arithmetic is the CPU reference's, in its order, so a batch computes what row-by-row decode
+// computes, bit for bit. A decode step is the batch of one row.
+//
+// The raw window lives in a ring of ring_cap >= raw_cap + n - 1 rows, the row of position p in
+// slot p % ring_cap; a row attends to the last min(raw_cap, p + 1) positions.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,33 +24,73 @@ struct RopeArg {
   float inv_freq[32];
 };
 
-// Rotates the tails of q's n_head heads and of kv at pos; simulates FP8 on kv dims 0..447 (qat),
-// rounds kv through f16 (f16_rows) and stores it at raw_slot.
-void launch_rope_qkv_store(float* q, int n_head, float* kv, const RopeArg& rope, int pos, bool qat,
-                           bool f16_rows, float* raw_slot, cudaStream_t s);
-// Frontier row rho <- (kvc, gate + ape[t]) for a lane of width W (ape F16 or F32, [ratio][W]).
-void launch_compressor_store(float* st_kv, float* st_score, int rho, int width, const float* kvc,
-                             const float* gate, const void* ape, gguf::GgufType ape_type, int t,
-                             cudaStream_t s);
-// Softmax-gated pooling of a full window into dst (hd values), model.md §4.7 step 5.
-void launch_compressor_pool(const float* st_kv, const float* st_score, int ratio, int hd,
-                            float* dst, cudaStream_t s);
-// RMSNorm (weight), RoPE at pos_start, simulation (attention lane: FP8; indexer lane: Hadamard +
-// FP4) and f16 rounding of a pooled row, in place.
-void launch_finish_row(float* row, int hd, const float* norm, const RopeArg& rope, int pos_start,
-                       bool indexer_lane, bool qat, bool f16_rows, cudaStream_t s);
-// RoPE at pos and (qat) Hadamard + FP4 on each of the n_ih 128-wide indexer query heads.
-void launch_indexer_query(float* iq, int n_ih, const RopeArg& rope, int pos, bool qat,
-                          cudaStream_t s);
-// scores[c] = sum_h max(0, keys[c] . iq_h) * w[h] * wscale for c < n.
-void launch_indexer_scores(const float* keys, int n, const float* iq, const float* w, float wscale,
-                           int n_ih, float* scores, cudaStream_t s);
-// Sink attention of the row's n_head queries over the n_raw ring rows (oldest at raw_head) and the
-// compressed rows listed in `visible` (nullptr: rows 0..n_comp-1), then inverse RoPE at pos.
-// scratch: n_head * (n_raw + n_comp) floats.
-void launch_attention(const float* q, int n_head, const float* raw, int raw_cap, int raw_head,
-                      int n_raw, const float* comp, const int32_t* visible, int n_comp,
-                      const float* sinks, const RopeArg& rope, int pos, float* scratch, float* out,
-                      cudaStream_t s);
+// The rows of a batch: positions p0 .. p0 + n - 1.
+struct RowSpan {
+  int p0 = 0;
+  int n = 0;
+};
+
+// Rotates the tails of the n_head q heads and of kv of every row at its position; simulates FP8
+// on kv dims 0..447 (qat), rounds kv through f16 (f16_rows) and stores it in its ring slot.
+// Row t of q / kv starts at q + t * q_stride / kv + t * kv_stride.
+void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
+                           const RopeArg& rope, RowSpan rows, bool qat, bool f16_rows, float* ring,
+                           int ring_cap, cudaStream_t s);
+
+// One compressor lane (model.md §4.7) over a batch. ratio 4 (overlapping windows, frontier of 8
+// rows of width 2 * hd) or 128 (frontier of 128 rows of width hd). Pools every window that ends
+// in the batch into dst (window w ending at the w-th boundary of the batch -> dst + w * hd),
+// finishes those rows (RMSNorm with `norm`, RoPE at the window start, FP8 (attention lane) or
+// Hadamard + FP4 (indexer lane) when qat, f16 rounding when f16_rows), and leaves the frontier
+// (st_kv / st_score) as row-by-row processing would. kvc / gate rows: width floats at
+// stride kvc_stride / gate_stride; ape: [ratio][width], F16 or F32. Returns the rows emitted.
+struct CompressorLane {
+  int ratio = 0;
+  int hd = 0;
+  float* st_kv = nullptr;
+  float* st_score = nullptr;
+  const float* kvc = nullptr;
+  int64_t kvc_stride = 0;
+  const float* gate = nullptr;
+  int64_t gate_stride = 0;
+  const void* ape = nullptr;
+  gguf::GgufType ape_type = gguf::GgufType::kF32;
+  const float* norm = nullptr;
+  bool indexer_lane = false;
+};
+int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
+                      bool f16_rows, float* dst, cudaStream_t s);
+
+// RoPE at each row's position and (qat) Hadamard + FP4 on each of the n_ih 128-wide indexer
+// query heads of every row (row t at iq + t * stride).
+void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& rope, RowSpan rows,
+                          bool qat, cudaStream_t s);
+
+// For each row t whose position p sees n_t = (p + 1) / 4 compressed indexer rows with
+// n_t > top_k: scores[t * n_stride + c] = sum_h max(0, keys[c] . iq_h) * w[h] * wscale for
+// c < n_t, then out[t * top_k ..] = the top_k best rows (select_top_k's rule). Rows with
+// n_t <= top_k are skipped. iq row t at iq + t * iq_stride, w row t at w + t * w_stride.
+// n_stride >= (p0 + n) / 4; scores is scratch of n * n_stride floats.
+void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride, const float* w,
+                           int64_t w_stride, float wscale, int n_ih, int top_k, RowSpan rows,
+                           int n_stride, float* scores, int32_t* out, cudaStream_t s);
+
+// Sink attention of every row's n_head queries over its raw window and its compressed rows, then
+// inverse RoPE at its position. Compressed rows of row t at position p: none when ratio == 0;
+// when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
+// rows 0 .. (p + 1) / ratio - 1. scratch: n * n_head * max_rows floats, max_rows >= every row's
+// window + compressed rows. Output row t at out + t * out_stride.
+struct AttentionGeometry {
+  int n_head = 0;
+  int raw_cap = 0;
+  int ring_cap = 0;
+  int ratio = 0;
+  int top_k = 0;
+  int max_rows = 0;
+};
+void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                      const float* ring, const float* comp, const int32_t* visible,
+                      const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
+                      float* out, int64_t out_stride, cudaStream_t s);
 
 }  // namespace ds4::backend::cuda

@@ -128,5 +128,32 @@ TEST(CudaTopK, MatchesSelectTopK) {
   }
 }
 
+// The batched form: rows at positions p0 .. p0 + rows - 1 each select among (p + 1) / 4 scores;
+// rows with too few scores are left untouched.
+TEST(CudaTopK, RowsFollowTheirPositions) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int kK = 16, kP0 = 50, kRows = 40, kStride = (kP0 + kRows) / 4;
+  std::vector<float> scores(static_cast<size_t>(kRows) * kStride);
+  for (float& v : scores) v = static_cast<float>(static_cast<int>(3.0f * normal(rng)));  // ties
+  const DeviceBuffer ds = to_device(scores);
+  DeviceBuffer dout(static_cast<size_t>(kRows) * kK * 4);
+  dout.fill(0xff);
+  launch_select_top_k_rows(ds.get<float>(), kStride, kP0, kRows, 4, kK, dout.get<int32_t>(),
+                           nullptr);
+  DS4_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int32_t> got(static_cast<size_t>(kRows) * kK);
+  dout.download(got.data(), got.size() * 4);
+  for (int t = 0; t < kRows; ++t) {
+    const int n = (kP0 + t + 1) / 4;
+    std::vector<int32_t> want(kK, -1), order;
+    if (n > kK) select_top_k(scores.data() + static_cast<size_t>(t) * kStride, n, kK, &order, &want);
+    const std::vector<int32_t> row(got.begin() + t * kK, got.begin() + (t + 1) * kK);
+    EXPECT_TRUE(row == want) << "row " << t << " (" << n << " scores) seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace ds4::backend::cuda

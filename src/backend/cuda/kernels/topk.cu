@@ -43,8 +43,15 @@ __device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
   return before + in_warp;
 }
 
+// Row blockIdx.x: n_fixed > 0 selects among n_fixed scores, else among (p0 + row + 1) / ratio.
 __global__ void __launch_bounds__(kThreads)
-    select_top_k_kernel(const float* scores, int n, int k, int32_t* out) {
+    select_top_k_kernel(const float* all_scores, int64_t stride, int n_fixed, int p0, int ratio,
+                        int k, int32_t* all_out) {
+  const int row = static_cast<int>(blockIdx.x);
+  const int n = n_fixed > 0 ? n_fixed : (p0 + row + 1) / ratio;
+  if (n <= k) return;  // uniform per CTA
+  const float* scores = all_scores + row * stride;
+  int32_t* out = all_out + static_cast<int64_t>(row) * k;
   __shared__ unsigned hist[256];
   __shared__ unsigned s_digit, s_need;
   __shared__ int warp_counts[kWarps];
@@ -98,7 +105,17 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_select_top_k(const float* scores, int n, int k, int32_t* out, cudaStream_t stream) {
   DS4_CHECK_MSG(k > 0 && k < n, "top-k: k=%d of n=%d", k, n);
-  select_top_k_kernel<<<1, kThreads, 0, stream>>>(scores, n, k, out);
+  select_top_k_kernel<<<1, kThreads, 0, stream>>>(scores, 0, n, 0, 1, k, out);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_select_top_k_rows(const float* scores, int64_t stride, int p0, int n_rows, int ratio,
+                              int k, int32_t* out, cudaStream_t stream) {
+  DS4_CHECK_MSG(k > 0 && ratio > 0 && p0 >= 0 && n_rows >= 0 && stride >= (p0 + n_rows) / ratio,
+                "top-k rows: k=%d ratio=%d p0=%d rows=%d stride=%lld", k, ratio, p0, n_rows,
+                static_cast<long long>(stride));
+  if (n_rows == 0) return;
+  select_top_k_kernel<<<n_rows, kThreads, 0, stream>>>(scores, stride, 0, p0, ratio, k, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

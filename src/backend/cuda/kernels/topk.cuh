@@ -14,4 +14,10 @@ namespace ds4::backend::cuda {
 // NaN score ranks below every number. Requires 0 < k < n.
 void launch_select_top_k(const float* scores, int n, int k, int32_t* out, cudaStream_t stream);
 
+// The same for the indexer rows of a batch at positions p0 .. p0 + n_rows - 1: row t selects
+// among its n_t = (p0 + t + 1) / ratio scores at scores + t * stride into out + t * k, and is
+// skipped when n_t <= k.
+void launch_select_top_k_rows(const float* scores, int64_t stride, int p0, int n_rows, int ratio,
+                              int k, int32_t* out, cudaStream_t stream);
+
 }  // namespace ds4::backend::cuda
