@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 
 namespace ds4::backend::cuda {
 
@@ -86,7 +87,7 @@ class CudaBackend final : public Backend {
   // Encodes x for w's dot product into enc_ and multiplies (experts/rows: device arrays or null).
   void matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
                     const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
-                    float* y);
+                    float* y, const SlotGroups* by_expert = nullptr);
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
   // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...
@@ -104,7 +105,8 @@ class CudaBackend final : public Backend {
   DeviceMemory staging_;  // upload staging for tensors that are repacked on the device
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
-  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, scores_, index_scores_,
+  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
+      index_scores_,
       visible_;
 };
 

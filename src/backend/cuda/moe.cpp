@@ -5,6 +5,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels/dense.cuh"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/routing.cuh"
 
 namespace ds4::backend::cuda {
@@ -24,14 +25,25 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
                l.tid2eid.present() ? static_cast<const int32_t*>(l.tid2eid.data) : nullptr, tokens,
                static_cast<int>(k), l.weight_scale, d_sel, d_weights, d_rows, stream_);
 
+  // With several tokens, visit the slots by expert: each expert's weights are read once for a
+  // group of its slots (the results are the same).
+  SlotGroups groups;
+  const SlotGroups* by_expert = nullptr;
+  if (t_rows > 1) {
+    const int n_mat = static_cast<int>(l.gate_exps.ne[2]);
+    groups_.reserve(static_cast<size_t>(slot_groups_bytes(slots, n_mat)));
+    groups = launch_group_slots(d_sel, slots, n_mat, groups_.get(), stream_);
+    by_expert = &groups;
+  }
+
   // Routed experts: gate and up per slot, SwiGLU times the weight, down per slot.
   float* gate = scratch(tmp_c_, slots * n_ff);
   float* up = scratch(tmp_d_, slots * n_ff);
-  matmul_slots(l.gate_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, 1, gate);
-  matmul_slots(l.up_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, 1, up);
+  matmul_slots(l.gate_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, 1, gate, by_expert);
+  matmul_slots(l.up_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, 1, up, by_expert);
   launch_swiglu(gate, up, d_weights, slots, n_ff, gate, stream_);
   float* down = scratch(tmp_e_, slots * n_embd);
-  matmul_slots(l.down_exps, gate, slots, n_ff, d_sel, nullptr, slots, 1, down);
+  matmul_slots(l.down_exps, gate, slots, n_ff, d_sel, nullptr, slots, 1, down, by_expert);
 
   // Shared expert, then f = moe + shared.
   float* sg = scratch(tmp_f_, 2 * t_rows * n_ff + t_rows * n_embd);

@@ -39,7 +39,7 @@ using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
 constexpr int kRows = 16;      // output rows per CTA
-constexpr int kMaxSlots = 4;   // activation rows per CTA (weights read once for all of them)
+constexpr int kMaxSlots = 8;   // activation rows per CTA (weights read once for all of them)
 constexpr int kChunk = 64;     // blocks per shared-memory round
 constexpr int kPitch = kChunk + 1;  // padded: the folding threads read different banks
 
@@ -253,26 +253,56 @@ struct PlanarArgs {
   const int32_t* experts;  // nullptr: matrix 0
   const int32_t* rows;     // nullptr: slot j reads encoded row j
   int n_slots;
-  int slots_per_cta;  // 1 when experts are given (each slot may use another matrix)
+  int slots_per_cta;  // 1 when experts are given without groups
+  SlotGroups groups;  // order == nullptr: slots in index order
   float* y;
   int64_t y_stride;
 };
+
+// The slots a CTA serves (ids, count) and their matrix. Without groups: slots
+// blockIdx.y * slots_per_cta ..; with groups: the group blockIdx.y of the expert-sorted order.
+// False when the CTA has nothing to do (a group index past the last group).
+__device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
+  if (a.groups.order == nullptr) {
+    const int s0 = static_cast<int>(blockIdx.y) * a.slots_per_cta;
+    *ns = min(a.slots_per_cta, a.n_slots - s0);
+    for (int s = 0; s < kMaxSlots; ++s) ids[s] = s0 + min(s, *ns - 1);
+    *e = a.experts != nullptr ? a.experts[s0] : 0;
+    return true;
+  }
+  const int g = static_cast<int>(blockIdx.y);
+  const int32_t* gf = a.groups.group_first;
+  if (g >= gf[a.n_matrices]) return false;
+  int lo = 0, hi = a.n_matrices - 1;  // the expert whose groups contain g
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (gf[mid] <= g) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const int start = a.groups.first[lo] + (g - gf[lo]) * kMaxSlots;
+  *ns = min(kMaxSlots, a.groups.first[lo + 1] - start);
+  for (int s = 0; s < kMaxSlots; ++s) ids[s] = a.groups.order[start + min(s, *ns - 1)];
+  *e = lo;
+  return true;
+}
 
 template <class F>
 __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   __shared__ float terms[kMaxSlots][kRows][kPitch];
   const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int s0 = static_cast<int>(blockIdx.y) * a.slots_per_cta;
-  const int ns = min(a.slots_per_cta, a.n_slots - s0);
-  const int e = a.experts != nullptr ? a.experts[s0] : 0;
+  int ids[kMaxSlots];
+  int ns = 0, e = 0;
+  if (!cta_slots(a, ids, &ns, &e)) return;  // uniform per CTA
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
 
   // Encoded activation row of each of the CTA's slots.
   const uint8_t* xrow[kMaxSlots];
 #pragma unroll
   for (int s = 0; s < kMaxSlots; ++s) {
-    const int slot = s0 + min(s, ns - 1);
-    const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
+    const int64_t r = a.rows != nullptr ? a.rows[ids[s]] : ids[s];
     xrow[s] = a.enc + r * a.enc_row_bytes;
   }
 
@@ -304,7 +334,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     }
     __syncthreads();
   }
-  if (folds) a.y[(s0 + fold_slot) * a.y_stride + o0 + fold_row] = F::finish(acc);
+  if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
 // ---- packing: one thread per block ----
@@ -344,6 +374,38 @@ __global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, uint
   }
 }
 
+// ---- slot grouping: counts, prefix offsets (one thread), scatter ----
+
+__global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_mat, int32_t* counts) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n_slots) return;
+  const int e = experts[j];
+  if (e < 0 || e >= n_mat) __trap();
+  atomicAdd(&counts[e], 1);
+}
+
+__global__ void slot_offsets_kernel(const int32_t* counts, int n_mat, int32_t* first,
+                                    int32_t* group_first, int32_t* cursor) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  int at = 0, groups = 0;
+  for (int e = 0; e < n_mat; ++e) {
+    first[e] = at;
+    cursor[e] = at;
+    group_first[e] = groups;
+    at += counts[e];
+    groups += (counts[e] + kMaxSlots - 1) / kMaxSlots;
+  }
+  first[n_mat] = at;
+  group_first[n_mat] = groups;
+}
+
+__global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_t* cursor,
+                                     int32_t* order) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n_slots) return;
+  order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
+}
+
 static_assert(offsetof(BlockQ2_K, qs) == offsetof(BlockQ2_K, scales) + 16,
               "Q2_K body = scales then qs, contiguous");
 
@@ -353,7 +415,9 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   a.body = static_cast<const uint8_t*>(w.data);
   a.aux = a.body + total_blocks * F::kBody;
   const int64_t tiles = (a.out + kRows - 1) / kRows;
-  const int64_t slot_tiles = (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
+  const int64_t slot_tiles = a.groups.order != nullptr
+                                 ? a.groups.max_groups
+                                 : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
   DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= 65535, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
@@ -384,9 +448,43 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
   DS4_CUDA_CHECK_LAUNCH();
 }
 
+int64_t slot_groups_bytes(int64_t n_slots, int n_matrices) {
+  return static_cast<int64_t>(sizeof(int32_t)) * (4 * (int64_t{n_matrices} + 1) + n_slots);
+}
+
+SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_matrices,
+                              void* scratch, cudaStream_t stream) {
+  DS4_CHECK_MSG(n_slots > 0 && n_slots <= INT_MAX && n_matrices > 0 && experts != nullptr &&
+                    scratch != nullptr,
+                "group slots: %lld slots, %d matrices", static_cast<long long>(n_slots),
+                n_matrices);
+  auto* counts = static_cast<int32_t*>(scratch);
+  int32_t* first = counts + (n_matrices + 1);
+  int32_t* group_first = first + (n_matrices + 1);
+  int32_t* cursor = group_first + (n_matrices + 1);
+  int32_t* order = cursor + (n_matrices + 1);
+  const int n = static_cast<int>(n_slots);
+  constexpr int kT = 256;
+  DS4_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(int32_t) * (n_matrices + 1), stream));
+  count_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, n_matrices, counts);
+  DS4_CUDA_CHECK_LAUNCH();
+  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, cursor);
+  DS4_CUDA_CHECK_LAUNCH();
+  scatter_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, cursor, order);
+  DS4_CUDA_CHECK_LAUNCH();
+  SlotGroups g;
+  g.order = order;
+  g.first = first;
+  g.group_first = group_first;
+  g.max_groups = static_cast<int>((n_slots + kMaxSlots - 1) / kMaxSlots +
+                                  std::min<int64_t>(n_matrices, n_slots));
+  return g;
+}
+
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
-                          float* y, int64_t y_stride, cudaStream_t stream) {
+                          float* y, int64_t y_stride, cudaStream_t stream,
+                          const SlotGroups* groups_by_expert) {
   DS4_CHECK_MSG(w.layout == kLayoutPlanar && has_planar_layout(w.type),
                 "planar matmul: weight not in the planar layout");
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
@@ -405,7 +503,12 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   a.experts = experts;
   a.rows = rows;
   a.n_slots = static_cast<int>(n_slots);
-  a.slots_per_cta = experts != nullptr ? 1 : static_cast<int>(std::min<int64_t>(kMaxSlots, n_slots));
+  a.slots_per_cta =
+      experts != nullptr ? 1 : static_cast<int>(std::min<int64_t>(kMaxSlots, n_slots));
+  if (groups_by_expert != nullptr) {
+    DS4_CHECK_MSG(experts != nullptr, "planar matmul: slot groups without experts");
+    a.groups = *groups_by_expert;
+  }
   a.y = y;
   a.y_stride = y_stride;
   switch (w.type) {

@@ -31,9 +31,27 @@ bool has_planar_layout(gguf::GgufType t);
 void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, void* dst,
                         cudaStream_t stream);
 
-// launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout.
+// The slots of an expert-stack product grouped by expert, so one CTA reads an expert's weights
+// once for several of its slots (prefill). Device arrays, built by launch_group_slots.
+struct SlotGroups {
+  const int32_t* order = nullptr;        // slot ids sorted by expert
+  const int32_t* first = nullptr;        // [n_matrices + 1]: each expert's start in `order`
+  const int32_t* group_first = nullptr;  // [n_matrices + 1]: each expert's first group
+  int max_groups = 0;                    // an upper bound of the number of groups
+};
+
+// Device scratch bytes launch_group_slots needs.
+int64_t slot_groups_bytes(int64_t n_slots, int n_matrices);
+// Groups n_slots slots whose experts (device, each in [0, n_matrices)) are given; the returned
+// arrays live in `scratch` and are valid for kernels queued after this call.
+SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_matrices,
+                              void* scratch, cudaStream_t stream);
+
+// launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with `groups_by_expert`
+// (from the same experts), slots are visited by expert group (results are identical).
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
-                          float* y, int64_t y_stride, cudaStream_t stream);
+                          float* y, int64_t y_stride, cudaStream_t stream,
+                          const SlotGroups* groups_by_expert = nullptr);
 
 }  // namespace ds4::backend::cuda

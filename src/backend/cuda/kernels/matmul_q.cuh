@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/matmul_planar.cuh"
 
 namespace ds4::backend::cuda {
 
@@ -30,8 +31,10 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 // and rows are device arrays. `enc` holds encoded rows of enc_row_bytes each (an encoded row may
 // span several groups). w.data is device memory; w.ne = {cols, out, n_matrices}. Weights in the
 // planar layout (w.layout == kLayoutPlanar, matmul_planar.cuh) go to launch_matmul_planar.
+// by_expert (optional, from launch_group_slots over the same experts) lets planar weights visit
+// the slots by expert; the results do not change.
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const SlotGroups* by_expert = nullptr);
 
 }  // namespace ds4::backend::cuda

@@ -259,8 +259,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
 
   // The native layout may add block terms in another order (tolerance); the planar layout must
   // reproduce the reference bit for bit.
-  auto check_layout = [&](bool planar) {
-    const std::string tag = what + (planar ? " planar" : "");
+  auto check_layout = [&](bool planar, bool grouped) {
+    const std::string tag = what + (planar ? " planar" : "") + (grouped ? " grouped" : "");
     DeviceBuffer dpacked(planar ? w.size() : 1);
     Weight wt;
     wt.data = dw.get();
@@ -274,10 +274,16 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     }
     DeviceBuffer dy(static_cast<size_t>(c.n_slots * y_stride) * sizeof(float));
     dy.fill(0xff);  // NaN everywhere: an unwritten output cannot pass
+    DeviceBuffer dgroups(grouped ? slot_groups_bytes(c.n_slots, c.n_mat) : 1);
+    SlotGroups by_expert;
+    if (grouped) {
+      by_expert = launch_group_slots(dexperts.get<int32_t>(), c.n_slots,
+                                     static_cast<int>(c.n_mat), dgroups.get(), nullptr);
+    }
     launch_matmul(wt, enc_for_matmul, enc_row_bytes,
                   c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
                   c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
-                  dy.get<float>(), y_stride, nullptr);
+                  dy.get<float>(), y_stride, nullptr, grouped ? &by_expert : nullptr);
     DS4_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
     dy.download(y.data(), y.size() * sizeof(float));
@@ -313,11 +319,14 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     }
     EXPECT_EQ(bad, 0) << tag << ": outputs differ from the CPU reference";
     std::printf("  %-8s %-24s %s max |gpu - cpu| / S = %.2e\n",
-                std::string(gguf::to_string(t)).c_str(), c.name, planar ? "planar" : "native",
-                worst);
+                std::string(gguf::to_string(t)).c_str(), c.name,
+                grouped ? "planar, by expert" : (planar ? "planar" : "native"), worst);
   };
-  check_layout(false);
-  if (has_planar_layout(t)) check_layout(true);
+  check_layout(false, false);
+  if (has_planar_layout(t)) {
+    check_layout(true, false);
+    if (!c.experts.empty()) check_layout(true, true);
+  }
 }
 
 // Sizes: a single row and slot; odd row counts; several slots with a row map; groups = 2 with a
@@ -327,6 +336,11 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
   const uint32_t seed = fresh_seed();
   std::printf("  %s: seed %u\n", std::string(gguf::to_string(t)).c_str(), seed);
   const bool blocks = t != GgufType::kF32 && t != GgufType::kF16;
+  std::vector<int32_t> many_experts, many_rows;  // 40 slots: expert 0 has 23, expert 3 none
+  for (int j = 0; j < 40; ++j) {
+    many_experts.push_back(j % 2 == 0 || j % 7 == 0 ? 0 : (j % 3 == 0 ? 2 : 1));
+    many_rows.push_back(j % 5);
+  }
   const std::vector<Case> cases = {
       {.name = "single row", .cols = col_sizes[0], .out = 1, .n_slots = 1, .n_enc_rows = 1},
       {.name = "odd rows, 5 slots", .cols = col_sizes[1], .out = 37, .n_slots = 5, .n_enc_rows = 5},
@@ -361,6 +375,14 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .experts = {2, 1},
        .rows = {1, 0}},
       {.name = "wide", .cols = col_sizes[3], .out = 33, .n_slots = 2, .n_enc_rows = 2},
+      {.name = "many slots per expert",
+       .cols = col_sizes[1],
+       .out = 21,
+       .n_slots = 40,
+       .n_enc_rows = 5,
+       .n_mat = 4,
+       .experts = many_experts,
+       .rows = many_rows},
       {.name = "random blocks",
        .cols = col_sizes[2],
        .out = 21,
