@@ -6,6 +6,10 @@
 set -euo pipefail
 out=${OUT:-/tmp}
 ctx_max=${1:-8192} gen=${2:-16} step=${3:-2048}
+# Frontier growth: STEP_MUL=F multiplies (--step-mul), else step adds; CTX_START and OUT_CSV
+# override the first frontier and the CSV's name.
+if [[ -n ${STEP_MUL:-} ]]; then growth=(--step-mul "$STEP_MUL"); else growth=(--step-incr "$step"); fi
+csv=$out/${OUT_CSV:-flash_q2_cuda.csv}
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
   -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
   -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
@@ -16,6 +20,6 @@ model=/dev/shm/flash-q2.gguf
 prompt=${PROMPT:-.devdeps/promessi_sposi.txt}
 if [[ ! -s $prompt ]]; then cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt; prompt=/tmp/prompt.txt; fi
 /usr/bin/time -f "ds4-bench wall %e s" build-dev/bin/ds4-bench -m "$model" --backend cuda \
-  --prompt-file "$prompt" --ctx-start 2048 --ctx-max "$ctx_max" --step-incr "$step" \
-  --gen-tokens "$gen" --prefill-chunk 512 --csv "$out/flash_q2_cuda.csv" 2> "$out/bench_err.txt" || true
-cat "$out/flash_q2_cuda.csv"; tail -3 "$out/bench_err.txt"
+  --prompt-file "$prompt" --ctx-start "${CTX_START:-2048}" --ctx-max "$ctx_max" "${growth[@]}" \
+  --gen-tokens "$gen" --prefill-chunk 512 --csv "$csv" 2> "$out/bench_err.txt" || true
+cat "$csv"; tail -3 "$out/bench_err.txt"
