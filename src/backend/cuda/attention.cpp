@@ -34,6 +34,26 @@ int max_compressed(const AttentionLayer& l, int p_end) {
   return l.ratio == 4 ? std::min(all, l.index_top_k) : all;
 }
 
+// A compressor lane of the run whose first row is batch row r0.
+CompressorLane lane_of(int ratio, int hd, DeviceMemory& st_kv, DeviceMemory& st_score, Act kvc,
+                       Act gate, int64_t r0, const Weight& ape, const Weight& norm,
+                       bool indexer_lane) {
+  CompressorLane lane;
+  lane.ratio = ratio;
+  lane.hd = hd;
+  lane.st_kv = st_kv.floats();
+  lane.st_score = st_score.floats();
+  lane.kvc = kvc.row(r0);
+  lane.kvc_stride = kvc.cols;
+  lane.gate = gate.row(r0);
+  lane.gate_stride = gate.cols;
+  lane.ape = ape.data;
+  lane.ape_type = ape.type;
+  lane.norm = static_cast<const float*>(norm.data);
+  lane.indexer_lane = indexer_lane;
+  return lane;
+}
+
 }  // namespace
 
 int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const {
@@ -71,37 +91,16 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
                         num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream_);
   if (l.ratio != 0) {
     DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
-    CompressorLane lane;
-    lane.ratio = l.ratio;
-    lane.hd = kHd;
-    lane.st_kv = c.comp_kv.floats();
-    lane.st_score = c.comp_score.floats();
-    lane.kvc = in.comp_kv.row(r0);
-    lane.kvc_stride = in.comp_kv.cols;
-    lane.gate = in.comp_gate.row(r0);
-    lane.gate_stride = in.comp_gate.cols;
-    lane.ape = l.comp_ape.data;
-    lane.ape_type = l.comp_ape.type;
-    lane.norm = static_cast<const float*>(l.comp_norm.data);
+    const CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv,
+                                        in.comp_gate, r0, l.comp_ape, l.comp_norm, false);
     c.n_comp += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
                                   c.comp.floats() + int64_t{c.n_comp} * kHd, stream_);
   }
   const int32_t* visible = nullptr;
   if (l.ratio == 4) {
     DS4_CHECK(c.n_index == run.p0 / 4);
-    CompressorLane lane;
-    lane.ratio = 4;
-    lane.hd = kIhd;
-    lane.st_kv = c.index_kv.floats();
-    lane.st_score = c.index_score.floats();
-    lane.kvc = in.index_kv.row(r0);
-    lane.kvc_stride = in.index_kv.cols;
-    lane.gate = in.index_gate.row(r0);
-    lane.gate_stride = in.index_gate.cols;
-    lane.ape = l.index_ape.data;
-    lane.ape_type = l.index_ape.type;
-    lane.norm = static_cast<const float*>(l.index_norm.data);
-    lane.indexer_lane = true;
+    const CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv,
+                                        in.index_gate, r0, l.index_ape, l.index_norm, true);
     c.n_index += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
                                    c.index.floats() + int64_t{c.n_index} * kIhd, stream_);
     DS4_CHECK(c.n_index == c.n_comp);

@@ -129,8 +129,8 @@ Result<Weight> CudaBackend::upload(const Weight& host) {
                                         static_cast<double>(*bytes) / (1 << 20));
     }
     DS4_CUDA_CHECK(cudaMemcpy(staging_.get(), host.data, *bytes, cudaMemcpyHostToDevice));
-    const int64_t blocks = static_cast<int64_t>(
-        n / gguf::type_info(static_cast<uint32_t>(host.type))->block_elems);
+    const int64_t blocks =
+        static_cast<int64_t>(n / gguf::type_info(static_cast<uint32_t>(host.type))->block_elems);
     launch_pack_planar(host.type, staging_.get(), blocks, m.get(), stream_);
     DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
     w.layout = kLayoutPlanar;
@@ -297,8 +297,7 @@ const int32_t* CudaBackend::device_tokens(std::span<const RowTag> rows) {
     for (size_t r = 0; r < rows.size(); ++r) row_tokens_host_[r] = rows[r].token;
     row_tokens_.reserve(rows.size() * sizeof(int32_t));
     DS4_CUDA_CHECK(cudaMemcpyAsync(row_tokens_.get(), row_tokens_host_.data(),
-                                   rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                   stream_));
+                                   rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     // The host array may change with the next batch: wait until the copy has read it.
     DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }

@@ -106,8 +106,7 @@ class CudaBackend final : public Backend {
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
-      index_scores_,
-      visible_;
+      index_scores_, visible_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

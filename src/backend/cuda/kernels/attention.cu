@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/kernels/topk.cuh"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/topk.cuh"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -376,8 +376,8 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
     lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
     DS4_CUDA_CHECK_LAUNCH();
-    finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0,
-                                                lane.ratio, lane.indexer_lane, qat, f16_rows);
+    finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0, lane.ratio,
+                                               lane.indexer_lane, qat, f16_rows);
     DS4_CUDA_CHECK_LAUNCH();
   }
   lane_state_kernel<<<(a.width + 127) / 128, 128, 0, s>>>(a);
@@ -412,9 +412,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                       float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
   if (rows.n == 0) return;
-  attention_kernel<<<dim3(g.n_head, rows.n), 256, 0, s>>>(q, q_stride, g, ring, comp, visible,
-                                                          sinks, rope, rows.p0, scratch, out,
-                                                          out_stride);
+  attention_kernel<<<dim3(g.n_head, rows.n), 256, 0, s>>>(
+      q, q_stride, g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

@@ -38,9 +38,9 @@ using quant::BlockQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
-constexpr int kRows = 16;      // output rows per CTA
-constexpr int kMaxSlots = 8;   // activation rows per CTA (weights read once for all of them)
-constexpr int kChunk = 64;     // blocks per shared-memory round
+constexpr int kRows = 16;           // output rows per CTA
+constexpr int kMaxSlots = 8;        // activation rows per CTA (weights read once for all of them)
+constexpr int kChunk = 64;          // blocks per shared-memory round
 constexpr int kPitch = kChunk + 1;  // padded: the folding threads read different banks
 
 __device__ __forceinline__ float f16_bits(uint16_t h) {
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
   int ids[kMaxSlots];
   int ns = 0, e = 0;
-  if (!cta_slots(a, ids, &ns, &e)) return;  // uniform per CTA
+  if (!cta_slots(a, ids, &ns, &e)) return;   // uniform per CTA
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
 
   // Encoded activation row of each of the CTA's slots.
@@ -376,7 +376,8 @@ __global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, uint
 
 // ---- slot grouping: counts, prefix offsets (one thread), scatter ----
 
-__global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_mat, int32_t* counts) {
+__global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_mat,
+                                   int32_t* counts) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n_slots) return;
   const int e = experts[j];
@@ -498,8 +499,9 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   a.nb = static_cast<int>(n_blocks);
   a.enc = static_cast<const uint8_t*>(enc);
   a.enc_row_bytes = enc_row_bytes;
-  a.enc_group_bytes = n_blocks * (w.type == GgufType::kQ8_0 ? static_cast<int64_t>(sizeof(ActQ8_0))
-                                                            : static_cast<int64_t>(sizeof(BlockQ8_K)));
+  a.enc_group_bytes =
+      n_blocks * (w.type == GgufType::kQ8_0 ? static_cast<int64_t>(sizeof(ActQ8_0))
+                                            : static_cast<int64_t>(sizeof(BlockQ8_K)));
   a.experts = experts;
   a.rows = rows;
   a.n_slots = static_cast<int>(n_slots);

@@ -47,8 +47,9 @@ int64_t slot_groups_bytes(int64_t n_slots, int n_matrices);
 SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_matrices,
                               void* scratch, cudaStream_t stream);
 
-// launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with `groups_by_expert`
-// (from the same experts), slots are visited by expert group (results are identical).
+// launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with
+// `groups_by_expert` (from the same experts), slots are visited by expert group (results are
+// identical).
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,

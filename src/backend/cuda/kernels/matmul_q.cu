@@ -24,8 +24,8 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
-#include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/kernels/matmul_q.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
 
@@ -564,8 +564,8 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
                 "matmul: null or misaligned buffer");
 
   if (w.layout == kLayoutPlanar) {
-    launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride,
-                         stream, by_expert);
+    launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
+                         by_expert);
     return;
   }
   DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);

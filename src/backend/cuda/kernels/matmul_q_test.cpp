@@ -4,7 +4,7 @@
 // in the planar layout, up to the order of the per-block float additions for the native one.
 // Every test skips when no CUDA device is present. Harness: kernel_test.h (this file holds the
 // standalone main()).
-#include "backend/cuda/kernels/kernel_test.h"
+#include "backend/cuda/kernels/matmul_q.cuh"
 
 #include <cuda_runtime.h>
 
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/kernel_test.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
-#include "backend/cuda/kernels/matmul_q.cuh"
 #include "base/f16.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
@@ -48,7 +48,6 @@ using test::to_device;
 constexpr double kReorderTol = 1e-5;
 constexpr double kTolFloor = 1e-30;  // an all-cancelling row must still compare equal-ish
 constexpr int kMaxReports = 5;       // mismatches printed per check
-
 
 bool is_super_block_type(GgufType t) {
   return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
@@ -277,8 +276,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     DeviceBuffer dgroups(grouped ? slot_groups_bytes(c.n_slots, c.n_mat) : 1);
     SlotGroups by_expert;
     if (grouped) {
-      by_expert = launch_group_slots(dexperts.get<int32_t>(), c.n_slots,
-                                     static_cast<int>(c.n_mat), dgroups.get(), nullptr);
+      by_expert = launch_group_slots(dexperts.get<int32_t>(), c.n_slots, static_cast<int>(c.n_mat),
+                                     dgroups.get(), nullptr);
     }
     launch_matmul(wt, enc_for_matmul, enc_row_bytes,
                   c.experts.empty() ? nullptr : dexperts.get<int32_t>(),

@@ -28,8 +28,7 @@ __device__ __forceinline__ bool before(float sa, int ia, float sb, int ib) {
 
 __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const float* bias,
                              const int32_t* tid2eid, const int32_t* tokens, int k,
-                             float weight_scale, int32_t* sel, float* weights,
-                             int32_t* slot_rows) {
+                             float weight_scale, int32_t* sel, float* weights, int32_t* slot_rows) {
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (t >= n_rows) return;  // uniform per warp
@@ -84,8 +83,7 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
 void launch_route(float* logits, int64_t n_rows, int n_expert, const float* bias,
                   const int32_t* tid2eid, const int32_t* tokens, int k, float weight_scale,
                   int32_t* sel, float* weights, int32_t* slot_rows, cudaStream_t stream) {
-  DS4_CHECK_MSG(k >= 1 && k <= kMaxUsed && k <= n_expert, "route: k=%d of %d experts", k,
-                n_expert);
+  DS4_CHECK_MSG(k >= 1 && k <= kMaxUsed && k <= n_expert, "route: k=%d of %d experts", k, n_expert);
   DS4_CHECK_MSG(tid2eid == nullptr || tokens != nullptr, "route: hash routing needs the tokens");
   if (n_rows == 0) return;
   const int64_t ctas = (n_rows + kWarpsPerCta - 1) / kWarpsPerCta;

@@ -14,8 +14,8 @@
 #include "backend/cuda/kernels/kernel_test.h"
 #include "backend/cuda/kernels/routing.cuh"
 #include "backend/cuda/kernels/topk.cuh"
-#include "backend/row_rules.h"
 #include "backend/routing.h"
+#include "backend/row_rules.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -91,7 +91,8 @@ TEST(CudaRouting, MatchesRouteToken) {
       {"hash routing", 9, 256, 6, false, true, false},
       {"k = n_expert", 3, 8, 8, true, false, true},
   };
-  for (size_t i = 0; i < std::size(cases); ++i) run_route(cases[i], seed + static_cast<uint32_t>(i));
+  for (size_t i = 0; i < std::size(cases); ++i)
+    run_route(cases[i], seed + static_cast<uint32_t>(i));
 }
 
 void run_top_k(int n, int k, int mode, uint32_t seed) {
@@ -101,7 +102,7 @@ void run_top_k(int n, int k, int mode, uint32_t seed) {
   for (float& v : scores) {
     v = normal(rng);
     if (mode == 1) v = static_cast<float>(static_cast<int>(4.0f * v));  // heavy ties
-    if (mode == 2) v = v < 0.5f ? (v < -0.5f ? -0.0f : 0.0f) : v;      // mostly signed zeros
+    if (mode == 2) v = v < 0.5f ? (v < -0.5f ? -0.0f : 0.0f) : v;       // mostly signed zeros
   }
   std::vector<int32_t> order, want;
   select_top_k(scores.data(), n, k, &order, &want);
@@ -149,7 +150,8 @@ TEST(CudaTopK, RowsFollowTheirPositions) {
   for (int t = 0; t < kRows; ++t) {
     const int n = (kP0 + t + 1) / 4;
     std::vector<int32_t> want(kK, -1), order;
-    if (n > kK) select_top_k(scores.data() + static_cast<size_t>(t) * kStride, n, kK, &order, &want);
+    if (n > kK)
+      select_top_k(scores.data() + static_cast<size_t>(t) * kStride, n, kK, &order, &want);
     const std::vector<int32_t> row(got.begin() + t * kK, got.begin() + (t + 1) * kK);
     EXPECT_TRUE(row == want) << "row " << t << " (" << n << " scores) seed " << seed;
   }

@@ -19,8 +19,8 @@ constexpr int kWarps = kThreads / 32;
 
 __device__ __forceinline__ uint32_t score_key(float s) {
   uint32_t u = __float_as_uint(s);
-  if (s != s) return 0u;              // NaN: below everything
-  if (u == 0x80000000u) u = 0u;       // -0.0 == +0.0
+  if (s != s) return 0u;         // NaN: below everything
+  if (u == 0x80000000u) u = 0u;  // -0.0 == +0.0
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
