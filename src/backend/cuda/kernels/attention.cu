@@ -7,6 +7,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/lane_rules.h"
 #include "backend/cuda/kernels/topk.cuh"
 
 namespace ds4::backend::cuda {
@@ -106,8 +107,7 @@ __device__ void lane_source(const LaneArgs& a, int q, int col, float* kv, float*
     *score = a.gate[t * a.gate_stride + col] + bias;
     return;
   }
-  const int w0 = (a.p0 / a.ratio) * a.ratio;
-  const int row = a.ratio == 4 ? (q >= w0 ? 4 + (q - w0) : q - (w0 - 4)) : q - w0;
+  const int row = lane_rules::state_row(a.p0, a.ratio, q);
   *kv = a.st_kv[int64_t{row} * a.width + col];
   *score = a.st_score[int64_t{row} * a.width + col];
 }
@@ -118,7 +118,7 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= a.hd) return;
   const int w = static_cast<int>(blockIdx.y);
-  const int pe = (a.p0 / a.ratio + 1 + w) * a.ratio - 1;
+  const int pe = lane_rules::window_end(a.p0, a.ratio, w);
   float* out = dst + int64_t{w} * a.hd + j;
   float m = kNegInf;
   float den = 0.0f, sum = 0.0f;
@@ -172,12 +172,9 @@ __global__ void lane_state_kernel(LaneArgs a) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= a.width) return;
   const int end = a.p0 + a.n;  // the first position after the batch
-  // The last position before `end` that is r modulo ratio (negative when there is none).
-  auto last_with_residue = [&](int r) {
-    return end - 1 - ((end - 1 - r) % a.ratio + a.ratio) % a.ratio;
-  };
+  auto last_with_residue = [&](int r) { return lane_rules::last_with_residue(end, a.ratio, r); };
   if (a.ratio == 4) {
-    const int b = (end / 4) * 4 - 1;  // the last boundary before `end`
+    const int b = lane_rules::last_boundary(end);
     const bool new_prev = b >= a.p0;
     float pk[4], ps[4], ck[4], cs[4];
     bool new_cur[4];
@@ -217,7 +214,7 @@ __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeA
   __shared__ double part[32];
   const int w = static_cast<int>(blockIdx.x);
   float* row = rows + int64_t{w} * hd;
-  const int pos_start = (p0 / ratio + w) * ratio;
+  const int pos_start = lane_rules::window_start(p0, ratio, w);
   double ss = 0.0;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     x[i] = row[i];
@@ -372,7 +369,7 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   a.ape_f16 = lane.ape_type == gguf::GgufType::kF16;
   a.p0 = rows.p0;
   a.n = rows.n;
-  const int emitted = (rows.p0 + rows.n) / lane.ratio - rows.p0 / lane.ratio;
+  const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
     lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
     DS4_CUDA_CHECK_LAUNCH();
