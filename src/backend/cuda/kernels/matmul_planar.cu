@@ -11,8 +11,9 @@
 // rows (slots). It walks the row's blocks in chunks of kChunk: every thread computes the terms
 // of some (row, block) items, reading each weight block once for all of the CTA's slots, and
 // parks them in shared memory; then one thread per (row, slot) adds the chunk's terms to its
-// accumulator in block order. The float terms use dot_ref.cpp's expressions, integer sums are
-// exact, so the result equals the CPU reference bit for bit. Built with -fmad=false.
+// accumulator in block order. The float terms use dot_ref.cpp's expressions (planar_formats.cuh,
+// checked on the host by planar_formats_test), integer sums are exact, so the result equals the
+// CPU reference bit for bit. Built with -fmad=false.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
 
@@ -30,6 +32,11 @@ namespace ds4::backend::cuda {
 namespace {
 
 using gguf::GgufType;
+using planar::FmtIq2Xxs;
+using planar::FmtQ2K;
+using planar::FmtQ4K;
+using planar::FmtQ8_0;
+using planar::Iq2Lookup;
 using quant::ActQ8_0;
 using quant::BlockIQ2_XXS;
 using quant::BlockQ2_K;
@@ -42,202 +49,6 @@ constexpr int kRows = 16;           // output rows per CTA
 constexpr int kMaxSlots = 8;        // activation rows per CTA (weights read once for all of them)
 constexpr int kChunk = 64;          // blocks per shared-memory round
 constexpr int kPitch = kChunk + 1;  // padded: the folding threads read different banks
-
-__device__ __forceinline__ float f16_bits(uint16_t h) {
-  return __half2float(__ushort_as_half(h));  // exact, subnormals included
-}
-__device__ __forceinline__ float x_scale(const uint8_t* x) {
-  return *reinterpret_cast<const float*>(x);  // ActQ8_0::d and BlockQ8_K::d are both at 0
-}
-__device__ __forceinline__ int x_word(const uint8_t* x, int i) {
-  return reinterpret_cast<const int*>(x + 4)[i];  // qs at offset 4 in both activation blocks
-}
-
-// ---- per-format block terms: load() reads one weight block, term() dots it with one
-// activation block exactly as dot_ref.cpp does; finish() maps the folded sum ----
-
-// Q8_0: body = qs (32), aux = d. term = (f16(d) * x.d) * (float)isum.
-struct FmtQ8_0 {
-  static constexpr int kBody = 32, kAux = 2, kXBytes = sizeof(ActQ8_0);
-  struct W {
-    uint4 q0, q1;
-    float d;
-  };
-  __device__ static W load(const uint8_t* body, const uint8_t* aux) {
-    const uint4* q = reinterpret_cast<const uint4*>(body);
-    return {q[0], q[1], f16_bits(*reinterpret_cast<const uint16_t*>(aux))};
-  }
-  __device__ static float term(const W& w, const uint8_t* x) {
-    int s = 0;
-    s = __dp4a(static_cast<int>(w.q0.x), x_word(x, 0), s);
-    s = __dp4a(static_cast<int>(w.q0.y), x_word(x, 1), s);
-    s = __dp4a(static_cast<int>(w.q0.z), x_word(x, 2), s);
-    s = __dp4a(static_cast<int>(w.q0.w), x_word(x, 3), s);
-    s = __dp4a(static_cast<int>(w.q1.x), x_word(x, 4), s);
-    s = __dp4a(static_cast<int>(w.q1.y), x_word(x, 5), s);
-    s = __dp4a(static_cast<int>(w.q1.z), x_word(x, 6), s);
-    s = __dp4a(static_cast<int>(w.q1.w), x_word(x, 7), s);
-    const float scale = w.d * x_scale(x);
-    return scale * static_cast<float>(s);
-  }
-  __device__ static float finish(float s) { return s; }
-};
-
-// Q2_K: body = scales (16) + qs (64), aux = d, dmin. Sub-block s (16 values) lives in qs bytes
-// 32 * (s / 8) + 16 * (s % 2) + i at shift 2 * ((s % 8) / 2) (quant::q2_k_position).
-// term = (x.d * f16(d)) * (float)isum - (x.d * f16(dmin)) * (float)summs.
-struct FmtQ2K {
-  static constexpr int kBody = 80, kAux = 4, kXBytes = sizeof(BlockQ8_K);
-  struct W {
-    uint32_t sc[4];
-    uint32_t q[16];
-    uint16_t d, dmin;
-  };
-  __device__ static W load(const uint8_t* body, const uint8_t* aux) {
-    W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-    const uint4 s = v[0];
-    w.sc[0] = s.x, w.sc[1] = s.y, w.sc[2] = s.z, w.sc[3] = s.w;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 t = v[1 + i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
-    const uint16_t* a = reinterpret_cast<const uint16_t*>(aux);
-    w.d = a[0], w.dmin = a[1];
-    return w;
-  }
-  __device__ static float term(const W& w, const uint8_t* x) {
-    const int16_t* bsums = reinterpret_cast<const int16_t*>(x + offsetof(BlockQ8_K, bsums));
-    int isum = 0, summs = 0;
-#pragma unroll
-    for (int s = 0; s < 16; ++s) {
-      const int sc = static_cast<int>((w.sc[s / 4] >> (8 * (s % 4))) & 0xffu);
-      const int shift = 2 * ((s % 8) / 2);
-      const int word0 = 8 * (s / 8) + 4 * (s % 2);  // qs byte 32 * (s / 8) + 16 * (s % 2)
-      int sub = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sub = __dp4a(static_cast<int>((w.q[word0 + i] >> shift) & 0x03030303u),
-                     x_word(x, 4 * s + i), sub);
-      }
-      isum += (sc & 15) * sub;
-      summs += static_cast<int>(bsums[s]) * (sc >> 4);
-    }
-    const float xd = x_scale(x);
-    const float dall = xd * f16_bits(w.d);
-    const float dmin = xd * f16_bits(w.dmin);
-    return dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
-  }
-  __device__ static float finish(float s) { return s; }
-};
-
-// Q4_K: body = the whole 144-byte block. Sub-block j (32 values) is qs[(j / 2) * 32 + l], low
-// nibble for even j; 6-bit scale and min per sub-block (quant::q4_k_scale_min).
-struct FmtQ4K {
-  static constexpr int kBody = 144, kAux = 0, kXBytes = sizeof(BlockQ8_K);
-  struct W {
-    uint32_t h[4];  // d, dmin, scales
-    uint32_t q[32];
-  };
-  __device__ static W load(const uint8_t* body, const uint8_t*) {
-    W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-    const uint4 t0 = v[0];
-    w.h[0] = t0.x, w.h[1] = t0.y, w.h[2] = t0.z, w.h[3] = t0.w;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint4 t = v[1 + i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
-    return w;
-  }
-  __device__ static int byte_of(const W& w, int i) {  // byte i of the block's first 16 bytes
-    return static_cast<int>((w.h[i / 4] >> (8 * (i % 4))) & 0xffu);
-  }
-  __device__ static float term(const W& w, const uint8_t* x) {
-    const int16_t* bsums = reinterpret_cast<const int16_t*>(x + offsetof(BlockQ8_K, bsums));
-    int isum = 0, summs = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      // scales start at block byte 4
-      int scale, min;
-      if (j < 4) {
-        scale = byte_of(w, 4 + j) & 63;
-        min = byte_of(w, 4 + j + 4) & 63;
-      } else {
-        scale = (byte_of(w, 4 + j + 4) & 0x0f) | ((byte_of(w, 4 + j - 4) >> 6) << 4);
-        min = (byte_of(w, 4 + j + 4) >> 4) | ((byte_of(w, 4 + j) >> 6) << 4);
-      }
-      const int shift = 4 * (j & 1);
-      int sub = 0;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        sub = __dp4a(static_cast<int>((w.q[8 * (j / 2) + i] >> shift) & 0x0f0f0f0fu),
-                     x_word(x, 8 * j + i), sub);
-      }
-      isum += scale * sub;
-      summs += min * (static_cast<int>(bsums[2 * j]) + static_cast<int>(bsums[2 * j + 1]));
-    }
-    const float xd = x_scale(x);
-    const float dall = xd * f16_bits(static_cast<uint16_t>(w.h[0] & 0xffffu));
-    const float dmin = xd * f16_bits(static_cast<uint16_t>(w.h[0] >> 16));
-    return dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
-  }
-  __device__ static float finish(float s) { return s; }
-};
-
-// Four codebook magnitudes (bytes < 128) with the signs of 4 bits applied (a set bit negates
-// its byte): per byte (g ^ 0xff) + 1 = -g without carries.
-__device__ __forceinline__ int apply_signs(uint32_t mag, uint32_t bits4) {
-  const uint32_t m = ((bits4 * 0x00204081u) & 0x01010101u) * 0xffu;
-  return static_cast<int>((mag ^ m) + (m & 0x01010101u));
-}
-
-// IQ2_XXS: body = qs (64), aux = d. Group ib32 (32 values) = words 2 ib32 (four grid indices) and
-// 2 ib32 + 1 (four 7-bit sign indices, 4-bit scale on top); bsum = sum (2s + 1) * sumi;
-// term = (f16(d) * x.d) * (float)bsum; the row is 0.125 * the folded sum.
-struct FmtIq2Xxs {
-  static constexpr int kBody = 64, kAux = 2, kXBytes = sizeof(BlockQ8_K);
-  struct W {
-    uint32_t q[16];
-    float d;
-  };
-  __device__ static W load(const uint8_t* body, const uint8_t* aux) {
-    W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 t = v[i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
-    w.d = f16_bits(*reinterpret_cast<const uint16_t*>(aux));
-    return w;
-  }
-  __device__ static float term(const W& w, const uint8_t* x) {
-    const auto* grid = reinterpret_cast<const unsigned long long*>(iq2::kIq2xxsGrid);
-    int bsum = 0;
-#pragma unroll
-    for (int g = 0; g < 8; ++g) {
-      const uint32_t a = w.q[2 * g];
-      const uint32_t s = w.q[2 * g + 1];
-      int sumi = 0;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const unsigned long long v = __ldg(grid + ((a >> (8 * k)) & 255u));
-        const uint32_t signs = __ldg(iq2::kIq2Signs + ((s >> (7 * k)) & 127u));
-        sumi = __dp4a(apply_signs(static_cast<uint32_t>(v), signs & 15u), x_word(x, 8 * g + 2 * k),
-                      sumi);
-        sumi = __dp4a(apply_signs(static_cast<uint32_t>(v >> 32), signs >> 4),
-                      x_word(x, 8 * g + 2 * k + 1), sumi);
-      }
-      bsum += (2 * static_cast<int>(s >> 28) + 1) * sumi;
-    }
-    const float d = w.d * x_scale(x);
-    return d * static_cast<float>(bsum);
-  }
-  __device__ static float finish(float s) { return 0.125f * s; }
-};
 
 struct PlanarArgs {
   const uint8_t* body;
@@ -306,6 +117,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     xrow[s] = a.enc + r * a.enc_row_bytes;
   }
 
+  const Iq2Lookup tables{reinterpret_cast<const uint64_t*>(iq2::kIq2xxsGrid), iq2::kIq2Signs};
   const int tid = static_cast<int>(threadIdx.x);
   const int fold_row = tid % kRows, fold_slot = tid / kRows;
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
@@ -324,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
           ((o0 + r) / a.rows_per_group) * a.enc_group_bytes + int64_t{k0 + j} * F::kXBytes;
 #pragma unroll
       for (int s = 0; s < kMaxSlots; ++s) {
-        if (s < ns) terms[s][r][j] = F::term(w, xrow[s] + xoff);
+        if (s < ns) terms[s][r][j] = F::term(w, xrow[s] + xoff, tables);
       }
     }
     __syncthreads();
@@ -339,39 +151,12 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 
 // ---- packing: one thread per block ----
 
-template <class F>
-__device__ void split_block(const uint8_t* src, uint8_t* body, uint8_t* aux, int body_off,
-                            int aux_off, int aux2_off) {
-  for (int i = 0; i < F::kBody; ++i) body[i] = src[body_off + i];
-  if (F::kAux >= 2) aux[0] = src[aux_off], aux[1] = src[aux_off + 1];
-  if (F::kAux == 4) aux[2] = src[aux2_off], aux[3] = src[aux2_off + 1];
-}
-
-__global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, uint8_t* dst) {
+__global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, int block_bytes,
+                            uint8_t* dst) {
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= n_blocks) return;
-  switch (static_cast<GgufType>(type)) {
-    case GgufType::kQ8_0:
-      split_block<FmtQ8_0>(src + b * sizeof(BlockQ8_0), dst + b * FmtQ8_0::kBody,
-                           dst + n_blocks * FmtQ8_0::kBody + b * FmtQ8_0::kAux,
-                           offsetof(BlockQ8_0, qs), offsetof(BlockQ8_0, d), 0);
-      break;
-    case GgufType::kQ2_K:
-      split_block<FmtQ2K>(src + b * sizeof(BlockQ2_K), dst + b * FmtQ2K::kBody,
-                          dst + n_blocks * FmtQ2K::kBody + b * FmtQ2K::kAux,
-                          offsetof(BlockQ2_K, scales), offsetof(BlockQ2_K, d),
-                          offsetof(BlockQ2_K, dmin));
-      break;
-    case GgufType::kQ4_K:
-      split_block<FmtQ4K>(src + b * sizeof(BlockQ4_K), dst + b * FmtQ4K::kBody, nullptr, 0, 0, 0);
-      break;
-    case GgufType::kIQ2_XXS:
-      split_block<FmtIq2Xxs>(src + b * sizeof(BlockIQ2_XXS), dst + b * FmtIq2Xxs::kBody,
-                             dst + n_blocks * FmtIq2Xxs::kBody + b * FmtIq2Xxs::kAux,
-                             offsetof(BlockIQ2_XXS, qs), offsetof(BlockIQ2_XXS, d), 0);
-      break;
-    default: __trap();
-  }
+  if (!planar::pack_block(static_cast<GgufType>(type), src + b * block_bytes, b, n_blocks, dst))
+    __trap();
 }
 
 // ---- slot grouping: counts, prefix offsets (one thread), scatter ----
@@ -406,9 +191,6 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
   if (j >= n_slots) return;
   order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
 }
-
-static_assert(offsetof(BlockQ2_K, qs) == offsetof(BlockQ2_K, scales) + 16,
-              "Q2_K body = scales then qs, contiguous");
 
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
@@ -445,7 +227,8 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
   const int64_t ctas = (n_blocks + kPackThreads - 1) / kPackThreads;
   DS4_CHECK(ctas <= INT_MAX);
   pack_kernel<<<static_cast<unsigned>(ctas), kPackThreads, 0, stream>>>(
-      static_cast<int>(t), static_cast<const uint8_t*>(src), n_blocks, static_cast<uint8_t*>(dst));
+      static_cast<int>(t), static_cast<const uint8_t*>(src), n_blocks,
+      static_cast<int>(gguf::block_bytes(t)), static_cast<uint8_t*>(dst));
   DS4_CUDA_CHECK_LAUNCH();
 }
 
