@@ -108,7 +108,7 @@ struct FmtQ2K {
     const uint4* v = reinterpret_cast<const uint4*>(body);
     const uint4 s = v[0];
     w.sc[0] = s.x, w.sc[1] = s.y, w.sc[2] = s.z, w.sc[3] = s.w;
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int i = 0; i < 4; ++i) {
       const uint4 t = v[1 + i];
       w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
@@ -120,13 +120,13 @@ DS4_PF_UNROLL
   DS4_PF_HD static float term(const W& w, const uint8_t* x, const Iq2Lookup&) {
     const int16_t* bsums = reinterpret_cast<const int16_t*>(x + offsetof(BlockQ8_K, bsums));
     int isum = 0, summs = 0;
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int s = 0; s < 16; ++s) {
       const int sc = static_cast<int>((w.sc[s / 4] >> (8 * (s % 4))) & 0xffu);
       const int shift = 2 * ((s % 8) / 2);
       const int word0 = 8 * (s / 8) + 4 * (s % 2);  // qs byte 32 * (s / 8) + 16 * (s % 2)
       int sub = 0;
-DS4_PF_UNROLL
+      DS4_PF_UNROLL
       for (int i = 0; i < 4; ++i) {
         sub = dp4a(static_cast<int>((w.q[word0 + i] >> shift) & 0x03030303u), x_word(x, 4 * s + i),
                    sub);
@@ -155,7 +155,7 @@ struct FmtQ4K {
     const uint4* v = reinterpret_cast<const uint4*>(body);
     const uint4 t0 = v[0];
     w.h[0] = t0.x, w.h[1] = t0.y, w.h[2] = t0.z, w.h[3] = t0.w;
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int i = 0; i < 8; ++i) {
       const uint4 t = v[1 + i];
       w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
@@ -168,7 +168,7 @@ DS4_PF_UNROLL
   DS4_PF_HD static float term(const W& w, const uint8_t* x, const Iq2Lookup&) {
     const int16_t* bsums = reinterpret_cast<const int16_t*>(x + offsetof(BlockQ8_K, bsums));
     int isum = 0, summs = 0;
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int j = 0; j < 8; ++j) {
       // scales start at block byte 4
       int scale, min;
@@ -181,7 +181,7 @@ DS4_PF_UNROLL
       }
       const int shift = 4 * (j & 1);
       int sub = 0;
-DS4_PF_UNROLL
+      DS4_PF_UNROLL
       for (int i = 0; i < 8; ++i) {
         sub = dp4a(static_cast<int>((w.q[8 * (j / 2) + i] >> shift) & 0x0f0f0f0fu),
                    x_word(x, 8 * j + i), sub);
@@ -216,7 +216,7 @@ struct FmtIq2Xxs {
   DS4_PF_HD static W load(const uint8_t* body, const uint8_t* aux) {
     W w;
     const uint4* v = reinterpret_cast<const uint4*>(body);
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int i = 0; i < 4; ++i) {
       const uint4 t = v[i];
       w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
@@ -226,12 +226,12 @@ DS4_PF_UNROLL
   }
   DS4_PF_HD static float term(const W& w, const uint8_t* x, const Iq2Lookup& t) {
     int bsum = 0;
-DS4_PF_UNROLL
+    DS4_PF_UNROLL
     for (int g = 0; g < 8; ++g) {
       const uint32_t a = w.q[2 * g];
       const uint32_t s = w.q[2 * g + 1];
       int sumi = 0;
-DS4_PF_UNROLL
+      DS4_PF_UNROLL
       for (int k = 0; k < 4; ++k) {
         const uint64_t v = t.grid[(a >> (8 * k)) & 255u];
         const uint32_t signs = t.signs[(s >> (7 * k)) & 127u];
