@@ -1,41 +1,107 @@
 #!/usr/bin/env bash
-# tools/cuda/verify_all.sh [quick]: one device session's worth of checks, on the GPU machine from
-# the repository root (with the carried .devdeps prefix). In order, stopping at the first failure:
-#   1. the kernel checks (matmul_check: planar dots bit-exact, routing, top-k),
-#   2. ds4-cuda-check on the test shapes (HF gates, CPU == CUDA bit for bit; 65,536-token long
-#      context unless `quick`),
-#   3. the Flash q2 file: ds4 one-shot (prefill + decode timing, GPU memory) and ds4-bench from 2k
-#      to 32k context doubling (and a 128k point unless `quick`).
-# Logs and CSVs under $OUT.
-set -euo pipefail
-out=${OUT:-/tmp}
-quick=${1:-}
-long=65536
-[[ $quick == quick ]] && long=0
-bash tools/cuda/device_check.sh "$long" > "$out/device_check.log" 2>&1 || {
-  tail -40 "$out/device_check.log"; exit 1; }
-grep -E "PASS|FAIL|SKIP|tests failed" "$out/device_check.log" | tail -20
-tail -25 "$out/cuda_check.txt"
+# tools/cuda/verify_all.sh [STEPS]: one device session's worth of checks, on the GPU machine from
+# the repository root (with the carried .devdeps prefix). STEPS is a comma list of
+#   kernels  matmul_check (planar dots bit-exact, routing, top-k)
+#   check    ds4-cuda-check on the test shapes (HF gates, CPU == CUDA bit for bit)
+#   long     ds4-cuda-check with a 65,536-token CPU-vs-CUDA long-context run
+#   repl     the REPL path with --backend cuda against the CPU backend (transcript + snapshot)
+#   flash    the Flash q2 file: ds4 one-shot (prefill + decode timing, GPU memory)
+#   bench    ds4-bench on Flash q2 from 2k to 32k context, doubling
+#   bench128 one ds4-bench point at 128k
+# (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
+# what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
+# stop the others; a summary line per step ends the output and the exit status is 1 when any
+# step failed. Logs and CSVs go to a work folder packed into $OUT/logs.tgz at the end (the device
+# tool brings back only a few files).
+set -uo pipefail
+out=/tmp/verify-out
+rm -rf "$out" && mkdir -p "$out"
+deadline=${DEADLINE:-560}
+finish() {
+  echo "== summary"
+  printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+  [[ -n ${OUT:-} ]] && tar -C "$out" -czf "$OUT/logs.tgz" .
+  exit $failed
+}
+steps=${1:-kernels,check,repl,flash,bench}
+has() { [[ ",$steps," == *",$1,"* ]]; }
+summary=()
+failed=0
+# step NAME SECONDS COMMAND...: runs COMMAND with a limit, its output into $out/NAME.log.
+step() {
+  local name=$1 limit=$2 t0=$SECONDS rc
+  shift 2
+  ((limit > deadline - SECONDS)) && limit=$((deadline - SECONDS))
+  if ((limit < 15)); then summary+=("$(printf '%-9s skipped (no time left)' "$name")"); return 1; fi
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  rc=$?
+  summary+=("$(printf '%-9s rc=%-3d %4d s' "$name" "$rc" $((SECONDS - t0)))")
+  if ((rc != 0)); then
+    failed=1
+    echo "== $name failed (rc $rc):"
+    tail -25 "$out/$name.log"
+  fi
+  return $rc
+}
+
+cfg=(-DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 -DDS4_BUILD_TESTS=OFF
+  -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include")
+build() {
+  cmake -S . -B build-dev -G Ninja "${cfg[@]}" &&
+    ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check
+}
+step build 400 build || finish
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+
+m=/dev/shm/ds4-models
+models() {
+  mkdir -p "$m"
+  for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2; do
+    local shape=${spec%:*} recipe=${spec#*:}
+    [[ -s $m/$shape-$recipe.gguf ]] || build-dev/bin/ds4-gguf synth --shape "$shape" \
+      --quant "$recipe" --seed 1 --vocab .devdeps/ds4-vocab.gguf -o "$m/$shape-$recipe.gguf" ||
+      return 1
+  done
+}
+step models 120 models
+has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
+has check && step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+  tail -30 "$out/check.log"
+has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
+  tail -3 "$out/long.log"
+
 # The REPL path with --backend cuda (stdin piped: two turns, /ctx, /save): its text must equal the
 # CPU backend's, the two backends being bit-identical (timing lines dropped).
-repl() {
+repl_one() {
   printf 'Write a story\n/ctx 512\nAnd another one\n/save %s/repl-%s.dsv4\n/quit\n' "$out" "$1" |
-    build-dev/bin/ds4 -m /dev/shm/ds4-models/tiny-q2.gguf --backend "$1" --temp 0 --nothink \
-      -n 64 --ctx 2048 2>&1 | grep -v ' t/s' | sed "s/repl-$1/repl-X/" > "$out/repl-$1.txt"
+    build-dev/bin/ds4 -m "$m/tiny-q2.gguf" --backend "$1" --temp 0 --nothink -n 64 --ctx 2048 \
+      2>&1 | grep -v ' t/s' | sed "s/repl-$1/repl-X/" > "$out/repl-$1.txt"
 }
-repl cpu && repl cuda
-if cmp -s "$out/repl-cpu.txt" "$out/repl-cuda.txt" &&
-  cmp -s "$out/repl-cpu.dsv4" "$out/repl-cuda.dsv4"; then
+repl() {
+  repl_one cpu && repl_one cuda || return 1
+  cmp "$out/repl-cpu.txt" "$out/repl-cuda.txt" && cmp "$out/repl-cpu.dsv4" "$out/repl-cuda.dsv4" ||
+    { diff "$out/repl-cpu.txt" "$out/repl-cuda.txt" | head; return 1; }
   echo "REPL: cuda transcript and snapshot identical to cpu"
-else
-  echo "REPL: cuda differs from cpu"; diff "$out/repl-cpu.txt" "$out/repl-cuda.txt" | head; exit 1
+}
+has repl && step repl 120 repl && tail -1 "$out/repl.log"
+
+flash=/dev/shm/flash-q2.gguf
+synth_flash() {
+  [[ -s $flash ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
+    --vocab .devdeps/ds4-vocab.gguf -o "$flash"
+}
+if has flash || has bench || has bench128; then step synth 200 synth_flash; fi
+if has flash; then
+  OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
+  tail -5 "$out/flash.log"
 fi
-bash tools/cuda/flash_run.sh 32 > "$out/flash_run.log" 2>&1 || { tail -20 "$out/flash_run.log"; exit 1; }
-tail -4 "$out/flash_run.log"
-STEP_MUL=2 bash tools/cuda/flash_bench.sh 32768 16 > "$out/flash_bench.log" 2>&1 || true
-tail -12 "$out/flash_bench.log"
-if [[ $quick != quick ]]; then
-  OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 bash tools/cuda/flash_bench.sh 131072 16 \
-    > "$out/flash_bench_128k.log" 2>&1 || true
-  tail -6 "$out/flash_bench_128k.log"
+if has bench; then
+  OUT=$out STEP_MUL=2 step bench 500 bash tools/cuda/flash_bench.sh 32768 16
+  tail -8 "$out/bench.log"
 fi
+if has bench128; then
+  OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \
+    bash tools/cuda/flash_bench.sh 131072 16
+  tail -4 "$out/bench128.log"
+fi
+finish
