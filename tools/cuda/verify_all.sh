@@ -8,6 +8,7 @@
 #   flash    the Flash q2 file: ds4 one-shot (prefill + decode timing, GPU memory)
 #   bench    ds4-bench on Flash q2 from 2k to 32k context, doubling
 #   bench128 one ds4-bench point at 128k
+#   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -33,7 +34,7 @@ step() {
   shift 2
   ((limit > deadline - SECONDS)) && limit=$((deadline - SECONDS))
   if ((limit < 15)); then summary+=("$(printf '%-9s skipped (no time left)' "$name")"); return 1; fi
-  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  timeout "$limit" bash -c '"$@"' step "$@" > "$out/$name.log" 2>&1
   rc=$?
   summary+=("$(printf '%-9s rc=%-3d %4d s' "$name" "$rc" $((SECONDS - t0)))")
   if ((rc != 0)); then
@@ -44,16 +45,12 @@ step() {
   return $rc
 }
 
-cfg=(-DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 -DDS4_BUILD_TESTS=OFF
-  -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include")
 build() {
-  cmake -S . -B build-dev -G Ninja "${cfg[@]}" &&
+  cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
+    -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
+    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" &&
     ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check
 }
-step build 400 build || finish
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-
-m=/dev/shm/ds4-models
 models() {
   mkdir -p "$m"
   for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2; do
@@ -63,13 +60,6 @@ models() {
       return 1
   done
 }
-step models 120 models
-has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
-has check && step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
-  tail -30 "$out/check.log"
-has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
-  tail -3 "$out/long.log"
-
 # The REPL path with --backend cuda (stdin piped: two turns, /ctx, /save): its text must equal the
 # CPU backend's, the two backends being bit-identical (timing lines dropped).
 repl_one() {
@@ -83,14 +73,28 @@ repl() {
     { diff "$out/repl-cpu.txt" "$out/repl-cuda.txt" | head; return 1; }
   echo "REPL: cuda transcript and snapshot identical to cpu"
 }
-has repl && step repl 120 repl && tail -1 "$out/repl.log"
-
-flash=/dev/shm/flash-q2.gguf
 synth_flash() {
   [[ -s $flash ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
     --vocab .devdeps/ds4-vocab.gguf -o "$flash"
 }
-if has flash || has bench || has bench128; then step synth 200 synth_flash; fi
+# Steps run in a child shell under `timeout`: the step functions and their variables go along.
+export out m=/dev/shm/ds4-models flash=/dev/shm/flash-q2.gguf
+export -f build models repl_one repl synth_flash
+
+step build 400 build || if has profile; then
+  OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
+  tail -3 "$out/profile.log"
+fi
+finish
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+step models 120 models
+has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
+has check && step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+  tail -30 "$out/check.log"
+has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
+  tail -3 "$out/long.log"
+has repl && step repl 120 repl && tail -1 "$out/repl.log"
+if has flash || has bench || has bench128 || has profile; then step synth 200 synth_flash; fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -103,5 +107,9 @@ if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
+fi
+if has profile; then
+  OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
+  tail -3 "$out/profile.log"
 fi
 finish

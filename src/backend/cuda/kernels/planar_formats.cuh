@@ -43,7 +43,7 @@ DS4_PF_HD inline float f16_bits(uint16_t h) {  // exact, subnormals included
 // Signed 4 x int8 dot product plus c (the device's dp4a).
 DS4_PF_HD inline int dp4a(int a, int b, int c) {
 #if defined(__CUDA_ARCH__)
-  return dp4a(a, b, c);
+  return __dp4a(a, b, c);
 #else
   for (int i = 0; i < 4; ++i)
     c += static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i)) *
