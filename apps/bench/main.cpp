@@ -38,6 +38,7 @@ struct BenchOptions {
   std::string csv;  // empty: stdout
   int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;
+  bool op_times = false;  // print the host time spent in each backend op while generating
 };
 
 struct Row {
@@ -110,9 +111,27 @@ void write_row(FILE* csv, const Row& r) {
   std::fflush(csv);
 }
 
+// --op-times: the host wall time per generated token spent inside each backend op (with an
+// asynchronous backend, the time to queue its work; the wait for the device lands in the op
+// that downloads) and outside them.
+void print_op_times(const ds4::Engine& e, int frontier, const Row& r) {
+  std::string line = "ds4-bench: ctx " + std::to_string(frontier) + ": host ms per token:";
+  double in_ops = 0;
+  char buf[64];
+  for (const ds4::OpTime& t : e.op_times()) {
+    if (t.calls == 0) continue;
+    in_ops += t.seconds;
+    std::snprintf(buf, sizeof buf, " %s %.3f", std::string(t.op).c_str(),
+                  1e3 * t.seconds / r.gen_tokens);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof buf, ", outside ops %.3f", 1e3 * (r.gen_s - in_ops) / r.gen_tokens);
+  std::fprintf(stderr, "%s%s\n", line.c_str(), buf);
+}
+
 // Runs the sweep, writing one CSV row per frontier. Returns the process exit code.
-int run_sweep(ds4::Session& s, const std::vector<ds4::TokenId>& tokens, ds4::TokenId eos,
-              const BenchOptions& o, FILE* csv, std::vector<Row>* rows) {
+int run_sweep(ds4::Engine& e, ds4::Session& s, const std::vector<ds4::TokenId>& tokens,
+              ds4::TokenId eos, const BenchOptions& o, FILE* csv, std::vector<Row>* rows) {
   using Clock = std::chrono::steady_clock;
   for (const int f : frontiers(o)) {
     Row r;
@@ -132,6 +151,7 @@ int run_sweep(ds4::Session& s, const std::vector<ds4::TokenId>& tokens, ds4::Tok
 
     std::vector<ds4::TokenId> probe;
     probe.reserve(static_cast<size_t>(o.gen_tokens));
+    e.reset_op_times();
     t0 = Clock::now();
     for (int i = 0; i < o.gen_tokens; ++i) {
       const ds4::TokenId id = greedy_no_eos(s.logits(), eos);
@@ -142,6 +162,7 @@ int run_sweep(ds4::Session& s, const std::vector<ds4::TokenId>& tokens, ds4::Tok
     }
     r.gen_s = seconds_since(t0);
     r.gen_tokens = o.gen_tokens;
+    if (o.op_times) print_op_times(e, f, r);
 
     t0 = Clock::now();
     ds4::Status st = s.load(*snap);
@@ -223,6 +244,8 @@ int main(int argc, char** argv) {
                  "session context (default: ctx-max + gen-tokens + 1)")
       ->check(CLI::Range(2, 1048576));
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
+  app.add_flag("--op-times", o.op_times,
+               "print the host time per generated token in each backend op (stderr)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -263,6 +286,7 @@ int main(int argc, char** argv) {
   eo.model_path = o.model;
   eo.backend = o.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
   eo.threads = o.threads;
+  eo.profile_ops = o.op_times;
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
@@ -291,7 +315,7 @@ int main(int argc, char** argv) {
                e.session_bytes(o.ctx) / 1048576.0);
 
   std::vector<Row> rows;
-  const int rc = run_sweep(**session, tokens, tok->special_ids().eos, o, csv, &rows);
+  const int rc = run_sweep(e, **session, tokens, tok->special_ids().eos, o, csv, &rows);
   if (csv != stdout && std::fclose(csv) != 0) {
     std::fprintf(stderr, "ds4-bench: cannot write CSV file '%s'\n", o.csv.c_str());
     return kRunError;

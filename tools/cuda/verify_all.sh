@@ -81,11 +81,7 @@ synth_flash() {
 export out m=/dev/shm/ds4-models flash=/dev/shm/flash-q2.gguf
 export -f build models repl_one repl synth_flash
 
-step build 400 build || if has profile; then
-  OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
-  tail -3 "$out/profile.log"
-fi
-finish
+step build 400 build || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
@@ -101,7 +97,7 @@ if has flash; then
 fi
 if has bench; then
   OUT=$out STEP_MUL=2 step bench 500 bash tools/cuda/flash_bench.sh 32768 16
-  tail -8 "$out/bench.log"
+  tail -14 "$out/bench.log"
 fi
 if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \

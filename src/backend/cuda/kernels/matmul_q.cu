@@ -462,6 +462,40 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
   if (lane == 0) a.y[slot * a.y_stride + o] = Dot::finish(acc);
 }
 
+// F16 / F32 weights with few output rows (the HC mixes' 24 rows of 16,384 values, the router):
+// a CTA per (output row, slot), its 256 threads splitting the row. Exact products summed in
+// double, the warps' partial sums added in warp order, rounded once to float (quant/dot.h: the
+// double sum's order may differ from the CPU's; its float rounding agrees but for ties).
+template <bool kF16>
+__global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const MatmulArgs a) {
+  __shared__ double part[kWarpsPerCta];
+  const int64_t o = blockIdx.x;
+  const int slot = static_cast<int>(blockIdx.y);
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
+  const uint8_t* wrow = a.w + e * a.matrix_bytes + o * a.row_bytes;
+  const auto* xf = reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes +
+                                                  (o / a.rows_per_group) * a.enc_group_bytes);
+  double acc = 0.0;
+#pragma unroll 8
+  for (int i = static_cast<int>(threadIdx.x); i < a.n_blocks; i += kCtaThreads) {
+    const float wv = kF16 ? f16_bits_to_float(reinterpret_cast<const uint16_t*>(wrow)[i])
+                          : reinterpret_cast<const float*>(wrow)[i];
+    acc += static_cast<double>(wv) * static_cast<double>(xf[i]);
+  }
+#pragma unroll
+  for (int off = kWarpSize / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+  if (threadIdx.x % kWarpSize == 0) part[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int w = 0; w < kWarpsPerCta; ++w) total += part[w];
+    a.y[slot * a.y_stride + o] = static_cast<float>(total);
+  }
+}
+
 template <class Dot>
 void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
@@ -591,6 +625,18 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   const int64_t ctas =
       ctas_for_warps(((out + kWarpsPerCta - 1) / kWarpsPerCta) * kWarpsPerCta * n_slots);
 
+  // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
+  if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && out * n_slots < 2048 &&
+      cols >= 1024) {
+    const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
+    if (w.type == GgufType::kF16) {
+      matmul_float_row_kernel<true><<<grid, kCtaThreads, 0, stream>>>(a);
+    } else {
+      matmul_float_row_kernel<false><<<grid, kCtaThreads, 0, stream>>>(a);
+    }
+    DS4_CUDA_CHECK_LAUNCH();
+    return;
+  }
   switch (w.type) {
     case GgufType::kF32: launch_dot<DotF32>(a, ctas, stream); break;
     case GgufType::kF16: launch_dot<DotF16>(a, ctas, stream); break;
