@@ -1,6 +1,7 @@
 // bench/kernel_bench.cpp: matrix-vector products per weight format, reference vs AVX2 vs AVX-512
 // kernels.
-// Owns: the matvec benchmarks (4096 x 4096 weights, 1 and 2 threads, DRAM-cold and cache-hot).
+// Owns: the matvec benchmarks (4096 x 4096 weights, 1 and 2 threads, DRAM-cold and cache-hot;
+// and short rows of 1-16 blocks, one thread, hot: the expert rows of the test shapes).
 // Does not own: the kernels (src/quant/dot.h) or the bandwidth baselines (memory_bench.cpp).
 //
 // Each iteration is one quant::matvec(): quantise x to the format's activation blocks, then one
@@ -45,7 +46,7 @@ std::vector<int> scale_offsets(GgufType t) {
   }
 }
 
-// One matrix of valid random content.
+// One matrix of valid random content (kRows x kCols values; any row length reads it).
 std::vector<uint8_t> make_matrix(GgufType t) {
   std::vector<uint8_t> m(static_cast<size_t>(matrix_bytes(t)));
   std::mt19937_64 rng(1234);
@@ -84,34 +85,41 @@ struct MatvecCase {
   Kernels kernels;
   int threads;
   bool cold;
+  int64_t cols = kCols;  // rows = kRows * kCols / cols: the same bytes for every row length
 };
 
-void run_matvec(benchmark::State& state, MatvecCase c) {
-  const quant::DotKernels* k = c.kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
-                               : c.kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
-                                                             : quant::avx512_dot_kernels();
+const quant::DotKernels* kernel_table(benchmark::State& state, Kernels kernels) {
+  const quant::DotKernels* k = kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
+                               : kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
+                                                           : quant::avx512_dot_kernels();
   if (k == nullptr) {
-    state.SkipWithError(c.kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
-                                                    : "AVX-512 kernels not available");
-    return;
+    state.SkipWithError(kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
+                                                  : "AVX-512 kernels not available");
   }
+  return k;
+}
+
+void run_matvec(benchmark::State& state, MatvecCase c) {
+  const quant::DotKernels* k = kernel_table(state, c.kernels);
+  if (k == nullptr) return;
+  const int64_t rows = kRows * kCols / c.cols;
   const int64_t bytes = matrix_bytes(c.type);
   const int64_t copies = c.cold ? std::max<int64_t>(2, (kColdBytes + bytes - 1) / bytes) : 1;
-  const std::vector<uint8_t> one = make_matrix(c.type);
+  const std::vector<uint8_t> one = make_matrix(c.type);  // any row length: same bytes
   std::vector<uint8_t> all(static_cast<size_t>(bytes * copies));
   for (int64_t i = 0; i < copies; ++i)
     std::memcpy(&all[static_cast<size_t>(i * bytes)], one.data(), one.size());
-  std::vector<float> x(kCols);
+  std::vector<float> x(static_cast<size_t>(c.cols));
   std::mt19937 rng(5);
   std::normal_distribution<float> dist;
   for (float& v : x) v = dist(rng);
-  std::vector<float> y(kRows);
+  std::vector<float> y(static_cast<size_t>(rows));
   std::unique_ptr<base::ThreadPool> pool;
   if (c.threads > 1) pool = std::make_unique<base::ThreadPool>(c.threads);
   int64_t next = 0;
   for (auto _ : state) {
     const uint8_t* w = &all[static_cast<size_t>(next * bytes)];
-    const Status s = quant::matvec(*k, c.type, w, kRows, kCols, x.data(), y.data(), pool.get());
+    const Status s = quant::matvec(*k, c.type, w, rows, c.cols, x.data(), y.data(), pool.get());
     if (!s.is_ok()) {
       state.SkipWithError(s.to_string().c_str());
       break;
@@ -166,6 +174,19 @@ void register_kernel_benchmarks() {
               ->Unit(benchmark::kMillisecond)
               ->UseRealTime();
         }
+      }
+    }
+  }
+  // Short rows (hot, one thread): where the AVX-512 kernels hand over to AVX2.
+  for (GgufType t : {GgufType::kQ2_K, GgufType::kQ4_K, GgufType::kIQ2_XXS}) {
+    for (Kernels kernels : {Kernels::kAvx2, Kernels::kAvx512}) {
+      for (int nb : {1, 2, 4, 6, 8, 16}) {
+        const std::string name = std::string("matvec_short/") + std::string(gguf::to_string(t)) +
+                                 "/" + kernels_name(kernels) + "/blocks:" + std::to_string(nb);
+        benchmark::RegisterBenchmark(name.c_str(), run_matvec,
+                                     MatvecCase{t, kernels, 1, false, int64_t{256} * nb})
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
       }
     }
   }
