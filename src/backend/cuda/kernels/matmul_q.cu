@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
@@ -395,13 +396,16 @@ struct DotIq2Xxs {
 
 // F16 weights . float activations: exact products summed in double, rounded once to float (as
 // the CPU does; the double sums' order differs, which moves a result only in double rounding).
+// partial() takes values first, first + kStride, ... (a warp's lane, or a CTA's thread).
 struct DotF16 {
   using Acc = double;
-  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
+  template <int kStride = kWarpSize>
+  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int first) {
     const auto* wh = reinterpret_cast<const uint16_t*>(w);
     const auto* xf = reinterpret_cast<const float*>(x);
     double acc = 0.0;
-    for (int i = lane; i < n; i += kWarpSize) {
+#pragma unroll 8
+    for (int i = first; i < n; i += kStride) {
       acc += static_cast<double>(f16_bits_to_float(wh[i])) * static_cast<double>(xf[i]);
     }
     return acc;
@@ -412,11 +416,13 @@ struct DotF16 {
 // F32 weights . float activations: exact products summed in double, rounded once to float.
 struct DotF32 {
   using Acc = double;
-  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
+  template <int kStride = kWarpSize>
+  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int first) {
     const auto* wf = reinterpret_cast<const float*>(w);
     const auto* xf = reinterpret_cast<const float*>(x);
     double acc = 0.0;
-    for (int i = lane; i < n; i += kWarpSize)
+#pragma unroll 8
+    for (int i = first; i < n; i += kStride)
       acc += static_cast<double>(wf[i]) * static_cast<double>(xf[i]);
     return acc;
   }
@@ -443,6 +449,19 @@ struct MatmulArgs {
 
 // CTA c covers output rows [8t, 8t + 8) of slot c % n_slots, t = c / n_slots: consecutive CTAs
 // read the same weight rows (L2 reuse across slots). Warp w of the CTA computes row 8t + w.
+// The weight row of output o and the encoded activations it multiplies, for one slot.
+struct RowOperands {
+  const uint8_t* w;
+  const uint8_t* x;
+};
+__device__ RowOperands row_operands(const MatmulArgs& a, int slot, int64_t o) {
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
+  return {a.w + e * a.matrix_bytes + o * a.row_bytes,
+          a.enc + r * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes};
+}
+
 template <class Dot>
 __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a) {
   const int warp = static_cast<int>(threadIdx.x / kWarpSize);
@@ -451,12 +470,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
   const int slot = static_cast<int>(blockIdx.x - tile * a.n_slots);
   const int64_t o = tile * kWarpsPerCta + warp;
   if (o >= a.out) return;  // uniform per warp
-  const int e = a.experts != nullptr ? a.experts[slot] : 0;
-  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
-  const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
-  const uint8_t* wrow = a.w + e * a.matrix_bytes + o * a.row_bytes;
-  const uint8_t* xrow = a.enc + r * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
-  typename Dot::Acc acc = Dot::partial(wrow, xrow, a.n_blocks, lane);
+  const RowOperands op = row_operands(a, slot, o);
+  typename Dot::Acc acc = Dot::partial(op.w, op.x, a.n_blocks, lane);
 #pragma unroll
   for (int off = kWarpSize / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
   if (lane == 0) a.y[slot * a.y_stride + o] = Dot::finish(acc);
@@ -466,34 +481,16 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
 // a CTA per (output row, slot), its 256 threads splitting the row. Exact products summed in
 // double, the warps' partial sums added in warp order, rounded once to float (quant/dot.h: the
 // double sum's order may differ from the CPU's; its float rounding agrees but for ties).
-template <bool kF16>
+template <class Dot>
 __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const MatmulArgs a) {
   __shared__ double part[kWarpsPerCta];
   const int64_t o = blockIdx.x;
   const int slot = static_cast<int>(blockIdx.y);
-  const int e = a.experts != nullptr ? a.experts[slot] : 0;
-  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
-  const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
-  const uint8_t* wrow = a.w + e * a.matrix_bytes + o * a.row_bytes;
-  const auto* xf = reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes +
-                                                  (o / a.rows_per_group) * a.enc_group_bytes);
-  double acc = 0.0;
-#pragma unroll 8
-  for (int i = static_cast<int>(threadIdx.x); i < a.n_blocks; i += kCtaThreads) {
-    const float wv = kF16 ? f16_bits_to_float(reinterpret_cast<const uint16_t*>(wrow)[i])
-                          : reinterpret_cast<const float*>(wrow)[i];
-    acc += static_cast<double>(wv) * static_cast<double>(xf[i]);
-  }
-#pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
-  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
-  if (threadIdx.x % kWarpSize == 0) part[warp] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0.0;
-    for (int w = 0; w < kWarpsPerCta; ++w) total += part[w];
-    a.y[slot * a.y_stride + o] = static_cast<float>(total);
-  }
+  const RowOperands op = row_operands(a, slot, o);
+  const double total = block_sum_double(
+      Dot::template partial<kCtaThreads>(op.w, op.x, a.n_blocks, static_cast<int>(threadIdx.x)),
+      part);
+  if (threadIdx.x == 0) a.y[slot * a.y_stride + o] = static_cast<float>(total);
 }
 
 template <class Dot>
@@ -630,9 +627,9 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
       cols >= 1024) {
     const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
     if (w.type == GgufType::kF16) {
-      matmul_float_row_kernel<true><<<grid, kCtaThreads, 0, stream>>>(a);
+      matmul_float_row_kernel<DotF16><<<grid, kCtaThreads, 0, stream>>>(a);
     } else {
-      matmul_float_row_kernel<false><<<grid, kCtaThreads, 0, stream>>>(a);
+      matmul_float_row_kernel<DotF32><<<grid, kCtaThreads, 0, stream>>>(a);
     }
     DS4_CUDA_CHECK_LAUNCH();
     return;
