@@ -1,6 +1,6 @@
 // tests/model/cuda_test.cpp (label cuda): the CUDA backend against the Hugging Face reference and
 // against the CPU backend. Skips where no GPU (or no CUDA build) is available; on the GPU machine,
-// which lacks GoogleTest, the same checks run through tools/cuda/device_check.sh.
+// which lacks GoogleTest, the same checks run through tools/cuda/verify_all.sh (steps check, long).
 #include <gtest/gtest.h>
 
 #include "model_test_util.h"

@@ -10,13 +10,10 @@ ctx_max=${1:-8192} gen=${2:-16} step=${3:-2048}
 # override the first frontier and the CSV's name.
 if [[ -n ${STEP_MUL:-} ]]; then growth=(--step-mul "$STEP_MUL"); else growth=(--step-incr "$step"); fi
 csv=$out/${OUT_CSV:-flash_q2_cuda.csv}
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
-  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-  -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
-ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-bench > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-model=/dev/shm/flash-q2.gguf
-[[ -s $model ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
-  --vocab .devdeps/ds4-vocab.gguf -o "$model" > /dev/null
+source tools/cuda/common.sh
+ds4_build ds4-gguf ds4-bench > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+model=$DS4_FLASH
+ds4_flash_model > /dev/null
 prompt=${PROMPT:-.devdeps/promessi_sposi.txt}
 if [[ ! -s $prompt ]]; then cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt; prompt=/tmp/prompt.txt; fi
 /usr/bin/time -f "ds4-bench wall %e s" build-dev/bin/ds4-bench -m "$model" --backend cuda \

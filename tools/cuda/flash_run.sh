@@ -6,15 +6,10 @@
 set -euo pipefail
 out=${OUT:-/tmp}
 gen=${1:-32}
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
-  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-  -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/cmake.log"
-ninja -C build-dev -j "$(nproc)" ds4-gguf ds4 > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-model=/dev/shm/flash-q2.gguf
-if [[ ! -s $model ]]; then
-  /usr/bin/time -f "synth %e s" build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
-    --vocab .devdeps/ds4-vocab.gguf -o "$model" 2>&1 | tail -2
-fi
+source tools/cuda/common.sh
+ds4_build ds4-gguf ds4 > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+model=$DS4_FLASH
+ds4_flash_model | tail -1
 ls -la "$model"
 # A ~2k-token prompt from the repository's own docs.
 cat docs/engine.md docs/cli.md docs/gguf.md docs/quant.md | head -c 9000 > /tmp/prompt.txt

@@ -6,7 +6,8 @@
 # so the prefill batch and each decoded token can be told apart).
 set -euo pipefail
 out=${OUT:-/tmp}
-model=/dev/shm/flash-q2.gguf
+source tools/cuda/common.sh
+model=$DS4_FLASH
 head -c 2000 docs/engine.md > /tmp/prompt500.txt
 ncu --version | tail -1
 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \

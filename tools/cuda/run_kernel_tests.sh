@@ -7,13 +7,9 @@
 set -euo pipefail
 out=${OUT:-/tmp}
 build=${BUILD_DIR:-build-dev}
-jobs=$(nproc)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
-  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-  -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" > "$out/kernel_cmake.log" 2>&1 || {
-  tail -40 "$out/kernel_cmake.log"; exit 1; }
-ninja -C "$build" -j "$jobs" matmul_check > "$out/kernel_build.log" 2>&1 || {
+source tools/cuda/common.sh
+BUILD_DIR=$build ds4_build matmul_check > "$out/kernel_build.log" 2>&1 || {
   tail -40 "$out/kernel_build.log"; exit 1; }
 timeout 90 "$build/bin/matmul_check" 2>&1 | tee "$out/matmul_check.txt"
 if [[ ${1:-} == --sanitize ]]; then

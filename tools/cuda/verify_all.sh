@@ -45,12 +45,6 @@ step() {
   return $rc
 }
 
-build() {
-  cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
-    -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" &&
-    ninja -C build-dev -j "$(nproc)" ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check
-}
 models() {
   mkdir -p "$m"
   for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2; do
@@ -73,15 +67,12 @@ repl() {
     { diff "$out/repl-cpu.txt" "$out/repl-cuda.txt" | head; return 1; }
   echo "REPL: cuda transcript and snapshot identical to cpu"
 }
-synth_flash() {
-  [[ -s $flash ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
-    --vocab .devdeps/ds4-vocab.gguf -o "$flash"
-}
 # Steps run in a child shell under `timeout`: the step functions and their variables go along.
-export out m=/dev/shm/ds4-models flash=/dev/shm/flash-q2.gguf
-export -f build models repl_one repl synth_flash
+source tools/cuda/common.sh
+export out m=/dev/shm/ds4-models DS4_FLASH
+export -f ds4_build ds4_flash_model models repl_one repl
 
-step build 400 build || finish
+step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
@@ -90,7 +81,7 @@ has check && step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/referen
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile; then step synth 200 synth_flash; fi
+if has flash || has bench || has bench128 || has profile; then step synth 200 ds4_flash_model; fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"

@@ -1,0 +1,19 @@
+# tools/cuda/common.sh: sourced by the GPU-machine scripts in this folder (run from the
+# repository root, with the carried .devdeps prefix: nlohmann_json headers, the vocabulary GGUF).
+#   ds4_build TARGET...   configure $BUILD_DIR (default build-dev: Release, CUDA sm_90, no tests)
+#                         and build the targets; output on stdout/stderr
+#   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
+#                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
+DS4_FLASH=/dev/shm/flash-q2.gguf
+
+ds4_build() {
+  local dir=${BUILD_DIR:-build-dev}
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
+    -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
+    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" && ninja -C "$dir" -j "$(nproc)" "$@"
+}
+
+ds4_flash_model() {
+  [[ -s $DS4_FLASH ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
+    --vocab .devdeps/ds4-vocab.gguf -o "$DS4_FLASH"
+}
