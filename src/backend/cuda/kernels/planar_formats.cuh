@@ -63,6 +63,17 @@ DS4_PF_HD inline int x_word(const uint8_t* x, int i) {
   return reinterpret_cast<const int*>(x + 4)[i];  // qs at offset 4 in both activation blocks
 }
 
+// dst[4i .. 4i + 3] = the four words of 16-byte chunk i at p (16-byte aligned), i < kChunks.
+template <int kChunks>
+DS4_PF_HD inline void load_words(const uint8_t* p, uint32_t* dst) {
+  const uint4* v = reinterpret_cast<const uint4*>(p);
+  DS4_PF_UNROLL
+  for (int i = 0; i < kChunks; ++i) {
+    const uint4 t = v[i];
+    dst[4 * i] = t.x, dst[4 * i + 1] = t.y, dst[4 * i + 2] = t.z, dst[4 * i + 3] = t.w;
+  }
+}
+
 // ---- per-format block terms: load() reads one weight block, term() dots it with one
 // activation block exactly as dot_ref.cpp does; finish() maps the folded sum ----
 
@@ -105,14 +116,8 @@ struct FmtQ2K {
   };
   DS4_PF_HD static W load(const uint8_t* body, const uint8_t* aux) {
     W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-    const uint4 s = v[0];
-    w.sc[0] = s.x, w.sc[1] = s.y, w.sc[2] = s.z, w.sc[3] = s.w;
-    DS4_PF_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const uint4 t = v[1 + i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
+    load_words<1>(body, w.sc);
+    load_words<4>(body + 16, w.q);
     const uint16_t* a = reinterpret_cast<const uint16_t*>(aux);
     w.d = a[0], w.dmin = a[1];
     return w;
@@ -152,14 +157,8 @@ struct FmtQ4K {
   };
   DS4_PF_HD static W load(const uint8_t* body, const uint8_t*) {
     W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-    const uint4 t0 = v[0];
-    w.h[0] = t0.x, w.h[1] = t0.y, w.h[2] = t0.z, w.h[3] = t0.w;
-    DS4_PF_UNROLL
-    for (int i = 0; i < 8; ++i) {
-      const uint4 t = v[1 + i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
+    load_words<1>(body, w.h);
+    load_words<8>(body + 16, w.q);
     return w;
   }
   DS4_PF_HD static int byte_of(const W& w, int i) {  // byte i of the block's first 16 bytes
@@ -215,12 +214,7 @@ struct FmtIq2Xxs {
   };
   DS4_PF_HD static W load(const uint8_t* body, const uint8_t* aux) {
     W w;
-    const uint4* v = reinterpret_cast<const uint4*>(body);
-    DS4_PF_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const uint4 t = v[i];
-      w.q[4 * i] = t.x, w.q[4 * i + 1] = t.y, w.q[4 * i + 2] = t.z, w.q[4 * i + 3] = t.w;
-    }
+    load_words<4>(body, w.q);
     w.d = f16_bits(*reinterpret_cast<const uint16_t*>(aux));
     return w;
   }
