@@ -88,24 +88,19 @@ struct MatvecCase {
   int64_t cols = kCols;  // rows = kRows * kCols / cols: the same bytes for every row length
 };
 
-const quant::DotKernels* kernel_table(benchmark::State& state, Kernels kernels) {
-  const quant::DotKernels* k = kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
-                               : kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
-                                                           : quant::avx512_dot_kernels();
-  if (k == nullptr) {
-    state.SkipWithError(kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
-                                                  : "AVX-512 kernels not available");
-  }
-  return k;
-}
-
 void run_matvec(benchmark::State& state, MatvecCase c) {
-  const quant::DotKernels* k = kernel_table(state, c.kernels);
-  if (k == nullptr) return;
+  const quant::DotKernels* k = c.kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
+                               : c.kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
+                                                             : quant::avx512_dot_kernels();
+  if (k == nullptr) {
+    state.SkipWithError(c.kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
+                                                    : "AVX-512 kernels not available");
+    return;
+  }
   const int64_t rows = kRows * kCols / c.cols;
   const int64_t bytes = matrix_bytes(c.type);
   const int64_t copies = c.cold ? std::max<int64_t>(2, (kColdBytes + bytes - 1) / bytes) : 1;
-  const std::vector<uint8_t> one = make_matrix(c.type);  // any row length: same bytes
+  const std::vector<uint8_t> one = make_matrix(c.type);
   std::vector<uint8_t> all(static_cast<size_t>(bytes * copies));
   for (int64_t i = 0; i < copies; ++i)
     std::memcpy(&all[static_cast<size_t>(i * bytes)], one.data(), one.size());
