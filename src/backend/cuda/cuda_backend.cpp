@@ -137,19 +137,12 @@ Result<Weight> CudaBackend::upload(const Weight& host) {
   } else {
     DS4_CUDA_CHECK(cudaMemcpy(m.get(), host.data, *bytes, cudaMemcpyHostToDevice));
   }
-  host_copy_[m.get()] = host.data;
   weights_.push_back(std::move(m));
   return w;
 }
 
 std::unique_ptr<Buffer> CudaBackend::alloc(int64_t n_floats) {
   return std::make_unique<DeviceBuffer>(n_floats);
-}
-
-const void* CudaBackend::host_of(const Weight& w) const {
-  auto it = host_copy_.find(w.data);
-  DS4_CHECK(it != host_copy_.end());
-  return it->second;
 }
 
 float* CudaBackend::scratch(DeviceMemory& m, int64_t n_floats) {

@@ -1,15 +1,15 @@
 // src/backend/cuda/cuda_backend.h: the CUDA backend (host code only; kernels in kernels/).
 // Owns: the device copies of the weights (uploaded once), activation buffers, per-sequence state
 // in device memory, the stream, and device scratch that grows but is never freed per token.
-// The cache-dependent attention steps run row by row in batch order like the CPU reference;
-// products use the device twins of the CPU dot kernels (kernels/matmul_q.cuh).
+// The cache-dependent attention steps run over runs of consecutive rows with the CPU reference's
+// results; products use the planar kernel or the device twins of the CPU dot kernels
+// (kernels/matmul_planar.cuh, kernels/matmul_q.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -95,12 +95,10 @@ class CudaBackend final : public Backend {
                   int64_t r0, Act out);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
-  const void* host_of(const Weight& w) const;  // the mapped-file copy of an uploaded tensor
   float* scratch(DeviceMemory& m, int64_t n_floats);
 
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceMemory> weights_;
-  std::unordered_map<const void*, const void*> host_copy_;  // device data -> host data
   std::map<int, std::unique_ptr<DeviceSequence>> seqs_;
   DeviceMemory staging_;  // upload staging for tensors that are repacked on the device
   DeviceMemory row_tokens_;
