@@ -187,6 +187,11 @@ class Backend {
   void output_head(const OutputHead& head, Act x, std::span<const int> which, Act logits);
   // Copies an activation matrix to host memory (rows * cols floats); waits for pending work.
   void download(Act src, float* host);
+  // Forward::run brackets each pass over a batch with these: a backend may record the ops in
+  // between and submit them as one unit (the CUDA backend's graphs for decode steps). No op in
+  // between may wait for the device; download comes after end_step. Defaults do nothing.
+  virtual void begin_step(std::span<const RowTag> rows) { (void)rows; }
+  virtual void end_step() {}
 
   void set_numerics(const Numerics& n) { numerics_ = n; }
   const Numerics& numerics() const { return numerics_; }

@@ -61,12 +61,14 @@ void Forward::run(std::span<const RowTag> rows, std::span<const int> logit_rows,
   const int n = static_cast<int>(rows.size());
   DS4_CHECK(n > 0 && n <= max_rows_);
   const int64_t hc_width = int64_t{shape_.n_hc} * shape_.n_embd;
+  b_.begin_step(rows);
   b_.embed(w_.token_embd, rows, buf_->x->view(n, hc_width));
   for (int il = 0; il < shape_.n_layer; ++il) {
     attention_sublayer(il, rows, n);
     ffn_sublayer(il, rows, n);
   }
   if (!logit_rows.empty()) b_.output_head(w_.head, buf_->x->view(n, hc_width), logit_rows, logits);
+  b_.end_step();
 }
 
 // model.md §4.5: HC pre, norms and projections, the cache-dependent attention op, grouped output

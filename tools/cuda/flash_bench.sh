@@ -18,5 +18,5 @@ prompt=${PROMPT:-.devdeps/promessi_sposi.txt}
 if [[ ! -s $prompt ]]; then cat docs/*.md README.md DEVELOPERS.md > /tmp/prompt.txt; prompt=/tmp/prompt.txt; fi
 /usr/bin/time -f "ds4-bench wall %e s" build-dev/bin/ds4-bench -m "$model" --backend cuda \
   --prompt-file "$prompt" --ctx-start "${CTX_START:-2048}" --ctx-max "$ctx_max" "${growth[@]}" \
-  --gen-tokens "$gen" --prefill-chunk 512 --op-times --csv "$csv" 2> "$out/bench_err.txt" || true
+  --gen-tokens "$gen" --prefill-chunk 512 --op-times --print-probe --csv "$csv" 2> "$out/bench_err.txt" || true
 cat "$csv"; grep "host ms" "$out/bench_err.txt"; tail -3 "$out/bench_err.txt"

@@ -9,6 +9,8 @@
 #   bench    ds4-bench on Flash q2 from 2k to 32k context, doubling
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
+#   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
+#            by side, and the probes' tokens compared
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -76,12 +78,12 @@ step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || f
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
-has check && step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile; then step synth 200 ds4_flash_model; fi
+if has flash || has bench || has bench128 || has profile || has graphs; then step synth 200 ds4_flash_model; fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -94,6 +96,15 @@ if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
+fi
+if has graphs; then
+  for g in 0 1; do
+    OUT=$out OUT_CSV=graphs$g.csv DS4_CUDA_GRAPHS=$g step graphs$g 200 \
+      bash tools/cuda/flash_bench.sh 8192 32 6144
+    grep -h "^probe" "$out/bench_err.txt" > "$out/probes$g.txt"
+  done
+  paste -d' ' <(cut -d, -f1,7 "$out/graphs0.csv") <(cut -d, -f7 "$out/graphs1.csv") | tail -3
+  cmp "$out/probes0.txt" "$out/probes1.txt" && echo "graphs: probes identical with and without"
 fi
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh

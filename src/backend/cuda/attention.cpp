@@ -77,13 +77,16 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
       check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens + n, s.layout.n_ctx, rows[r + n]);
       ++n;
     }
-    attend_run(l, c, RowSpan{rows[r].pos, n}, in, static_cast<int64_t>(r), out);
+    attend_run(l, c, RowSpan{rows[r].pos, n}, s.layout.n_ctx, in, static_cast<int64_t>(r), out);
     r += static_cast<size_t>(n);
   }
 }
 
-void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
                              const AttentionInputs& in, int64_t r0, Act out) {
+  // A one-row step sizes its scratch for the whole context at once, so that recorded steps
+  // (graphs, begin_step) never need to grow it.
+  const bool single = run.n == 1;
   const Numerics& num = numerics();
   const RopeArg rope = rope_arg(l.rope);
   const int p_end = run.p0 + run.n;
@@ -108,8 +111,9 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
       launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
                            num.qat_simulation, stream_);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
-      float* scores = scratch(index_scores_, int64_t{run.n} * c.n_index);
-      visible_.reserve(sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+      float* scores =
+          scratch(index_scores_, single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
+      grow(visible_, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
       launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
                             in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
                             l.index_top_k, run, c.n_index, scores,
@@ -124,7 +128,9 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   g.ratio = l.ratio;
   g.top_k = l.index_top_k;
   g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
-  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * g.max_rows);
+  const int64_t rows_reserved =
+      single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
+  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * rows_reserved);
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
                    static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
                    stream_);

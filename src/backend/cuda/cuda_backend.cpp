@@ -2,7 +2,10 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
@@ -97,9 +100,48 @@ void DeviceMemory::reserve(size_t bytes) {
   *this = DeviceMemory(bytes + bytes / 4);
 }
 
-CudaBackend::CudaBackend() { DS4_CUDA_CHECK(cudaStreamCreate(&stream_)); }
+PinnedInts::~PinnedInts() {
+  if (p_ != nullptr) cudaFreeHost(p_);
+}
+
+void PinnedInts::reserve(size_t n) {
+  if (n <= n_) return;
+  if (p_ != nullptr) DS4_CUDA_CHECK(cudaFreeHost(p_));
+  p_ = nullptr;
+  n_ = 0;
+  DS4_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(int32_t)));
+  n_ = n;
+}
+
+CudaBackend::CudaBackend(bool graphs, bool graph_stats)
+    : graphs_(graphs), graph_stats_(graph_stats) {
+  DS4_CUDA_CHECK(cudaStreamCreate(&stream_));
+}
+
+void CudaBackend::begin_step(std::span<const RowTag> rows) {
+  const int n = static_cast<int>(rows.size());
+  const int seq = n > 0 ? rows[0].seq : -1;
+  const bool warm = n == last_step_rows_ && seq == last_step_seq_;
+  last_step_rows_ = n;
+  last_step_seq_ = seq;
+  if (!graphs_ || n != 1 || !warm) return;
+  // The recorded copy of the token ids reads row_tokens_pinned_ when the graph runs: the last
+  // step (which may still be running) must be done with it before it is rewritten.
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  row_tokens_pinned_.reserve(rows.size());
+  graph_.begin(stream_);
+}
+
+void CudaBackend::end_step() {
+  if (graph_.recording()) graph_.end_and_launch(stream_);
+}
 
 CudaBackend::~CudaBackend() {
+  if (graph_stats_) {
+    std::fprintf(stderr, "ds4 cuda: %lld steps submitted as graphs, %lld graph instantiations\n",
+                 static_cast<long long>(graph_.counts().launches),
+                 static_cast<long long>(graph_.counts().instantiations));
+  }
   seqs_.clear();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -107,7 +149,12 @@ CudaBackend::~CudaBackend() {
 Backend* make_cuda_backend(const BackendOptions&) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
-  return new CudaBackend();
+  // DS4_CUDA_GRAPHS=0 runs decode steps eagerly (for comparisons and diagnosis);
+  // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit.
+  const char* env = std::getenv("DS4_CUDA_GRAPHS");
+  const bool graphs = env == nullptr || std::string_view(env) != "0";
+  const char* stats = std::getenv("DS4_CUDA_GRAPH_STATS");
+  return new CudaBackend(graphs, stats != nullptr && std::string_view(stats) == "1");
 }
 
 Result<Weight> CudaBackend::upload(const Weight& host) {
@@ -145,8 +192,16 @@ std::unique_ptr<Buffer> CudaBackend::alloc(int64_t n_floats) {
   return std::make_unique<DeviceBuffer>(n_floats);
 }
 
+void CudaBackend::grow(DeviceMemory& m, size_t bytes) {
+  if (bytes <= m.bytes()) return;
+  // Allocating waits for the device, which a recording step may not do: what was recorded runs
+  // now and the rest of the step eagerly.
+  if (graph_.recording()) graph_.end_and_launch(stream_);
+  m.reserve(bytes);
+}
+
 float* CudaBackend::scratch(DeviceMemory& m, int64_t n_floats) {
-  m.reserve(sizeof(float) * static_cast<size_t>(n_floats));
+  grow(m, sizeof(float) * static_cast<size_t>(n_floats));
   return m.floats();
 }
 
@@ -189,13 +244,18 @@ Status CudaBackend::create_sequence(int seq, const SequenceLayout& layout) {
     reset_layer(c);
   }
   seqs_[seq] = std::move(s);
+  last_step_rows_ = 0;
   return Status::ok();
 }
 
-void CudaBackend::drop_sequence(int seq) { seqs_.erase(seq); }
+void CudaBackend::drop_sequence(int seq) {
+  seqs_.erase(seq);
+  last_step_rows_ = 0;  // the next step runs eagerly
+}
 
 void CudaBackend::reset_sequence(int seq) {
   for (DeviceLayer& c : sequence(seq).layers) reset_layer(c);
+  last_step_rows_ = 0;
 }
 
 Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
@@ -283,12 +343,23 @@ void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Ac
 }
 
 const int32_t* CudaBackend::device_tokens(std::span<const RowTag> rows) {
+  if (graph_.recording() && (row_tokens_pinned_.size() < rows.size() ||
+                             row_tokens_.bytes() < rows.size() * sizeof(int32_t))) {
+    graph_.end_and_launch(stream_);  // see grow()
+  }
+  if (graph_.recording()) {  // a recorded copy from pinned memory (begin_step sized it)
+    for (size_t r = 0; r < rows.size(); ++r) row_tokens_pinned_.data()[r] = rows[r].token;
+    DS4_CUDA_CHECK(cudaMemcpyAsync(row_tokens_.get(), row_tokens_pinned_.data(),
+                                   rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    row_tokens_host_.clear();  // the next eager step uploads again
+    return static_cast<const int32_t*>(row_tokens_.get());
+  }
   bool same = row_tokens_host_.size() == rows.size();
   for (size_t r = 0; same && r < rows.size(); ++r) same = row_tokens_host_[r] == rows[r].token;
   if (!same) {
     row_tokens_host_.resize(rows.size());
     for (size_t r = 0; r < rows.size(); ++r) row_tokens_host_[r] = rows[r].token;
-    row_tokens_.reserve(rows.size() * sizeof(int32_t));
+    grow(row_tokens_, rows.size() * sizeof(int32_t));
     DS4_CUDA_CHECK(cudaMemcpyAsync(row_tokens_.get(), row_tokens_host_.data(),
                                    rows.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     // The host array may change with the next batch: wait until the copy has read it.
@@ -307,7 +378,12 @@ void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, 
                                const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                int groups, float* y, const SlotGroups* by_expert) {
   const int64_t row_bytes = encoded_row_bytes(w.type, x_cols);
-  enc_.reserve(static_cast<size_t>(row_bytes * x_rows));
+  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) {
+    // Float weights read the float activations as they are (their "encoding" is a copy).
+    launch_matmul(w, x, row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_, by_expert);
+    return;
+  }
+  grow(enc_, static_cast<size_t>(row_bytes * x_rows));
   launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
   launch_matmul(w, enc_.get(), row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_,
                 by_expert);

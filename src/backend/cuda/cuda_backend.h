@@ -1,9 +1,9 @@
 // src/backend/cuda/cuda_backend.h: the CUDA backend (host code only; kernels in kernels/).
 // Owns: the device copies of the weights (uploaded once), activation buffers, per-sequence state
-// in device memory, the stream, and device scratch that grows but is never freed per token.
-// The cache-dependent attention steps run over runs of consecutive rows with the CPU reference's
-// results; products use the planar kernel or the device twins of the CPU dot kernels
-// (kernels/matmul_planar.cuh, kernels/matmul_q.cuh).
+// in device memory, the stream, device scratch that grows but is never freed per token, and the
+// decode steps' CUDA graphs (step_graph.h). The cache-dependent attention steps run over runs
+// of consecutive rows with the CPU reference's results; products use the planar kernel or the
+// device twins of the CPU dot kernels (kernels/matmul_planar.cuh, kernels/matmul_q.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/step_graph.h"
 
 namespace ds4::backend::cuda {
 
@@ -41,6 +42,22 @@ class DeviceMemory {
   size_t n_ = 0;
 };
 
+// Page-locked host ints (RAII): the source of a copy recorded into a graph, read when it runs.
+class PinnedInts {
+ public:
+  PinnedInts() = default;
+  ~PinnedInts();
+  PinnedInts(const PinnedInts&) = delete;
+  PinnedInts& operator=(const PinnedInts&) = delete;
+  int32_t* data() const { return p_; }
+  size_t size() const { return n_; }
+  void reserve(size_t n);  // grows to at least n ints (contents are not kept)
+
+ private:
+  int32_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 // A layer's state on the device. The raw window is a ring of ring_cap rows (position p in slot
 // p % ring_cap), larger than the window so a batch of rows can be stored before any attends.
 struct DeviceLayer {
@@ -57,7 +74,9 @@ struct DeviceSequence {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend();
+  // graphs: submit decode steps (one row) as CUDA graphs (StepGraph); graph_stats: report
+  // their use on stderr when destroyed.
+  CudaBackend(bool graphs, bool graph_stats);
   ~CudaBackend() override;
   std::string_view name() const override { return "cuda"; }
   Result<Weight> upload(const Weight& host) override;
@@ -68,6 +87,12 @@ class CudaBackend final : public Backend {
   void reset_sequence(int seq) override;
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+  // A step of one row, after a step of one row ran eagerly (it sized every scratch buffer: the
+  // attention scratch of a one-row step is sized for the whole context), is recorded and
+  // submitted as a graph; any other step runs eagerly.
+  void begin_step(std::span<const RowTag> rows) override;
+  void end_step() override;
+  const StepGraph::Counts& graph_counts() const { return graph_.counts(); }
 
  protected:
   void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) override;
@@ -91,10 +116,13 @@ class CudaBackend final : public Backend {
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
   // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...
-  void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, const AttentionInputs& in,
-                  int64_t r0, Act out);
+  void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
+                  const AttentionInputs& in, int64_t r0, Act out);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
+  // Grows m to at least `bytes` (a recording step is cut short first: allocations wait for the
+  // device); scratch() does it for n floats and returns the buffer.
+  void grow(DeviceMemory& m, size_t bytes);
   float* scratch(DeviceMemory& m, int64_t n_floats);
 
   cudaStream_t stream_ = nullptr;
@@ -103,6 +131,12 @@ class CudaBackend final : public Backend {
   DeviceMemory staging_;  // upload staging for tensors that are repacked on the device
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
+  PinnedInts row_tokens_pinned_;  // a recorded step's token ids
+  bool graphs_ = true;
+  bool graph_stats_ = false;
+  int last_step_rows_ = 0;  // rows of the last step (0: none since the sequences changed)
+  int last_step_seq_ = -1;
+  StepGraph graph_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
       index_scores_, visible_;
 };

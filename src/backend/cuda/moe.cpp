@@ -15,7 +15,7 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   const int64_t n_ff = l.gate_exps.ne[1], k = l.n_expert_used, slots = t_rows * k;
   float* logits = scratch(tmp_a_, t_rows * n_exp);
   matmul_slots(l.router, n.data, t_rows, n_embd, nullptr, nullptr, t_rows, 1, logits);
-  ints_.reserve(sizeof(int32_t) * 2 * slots);
+  grow(ints_, sizeof(int32_t) * 2 * slots);
   auto* d_sel = static_cast<int32_t*>(ints_.get());
   int32_t* d_rows = d_sel + slots;
   float* d_weights = scratch(tmp_b_, slots);
@@ -31,7 +31,7 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   const SlotGroups* by_expert = nullptr;
   if (t_rows > 1) {
     const int n_mat = static_cast<int>(l.gate_exps.ne[2]);
-    groups_.reserve(static_cast<size_t>(slot_groups_bytes(slots, n_mat)));
+    grow(groups_, static_cast<size_t>(slot_groups_bytes(slots, n_mat)));
     groups = launch_group_slots(d_sel, slots, n_mat, groups_.get(), stream_);
     by_expert = &groups;
   }
