@@ -2,9 +2,11 @@
 // backend's evidence on the GPU machine (which has no GoogleTest): (1) the Hugging Face reference
 // gates of tests/model on CUDA, (2) CUDA against the CPU reference on the quantized recipes,
 // (3) a long-context run against the CPU backend. Prints a table; exit status 1 on any failure.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -122,6 +124,39 @@ class Checker {
     }
   }
 
+  // Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
+  // (DS4_CUDA_GRAPHS=0) and the CPU: every step's logits bit for bit, over enough steps to cross
+  // compressor emissions (every 4th and 128th position) and the indexer's start.
+  void decode_paths(const std::string& models, int steps) {
+    const std::string path = models + "/tiny-q2.gguf";
+    setenv("DS4_CUDA_GRAPHS", "0", 1);
+    auto eager = open(path, ds4::BackendKind::kCuda, false);
+    setenv("DS4_CUDA_GRAPHS", "1", 1);
+    auto graph = open(path, ds4::BackendKind::kCuda, false);
+    auto cpu = open(path, ds4::BackendKind::kCpu, false);
+    if (!eager || !graph || !cpu) return;
+    const ds4::SessionOptions so{.n_ctx = steps + 128, .prefill_chunk = 64};
+    auto a = std::move(cpu->create_session(so)).value();
+    auto b = std::move(eager->create_session(so)).value();
+    auto c = std::move(graph->create_session(so)).value();
+    std::vector<TokenId> prompt{0};
+    for (int i = 1; i < 100; ++i) prompt.push_back(static_cast<TokenId>(1000 + 37 * i));
+    bool ok = a->append(prompt).is_ok() && b->append(prompt).is_ok() && c->append(prompt).is_ok();
+    int diff_eager = 0, diff_graph = 0, done = 0;
+    for (; ok && done < steps; ++done) {
+      const auto la = a->logits(), lb = b->logits(), lc = c->logits();
+      diff_eager += !std::equal(la.begin(), la.end(), lb.begin(), lb.end());
+      diff_graph += !std::equal(lb.begin(), lb.end(), lc.begin(), lc.end());
+      const TokenId t = argmax(la);
+      ok = a->eval(t).is_ok() && b->eval(t).is_ok() && c->eval(t).is_ok();
+    }
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%d steps: logits differ CPU vs eager CUDA in %d, eager vs graphs in %d", done,
+                  diff_eager, diff_graph);
+    verdict(ok && diff_eager == 0 && diff_graph == 0, "decode: CPU, CUDA eager, CUDA graphs", buf);
+  }
+
   void long_context(const std::string& models, int n) {
     const std::string path = models + "/tiny-q2.gguf";
     auto cpu = open(path, ds4::BackendKind::kCpu, false);
@@ -180,6 +215,7 @@ int main(int argc, char** argv) {
   for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape);
   for (const char* recipe : {"q8", "q2", "q4"}) ck.cpu_vs_cuda(models, refs, "tiny", recipe);
   ck.cpu_vs_cuda(models, refs, "small", "q2");
+  ck.decode_paths(models, 400);
   if (long_tokens > 0) ck.long_context(models, long_tokens);
   std::printf("%s: %d failure(s)\n", ck.failures ? "FAILED" : "PASSED", ck.failures);
   return ck.failures ? 1 : 0;
