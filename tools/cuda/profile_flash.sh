@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# tools/cuda/profile_flash.sh: per-kernel GPU times of one Flash q2 run with the CUDA backend
-# (GPU machine, repository root, after verify_all.sh built build-dev and synthesized the file):
-# ncu times every kernel launch (gpu__time_duration, clocks left alone) of `ds4` prefilling a
-# ~500-token prompt and decoding 4 tokens. The raw CSV goes to $OUT/ncu.csv (launch order kept,
-# so the prefill batch and each decoded token can be told apart).
+# tools/cuda/profile_flash.sh [decode]: per-kernel GPU times of one Flash q2 run with the CUDA
+# backend (GPU machine, repository root, after verify_all.sh built build-dev and synthesized the
+# file): ncu times every kernel launch (gpu__time_duration, clocks left alone) of `ds4`.
+#   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
+#   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
+#                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
+# The raw CSV goes to $OUT/ncu.csv (launch order kept, so the prefill batch and each decoded
+# token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh
 model=$DS4_FLASH
-head -c 2000 docs/engine.md > /tmp/prompt500.txt
+range=()
+if [[ ${1:-} == decode ]]; then
+  head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
+  export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=2
+  range=(--profile-from-start off)
+  n=3
+else
+  head -c 2000 docs/engine.md > /tmp/prompt.txt
+  n=4
+fi
 ncu --version | tail -1
-ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-  --page raw --log-file "$out/ncu.csv" build-dev/bin/ds4 -m "$model" --backend cuda \
-  --prompt-file /tmp/prompt500.txt -n 4 --nothink --temp 0 --ctx 4096 --prefill-chunk 512 \
+ncu "${range[@]}" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+  --csv --page raw --log-file "$out/ncu.csv" build-dev/bin/ds4 -m "$model" --backend cuda \
+  --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx 8192 --prefill-chunk 512 \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
 wc -l "$out/ncu.csv"

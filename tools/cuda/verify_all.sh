@@ -9,6 +9,7 @@
 #   bench    ds4-bench on Flash q2 from 2k to 32k context, doubling
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
+#   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -83,7 +84,7 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has graphs; then step synth 200 ds4_flash_model; fi
+if has flash || has bench || has bench128 || has profile || has profdec || has graphs; then step synth 200 ds4_flash_model; fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -109,5 +110,9 @@ fi
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"
+fi
+if has profdec; then
+  OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
+  tail -3 "$out/profdec.log"
 fi
 finish

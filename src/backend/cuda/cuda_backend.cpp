@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cuda_profiler_api.h>
 #include <string_view>
 
 #include "backend/cuda/check.h"
@@ -113,8 +114,7 @@ void PinnedInts::reserve(size_t n) {
   n_ = n;
 }
 
-CudaBackend::CudaBackend(bool graphs, bool graph_stats)
-    : graphs_(graphs), graph_stats_(graph_stats) {
+CudaBackend::CudaBackend(const Options& options) : options_(options) {
   DS4_CUDA_CHECK(cudaStreamCreate(&stream_));
 }
 
@@ -124,7 +124,10 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
   const bool warm = n == last_step_rows_ && seq == last_step_seq_;
   last_step_rows_ = n;
   last_step_seq_ = seq;
-  if (!graphs_ || n != 1 || !warm) return;
+  // A profiler range (ncu/nsys with the range filter) over the first one-row steps.
+  if (n == 1 && profiled_steps_ < options_.profile_steps && profiled_steps_++ == 0)
+    DS4_CUDA_CHECK(cudaProfilerStart());
+  if (!options_.graphs || n != 1 || !warm) return;
   // The recorded copy of the token ids reads row_tokens_pinned_ when the graph runs: the last
   // step (which may still be running) must be done with it before it is rewritten.
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -134,10 +137,15 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
 
 void CudaBackend::end_step() {
   if (graph_.recording()) graph_.end_and_launch(stream_);
+  if (profiled_steps_ == options_.profile_steps && profiled_steps_ > 0) {
+    DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    DS4_CUDA_CHECK(cudaProfilerStop());
+    ++profiled_steps_;  // once
+  }
 }
 
 CudaBackend::~CudaBackend() {
-  if (graph_stats_) {
+  if (options_.graph_stats) {
     std::fprintf(stderr, "ds4 cuda: %lld steps submitted as graphs, %lld graph instantiations\n",
                  static_cast<long long>(graph_.counts().launches),
                  static_cast<long long>(graph_.counts().instantiations));
@@ -150,11 +158,16 @@ Backend* make_cuda_backend(const BackendOptions&) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
   // DS4_CUDA_GRAPHS=0 runs decode steps eagerly (for comparisons and diagnosis);
-  // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit.
+  // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
+  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off).
+  CudaBackend::Options o;
   const char* env = std::getenv("DS4_CUDA_GRAPHS");
-  const bool graphs = env == nullptr || std::string_view(env) != "0";
+  o.graphs = env == nullptr || std::string_view(env) != "0";
   const char* stats = std::getenv("DS4_CUDA_GRAPH_STATS");
-  return new CudaBackend(graphs, stats != nullptr && std::string_view(stats) == "1");
+  o.graph_stats = stats != nullptr && std::string_view(stats) == "1";
+  const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
+  o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
+  return new CudaBackend(o);
 }
 
 Result<Weight> CudaBackend::upload(const Weight& host) {

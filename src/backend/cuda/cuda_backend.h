@@ -74,9 +74,12 @@ struct DeviceSequence {
 
 class CudaBackend final : public Backend {
  public:
-  // graphs: submit decode steps (one row) as CUDA graphs (StepGraph); graph_stats: report
-  // their use on stderr when destroyed.
-  CudaBackend(bool graphs, bool graph_stats);
+  struct Options {
+    bool graphs = true;        // submit decode steps (one row) as CUDA graphs (StepGraph)
+    bool graph_stats = false;  // report the graphs' use on stderr when destroyed
+    int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
+  };
+  explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
   std::string_view name() const override { return "cuda"; }
   Result<Weight> upload(const Weight& host) override;
@@ -132,8 +135,8 @@ class CudaBackend final : public Backend {
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
   PinnedInts row_tokens_pinned_;  // a recorded step's token ids
-  bool graphs_ = true;
-  bool graph_stats_ = false;
+  Options options_;
+  int profiled_steps_ = 0;
   int last_step_rows_ = 0;  // rows of the last step (0: none since the sequences changed)
   int last_step_seq_ = -1;
   StepGraph graph_;

@@ -253,43 +253,83 @@ __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) head[i] = x[i];
 }
 
-// One thread per (compressed row c, batch row blockIdx.y), replicating the CPU's AVX2 kernel
-// operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
+// Compressed rows blockIdx.x * kScoreRows .. of batch row blockIdx.y, replicating the CPU's AVX2
+// kernel operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
 // multiply-add chain over the 128 dims, then per lane l of 8 a fused chain over heads 8j + l of
-// relu(dot) * w, then the same horizontal sum. n_ih is a multiple of 8.
-__global__ void indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
-                                      const float* w_all, int64_t w_stride, float wscale, int n_ih,
-                                      int top_k, int p0, int n_stride, float* scores) {
+// relu(dot) * w, then the same horizontal sum. The row's queries and the tile's keys are staged
+// in shared memory; thread (c, g) runs the dims chains of row c for heads g, g + 16, .. side by
+// side, and one thread per row then combines the heads in the CPU's order. n_ih is a multiple of
+// 8 and at most kMaxIndexerHeads.
+constexpr int kScoreRows = 16;
+constexpr int kHeadGroups = 256 / kScoreRows;
+constexpr int kMaxIndexerHeads = 64;
+constexpr int kQPitch = kIhd + 1;  // padded: the two heads a warp reads sit in different banks
+
+__global__ void __launch_bounds__(256)
+    indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
+                          const float* w_all, int64_t w_stride, float wscale, int n_ih, int top_k,
+                          int p0, int n_stride, float* scores) {
+  __shared__ float qs[kMaxIndexerHeads * kQPitch];
+  __shared__ float ks[kScoreRows][kQPitch];
+  __shared__ float dots[kScoreRows][kMaxIndexerHeads + 1];
   const int t = static_cast<int>(blockIdx.y);
   const int n = (p0 + t + 1) / 4;
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n <= top_k || c >= n) return;
+  const int c0 = static_cast<int>(blockIdx.x) * kScoreRows;
+  if (n <= top_k || c0 >= n) return;  // uniform per CTA
+  const int tid = static_cast<int>(threadIdx.x);
   const float* iq = iq_all + t * iq_stride;
+  for (int i = tid; i < n_ih * kIhd; i += blockDim.x) qs[(i / kIhd) * kQPitch + i % kIhd] = iq[i];
+  const int rows = min(kScoreRows, n - c0);
+  for (int i = tid; i < rows * kIhd; i += blockDim.x)
+    ks[i / kIhd][i % kIhd] = keys[int64_t{c0} * kIhd + i];
+  __syncthreads();
+  const int c = tid % kScoreRows, g = tid / kScoreRows;
+  if (c < rows) {
+    for (int h0 = g; h0 < n_ih; h0 += 4 * kHeadGroups) {
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int d = 0; d < kIhd; ++d) {
+        const float kd = ks[c][d];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int h = h0 + k * kHeadGroups;
+          if (h < n_ih) acc[k] = fmaf(kd, qs[h * kQPitch + d], acc[k]);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int h = h0 + k * kHeadGroups;
+        if (h < n_ih) dots[c][h] = acc[k];
+      }
+    }
+  }
+  __syncthreads();
+  if (tid >= rows) return;
   const float* w = w_all + t * w_stride;
-  const float* key = keys + int64_t{c} * kIhd;
   float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int j = 0; j < n_ih / 8; ++j) {
     for (int l = 0; l < 8; ++l) {
       const int h = 8 * j + l;
-      const float* qh = iq + h * kIhd;
-      float acc = 0.0f;
-      for (int d = 0; d < kIhd; ++d) acc = fmaf(key[d], qh[d], acc);
+      const float acc = dots[tid][h];
       s[l] = fmaf(acc > 0.0f ? acc : 0.0f, w[h] * wscale, s[l]);
     }
   }
   const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
-  scores[int64_t{t} * n_stride + c] = (t0 + t2) + (t1 + t3);
+  scores[int64_t{t} * n_stride + c0 + tid] = (t0 + t2) + (t1 + t3);
 }
 
-// ---- sink attention: head blockIdx.x of row blockIdx.y ----
+// ---- sink attention: head blockIdx.x of row blockIdx.y, a thread per head dim ----
 
-__global__ void attention_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
-                                 const float* ring, const float* comp, const int32_t* visible_all,
-                                 const float* sinks, RopeArg rope, int p0, float* scratch,
-                                 float* out_all, int64_t out_stride) {
+constexpr int kVRows = 16;  // cached rows per round of the weighted sum
+constexpr int kVLoads = kVRows * kHd / 4 / kHd;  // float4 loads per thread per round
+
+__global__ void __launch_bounds__(kHd)
+    attention_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g, const float* ring,
+                     const float* comp, const int32_t* visible_all, const float* sinks,
+                     RopeArg rope, int p0, float* scratch, float* out_all, int64_t out_stride) {
   __shared__ float red[32];
   __shared__ float o[kHd];
-  __shared__ float den_shared;
+  __shared__ __align__(16) float vrows[kVRows * kHd];
+  __shared__ float wts[kVRows];
   const int h = static_cast<int>(blockIdx.x);
   const int t = static_cast<int>(blockIdx.y);
   const int pos = p0 + t;
@@ -308,48 +348,79 @@ __global__ void attention_kernel(const float* q_all, int64_t q_stride, Attention
     return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
   };
   const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
-  // Scores: one warp per cached row, lane k holding dims k, k + 32, ... (coalesced reads; one
-  // thread per row, walking its 2 KB row alone, took ~160 us per layer at decode). Exact
-  // products summed in double, like the CPU's f32 dot (quant/dot.h: the double sum's order may
-  // differ, the float rounding of it agrees but for ties).
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  const int n_warps = static_cast<int>(blockDim.x / 32);
+  // Scores: one warp per cached row, two rows in flight, lane k holding dims k, k + 32, ...
+  // (coalesced reads). Exact products summed in double, like the CPU's f32 dot (quant/dot.h:
+  // the double sum's order may differ, the float rounding of it agrees but for ties).
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32, warp = tid / 32;
+  constexpr int kWarps = kHd / 32;
   float qv[kHd / 32];
 #pragma unroll
   for (int j = 0; j < kHd / 32; ++j) qv[j] = qh[lane + 32 * j];
-  for (int i = warp; i < n_rows; i += n_warps) {
-    const float* r = row_ptr(i);
-    double d = 0.0;
+  for (int i = warp; i < n_rows; i += 2 * kWarps) {
+    const int i2 = i + kWarps;
+    const float* ra = row_ptr(i);
+    const float* rb = i2 < n_rows ? row_ptr(i2) : ra;
+    float va[kHd / 32], vb[kHd / 32];
 #pragma unroll
-    for (int j = 0; j < kHd / 32; ++j)
-      d += static_cast<double>(qv[j]) * static_cast<double>(r[lane + 32 * j]);
+    for (int j = 0; j < kHd / 32; ++j) va[j] = ra[lane + 32 * j], vb[j] = rb[lane + 32 * j];
+    double da = 0.0, db = 0.0;
 #pragma unroll
-    for (int off = 16; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
-    if (lane == 0) sc[i] = static_cast<float>(d) * scale;
+    for (int j = 0; j < kHd / 32; ++j) {
+      da += static_cast<double>(qv[j]) * static_cast<double>(va[j]);
+      db += static_cast<double>(qv[j]) * static_cast<double>(vb[j]);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+      da += __shfl_xor_sync(0xffffffffu, da, off);
+      db += __shfl_xor_sync(0xffffffffu, db, off);
+    }
+    if (lane == 0) {
+      sc[i] = static_cast<float>(da) * scale;
+      if (i2 < n_rows) sc[i2] = static_cast<float>(db) * scale;
+    }
   }
   __syncthreads();  // every score written before any thread reads them
   float m = sinks[h];
-  for (int i = threadIdx.x; i < n_rows; i += blockDim.x) m = fmaxf(m, sc[i]);
+  for (int i = tid; i < n_rows; i += kHd) m = fmaxf(m, sc[i]);
   m = block_max_float(m, red);
-  for (int i = threadIdx.x; i < n_rows; i += blockDim.x) sc[i] = detmath::expf(sc[i] - m);
+  for (int i = tid; i < n_rows; i += kHd) sc[i] = detmath::expf(sc[i] - m);
   __syncthreads();
-  if (threadIdx.x == 0) {  // the CPU's order: the sink term first, then the rows in order
-    float den = detmath::expf(sinks[h] - m);
-    for (int i = 0; i < n_rows; ++i) den += sc[i];
-    den_shared = den;
+  // The weighted sum over the rows in order (the CPU's order), thread d owning dim d; every
+  // thread also forms the denominator (the sink term first, then the rows in order). Rows come
+  // through shared memory in rounds of kVRows, the next round's loads in flight meanwhile.
+  float den = detmath::expf(sinks[h] - m);
+  float acc = 0.0f;
+  float4 next[kVLoads];
+  auto fetch = [&](int i0) {
+#pragma unroll
+    for (int k = 0; k < kVLoads; ++k) {
+      const int idx = tid + k * kHd, r = idx / (kHd / 4), q4 = idx % (kHd / 4);
+      next[k] = i0 + r < n_rows ? reinterpret_cast<const float4*>(row_ptr(i0 + r))[q4]
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  };
+  fetch(0);
+  for (int i0 = 0; i0 < n_rows; i0 += kVRows) {
+#pragma unroll
+    for (int k = 0; k < kVLoads; ++k) reinterpret_cast<float4*>(vrows)[tid + k * kHd] = next[k];
+    if (tid < kVRows && i0 + tid < n_rows) wts[tid] = sc[i0 + tid];
+    __syncthreads();
+    if (i0 + kVRows < n_rows) fetch(i0 + kVRows);
+    const int nr = min(kVRows, n_rows - i0);
+    for (int r = 0; r < nr; ++r) {
+      const float w = wts[r];
+      acc += w * vrows[r * kHd + tid];
+      den += w;
+    }
+    __syncthreads();
   }
+  const float inv = 1.0f / den;
+  o[tid] = acc * inv;
   __syncthreads();
-  const float inv = 1.0f / den_shared;
-  for (int d = threadIdx.x; d < kHd; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int i = 0; i < n_rows; ++i) acc += sc[i] * row_ptr(i)[d];
-    o[d] = acc * inv;
-  }
+  if (tid < 32) rope_pair(o + kNope, rope.inv_freq, tid, pos, true);
   __syncthreads();
-  if (threadIdx.x < 32) rope_pair(o + kNope, rope.inv_freq, threadIdx.x, pos, true);
-  __syncthreads();
-  float* out = out_all + t * out_stride + int64_t{h} * kHd;
-  for (int d = threadIdx.x; d < kHd; d += blockDim.x) out[d] = o[d];
+  out_all[t * out_stride + int64_t{h} * kHd + tid] = o[tid];
 }
 
 }  // namespace
@@ -410,8 +481,9 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
   DS4_CHECK_MSG(n_stride >= n_last && n_ih % 8 == 0, "indexer: stride %d < %d rows, %d heads",
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
-  constexpr int kThreads = 256;
-  indexer_scores_kernel<<<dim3((n_last + kThreads - 1) / kThreads, rows.n), kThreads, 0, s>>>(
+  DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih,
+                kMaxIndexerHeads);
+  indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
       keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
   DS4_CUDA_CHECK_LAUNCH();
   launch_select_top_k_rows(scores, n_stride, rows.p0, rows.n, 4, top_k, out, s);
@@ -423,7 +495,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                       float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
   if (rows.n == 0) return;
-  attention_kernel<<<dim3(g.n_head, rows.n), 256, 0, s>>>(
+  attention_kernel<<<dim3(g.n_head, rows.n), kHd, 0, s>>>(
       q, q_stride, g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }

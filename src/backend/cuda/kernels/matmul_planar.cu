@@ -20,6 +20,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
@@ -117,8 +118,17 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     xrow[s] = a.enc + r * a.enc_row_bytes;
   }
 
-  const Iq2Lookup tables{reinterpret_cast<const uint64_t*>(iq2::kIq2xxsGrid), iq2::kIq2Signs};
   const int tid = static_cast<int>(threadIdx.x);
+  // The IQ2_XXS codebook and sign table in shared memory: every lane indexes them differently,
+  // which shared memory serves in a few cycles and the L1 cache in one pass per lane.
+  __shared__ uint64_t grid_s[std::is_same_v<F, FmtIq2Xxs> ? 256 : 1];
+  __shared__ uint8_t signs_s[std::is_same_v<F, FmtIq2Xxs> ? 128 : 1];
+  if constexpr (std::is_same_v<F, FmtIq2Xxs>) {
+    for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
+    if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
+    __syncthreads();
+  }
+  const Iq2Lookup tables{grid_s, signs_s};
   const int fold_row = tid % kRows, fold_slot = tid / kRows;
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
   const int64_t row0 = static_cast<int64_t>(e) * a.mat_rows + o0;  // first row of the tile
