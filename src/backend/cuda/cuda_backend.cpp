@@ -218,6 +218,15 @@ float* CudaBackend::scratch(DeviceMemory& m, int64_t n_floats) {
   return m.floats();
 }
 
+unsigned* CudaBackend::tickets(int64_t n) {
+  const size_t bytes = sizeof(unsigned) * static_cast<size_t>(n);
+  if (bytes > tickets_.bytes()) {
+    grow(tickets_, bytes);
+    DS4_CUDA_CHECK(cudaMemsetAsync(tickets_.get(), 0, tickets_.bytes(), stream_));
+  }
+  return static_cast<unsigned*>(tickets_.get());
+}
+
 DeviceSequence& CudaBackend::sequence(int seq) {
   auto it = seqs_.find(seq);
   DS4_CHECK_MSG(it != seqs_.end(), "unknown sequence %d", seq);
@@ -408,6 +417,12 @@ void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
 
 void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   const int n_hc = static_cast<int>(x.cols / cur.cols);
+  if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
+    launch_hc_pre(x.data, x.rows, cur.cols, hc.fn.data, static_cast<const float*>(hc.scale.data),
+                  static_cast<const float*>(hc.base.data), 20, mix.data, cur.data,
+                  tickets(x.rows), stream_);
+    return;
+  }
   float* flat = scratch(tmp_a_, x.rows * x.cols);
   launch_rms_norm(x.data, x.rows, x.cols, x.cols, nullptr, flat, stream_);
   matmul_slots(hc.fn, flat, x.rows, x.cols, nullptr, nullptr, x.rows, 1, mix.data);

@@ -127,6 +127,8 @@ class CudaBackend final : public Backend {
   // device); scratch() does it for n floats and returns the buffer.
   void grow(DeviceMemory& m, size_t bytes);
   float* scratch(DeviceMemory& m, int64_t n_floats);
+  // n zeroed ticket counters (kernels that elect a last CTA leave them zero again).
+  unsigned* tickets(int64_t n);
 
   cudaStream_t stream_ = nullptr;
   std::vector<DeviceMemory> weights_;
@@ -141,7 +143,7 @@ class CudaBackend final : public Backend {
   int last_step_seq_ = -1;
   StepGraph graph_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
-      index_scores_, visible_;
+      index_scores_, visible_, tickets_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

@@ -7,8 +7,8 @@
 // kBody is a multiple of 16 and the plane starts at the (16-byte aligned) allocation, so every
 // body is 16-byte aligned; the total size equals the GGUF size.
 //
-// Kernel: a CTA owns kRows consecutive output rows of one matrix and up to kMaxSlots activation
-// rows (slots). It walks the row's blocks in chunks of kChunk: every thread computes the terms
+// Kernel: a CTA owns 16 (8 or 4 for small one-slot products) consecutive output rows of one
+// matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of kChunk: every thread computes the terms
 // of some (row, block) items, reading each weight block once for all of the CTA's slots, and
 // parks them in shared memory; then one thread per (row, slot) adds the chunk's terms to its
 // accumulator in block order. The float terms use dot_ref.cpp's expressions (planar_formats.cuh,
@@ -46,9 +46,10 @@ using quant::BlockQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
-constexpr int kRows = 16;           // output rows per CTA
+constexpr int kRows = 16;           // output rows per CTA (fewer for small one-slot products)
 constexpr int kMaxSlots = 8;        // activation rows per CTA (weights read once for all of them)
 constexpr int kChunk = 64;          // blocks per shared-memory round
+constexpr int kMinCtas = 264;       // two CTAs per SM of an H100/H200: fewer rows per CTA below
 constexpr int kPitch = kChunk + 1;  // padded: the folding threads read different banks
 
 struct PlanarArgs {
@@ -72,16 +73,18 @@ struct PlanarArgs {
 };
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
-// blockIdx.y * slots_per_cta ..; with groups: the group blockIdx.y of the expert-sorted order.
-// False when the CTA has nothing to do (a group index past the last group).
+// blockIdx.y * slots_per_cta ..; with groups (kSlots == kMaxSlots): the group blockIdx.y of the
+// expert-sorted order. False when the CTA has nothing to do (a group index past the last group).
+template <int kSlots>
 __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   if (a.groups.order == nullptr) {
     const int s0 = static_cast<int>(blockIdx.y) * a.slots_per_cta;
     *ns = min(a.slots_per_cta, a.n_slots - s0);
-    for (int s = 0; s < kMaxSlots; ++s) ids[s] = s0 + min(s, *ns - 1);
+    for (int s = 0; s < kSlots; ++s) ids[s] = s0 + min(s, *ns - 1);
     *e = a.experts != nullptr ? a.experts[s0] : 0;
     return true;
   }
+  if constexpr (kSlots != kMaxSlots) return false;  // groups fill kMaxSlots slots
   const int g = static_cast<int>(blockIdx.y);
   const int32_t* gf = a.groups.group_first;
   if (g >= gf[a.n_matrices]) return false;
@@ -96,24 +99,25 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   }
   const int start = a.groups.first[lo] + (g - gf[lo]) * kMaxSlots;
   *ns = min(kMaxSlots, a.groups.first[lo + 1] - start);
-  for (int s = 0; s < kMaxSlots; ++s) ids[s] = a.groups.order[start + min(s, *ns - 1)];
+  for (int s = 0; s < kSlots; ++s) ids[s] = a.groups.order[start + min(s, *ns - 1)];
   *e = lo;
   return true;
 }
 
-template <class F>
+// kTileRows output rows and up to kSlots slots per CTA.
+template <class F, int kTileRows, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
-  __shared__ float terms[kMaxSlots][kRows][kPitch];
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  int ids[kMaxSlots];
+  __shared__ float terms[kSlots][kTileRows][kPitch];
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
+  int ids[kSlots];
   int ns = 0, e = 0;
-  if (!cta_slots(a, ids, &ns, &e)) return;   // uniform per CTA
+  if (!cta_slots<kSlots>(a, ids, &ns, &e)) return;  // uniform per CTA
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
 
   // Encoded activation row of each of the CTA's slots.
-  const uint8_t* xrow[kMaxSlots];
+  const uint8_t* xrow[kSlots];
 #pragma unroll
-  for (int s = 0; s < kMaxSlots; ++s) {
+  for (int s = 0; s < kSlots; ++s) {
     const int64_t r = a.rows != nullptr ? a.rows[ids[s]] : ids[s];
     xrow[s] = a.enc + r * a.enc_row_bytes;
   }
@@ -129,14 +133,14 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     __syncthreads();
   }
   const Iq2Lookup tables{grid_s, signs_s};
-  const int fold_row = tid % kRows, fold_slot = tid / kRows;
+  const int fold_row = tid % kTileRows, fold_slot = tid / kTileRows;
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
   const int64_t row0 = static_cast<int64_t>(e) * a.mat_rows + o0;  // first row of the tile
   float acc = 0.0f;
   for (int k0 = 0; k0 < a.nb; k0 += kChunk) {
     const int kc = min(kChunk, a.nb - k0);
 #pragma unroll 2
-    for (int item = tid; item < kRows * kc; item += kThreads) {
+    for (int item = tid; item < kTileRows * kc; item += kThreads) {
       const int r = item / kc;
       const int j = item - r * kc;
       if (o0 + r >= a.out) break;  // items are row-major: every later one is past the end too
@@ -145,7 +149,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
       const int64_t xoff =
           ((o0 + r) / a.rows_per_group) * a.enc_group_bytes + int64_t{k0 + j} * F::kXBytes;
 #pragma unroll
-      for (int s = 0; s < kMaxSlots; ++s) {
+      for (int s = 0; s < kSlots; ++s) {
         if (s < ns) terms[s][r][j] = F::term(w, xrow[s] + xoff, tables);
       }
     }
@@ -207,14 +211,28 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t total_blocks = w.ne[1] * w.ne[2] * a.nb;
   a.body = static_cast<const uint8_t*>(w.data);
   a.aux = a.body + total_blocks * F::kBody;
-  const int64_t tiles = (a.out + kRows - 1) / kRows;
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
+  // One slot per CTA (decode, or experts without groups): fewer rows per CTA when 16 would
+  // leave SMs idle; the fold order, and so the result, does not depend on the tile size.
+  int rows = kRows;
+  if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
+    while (rows > 4 && (a.out + rows - 1) / rows * slot_tiles < kMinCtas) rows /= 2;
+  }
+  const int64_t tiles = (a.out + rows - 1) / rows;
   DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= 65535, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
-  planar_kernel<F><<<grid, kThreads, 0, stream>>>(a);
+  if (a.slots_per_cta > 1 || a.groups.order != nullptr) {
+    planar_kernel<F, kRows, kMaxSlots><<<grid, kThreads, 0, stream>>>(a);
+  } else if (rows == 16) {
+    planar_kernel<F, 16, 1><<<grid, kThreads, 0, stream>>>(a);
+  } else if (rows == 8) {
+    planar_kernel<F, 8, 1><<<grid, kThreads, 0, stream>>>(a);
+  } else {
+    planar_kernel<F, 4, 1><<<grid, kThreads, 0, stream>>>(a);
+  }
   DS4_CUDA_CHECK_LAUNCH();
 }
 

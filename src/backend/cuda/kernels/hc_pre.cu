@@ -1,0 +1,125 @@
+// src/backend/cuda/kernels/hc_pre.cu: the hyper-connection pre-step of a sublayer (model.md §4.3)
+// for four HC copies and F16 mixing weights, fused into one kernel: RMSNorm of the row, the
+// 2n + n^2 mixing products, the sigmoid gates and Sinkhorn, and the collapse. It computes what
+// rms_norm_kernel, the float-row product, hc_mix_kernel and hc_collapse_kernel compute one after
+// the other (dense.cu, matmul_q.cu), operation for operation: a CTA per (mixing output, row)
+// recomputes the row's norm and forms its product; the last CTA of a row to finish (a ticket
+// counter, reset by that CTA) runs the mix on one warp and the collapse. Built with -fmad=false.
+#include <cuda_fp16.h>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/dense.cuh"
+#include "backend/cuda/kernels/device_math.cuh"
+
+namespace ds4::backend::cuda {
+namespace {
+
+constexpr int kHc = 4;                    // HC copies
+constexpr int kMix = 2 * kHc + kHc * kHc;  // mixing outputs: pre, post, comb
+constexpr int kHcThreads = 1024;
+
+// The mix (hc_mix_row's operations, same order) on one warp: lane l < kMix holds mix value l
+// (pre 0..3, post 4..7, comb 8..23 row-major). Every sum a lane needs it gathers by shuffles and
+// adds in the sequential order, so each lane's value equals the serial version's.
+__device__ float hc_mix_warp(float v, const float* scale, const float* base, int iters) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const bool is_comb = lane >= 2 * kHc && lane < kMix;
+  const int k = is_comb ? lane - 2 * kHc : 0;
+  const int a = k / kHc, b = k % kHc;
+  if (lane < kHc) {
+    v = 1.0f / (1.0f + detmath::expf(-(v * scale[0] + base[lane]))) + kEps;
+  } else if (lane < 2 * kHc) {
+    v = 2.0f / (1.0f + detmath::expf(-(v * scale[1] + base[lane])));
+  } else if (is_comb) {
+    v = v * scale[2] + base[lane];
+  }
+  // Lane of comb[i][j] (for lanes outside comb: their own lane, so every shuffle is harmless).
+  auto at = [&](int i, int j) { return is_comb ? 2 * kHc + i * kHc + j : lane; };
+  float mx = kNegInf;
+  for (int j = 0; j < kHc; ++j) mx = fmaxf(mx, __shfl_sync(0xffffffffu, v, at(a, j)));
+  const float e = detmath::expf(v - mx);
+  float sum = 0.0f;
+  for (int j = 0; j < kHc; ++j) sum += __shfl_sync(0xffffffffu, e, at(a, j));
+  const float inv0 = 1.0f / sum;
+  if (is_comb) v = e * inv0 + kEps;
+  for (int it = 0; it < iters; ++it) {
+    if (it > 0) {
+      float t = 0.0f;
+      for (int j = 0; j < kHc; ++j) t += __shfl_sync(0xffffffffu, v, at(a, j));
+      const float inv = 1.0f / (t + kEps);
+      if (is_comb) v *= inv;
+    }
+    float t = 0.0f;
+    for (int i = 0; i < kHc; ++i) t += __shfl_sync(0xffffffffu, v, at(i, b));
+    const float inv = 1.0f / (t + kEps);
+    if (is_comb) v *= inv;
+  }
+  return v;
+}
+
+__global__ void __launch_bounds__(kHcThreads)
+    hc_pre_kernel(const float* x, int64_t n_embd, const uint16_t* fn, const float* scale,
+                  const float* base, int iters, float* mix, float* cur, unsigned* tickets) {
+  __shared__ double part[32];
+  __shared__ float pre[kHc];
+  __shared__ bool last;
+  const int64_t width = kHc * n_embd;
+  const int64_t r = blockIdx.y;
+  const int o = static_cast<int>(blockIdx.x);
+  const int tid = static_cast<int>(threadIdx.x);
+  const float* xr = x + r * width;
+  // rms_norm_kernel's scale (no weight), then the row product of the normed row.
+  double ss = 0.0;
+#pragma unroll 4
+  for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
+  ss = block_sum_double(ss, part);
+  const float rms = 1.0f / sqrtf(static_cast<float>(ss / double(width)) + kEps);
+  const uint16_t* w = fn + o * width;
+  double acc = 0.0;
+#pragma unroll 8
+  for (int64_t i = tid; i < width; i += kHcThreads) {
+    acc += static_cast<double>(__half2float(__ushort_as_half(w[i]))) *
+           static_cast<double>(xr[i] * rms);
+  }
+  acc = block_sum_double(acc, part);
+  float* m = mix + r * kMix;
+  if (tid == 0) {
+    m[o] = static_cast<float>(acc);
+    __threadfence();  // the product is visible before the ticket is taken
+    last = atomicAdd(&tickets[r], 1u) == kMix - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  // The row's last CTA: every product is in memory (read past the L1 cache).
+  __threadfence();
+  if (tid < 32) {
+    const float v = hc_mix_warp(tid < kMix ? __ldcg(m + tid) : 0.0f, scale, base, iters);
+    if (tid < kMix) m[tid] = v;
+    if (tid < kHc) pre[tid] = v;
+  }
+  if (tid == 0) tickets[r] = 0;  // ready for the next launch
+  __syncthreads();
+  for (int64_t d = tid; d < n_embd; d += kHcThreads) {
+    float c = 0.0f;
+    for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
+    cur[r * n_embd + d] = c;
+  }
+}
+
+}  // namespace
+
+bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
+  return n_hc == kHc && fn_type == gguf::GgufType::kF16 && fn_rows == kMix;
+}
+
+void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn,
+                   const float* scale, const float* base, int iters, float* mix, float* cur,
+                   unsigned* tickets, cudaStream_t s) {
+  DS4_CHECK_MSG(rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(rows));
+  if (rows == 0) return;
+  hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(rows)), kHcThreads, 0, s>>>(
+      x, n_embd, static_cast<const uint16_t*>(fn), scale, base, iters, mix, cur, tickets);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ds4::backend::cuda
