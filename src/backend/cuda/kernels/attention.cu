@@ -317,50 +317,65 @@ __global__ void __launch_bounds__(256)
   scores[int64_t{t} * n_stride + c0 + tid] = (t0 + t2) + (t1 + t3);
 }
 
-// ---- sink attention: head blockIdx.x of row blockIdx.y, a thread per head dim ----
+// ---- sink attention, in two kernels ----
+//
+// A single KV head serves all query heads, so a kernel that gave each head its own CTA read
+// every cached row once per head (84 MB from L2 per layer at 2k context). Here the scores kernel
+// has a CTA per (tile of cached rows, group of heads) and the weighted-sum kernel a CTA per
+// (group of heads, range of dims): each cached value reaches a CTA once for several heads.
 
-constexpr int kVRows = 16;  // cached rows per round of the weighted sum
-constexpr int kVLoads = kVRows * kHd / 4 / kHd;  // float4 loads per thread per round
-
-__global__ void __launch_bounds__(kHd)
-    attention_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g, const float* ring,
-                     const float* comp, const int32_t* visible_all, const float* sinks,
-                     RopeArg rope, int p0, float* scratch, float* out_all, int64_t out_stride) {
-  __shared__ float red[32];
-  __shared__ float o[kHd];
-  __shared__ __align__(16) float vrows[kVRows * kHd];
-  __shared__ float wts[kVRows];
-  const int h = static_cast<int>(blockIdx.x);
-  const int t = static_cast<int>(blockIdx.y);
-  const int pos = p0 + t;
-  const int n_raw = min(g.raw_cap, pos + 1);
-  const int raw_head = (pos + 1 - n_raw) % g.ring_cap;
-  const int n_all = g.ratio != 0 ? (pos + 1) / g.ratio : 0;
-  const bool indexed = g.ratio == 4 && n_all > g.top_k;
-  const int32_t* visible = indexed ? visible_all + int64_t{t} * g.top_k : nullptr;
-  const int n_comp = indexed ? g.top_k : n_all;
-  const int n_rows = n_raw + n_comp;
-  const float* qh = q_all + t * q_stride + int64_t{h} * kHd;
-  float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
-  auto row_ptr = [&](int i) -> const float* {
+struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
+  int n_raw, raw_head, n_rows;
+  const int32_t* visible;  // the indexer's picks, or nullptr: compressed rows 0 ..
+  __device__ RowGeometry(const AttentionGeometry& g, const int32_t* visible_all, int pos, int t) {
+    n_raw = min(g.raw_cap, pos + 1);
+    raw_head = (pos + 1 - n_raw) % g.ring_cap;
+    const int n_all = g.ratio != 0 ? (pos + 1) / g.ratio : 0;
+    const bool indexed = g.ratio == 4 && n_all > g.top_k;
+    visible = indexed ? visible_all + int64_t{t} * g.top_k : nullptr;
+    n_rows = n_raw + (indexed ? g.top_k : n_all);
+  }
+  __device__ const float* row(const AttentionGeometry& g, const float* ring, const float* comp,
+                              int i) const {
     if (i < n_raw) return ring + int64_t{(raw_head + i) % g.ring_cap} * kHd;
     const int c = i - n_raw;
     return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
-  };
-  const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
-  // Scores: one warp per cached row, two rows in flight, lane k holding dims k, k + 32, ...
-  // (coalesced reads). Exact products summed in double, like the CPU's f32 dot (quant/dot.h:
-  // the double sum's order may differ, the float rounding of it agrees but for ties).
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid % 32, warp = tid / 32;
-  constexpr int kWarps = kHd / 32;
+  }
+};
+
+constexpr int kScoreTile = 16;   // cached rows per scores CTA
+constexpr int kScoreHeads = 8;   // heads per scores CTA: a warp each
+constexpr int kSumHeads = 4;     // heads per weighted-sum CTA
+constexpr int kSumDims = 64;     // dims per weighted-sum CTA: a thread per (head, dim)
+constexpr int kSumRows = 32;     // cached rows per round of the weighted sum
+constexpr int kSumThreads = kSumHeads * kSumDims;
+constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
+
+// Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
+// of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
+// Lane k holds dims k, k + 32, ..; exact products summed in double, like the CPU's f32 dot
+// (quant/dot.h: the double sum's order may differ, its float rounding agrees but for ties).
+__global__ void __launch_bounds__(32 * kScoreHeads)
+    attention_scores_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
+                            const float* ring, const float* comp, const int32_t* visible_all,
+                            int p0, float* scratch) {
+  const int t = static_cast<int>(blockIdx.z);
+  const RowGeometry rg(g, visible_all, p0 + t, t);
+  const int i0 = static_cast<int>(blockIdx.x) * kScoreTile;
+  if (i0 >= rg.n_rows) return;  // uniform per CTA
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int h = static_cast<int>(blockIdx.y) * kScoreHeads + static_cast<int>(threadIdx.x / 32);
+  if (h >= g.n_head) return;  // a whole warp
+  const float* qh = q_all + t * q_stride + int64_t{h} * kHd;
+  float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
   float qv[kHd / 32];
 #pragma unroll
   for (int j = 0; j < kHd / 32; ++j) qv[j] = qh[lane + 32 * j];
-  for (int i = warp; i < n_rows; i += 2 * kWarps) {
-    const int i2 = i + kWarps;
-    const float* ra = row_ptr(i);
-    const float* rb = i2 < n_rows ? row_ptr(i2) : ra;
+  const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
+  const int i_end = min(i0 + kScoreTile, rg.n_rows);
+  for (int i = i0; i < i_end; i += 2) {  // two rows in flight
+    const float* ra = rg.row(g, ring, comp, i);
+    const float* rb = i + 1 < i_end ? rg.row(g, ring, comp, i + 1) : ra;
     float va[kHd / 32], vb[kHd / 32];
 #pragma unroll
     for (int j = 0; j < kHd / 32; ++j) va[j] = ra[lane + 32 * j], vb[j] = rb[lane + 32 * j];
@@ -377,50 +392,86 @@ __global__ void __launch_bounds__(kHd)
     }
     if (lane == 0) {
       sc[i] = static_cast<float>(da) * scale;
-      if (i2 < n_rows) sc[i2] = static_cast<float>(db) * scale;
+      if (i + 1 < i_end) sc[i + 1] = static_cast<float>(db) * scale;
     }
   }
-  __syncthreads();  // every score written before any thread reads them
-  float m = sinks[h];
-  for (int i = tid; i < n_rows; i += kHd) m = fmaxf(m, sc[i]);
-  m = block_max_float(m, red);
-  for (int i = tid; i < n_rows; i += kHd) sc[i] = detmath::expf(sc[i] - m);
+}
+
+// The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
+// blockIdx.y * kSumDims .., of batch row blockIdx.z, then inverse RoPE (the rotated tail, dims
+// 448..511, is one whole dim range). Thread (head, dim) adds the rows in order (the CPU's order)
+// and forms the denominator the same way (the sink term first); the exponentials are recomputed
+// by each CTA (the same function of the same inputs). Rows come through shared memory in rounds
+// of kSumRows, the next round's loads in flight meanwhile.
+__global__ void __launch_bounds__(kSumThreads)
+    attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
+                         const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
+                         const float* scratch, float* out_all, int64_t out_stride) {
+  __shared__ __align__(16) float vrows[kSumRows * kSumDims];
+  __shared__ float wts[kSumHeads][kSumRows];
+  __shared__ float mx[kSumHeads];
+  __shared__ float o[kSumHeads][kSumDims];
+  const int t = static_cast<int>(blockIdx.z);
+  const int pos = p0 + t;
+  const RowGeometry rg(g, visible_all, pos, t);
+  const int h0 = static_cast<int>(blockIdx.x) * kSumHeads;
+  const int d0 = static_cast<int>(blockIdx.y) * kSumDims;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32, warp = tid / 32;
+  const int hl = tid / kSumDims, d = tid % kSumDims;  // this thread's (head, dim)
+  // Head h0 + k's scores (heads past the last one repeat it; their results are not stored).
+  auto scores_of = [&](int k) {
+    return scratch + (int64_t{t} * g.n_head + min(h0 + k, g.n_head - 1)) * g.max_rows;
+  };
+  if (warp < kSumHeads) {  // a warp per head: the maximum over the sink and the scores
+    const int h = min(h0 + warp, g.n_head - 1);
+    const float* sc = scores_of(warp);
+    float m = sinks[h];
+    for (int i = lane; i < rg.n_rows; i += 32) m = fmaxf(m, sc[i]);
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if (lane == 0) mx[warp] = m;
+  }
   __syncthreads();
-  // The weighted sum over the rows in order (the CPU's order), thread d owning dim d; every
-  // thread also forms the denominator (the sink term first, then the rows in order). Rows come
-  // through shared memory in rounds of kVRows, the next round's loads in flight meanwhile.
-  float den = detmath::expf(sinks[h] - m);
+  const int h = min(h0 + hl, g.n_head - 1);
+  float den = detmath::expf(sinks[h] - mx[hl]);
   float acc = 0.0f;
-  float4 next[kVLoads];
+  float4 next[kSumLoads];
   auto fetch = [&](int i0) {
 #pragma unroll
-    for (int k = 0; k < kVLoads; ++k) {
-      const int idx = tid + k * kHd, r = idx / (kHd / 4), q4 = idx % (kHd / 4);
-      next[k] = i0 + r < n_rows ? reinterpret_cast<const float4*>(row_ptr(i0 + r))[q4]
-                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int k = 0; k < kSumLoads; ++k) {
+      const int idx = tid + k * kSumThreads, r = idx / (kSumDims / 4), q4 = idx % (kSumDims / 4);
+      next[k] = i0 + r < rg.n_rows
+                    ? reinterpret_cast<const float4*>(rg.row(g, ring, comp, i0 + r) + d0)[q4]
+                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   };
   fetch(0);
-  for (int i0 = 0; i0 < n_rows; i0 += kVRows) {
+  for (int i0 = 0; i0 < rg.n_rows; i0 += kSumRows) {
 #pragma unroll
-    for (int k = 0; k < kVLoads; ++k) reinterpret_cast<float4*>(vrows)[tid + k * kHd] = next[k];
-    if (tid < kVRows && i0 + tid < n_rows) wts[tid] = sc[i0 + tid];
+    for (int k = 0; k < kSumLoads; ++k)
+      reinterpret_cast<float4*>(vrows)[tid + k * kSumThreads] = next[k];
+    for (int k = tid; k < kSumHeads * kSumRows; k += kSumThreads) {
+      const int kh = k / kSumRows, r = k % kSumRows;
+      wts[kh][r] = i0 + r < rg.n_rows
+                       ? detmath::expf(scores_of(kh)[i0 + r] - mx[kh])
+                       : 0.0f;
+    }
     __syncthreads();
-    if (i0 + kVRows < n_rows) fetch(i0 + kVRows);
-    const int nr = min(kVRows, n_rows - i0);
+    if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
+    const int nr = min(kSumRows, rg.n_rows - i0);
     for (int r = 0; r < nr; ++r) {
-      const float w = wts[r];
-      acc += w * vrows[r * kHd + tid];
+      const float w = wts[hl][r];
+      acc += w * vrows[r * kSumDims + d];
       den += w;
     }
     __syncthreads();
   }
   const float inv = 1.0f / den;
-  o[tid] = acc * inv;
+  o[hl][d] = acc * inv;
   __syncthreads();
-  if (tid < 32) rope_pair(o + kNope, rope.inv_freq, tid, pos, true);
+  if (d0 == kNope && d < 32) rope_pair(o[hl], rope.inv_freq, d, pos, true);
   __syncthreads();
-  out_all[t * out_stride + int64_t{h} * kHd + tid] = o[tid];
+  if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
 }
 
 }  // namespace
@@ -494,9 +545,17 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
                       float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
+  static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
-  attention_kernel<<<dim3(g.n_head, rows.n), kHd, 0, s>>>(
-      q, q_stride, g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+  DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
+  const dim3 score_grid((g.max_rows + kScoreTile - 1) / kScoreTile,
+                        (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
+  attention_scores_kernel<<<score_grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp,
+                                                                   visible, rows.p0, scratch);
+  DS4_CUDA_CHECK_LAUNCH();
+  const dim3 sum_grid((g.n_head + kSumHeads - 1) / kSumHeads, kHd / kSumDims, rows.n);
+  attention_sum_kernel<<<sum_grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope,
+                                                        rows.p0, scratch, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,5 @@
 // src/backend/cuda/kernels/routing.cu: device expert routing (contract in routing.cuh).
-// One warp per token row. p = sqrt(softplus(logit)) with the project's own exp/log1p
+// One warp per token row, each lane keeping its experts' scores in registers. p = sqrt(softplus(logit)) with the project's own exp/log1p
 // (base/det_math.h) and IEEE sqrt, as on the CPU. The top-k of p + bias is taken as k rounds of a
 // warp arg-max under the order (larger score, then smaller expert id): for scores that are not
 // NaN this picks the same experts in the same order as route_token's insertion list (a later
@@ -19,6 +19,7 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWarp = 32;
 constexpr int kWarpsPerCta = 4;
 constexpr int kMaxUsed = 64;
+constexpr int kMaxPerLane = 16;  // experts per lane: at most 512 experts
 constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14, as backend/routing.cpp
 
 // True when (sa, ia) comes before (sb, ib): larger score first, then the smaller id.
@@ -33,7 +34,17 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (t >= n_rows) return;  // uniform per warp
   float* p = logits + t * n_expert;
-  for (int e = lane; e < n_expert; e += kWarp) p[e] = sqrtf(softplus(p[e]));
+  // Lane l owns experts l, l + 32, ..: their p + bias in registers, and which are taken.
+  float score[kMaxPerLane];
+  unsigned taken = 0;
+#pragma unroll
+  for (int j = 0; j < kMaxPerLane; ++j) {
+    const int e = lane + kWarp * j;
+    if (e < n_expert) {
+      p[e] = sqrtf(softplus(p[e]));
+      score[j] = bias != nullptr ? p[e] + bias[e] : p[e];
+    }
+  }
   __syncwarp();
   int32_t* s = sel + t * k;
   if (tid2eid != nullptr) {
@@ -44,16 +55,15 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
       s[i] = e;
     }
   } else {
-    // Round i takes the best expert not among s[0..i-1] (no score is reserved as a marker).
+    // Round i takes the best expert not taken yet (no score is reserved as a marker).
     for (int i = 0; i < k; ++i) {
       float best = 0.0f;
       int best_id = INT_MAX;
-      for (int e = lane; e < n_expert; e += kWarp) {
-        bool taken = false;
-        for (int j = 0; j < i; ++j) taken |= s[j] == e;
-        if (taken) continue;
-        const float score = bias != nullptr ? p[e] + bias[e] : p[e];
-        if (best_id == INT_MAX || before(score, e, best, best_id)) best = score, best_id = e;
+#pragma unroll
+      for (int j = 0; j < kMaxPerLane; ++j) {
+        const int e = lane + kWarp * j;
+        if (e >= n_expert || (taken >> j) & 1u) continue;
+        if (best_id == INT_MAX || before(score[j], e, best, best_id)) best = score[j], best_id = e;
       }
 #pragma unroll
       for (int off = kWarp / 2; off > 0; off >>= 1) {
@@ -62,8 +72,8 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
         if (o_id != INT_MAX && (best_id == INT_MAX || before(o_best, o_id, best, best_id)))
           best = o_best, best_id = o_id;
       }
+      if (best_id % kWarp == lane) taken |= 1u << (best_id / kWarp);
       if (lane == 0) s[i] = best_id;
-      __syncwarp();
     }
   }
   __syncwarp();
@@ -83,7 +93,8 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
 void launch_route(float* logits, int64_t n_rows, int n_expert, const float* bias,
                   const int32_t* tid2eid, const int32_t* tokens, int k, float weight_scale,
                   int32_t* sel, float* weights, int32_t* slot_rows, cudaStream_t stream) {
-  DS4_CHECK_MSG(k >= 1 && k <= kMaxUsed && k <= n_expert, "route: k=%d of %d experts", k, n_expert);
+  DS4_CHECK_MSG(k >= 1 && k <= kMaxUsed && k <= n_expert && n_expert <= kWarp * kMaxPerLane,
+                "route: k=%d of %d experts", k, n_expert);
   DS4_CHECK_MSG(tid2eid == nullptr || tokens != nullptr, "route: hash routing needs the tokens");
   if (n_rows == 0) return;
   const int64_t ctas = (n_rows + kWarpsPerCta - 1) / kWarpsPerCta;
