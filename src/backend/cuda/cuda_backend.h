@@ -75,7 +75,7 @@ struct DeviceSequence {
 class CudaBackend final : public Backend {
  public:
   struct Options {
-    bool graphs = true;        // submit decode steps (one row) as CUDA graphs (StepGraph)
+    bool graphs = false;       // submit decode steps (one row) as CUDA graphs (StepGraph)
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
   };
