@@ -1,11 +1,12 @@
 // src/backend/cuda/cuda_backend.cpp: device memory, sequence state and the dense ops.
 #include "backend/cuda/cuda_backend.h"
 
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cuda_profiler_api.h>
 #include <string_view>
 
 #include "backend/cuda/check.h"
@@ -421,8 +422,8 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     launch_hc_pre(x.data, x.rows, cur.cols, hc.fn.data, static_cast<const float*>(hc.scale.data),
-                  static_cast<const float*>(hc.base.data), 20, mix.data, cur.data,
-                  tickets(x.rows), stream_);
+                  static_cast<const float*>(hc.base.data), 20, mix.data, cur.data, tickets(x.rows),
+                  stream_);
     return;
   }
   float* flat = scratch(tmp_a_, x.rows * x.cols);

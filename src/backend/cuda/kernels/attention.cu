@@ -343,11 +343,11 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
   }
 };
 
-constexpr int kScoreTile = 16;   // cached rows per scores CTA
-constexpr int kScoreHeads = 8;   // heads per scores CTA: a warp each
-constexpr int kSumHeads = 4;     // heads per weighted-sum CTA
-constexpr int kSumDims = 64;     // dims per weighted-sum CTA: a thread per (head, dim)
-constexpr int kSumRows = 32;     // cached rows per round of the weighted sum
+constexpr int kScoreTile = 16;  // cached rows per scores CTA
+constexpr int kScoreHeads = 8;  // heads per scores CTA: a warp each
+constexpr int kSumHeads = 4;    // heads per weighted-sum CTA
+constexpr int kSumDims = 64;    // dims per weighted-sum CTA: a thread per (head, dim)
+constexpr int kSumRows = 32;    // cached rows per round of the weighted sum
 constexpr int kSumThreads = kSumHeads * kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
 
@@ -452,9 +452,7 @@ __global__ void __launch_bounds__(kSumThreads)
       reinterpret_cast<float4*>(vrows)[tid + k * kSumThreads] = next[k];
     for (int k = tid; k < kSumHeads * kSumRows; k += kSumThreads) {
       const int kh = k / kSumRows, r = k % kSumRows;
-      wts[kh][r] = i0 + r < rg.n_rows
-                       ? detmath::expf(scores_of(kh)[i0 + r] - mx[kh])
-                       : 0.0f;
+      wts[kh][r] = i0 + r < rg.n_rows ? detmath::expf(scores_of(kh)[i0 + r] - mx[kh]) : 0.0f;
     }
     __syncthreads();
     if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
@@ -532,8 +530,7 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
   DS4_CHECK_MSG(n_stride >= n_last && n_ih % 8 == 0, "indexer: stride %d < %d rows, %d heads",
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
-  DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih,
-                kMaxIndexerHeads);
+  DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
   indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
       keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
   DS4_CUDA_CHECK_LAUNCH();
@@ -551,7 +548,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   const dim3 score_grid((g.max_rows + kScoreTile - 1) / kScoreTile,
                         (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
   attention_scores_kernel<<<score_grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp,
-                                                                   visible, rows.p0, scratch);
+                                                                  visible, rows.p0, scratch);
   DS4_CUDA_CHECK_LAUNCH();
   const dim3 sum_grid((g.n_head + kSumHeads - 1) / kSumHeads, kHd / kSumDims, rows.n);
   attention_sum_kernel<<<sum_grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope,

@@ -28,9 +28,9 @@ void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc
 // launch_hc_collapse compute, in one launch (kernels/hc_pre.cu). tickets: `rows` device
 // counters, zero before the first launch (each launch leaves them zero).
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows);
-void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn,
-                   const float* scale, const float* base, int iters, float* mix, float* cur,
-                   unsigned* tickets, cudaStream_t s);
+void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn, const float* scale,
+                   const float* base, int iters, float* mix, float* cur, unsigned* tickets,
+                   cudaStream_t s);
 // y[r][b][d] = f[r][d] post[b] + sum_a comb[a][b] x[r][a][d].
 void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,
                     int64_t n_embd, float* y, cudaStream_t s);

@@ -14,7 +14,7 @@
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kHc = 4;                    // HC copies
+constexpr int kHc = 4;                     // HC copies
 constexpr int kMix = 2 * kHc + kHc * kHc;  // mixing outputs: pre, post, comb
 constexpr int kHcThreads = 1024;
 
@@ -112,9 +112,9 @@ bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
   return n_hc == kHc && fn_type == gguf::GgufType::kF16 && fn_rows == kMix;
 }
 
-void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn,
-                   const float* scale, const float* base, int iters, float* mix, float* cur,
-                   unsigned* tickets, cudaStream_t s) {
+void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn, const float* scale,
+                   const float* base, int iters, float* mix, float* cur, unsigned* tickets,
+                   cudaStream_t s) {
   DS4_CHECK_MSG(rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(rows));
   if (rows == 0) return;
   hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(rows)), kHcThreads, 0, s>>>(

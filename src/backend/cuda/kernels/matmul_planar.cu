@@ -8,12 +8,12 @@
 // body is 16-byte aligned; the total size equals the GGUF size.
 //
 // Kernel: a CTA owns 16 (8 or 4 for small one-slot products) consecutive output rows of one
-// matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of kChunk: every thread computes the terms
-// of some (row, block) items, reading each weight block once for all of the CTA's slots, and
-// parks them in shared memory; then one thread per (row, slot) adds the chunk's terms to its
-// accumulator in block order. The float terms use dot_ref.cpp's expressions (planar_formats.cuh,
-// checked on the host by planar_formats_test), integer sums are exact, so the result equals the
-// CPU reference bit for bit. Built with -fmad=false.
+// matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of
+// kChunk: every thread computes the terms of some (row, block) items, reading each weight block
+// once for all of the CTA's slots, and parks them in shared memory; then one thread per (row, slot)
+// adds the chunk's terms to its accumulator in block order. The float terms use dot_ref.cpp's
+// expressions (planar_formats.cuh, checked on the host by planar_formats_test), integer sums are
+// exact, so the result equals the CPU reference bit for bit. Built with -fmad=false.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   int ids[kSlots];
   int ns = 0, e = 0;
   if (!cta_slots<kSlots>(a, ids, &ns, &e)) return;  // uniform per CTA
-  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  if (e < 0 || e >= a.n_matrices) __trap();         // a routing bug: fail loudly, never read wild
 
   // Encoded activation row of each of the CTA's slots.
   const uint8_t* xrow[kSlots];

@@ -1,10 +1,10 @@
 // src/backend/cuda/kernels/routing.cu: device expert routing (contract in routing.cuh).
-// One warp per token row, each lane keeping its experts' scores in registers. p = sqrt(softplus(logit)) with the project's own exp/log1p
-// (base/det_math.h) and IEEE sqrt, as on the CPU. The top-k of p + bias is taken as k rounds of a
-// warp arg-max under the order (larger score, then smaller expert id): for scores that are not
-// NaN this picks the same experts in the same order as route_token's insertion list (a later
-// expert displaces an earlier one only when strictly larger). The weight sum is formed by one
-// lane in selection order. Built with -fmad=false.
+// One warp per token row, each lane keeping its experts' scores in registers. p =
+// sqrt(softplus(logit)) with the project's own exp/log1p (base/det_math.h) and IEEE sqrt, as on the
+// CPU. The top-k of p + bias is taken as k rounds of a warp arg-max under the order (larger score,
+// then smaller expert id): for scores that are not NaN this picks the same experts in the same
+// order as route_token's insertion list (a later expert displaces an earlier one only when strictly
+// larger). The weight sum is formed by one lane in selection order. Built with -fmad=false.
 #include <climits>
 
 #include "backend/cuda/check.h"
@@ -19,7 +19,7 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWarp = 32;
 constexpr int kWarpsPerCta = 4;
 constexpr int kMaxUsed = 64;
-constexpr int kMaxPerLane = 16;  // experts per lane: at most 512 experts
+constexpr int kMaxPerLane = 16;                     // experts per lane: at most 512 experts
 constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14, as backend/routing.cpp
 
 // True when (sa, ia) comes before (sb, ib): larger score first, then the smaller id.
