@@ -20,6 +20,8 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
@@ -104,6 +106,26 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   return true;
 }
 
+// The IQ2_XXS codebook and sign table in shared memory (empty for the other formats): every
+// lane indexes them differently, which shared memory serves in a few cycles and the L1 cache in
+// one pass per lane. load() is called by every thread of the CTA (it synchronises).
+template <class F>
+struct SharedTables {
+  static constexpr bool kUsed = std::is_same_v<F, FmtIq2Xxs>;
+  uint64_t grid[kUsed ? 256 : 1];
+  uint8_t signs[kUsed ? 128 : 1];
+  __device__ Iq2Lookup load() {
+    if constexpr (kUsed) {
+      for (int i = static_cast<int>(threadIdx.x); i < 256; i += static_cast<int>(blockDim.x))
+        grid[i] = iq2::kIq2xxsGrid[i];
+      for (int i = static_cast<int>(threadIdx.x); i < 128; i += static_cast<int>(blockDim.x))
+        signs[i] = iq2::kIq2Signs[i];
+      __syncthreads();
+    }
+    return Iq2Lookup{grid, signs};
+  }
+};
+
 // kTileRows output rows and up to kSlots slots per CTA.
 template <class F, int kTileRows, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
@@ -123,16 +145,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   }
 
   const int tid = static_cast<int>(threadIdx.x);
-  // The IQ2_XXS codebook and sign table in shared memory: every lane indexes them differently,
-  // which shared memory serves in a few cycles and the L1 cache in one pass per lane.
-  __shared__ uint64_t grid_s[std::is_same_v<F, FmtIq2Xxs> ? 256 : 1];
-  __shared__ uint8_t signs_s[std::is_same_v<F, FmtIq2Xxs> ? 128 : 1];
-  if constexpr (std::is_same_v<F, FmtIq2Xxs>) {
-    for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
-    if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
-    __syncthreads();
-  }
-  const Iq2Lookup tables{grid_s, signs_s};
+  __shared__ SharedTables<F> shared_tables;
+  const Iq2Lookup tables = shared_tables.load();
   const int fold_row = tid % kTileRows, fold_slot = tid / kTileRows;
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
   const int64_t row0 = static_cast<int64_t>(e) * a.mat_rows + o0;  // first row of the tile
@@ -161,6 +175,48 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     __syncthreads();
   }
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
+}
+
+// One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
+// row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
+// blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
+// by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
+// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight.
+template <class F, int kLanes>
+__global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
+  __shared__ SharedTables<F> shared_tables;
+  const Iq2Lookup tables = shared_tables.load();
+  const int slot = static_cast<int>(blockIdx.y);
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
+  // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
+  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
+  const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
+  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  auto term = [&](int b) {
+    if (b >= a.nb) return 0.0f;
+    const typename F::W w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
+    return F::term(w, x + int64_t{b} * F::kXBytes, tables);
+  };
+  float acc = 0.0f;
+  for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+    const float t0 = term(b0 + lane);
+    const float t1 = term(b0 + kLanes + lane);
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = __shfl_sync(0xffffffffu, t0, j, kLanes);
+      if (b0 + j < a.nb) acc += v;
+    }
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = __shfl_sync(0xffffffffu, t1, j, kLanes);
+      if (b0 + kLanes + j < a.nb) acc += v;
+    }
+  }
+  if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
 }
 
 // ---- packing: one thread per block ----
@@ -206,6 +262,15 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
   order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
 }
 
+// DS4_CUDA_ROWS_KERNEL=0 sends one-slot products to the tile kernel (for comparisons).
+bool rows_kernel_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("DS4_CUDA_ROWS_KERNEL");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
+}
+
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t total_blocks = w.ne[1] * w.ne[2] * a.nb;
@@ -214,8 +279,27 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  // One slot per CTA (decode, or experts without groups): fewer rows per CTA when 16 would
-  // leave SMs idle; the fold order, and so the result, does not depend on the tile size.
+  // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
+  // lane a block at a time (planar_rows_kernel).
+  if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
+    DS4_CHECK_MSG(a.n_slots <= 65535 && a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots,
+                  a.out);
+    const int lanes = a.nb >= 32 ? 32 : (a.nb >= 16 ? 16 : 8);
+    const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
+    DS4_CHECK(ctas <= INT_MAX);
+    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
+    if (lanes == 32) {
+      planar_rows_kernel<F, 32><<<grid, kThreads, 0, stream>>>(a);
+    } else if (lanes == 16) {
+      planar_rows_kernel<F, 16><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+      planar_rows_kernel<F, 8><<<grid, kThreads, 0, stream>>>(a);
+    }
+    DS4_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // Otherwise, with one slot per CTA: fewer rows per CTA when 16 would leave SMs idle; the fold
+  // order, and so the result, does not depend on the tile size.
   int rows = kRows;
   if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
     while (rows > 4 && (a.out + rows - 1) / rows * slot_tiles < kMinCtas) rows /= 2;

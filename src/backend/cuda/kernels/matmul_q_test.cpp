@@ -391,6 +391,29 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .experts = {1, 0, 1},
        .rows = {1, 1, 0},
        .random_blocks = blocks},
+      // One slot (decode): the planar types take the lanes-per-row kernel, with 8, 16 or 32
+      // lanes by row length, partial rounds and rows past the last CTA's end.
+      {.name = "one slot, wide", .cols = col_sizes[3], .out = 37, .n_slots = 1, .n_enc_rows = 1},
+      {.name = "one slot, many rows",
+       .cols = col_sizes[1],
+       .out = 300,
+       .n_slots = 1,
+       .n_enc_rows = 1},
+      {.name = "one slot, groups 2, row map",
+       .cols = col_sizes[2],
+       .out = 18,
+       .n_slots = 1,
+       .n_enc_rows = 3,
+       .groups = 2,
+       .rows = {2}},
+      {.name = "expert slots, wide",
+       .cols = col_sizes[3],
+       .out = 9,
+       .n_slots = 6,
+       .n_enc_rows = 1,
+       .n_mat = 3,
+       .experts = {2, 0, 1, 2, 0, 1},
+       .rows = {0, 0, 0, 0, 0, 0}},
   };
   for (size_t i = 0; i < cases.size(); ++i) run_case(t, cases[i], seed + static_cast<uint32_t>(i));
 }
