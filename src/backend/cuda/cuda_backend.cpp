@@ -418,12 +418,24 @@ void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
   matmul_slots(w, x.data, x.rows, x.cols, nullptr, nullptr, x.rows, groups, y.data);
 }
 
-void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                            Act normed) {
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
-    launch_hc_pre(x.data, x.rows, cur.cols, hc.fn.data, static_cast<const float*>(hc.scale.data),
-                  static_cast<const float*>(hc.base.data), 20, mix.data, cur.data, tickets(x.rows),
-                  stream_);
+    HcPreArgs a;
+    a.x = x.data;
+    a.rows = x.rows;
+    a.n_embd = cur.cols;
+    a.fn = hc.fn.data;
+    a.scale = static_cast<const float*>(hc.scale.data);
+    a.base = static_cast<const float*>(hc.base.data);
+    a.iters = 20;
+    a.mix = mix.data;
+    a.cur = cur.data;
+    a.norm = norm != nullptr ? static_cast<const float*>(norm->data) : nullptr;
+    a.normed = normed.data;
+    a.tickets = tickets(x.rows);
+    launch_hc_pre(a, stream_);
     return;
   }
   float* flat = scratch(tmp_a_, x.rows * x.cols);
@@ -432,6 +444,10 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   launch_hc_mix(mix.data, x.rows, n_hc, static_cast<const float*>(hc.scale.data),
                 static_cast<const float*>(hc.base.data), 20, stream_);
   launch_hc_collapse(x.data, mix.data, x.rows, n_hc, cur.cols, cur.data, stream_);
+  if (norm != nullptr) {
+    launch_rms_norm(cur.data, cur.rows, cur.cols, cur.cols, static_cast<const float*>(norm->data),
+                    normed.data, stream_);
+  }
 }
 
 void CudaBackend::do_hc_post(Act x, Act f, Act mix, Act y) {
