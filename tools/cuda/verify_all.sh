@@ -12,6 +12,8 @@
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
+#   imma     Flash q2 one-shot (flash_run.sh) with the tensor-core planar kernel off
+#            (DS4_CUDA_IMMA=0) and on: prefill timing side by side, the generated text compared
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -84,7 +86,9 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has profdec || has graphs; then step synth 200 ds4_flash_model; fi
+if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has imma; then
+  step synth 200 ds4_flash_model
+fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -106,6 +110,15 @@ if has graphs; then
   done
   paste -d' ' <(cut -d, -f1,7 "$out/graphs0.csv") <(cut -d, -f7 "$out/graphs1.csv") | tail -3
   cmp "$out/probes0.txt" "$out/probes1.txt" && echo "graphs: probes identical with and without"
+fi
+if has imma; then
+  for v in 0 1; do
+    mkdir -p "$out/imma$v"
+    OUT=$out/imma$v DS4_CUDA_IMMA=$v step imma$v 300 bash tools/cuda/flash_run.sh 16
+    grep -h "t/s" "$out/imma$v/flash_err.txt" | tail -2
+  done
+  cmp "$out/imma0/flash_out.txt" "$out/imma1/flash_out.txt" &&
+    echo "imma: Flash q2 output identical with the tensor-core kernel off and on"
 fi
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
