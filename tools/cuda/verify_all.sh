@@ -14,6 +14,8 @@
 #            by side, and the probes' tokens compared
 #   rows     the same with the one-slot planar products on the tile kernel
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
+#   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
+#            tensor-core kernel (prefill and decode rates side by side)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -86,7 +88,10 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has rows; then step synth 200 ds4_flash_model; fi
+if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has rows ||
+  has imma; then
+  step synth 200 ds4_flash_model
+fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -109,13 +114,16 @@ ab() {
       return 1
     grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes$v.txt"
   done
-  paste -d' ' <(cut -d, -f1,7 "$out/${name}0.csv") <(cut -d, -f7 "$out/${name}1.csv") | tail -3
+  echo "frontier prefill_tps gen_tps ($var=0) prefill_tps gen_tps ($var=1)"
+  paste -d' ' <(cut -d, -f1,4,7 "$out/${name}0.csv" | tr , ' ') \
+    <(cut -d, -f4,7 "$out/${name}1.csv" | tr , ' ') | tail -2
   cmp "$out/$name-probes0.txt" "$out/$name-probes1.txt" &&
     echo "$name: probes identical with $var=0 and $var=1"
 }
 export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
+has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"

@@ -162,7 +162,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // captured anew, and on the H200 capture plus update cost more than the eager launches, which
   // overlap the GPU's work: 51.0 vs 60.5 tokens/s at 2k, bench/h200.md);
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off).
+  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off);
+  // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
+  // are the same, for comparisons).
   CudaBackend::Options o;
   const char* env = std::getenv("DS4_CUDA_GRAPHS");
   o.graphs = env != nullptr && std::string_view(env) == "1";
@@ -170,6 +172,8 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.graph_stats = stats != nullptr && std::string_view(stats) == "1";
   const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
   o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
+  const char* imma = std::getenv("DS4_CUDA_IMMA");
+  o.imma = imma == nullptr || std::string_view(imma) != "0";
   return new CudaBackend(o);
 }
 
@@ -411,7 +415,7 @@ void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, 
   grow(enc_, static_cast<size_t>(row_bytes * x_rows));
   launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
   launch_matmul(w, enc_.get(), row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_,
-                by_expert);
+                by_expert, options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {

@@ -26,6 +26,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
@@ -241,18 +242,21 @@ __global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_ma
 }
 
 __global__ void slot_offsets_kernel(const int32_t* counts, int n_mat, int32_t* first,
-                                    int32_t* group_first, int32_t* cursor) {
+                                    int32_t* group_first, int32_t* wide_first, int32_t* cursor) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  int at = 0, groups = 0;
+  int at = 0, groups = 0, wide = 0;
   for (int e = 0; e < n_mat; ++e) {
     first[e] = at;
     cursor[e] = at;
     group_first[e] = groups;
+    wide_first[e] = wide;
     at += counts[e];
     groups += (counts[e] + kMaxSlots - 1) / kMaxSlots;
+    wide += (counts[e] + kImmaSlots - 1) / kImmaSlots;
   }
   first[n_mat] = at;
   group_first[n_mat] = groups;
+  wide_first[n_mat] = wide;
 }
 
 __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_t* cursor,
@@ -345,7 +349,7 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
 }
 
 int64_t slot_groups_bytes(int64_t n_slots, int n_matrices) {
-  return static_cast<int64_t>(sizeof(int32_t)) * (4 * (int64_t{n_matrices} + 1) + n_slots);
+  return static_cast<int64_t>(sizeof(int32_t)) * (5 * (int64_t{n_matrices} + 1) + n_slots);
 }
 
 SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_matrices,
@@ -357,14 +361,16 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   auto* counts = static_cast<int32_t*>(scratch);
   int32_t* first = counts + (n_matrices + 1);
   int32_t* group_first = first + (n_matrices + 1);
-  int32_t* cursor = group_first + (n_matrices + 1);
+  int32_t* wide_first = group_first + (n_matrices + 1);
+  int32_t* cursor = wide_first + (n_matrices + 1);
   int32_t* order = cursor + (n_matrices + 1);
   const int n = static_cast<int>(n_slots);
   constexpr int kT = 256;
   DS4_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(int32_t) * (n_matrices + 1), stream));
   count_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, n_matrices, counts);
   DS4_CUDA_CHECK_LAUNCH();
-  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, cursor);
+  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, wide_first,
+                                            cursor);
   DS4_CUDA_CHECK_LAUNCH();
   scatter_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, cursor, order);
   DS4_CUDA_CHECK_LAUNCH();
@@ -372,15 +378,31 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   g.order = order;
   g.first = first;
   g.group_first = group_first;
+  g.wide_first = wide_first;
   g.max_groups = static_cast<int>((n_slots + kMaxSlots - 1) / kMaxSlots +
                                   std::min<int64_t>(n_matrices, n_slots));
+  g.max_wide_groups = static_cast<int>((n_slots + kImmaSlots - 1) / kImmaSlots +
+                                       std::min<int64_t>(n_matrices, n_slots));
   return g;
+}
+
+bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                      PlanarPath path) {
+  if (path == PlanarPath::kScalar || !imma_has_format(w.type) || (experts && !grouped))
+    return false;
+  const int64_t rows_per_group = w.ne[1] / groups;
+  if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
+  if (path == PlanarPath::kImma) return true;
+  // kAuto: enough slots per CTA for the tensor cores to pay (a guess, to be tuned on the device):
+  // 16 slots fill two of the CTA's four slot tiles; grouped, an expert should average a slot.
+  constexpr int64_t kMinSlots = 16;
+  return n_slots >= kMinSlots && (!experts || n_slots >= w.ne[2]);
 }
 
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
-                          const SlotGroups* groups_by_expert) {
+                          const SlotGroups* groups_by_expert, PlanarPath path) {
   DS4_CHECK_MSG(w.layout == kLayoutPlanar && has_planar_layout(w.type),
                 "planar matmul: weight not in the planar layout");
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
@@ -408,6 +430,29 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   }
   a.y = y;
   a.y_stride = y_stride;
+  if (planar_uses_imma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr, path)) {
+    ImmaProduct p;
+    p.type = w.type;
+    p.body = static_cast<const uint8_t*>(w.data);
+    const int body_bytes = w.type == GgufType::kQ8_0   ? FmtQ8_0::kBody
+                           : w.type == GgufType::kQ2_K ? FmtQ2K::kBody
+                                                       : FmtIq2Xxs::kBody;
+    p.aux = p.body + w.ne[1] * w.ne[2] * n_blocks * body_bytes;  // after the body plane
+    p.mat_rows = a.mat_rows;
+    p.n_matrices = a.n_matrices;
+    p.nb = a.nb;
+    p.rows_per_group = a.rows_per_group;
+    p.enc = a.enc;
+    p.enc_row_bytes = a.enc_row_bytes;
+    p.enc_group_bytes = a.enc_group_bytes;
+    p.rows = rows;
+    p.n_slots = a.n_slots;
+    p.groups = a.groups;
+    p.y = y;
+    p.y_stride = y_stride;
+    launch_matmul_imma(p, stream);
+    return;
+  }
   switch (w.type) {
     case GgufType::kQ8_0: launch_planar<FmtQ8_0>(w, a, stream); break;
     case GgufType::kQ2_K: launch_planar<FmtQ2K>(w, a, stream); break;

@@ -570,7 +570,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream, const SlotGroups* by_expert) {
+                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path) {
   const int64_t cols = w.ne[0];
   const int64_t out = w.ne[1];
   const int64_t n_mat = w.ne[2];
@@ -596,7 +596,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
 
   if (w.layout == kLayoutPlanar) {
     launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
-                         by_expert);
+                         by_expert, path);
     return;
   }
   DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
