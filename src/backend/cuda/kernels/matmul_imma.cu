@@ -412,16 +412,7 @@ __global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) 
     const int g = static_cast<int>(blockIdx.y);
     const int32_t* gf = p.groups.wide_first;
     if (g >= gf[p.n_matrices]) return;  // uniform per CTA
-    int lo = 0, hi = p.n_matrices - 1;  // the last expert whose groups start at or before g
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (gf[mid] <= g) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    e = lo;
+    e = group_expert(gf, p.n_matrices, g);
     start = p.groups.first[e] + (g - gf[e]) * kN;
     ns = min(kN, p.groups.first[e + 1] - start);
   }

@@ -91,15 +91,7 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   const int g = static_cast<int>(blockIdx.y);
   const int32_t* gf = a.groups.group_first;
   if (g >= gf[a.n_matrices]) return false;
-  int lo = 0, hi = a.n_matrices - 1;  // the expert whose groups contain g
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (gf[mid] <= g) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
+  const int lo = group_expert(gf, a.n_matrices, g);
   const int start = a.groups.first[lo] + (g - gf[lo]) * kMaxSlots;
   *ns = min(kMaxSlots, a.groups.first[lo + 1] - start);
   for (int s = 0; s < kSlots; ++s) ids[s] = a.groups.order[start + min(s, *ns - 1)];

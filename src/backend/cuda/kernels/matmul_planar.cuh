@@ -64,6 +64,21 @@ enum class PlanarPath : uint8_t { kAuto, kScalar, kImma };
 bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                       PlanarPath path);
 
+// The expert whose groups contain group g, given each expert's first group (group_first[e],
+// non-decreasing, n_matrices + 1 entries, g < group_first[n_matrices]): a binary search.
+__host__ __device__ inline int group_expert(const int32_t* group_first, int n_matrices, int g) {
+  int lo = 0, hi = n_matrices - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (group_first[mid] <= g) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 // Device scratch bytes launch_group_slots needs.
 int64_t slot_groups_bytes(int64_t n_slots, int n_matrices);
 // Groups n_slots slots whose experts (device, each in [0, n_matrices)) are given; the returned
