@@ -16,6 +16,8 @@
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
 #   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
 #            tensor-core kernel (prefill and decode rates side by side)
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
+#            on the shared-memory tile kernel
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -89,7 +91,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has rows ||
-  has imma; then
+  has imma || has tiles; then
   step synth 200 ds4_flash_model
 fi
 if has flash; then
@@ -124,6 +126,7 @@ export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
+has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"
