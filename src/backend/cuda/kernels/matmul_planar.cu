@@ -189,15 +189,20 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
   const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
   const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
-  auto term = [&](int b) {
-    if (b >= a.nb) return 0.0f;
-    const typename F::W w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
-    return F::term(w, x + int64_t{b} * F::kXBytes, tables);
+  auto load = [&](int b) {
+    typename F::W w{};
+    if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
+    return w;
+  };
+  auto term = [&](const typename F::W& w, int b) {
+    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : 0.0f;
   };
   float acc = 0.0f;
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
-    const float t0 = term(b0 + lane);
-    const float t1 = term(b0 + kLanes + lane);
+    const int ba = b0 + lane, bb = b0 + kLanes + lane;
+    const typename F::W wa = load(ba), wb = load(bb);  // both rounds' loads issued first
+    const float t0 = term(wa, ba);
+    const float t1 = term(wb, bb);
 #pragma unroll
     for (int j = 0; j < kLanes; ++j) {
       const float v = __shfl_sync(0xffffffffu, t0, j, kLanes);
