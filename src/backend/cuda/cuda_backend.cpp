@@ -19,7 +19,8 @@
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kMaxRunRows = 512;  // rows one attention run may store before the first attends
+constexpr int kMaxRunRows = 512;    // rows one attention run may store before the first attends
+constexpr int kSinkhornIters = 20;  // HC mix iterations (model.md §4.3)
 
 class DeviceBuffer final : public Buffer {
  public:
@@ -422,15 +423,15 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     launch_hc_pre(x.data, x.rows, cur.cols, hc.fn.data, static_cast<const float*>(hc.scale.data),
-                  static_cast<const float*>(hc.base.data), 20, mix.data, cur.data, tickets(x.rows),
-                  stream_);
+                  static_cast<const float*>(hc.base.data), kSinkhornIters, mix.data, cur.data,
+                  tickets(x.rows), stream_);
     return;
   }
   float* flat = scratch(tmp_a_, x.rows * x.cols);
   launch_rms_norm(x.data, x.rows, x.cols, x.cols, nullptr, flat, stream_);
   matmul_slots(hc.fn, flat, x.rows, x.cols, nullptr, nullptr, x.rows, 1, mix.data);
   launch_hc_mix(mix.data, x.rows, n_hc, static_cast<const float*>(hc.scale.data),
-                static_cast<const float*>(hc.base.data), 20, stream_);
+                static_cast<const float*>(hc.base.data), kSinkhornIters, stream_);
   launch_hc_collapse(x.data, mix.data, x.rows, n_hc, cur.cols, cur.data, stream_);
 }
 

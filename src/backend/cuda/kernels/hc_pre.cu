@@ -5,8 +5,6 @@
 // the other (dense.cu, matmul_q.cu), operation for operation: a CTA per (mixing output, row)
 // recomputes the row's norm and forms its product; the last CTA of a row to finish (a ticket
 // counter, reset by that CTA) runs the mix on one warp and the collapse. Built with -fmad=false.
-#include <cuda_fp16.h>
-
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -73,13 +71,12 @@ __global__ void __launch_bounds__(kHcThreads)
 #pragma unroll 4
   for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
   ss = block_sum_double(ss, part);
-  const float rms = 1.0f / sqrtf(static_cast<float>(ss / double(width)) + kEps);
+  const float rms = rms_scale(ss, width);
   const uint16_t* w = fn + o * width;
   double acc = 0.0;
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {
-    acc += static_cast<double>(__half2float(__ushort_as_half(w[i]))) *
-           static_cast<double>(xr[i] * rms);
+    acc += static_cast<double>(f16_bits_to_float(w[i])) * static_cast<double>(xr[i] * rms);
   }
   acc = block_sum_double(acc, part);
   float* m = mix + r * kMix;
