@@ -403,16 +403,24 @@ void CudaBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment, Act 
 void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
                                const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                int groups, float* y, const SlotGroups* by_expert) {
-  const int64_t row_bytes = encoded_row_bytes(w.type, x_cols);
-  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) {
-    // Float weights read the float activations as they are (their "encoding" is a copy).
-    launch_matmul(w, x, row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_, by_expert);
-    return;
-  }
-  grow(enc_, static_cast<size_t>(row_bytes * x_rows));
+  matmul_encoded(w, encode_for(w, x, x_rows, x_cols), x_cols, experts, rows, n_slots, groups, y,
+                 by_expert);
+}
+
+const void* CudaBackend::encode_for(const Weight& w, const float* x, int64_t x_rows,
+                                    int64_t x_cols) {
+  // Float weights read the float activations as they are (their "encoding" is a copy).
+  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) return x;
+  grow(enc_, static_cast<size_t>(encoded_row_bytes(w.type, x_cols) * x_rows));
   launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
-  launch_matmul(w, enc_.get(), row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_,
-                by_expert);
+  return enc_.get();
+}
+
+void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_cols,
+                                 const int32_t* experts, const int32_t* rows, int64_t n_slots,
+                                 int groups, float* y, const SlotGroups* by_expert) {
+  launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
+                w.ne[1], stream_, by_expert);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
