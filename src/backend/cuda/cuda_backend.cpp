@@ -19,7 +19,8 @@
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kMaxRunRows = 512;  // rows one attention run may store before the first attends
+constexpr int kMaxRunRows = 512;    // rows one attention run may store before the first attends
+constexpr int kSinkhornIters = 20;  // HC mix iterations (model.md §4.3)
 
 class DeviceBuffer final : public Buffer {
  public:
@@ -406,16 +407,25 @@ void CudaBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment, Act 
 void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
                                const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                int groups, float* y, const SlotGroups* by_expert) {
-  const int64_t row_bytes = encoded_row_bytes(w.type, x_cols);
-  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) {
-    // Float weights read the float activations as they are (their "encoding" is a copy).
-    launch_matmul(w, x, row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_, by_expert);
-    return;
-  }
-  grow(enc_, static_cast<size_t>(row_bytes * x_rows));
+  matmul_encoded(w, encode_for(w, x, x_rows, x_cols), x_cols, experts, rows, n_slots, groups, y,
+                 by_expert);
+}
+
+const void* CudaBackend::encode_for(const Weight& w, const float* x, int64_t x_rows,
+                                    int64_t x_cols) {
+  // Float weights read the float activations as they are (their "encoding" is a copy).
+  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) return x;
+  grow(enc_, static_cast<size_t>(encoded_row_bytes(w.type, x_cols) * x_rows));
   launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
-  launch_matmul(w, enc_.get(), row_bytes, experts, rows, n_slots, groups, y, w.ne[1], stream_,
-                by_expert, options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
+  return enc_.get();
+}
+
+void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_cols,
+                                 const int32_t* experts, const int32_t* rows, int64_t n_slots,
+                                 int groups, float* y, const SlotGroups* by_expert) {
+  launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
+                w.ne[1], stream_, by_expert,
+                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
@@ -433,7 +443,7 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
     a.fn = hc.fn.data;
     a.scale = static_cast<const float*>(hc.scale.data);
     a.base = static_cast<const float*>(hc.base.data);
-    a.iters = 20;
+    a.iters = kSinkhornIters;
     a.mix = mix.data;
     a.cur = cur.data;
     a.norm = norm != nullptr ? static_cast<const float*>(norm->data) : nullptr;
@@ -446,7 +456,7 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
   launch_rms_norm(x.data, x.rows, x.cols, x.cols, nullptr, flat, stream_);
   matmul_slots(hc.fn, flat, x.rows, x.cols, nullptr, nullptr, x.rows, 1, mix.data);
   launch_hc_mix(mix.data, x.rows, n_hc, static_cast<const float*>(hc.scale.data),
-                static_cast<const float*>(hc.base.data), 20, stream_);
+                static_cast<const float*>(hc.base.data), kSinkhornIters, stream_);
   launch_hc_collapse(x.data, mix.data, x.rows, n_hc, cur.cols, cur.data, stream_);
   if (norm != nullptr) {
     launch_rms_norm(cur.data, cur.rows, cur.cols, cur.cols, static_cast<const float*>(norm->data),

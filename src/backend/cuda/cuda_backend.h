@@ -119,6 +119,13 @@ class CudaBackend final : public Backend {
   void matmul_slots(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols,
                     const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                     float* y, const SlotGroups* by_expert = nullptr);
+  // matmul_slots in two halves, so products over the same activations can share one encoding:
+  // x encoded for w's dot into enc_ (valid until the next encoding), or x itself for F16 / F32
+  // weights, whose dots read floats; then the product over activations so encoded.
+  const void* encode_for(const Weight& w, const float* x, int64_t x_rows, int64_t x_cols);
+  void matmul_encoded(const Weight& w, const void* enc, int64_t x_cols, const int32_t* experts,
+                      const int32_t* rows, int64_t n_slots, int groups, float* y,
+                      const SlotGroups* by_expert = nullptr);
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
   // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...

@@ -223,7 +223,7 @@ __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeA
     ss += double(x[i]) * double(x[i]);
   }
   ss = block_sum_double(ss, part);
-  const float scale = 1.0f / sqrtf(static_cast<float>(ss / double(hd)) + kEps);
+  const float scale = rms_scale(ss, hd);
   for (int i = threadIdx.x; i < hd; i += blockDim.x) x[i] = (x[i] * scale) * norm[i];
   __syncthreads();
   if (threadIdx.x < 32) rope_pair(x + hd - 64, rope.inv_freq, threadIdx.x, pos_start, false);

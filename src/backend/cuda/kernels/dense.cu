@@ -31,7 +31,7 @@ __global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, c
   double ss = 0.0;
   for (int64_t i = threadIdx.x; i < segment; i += blockDim.x) ss += double(xs[i]) * double(xs[i]);
   ss = block_sum_double(ss, part);
-  const float scale = 1.0f / sqrtf(static_cast<float>(ss / double(segment)) + kEps);
+  const float scale = rms_scale(ss, segment);
   __syncthreads();  // every thread read xs before anyone overwrites it (in-place use)
   for (int64_t i = threadIdx.x; i < segment; i += blockDim.x) {
     ys[i] = w != nullptr ? (xs[i] * scale) * w[i] : xs[i] * scale;

@@ -17,6 +17,17 @@ inline constexpr float kNegInf = -1.0e30f;
 inline constexpr float kEmptyBelow = -5.0e29f;
 inline constexpr float kEps = 1e-6f;
 
+// f16 bits -> float (exact, subnormals included).
+__device__ __forceinline__ float f16_bits_to_float(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+
+// RMSNorm's scale from a row's sum of squares (in double) over n values, as the CPU forms it:
+// the mean rounded to float, plus eps, then 1 / sqrt in float. Every device RMSNorm uses this.
+__device__ inline float rms_scale(double sum_sq, int64_t n) {
+  return 1.0f / sqrtf(static_cast<float>(sum_sq / double(n)) + kEps);
+}
+
 __device__ inline float sigmoid_stable(float z) {
   if (z >= 0.0f) return 1.0f / (1.0f + detmath::expf(-z));
   const float e = detmath::expf(z);

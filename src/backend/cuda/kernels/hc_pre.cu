@@ -6,8 +6,6 @@
 // recomputes the row's norm and forms its product; the last CTA of a row to finish (a ticket
 // counter, reset by that CTA) runs the mix on one warp, the collapse and, when asked, the RMSNorm
 // of the collapsed row (rms_norm_kernel's operations). Built with -fmad=false.
-#include <cuda_fp16.h>
-
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -72,13 +70,12 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
 #pragma unroll 4
   for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
   ss = block_sum_double(ss, part);
-  const float rms = 1.0f / sqrtf(static_cast<float>(ss / double(width)) + kEps);
+  const float rms = rms_scale(ss, width);
   const uint16_t* w = static_cast<const uint16_t*>(a.fn) + o * width;
   double acc = 0.0;
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {
-    acc += static_cast<double>(__half2float(__ushort_as_half(w[i]))) *
-           static_cast<double>(xr[i] * rms);
+    acc += static_cast<double>(f16_bits_to_float(w[i])) * static_cast<double>(xr[i] * rms);
   }
   acc = block_sum_double(acc, part);
   float* m = a.mix + r * kMix;
@@ -108,7 +105,7 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   }
   if (a.norm == nullptr) return;  // uniform per CTA
   css = block_sum_double(css, part);
-  const float scale = 1.0f / sqrtf(static_cast<float>(css / double(n_embd)) + kEps);
+  const float scale = rms_scale(css, n_embd);
   float* normed = a.normed + r * n_embd;
   for (int64_t d = tid; d < n_embd; d += kHcThreads) normed[d] = (cur[d] * scale) * a.norm[d];
 }

@@ -42,10 +42,6 @@ using planar::FmtQ4K;
 using planar::FmtQ8_0;
 using planar::Iq2Lookup;
 using quant::ActQ8_0;
-using quant::BlockIQ2_XXS;
-using quant::BlockQ2_K;
-using quant::BlockQ4_K;
-using quant::BlockQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;

@@ -63,9 +63,6 @@ __device__ __forceinline__ int8_t round_clamp_i8(float v) {
   return static_cast<int8_t>(r < -128 ? -128 : (r > 127 ? 127 : r));
 }
 
-__device__ __forceinline__ float f16_bits_to_float(uint16_t h) {
-  return __half2float(__ushort_as_half(h));  // exact, subnormals included
-}
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) {
   return *reinterpret_cast<const uint16_t*>(p);
 }
