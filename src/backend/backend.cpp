@@ -134,7 +134,7 @@ void Backend::matmul(const Weight& w, Act x, Act y, int groups) {
   do_matmul(w, x, y, groups);
 }
 
-void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm, Act normed) {
   const OpTimer timer(this, kHcPre);
   const int64_t n_mix = hc.fn.ne[1];
   DS4_CHECK(hc.fn.ne[0] == x.cols && hc.base.ne[0] == n_mix && hc.scale.ne[0] == 3);
@@ -142,7 +142,11 @@ void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   DS4_CHECK(n_hc * cur.cols == x.cols && n_mix == 2 * n_hc + n_hc * n_hc);
   check_rows(cur, x.rows, x.cols / n_hc, "hc_pre cur");
   check_rows(mix, x.rows, n_mix, "hc_pre mix");
-  do_hc_pre(hc, x, cur, mix);
+  if (norm != nullptr) {
+    DS4_CHECK(norm->type == gguf::GgufType::kF32 && norm->ne[0] == cur.cols);
+    check_rows(normed, x.rows, cur.cols, "hc_pre normed");
+  }
+  do_hc_pre(hc, x, cur, mix, norm, normed);
 }
 
 void Backend::hc_post(Act x, Act f, Act mix, Act y) {

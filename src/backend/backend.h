@@ -174,7 +174,10 @@ class Backend {
   // y[r] = W . x[r]; with groups > 1, x[r] is `groups` slices and W's rows split evenly among them.
   void matmul(const Weight& w, Act x, Act y, int groups = 1);
   // HC pre: cur[r] = sum_h pre[h] X[r][h]; mix[r] = [pre(n_hc), post(n_hc), comb(n_hc^2)].
-  void hc_pre(const HcWeights& hc, Act x, Act cur, Act mix);
+  // With `norm` (F32, cur.cols values), also normed[r] = rms_norm(cur[r]) * norm, exactly as
+  // rms_norm(cur, norm, cur.cols, normed) after it (a backend may fuse the two).
+  void hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm = nullptr,
+              Act normed = {});
   // HC post: y[r][b] = f[r] post[b] + sum_a comb[a][b] x[r][a].
   void hc_post(Act x, Act f, Act mix, Act y);
   // RoPE, low-precision simulation, cache append, compressors, indexer and sink attention for
@@ -211,7 +214,8 @@ class Backend {
   virtual void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) = 0;
   virtual void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) = 0;
   virtual void do_matmul(const Weight& w, Act x, Act y, int groups) = 0;
-  virtual void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) = 0;
+  virtual void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                         Act normed) = 0;
   virtual void do_hc_post(Act x, Act f, Act mix, Act y) = 0;
   virtual void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                             const AttentionInputs& in, Act out) = 0;

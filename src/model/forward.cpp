@@ -80,8 +80,7 @@ void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
   const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
   const Act x = b.x->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
   const Act cur = b.cur->view(n, s.n_embd), norm = b.norm->view(n, s.n_embd);
-  b_.hc_pre(L.hc_attn, x, cur, mix);
-  b_.rms_norm(cur, &L.attn_norm, s.n_embd, norm);
+  b_.hc_pre(L.hc_attn, x, cur, mix, &L.attn_norm, norm);
 
   const Act qr = b.qr->view(n, s.n_lora_q), qn = b.qn->view(n, s.n_lora_q);
   backend::AttentionInputs in;
@@ -128,8 +127,7 @@ void Forward::ffn_sublayer(int il, std::span<const RowTag> rows, int n) {
   const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
   const Act x_mid = b.x_mid->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
   const Act cur = b.cur->view(n, s.n_embd), norm = b.norm->view(n, s.n_embd);
-  b_.hc_pre(L.hc_ffn, x_mid, cur, mix);
-  b_.rms_norm(cur, &L.ffn_norm, s.n_embd, norm);
+  b_.hc_pre(L.hc_ffn, x_mid, cur, mix, &L.ffn_norm, norm);
   const Act f = b.out->view(n, s.n_embd);
   b_.moe(L.moe, rows, norm, f);
   b_.hc_post(x_mid, f, mix, b.x->view(n, hc_width));

@@ -12,6 +12,12 @@
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
+#   rows     the same with the one-slot planar products on the tile kernel
+#            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
+#   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
+#            tensor-core kernel (prefill and decode rates side by side)
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
+#            on the shared-memory tile kernel
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -84,7 +90,10 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has profdec || has graphs; then step synth 200 ds4_flash_model; fi
+if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has rows ||
+  has imma || has tiles; then
+  step synth 200 ds4_flash_model
+fi
 if has flash; then
   OUT=$out step flash 300 bash tools/cuda/flash_run.sh 32
   tail -5 "$out/flash.log"
@@ -98,15 +107,26 @@ if has bench128; then
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
 fi
-if has graphs; then
-  for g in 0 1; do
-    OUT=$out OUT_CSV=graphs$g.csv DS4_CUDA_GRAPHS=$g step graphs$g 200 \
-      bash tools/cuda/flash_bench.sh 8192 32 6144
-    grep -h "^probe" "$out/bench_err.txt" > "$out/probes$g.txt"
+# ab NAME VAR: the Flash q2 bench at 2k and 8k with VAR=0 and VAR=1, side by side; the greedy
+# probes must agree.
+ab() {
+  local name=$1 var=$2 v
+  for v in 0 1; do
+    env "$var=$v" OUT="$out" OUT_CSV="$name$v.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 ||
+      return 1
+    grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes$v.txt"
   done
-  paste -d' ' <(cut -d, -f1,7 "$out/graphs0.csv") <(cut -d, -f7 "$out/graphs1.csv") | tail -3
-  cmp "$out/probes0.txt" "$out/probes1.txt" && echo "graphs: probes identical with and without"
-fi
+  echo "frontier prefill_tps gen_tps ($var=0) prefill_tps gen_tps ($var=1)"
+  paste -d' ' <(cut -d, -f1,4,7 "$out/${name}0.csv" | tr , ' ') \
+    <(cut -d, -f4,7 "$out/${name}1.csv" | tr , ' ') | tail -2
+  cmp "$out/$name-probes0.txt" "$out/$name-probes1.txt" &&
+    echo "$name: probes identical with $var=0 and $var=1"
+}
+export -f ab
+has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
+has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
+has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
+has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"

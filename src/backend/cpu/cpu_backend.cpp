@@ -183,7 +183,8 @@ void CpuBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
   cpu::matmul(pool_, k_, w, enc_, x.rows, groups, y);
 }
 
-void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                           Act normed) {
   const int64_t n_embd = cur.cols, n_hc = x.cols / n_embd;
   // flat = RMSNorm_noweight(X); mix = fn . flat.
   if (static_cast<int64_t>(f_scratch_.size()) < x.rows * x.cols) f_scratch_.resize(x.rows * x.cols);
@@ -238,6 +239,7 @@ void CpuBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
       c[d] = acc;
     }
   }
+  if (norm != nullptr) do_rms_norm(cur, norm, n_embd, normed);
 }
 
 void CpuBackend::do_hc_post(Act x, Act f, Act mix, Act y) {

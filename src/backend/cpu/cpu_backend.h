@@ -54,7 +54,8 @@ class CpuBackend final : public Backend {
   void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) override;
   void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) override;
   void do_matmul(const Weight& w, Act x, Act y, int groups) override;
-  void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) override;
+  void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                 Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;
   void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                     const AttentionInputs& in, Act out) override;

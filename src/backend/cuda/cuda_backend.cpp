@@ -163,7 +163,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // captured anew, and on the H200 capture plus update cost more than the eager launches, which
   // overlap the GPU's work: 51.0 vs 60.5 tokens/s at 2k, bench/h200.md);
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off).
+  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off);
+  // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
+  // are the same, for comparisons).
   CudaBackend::Options o;
   const char* env = std::getenv("DS4_CUDA_GRAPHS");
   o.graphs = env != nullptr && std::string_view(env) == "1";
@@ -171,6 +173,8 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.graph_stats = stats != nullptr && std::string_view(stats) == "1";
   const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
   o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
+  const char* imma = std::getenv("DS4_CUDA_IMMA");
+  o.imma = imma == nullptr || std::string_view(imma) != "0";
   return new CudaBackend(o);
 }
 
@@ -420,19 +424,32 @@ void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_col
                                  const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                  int groups, float* y, const SlotGroups* by_expert) {
   launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
-                w.ne[1], stream_, by_expert);
+                w.ne[1], stream_, by_expert,
+                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
   matmul_slots(w, x.data, x.rows, x.cols, nullptr, nullptr, x.rows, groups, y.data);
 }
 
-void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
+void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                            Act normed) {
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
-    launch_hc_pre(x.data, x.rows, cur.cols, hc.fn.data, static_cast<const float*>(hc.scale.data),
-                  static_cast<const float*>(hc.base.data), kSinkhornIters, mix.data, cur.data,
-                  tickets(x.rows), stream_);
+    HcPreArgs a;
+    a.x = x.data;
+    a.rows = x.rows;
+    a.n_embd = cur.cols;
+    a.fn = hc.fn.data;
+    a.scale = static_cast<const float*>(hc.scale.data);
+    a.base = static_cast<const float*>(hc.base.data);
+    a.iters = kSinkhornIters;
+    a.mix = mix.data;
+    a.cur = cur.data;
+    a.norm = norm != nullptr ? static_cast<const float*>(norm->data) : nullptr;
+    a.normed = normed.data;
+    a.tickets = tickets(x.rows);
+    launch_hc_pre(a, stream_);
     return;
   }
   float* flat = scratch(tmp_a_, x.rows * x.cols);
@@ -441,6 +458,10 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) {
   launch_hc_mix(mix.data, x.rows, n_hc, static_cast<const float*>(hc.scale.data),
                 static_cast<const float*>(hc.base.data), kSinkhornIters, stream_);
   launch_hc_collapse(x.data, mix.data, x.rows, n_hc, cur.cols, cur.data, stream_);
+  if (norm != nullptr) {
+    launch_rms_norm(cur.data, cur.rows, cur.cols, cur.cols, static_cast<const float*>(norm->data),
+                    normed.data, stream_);
+  }
 }
 
 void CudaBackend::do_hc_post(Act x, Act f, Act mix, Act y) {

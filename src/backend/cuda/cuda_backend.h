@@ -2,8 +2,9 @@
 // Owns: the device copies of the weights (uploaded once), activation buffers, per-sequence state
 // in device memory, the stream, device scratch that grows but is never freed per token, and the
 // decode steps' CUDA graphs (step_graph.h). The cache-dependent attention steps run over runs
-// of consecutive rows with the CPU reference's results; products use the planar kernel or the
-// device twins of the CPU dot kernels (kernels/matmul_planar.cuh, kernels/matmul_q.cuh).
+// of consecutive rows with the CPU reference's results; products use the planar kernels (the
+// tensor-core one for many slots) or the device twins of the CPU dot kernels
+// (kernels/matmul_planar.cuh, kernels/matmul_imma.cuh, kernels/matmul_q.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -78,6 +79,7 @@ class CudaBackend final : public Backend {
     bool graphs = false;       // submit decode steps (one row) as CUDA graphs (StepGraph)
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
+    bool imma = true;          // planar products with many slots may use the tensor cores
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -101,7 +103,8 @@ class CudaBackend final : public Backend {
   void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) override;
   void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) override;
   void do_matmul(const Weight& w, Act x, Act y, int groups) override;
-  void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix) override;
+  void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
+                 Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;
   void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                     const AttentionInputs& in, Act out) override;

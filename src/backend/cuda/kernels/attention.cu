@@ -195,9 +195,11 @@ __global__ void lane_state_kernel(LaneArgs a) {
       }
     }
   } else {
-    for (int s = 0; s < a.ratio; ++s) {
-      const int q = last_with_residue(s);
-      if (q < a.p0) continue;  // untouched by the batch (reads only the batch below)
+    // Row s holds the last position with residue s (lane_rules::rewritten_rows; each row once,
+    // reading only the batch, so the order is free).
+    for (int i = 0; i < lane_rules::rewritten_rows(a.n, a.ratio); ++i) {
+      const int q = end - 1 - i;
+      const int s = q % a.ratio;
       float kv, score;
       lane_source(a, q, col, &kv, &score);
       a.st_kv[int64_t{s} * a.width + col] = kv;

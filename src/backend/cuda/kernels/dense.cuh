@@ -26,11 +26,21 @@ void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc
 // The whole HC pre-step for n_hc == 4 copies and F16 mixing weights of 24 rows
 // (hc_pre_fusable): what launch_rms_norm (no weight), the product with fn, launch_hc_mix and
 // launch_hc_collapse compute, in one launch (kernels/hc_pre.cu). tickets: `rows` device
-// counters, zero before the first launch (each launch leaves them zero).
+// counters, zero before the first launch (each launch leaves them zero). With `norm` (n_embd F32
+// weights), also normed = what launch_rms_norm(cur, segment n_embd, norm) computes.
+struct HcPreArgs {
+  const float* x = nullptr;  // rows x (4 * n_embd)
+  int64_t rows = 0, n_embd = 0;
+  const void* fn = nullptr;  // F16 [24][4 * n_embd]
+  const float *scale = nullptr, *base = nullptr;
+  int iters = 20;
+  float *mix = nullptr, *cur = nullptr;
+  const float* norm = nullptr;  // optional
+  float* normed = nullptr;
+  unsigned* tickets = nullptr;
+};
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows);
-void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn, const float* scale,
-                   const float* base, int iters, float* mix, float* cur, unsigned* tickets,
-                   cudaStream_t s);
+void launch_hc_pre(const HcPreArgs& a, cudaStream_t s);
 // y[r][b][d] = f[r][d] post[b] + sum_a comb[a][b] x[r][a][d].
 void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,
                     int64_t n_embd, float* y, cudaStream_t s);

@@ -4,7 +4,8 @@
 // rms_norm_kernel, the float-row product, hc_mix_kernel and hc_collapse_kernel compute one after
 // the other (dense.cu, matmul_q.cu), operation for operation: a CTA per (mixing output, row)
 // recomputes the row's norm and forms its product; the last CTA of a row to finish (a ticket
-// counter, reset by that CTA) runs the mix on one warp and the collapse. Built with -fmad=false.
+// counter, reset by that CTA) runs the mix on one warp, the collapse and, when asked, the RMSNorm
+// of the collapsed row (rms_norm_kernel's operations). Built with -fmad=false.
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -55,52 +56,58 @@ __device__ float hc_mix_warp(float v, const float* scale, const float* base, int
   return v;
 }
 
-__global__ void __launch_bounds__(kHcThreads)
-    hc_pre_kernel(const float* x, int64_t n_embd, const uint16_t* fn, const float* scale,
-                  const float* base, int iters, float* mix, float* cur, unsigned* tickets) {
+__global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   __shared__ double part[32];
   __shared__ float pre[kHc];
   __shared__ bool last;
-  const int64_t width = kHc * n_embd;
+  const int64_t n_embd = a.n_embd, width = kHc * n_embd;
   const int64_t r = blockIdx.y;
   const int o = static_cast<int>(blockIdx.x);
   const int tid = static_cast<int>(threadIdx.x);
-  const float* xr = x + r * width;
+  const float* xr = a.x + r * width;
   // rms_norm_kernel's scale (no weight), then the row product of the normed row.
   double ss = 0.0;
 #pragma unroll 4
   for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
   ss = block_sum_double(ss, part);
   const float rms = rms_scale(ss, width);
-  const uint16_t* w = fn + o * width;
+  const uint16_t* w = static_cast<const uint16_t*>(a.fn) + o * width;
   double acc = 0.0;
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {
     acc += static_cast<double>(f16_bits_to_float(w[i])) * static_cast<double>(xr[i] * rms);
   }
   acc = block_sum_double(acc, part);
-  float* m = mix + r * kMix;
+  float* m = a.mix + r * kMix;
   if (tid == 0) {
     m[o] = static_cast<float>(acc);
     __threadfence();  // the product is visible before the ticket is taken
-    last = atomicAdd(&tickets[r], 1u) == kMix - 1;
+    last = atomicAdd(&a.tickets[r], 1u) == kMix - 1;
   }
   __syncthreads();
   if (!last) return;
   // The row's last CTA: every product is in memory (read past the L1 cache).
   __threadfence();
   if (tid < 32) {
-    const float v = hc_mix_warp(tid < kMix ? __ldcg(m + tid) : 0.0f, scale, base, iters);
+    const float v = hc_mix_warp(tid < kMix ? __ldcg(m + tid) : 0.0f, a.scale, a.base, a.iters);
     if (tid < kMix) m[tid] = v;
     if (tid < kHc) pre[tid] = v;
   }
-  if (tid == 0) tickets[r] = 0;  // ready for the next launch
+  if (tid == 0) a.tickets[r] = 0;  // ready for the next launch
   __syncthreads();
+  float* cur = a.cur + r * n_embd;
+  double css = 0.0;  // the optional norm's sum of squares, in rms_norm_kernel's order
   for (int64_t d = tid; d < n_embd; d += kHcThreads) {
     float c = 0.0f;
     for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
-    cur[r * n_embd + d] = c;
+    cur[d] = c;
+    css += double(c) * double(c);
   }
+  if (a.norm == nullptr) return;  // uniform per CTA
+  css = block_sum_double(css, part);
+  const float scale = rms_scale(css, n_embd);
+  float* normed = a.normed + r * n_embd;
+  for (int64_t d = tid; d < n_embd; d += kHcThreads) normed[d] = (cur[d] * scale) * a.norm[d];
 }
 
 }  // namespace
@@ -109,13 +116,11 @@ bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
   return n_hc == kHc && fn_type == gguf::GgufType::kF16 && fn_rows == kMix;
 }
 
-void launch_hc_pre(const float* x, int64_t rows, int64_t n_embd, const void* fn, const float* scale,
-                   const float* base, int iters, float* mix, float* cur, unsigned* tickets,
-                   cudaStream_t s) {
-  DS4_CHECK_MSG(rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(rows));
-  if (rows == 0) return;
-  hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(rows)), kHcThreads, 0, s>>>(
-      x, n_embd, static_cast<const uint16_t*>(fn), scale, base, iters, mix, cur, tickets);
+void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
+  DS4_CHECK_MSG(a.rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(a.rows));
+  DS4_CHECK(a.norm == nullptr || a.normed != nullptr);
+  if (a.rows == 0) return;
+  hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

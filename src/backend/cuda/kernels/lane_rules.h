@@ -40,6 +40,11 @@ DS4_LANE_HD inline int last_with_residue(int end, int ratio, int r) {
   return end - 1 - ((end - 1 - r) % ratio + ratio) % ratio;
 }
 
+// Ratio 128: a batch of n positions ending before `end` rewrites the frontier rows of its last
+// rewritten_rows(n, ratio) positions end - 1 - i, row (end - 1 - i) % ratio (the other rows keep
+// positions before the batch).
+DS4_LANE_HD inline int rewritten_rows(int n, int ratio) { return n < ratio ? n : ratio; }
+
 // Ratio 4: the last window boundary before `end` (-1 when none).
 DS4_LANE_HD inline int last_boundary(int end) { return (end / 4) * 4 - 1; }
 

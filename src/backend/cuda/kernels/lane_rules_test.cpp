@@ -72,10 +72,7 @@ void check_batches(int ratio, const std::vector<int>& sizes) {
         if (q >= p0) after[4 + s] = q;
       }
     } else {
-      for (int s = 0; s < ratio; ++s) {
-        const int q = last_with_residue(end, ratio, s);
-        if (q >= p0) after[s] = q;
-      }
+      for (int i = 0; i < rewritten_rows(n, ratio); ++i) after[(end - 1 - i) % ratio] = end - 1 - i;
     }
     ASSERT_EQ(after, seq.rows) << "frontier after the batch at " << p0 << " of " << n;
     p0 = end;

@@ -20,10 +20,13 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
@@ -84,21 +87,33 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   const int g = static_cast<int>(blockIdx.y);
   const int32_t* gf = a.groups.group_first;
   if (g >= gf[a.n_matrices]) return false;
-  int lo = 0, hi = a.n_matrices - 1;  // the expert whose groups contain g
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (gf[mid] <= g) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
+  const int lo = group_expert(gf, a.n_matrices, g);
   const int start = a.groups.first[lo] + (g - gf[lo]) * kMaxSlots;
   *ns = min(kMaxSlots, a.groups.first[lo + 1] - start);
   for (int s = 0; s < kSlots; ++s) ids[s] = a.groups.order[start + min(s, *ns - 1)];
   *e = lo;
   return true;
 }
+
+// The IQ2_XXS codebook and sign table in shared memory (empty for the other formats): every
+// lane indexes them differently, which shared memory serves in a few cycles and the L1 cache in
+// one pass per lane. load() is called by every thread of the CTA (it synchronises).
+template <class F>
+struct SharedTables {
+  static constexpr bool kUsed = std::is_same_v<F, FmtIq2Xxs>;
+  uint64_t grid[kUsed ? 256 : 1];
+  uint8_t signs[kUsed ? 128 : 1];
+  __device__ Iq2Lookup load() {
+    if constexpr (kUsed) {
+      for (int i = static_cast<int>(threadIdx.x); i < 256; i += static_cast<int>(blockDim.x))
+        grid[i] = iq2::kIq2xxsGrid[i];
+      for (int i = static_cast<int>(threadIdx.x); i < 128; i += static_cast<int>(blockDim.x))
+        signs[i] = iq2::kIq2Signs[i];
+      __syncthreads();
+    }
+    return Iq2Lookup{grid, signs};
+  }
+};
 
 // kTileRows output rows and up to kSlots slots per CTA.
 template <class F, int kTileRows, int kSlots>
@@ -119,16 +134,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   }
 
   const int tid = static_cast<int>(threadIdx.x);
-  // The IQ2_XXS codebook and sign table in shared memory: every lane indexes them differently,
-  // which shared memory serves in a few cycles and the L1 cache in one pass per lane.
-  __shared__ uint64_t grid_s[std::is_same_v<F, FmtIq2Xxs> ? 256 : 1];
-  __shared__ uint8_t signs_s[std::is_same_v<F, FmtIq2Xxs> ? 128 : 1];
-  if constexpr (std::is_same_v<F, FmtIq2Xxs>) {
-    for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
-    if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
-    __syncthreads();
-  }
-  const Iq2Lookup tables{grid_s, signs_s};
+  __shared__ SharedTables<F> shared_tables;
+  const Iq2Lookup tables = shared_tables.load();
   const int fold_row = tid % kTileRows, fold_slot = tid / kTileRows;
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
   const int64_t row0 = static_cast<int64_t>(e) * a.mat_rows + o0;  // first row of the tile
@@ -159,6 +166,53 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
+// One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
+// row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
+// blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
+// by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
+// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight.
+template <class F, int kLanes>
+__global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
+  __shared__ SharedTables<F> shared_tables;
+  const Iq2Lookup tables = shared_tables.load();
+  const int slot = static_cast<int>(blockIdx.y);
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
+  // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
+  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
+  const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
+  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  auto load = [&](int b) {
+    typename F::W w{};
+    if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
+    return w;
+  };
+  auto term = [&](const typename F::W& w, int b) {
+    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : 0.0f;
+  };
+  float acc = 0.0f;
+  for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+    const int ba = b0 + lane, bb = b0 + kLanes + lane;
+    const typename F::W wa = load(ba), wb = load(bb);  // both rounds' loads issued first
+    const float t0 = term(wa, ba);
+    const float t1 = term(wb, bb);
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = __shfl_sync(0xffffffffu, t0, j, kLanes);
+      if (b0 + j < a.nb) acc += v;
+    }
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = __shfl_sync(0xffffffffu, t1, j, kLanes);
+      if (b0 + kLanes + j < a.nb) acc += v;
+    }
+  }
+  if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
+}
+
 // ---- packing: one thread per block ----
 
 __global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, int block_bytes,
@@ -181,18 +235,21 @@ __global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_ma
 }
 
 __global__ void slot_offsets_kernel(const int32_t* counts, int n_mat, int32_t* first,
-                                    int32_t* group_first, int32_t* cursor) {
+                                    int32_t* group_first, int32_t* wide_first, int32_t* cursor) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
-  int at = 0, groups = 0;
+  int at = 0, groups = 0, wide = 0;
   for (int e = 0; e < n_mat; ++e) {
     first[e] = at;
     cursor[e] = at;
     group_first[e] = groups;
+    wide_first[e] = wide;
     at += counts[e];
     groups += (counts[e] + kMaxSlots - 1) / kMaxSlots;
+    wide += (counts[e] + kImmaSlots - 1) / kImmaSlots;
   }
   first[n_mat] = at;
   group_first[n_mat] = groups;
+  wide_first[n_mat] = wide;
 }
 
 __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_t* cursor,
@@ -200,6 +257,15 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n_slots) return;
   order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
+}
+
+// DS4_CUDA_ROWS_KERNEL=0 sends one-slot products to the tile kernel (for comparisons).
+bool rows_kernel_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("DS4_CUDA_ROWS_KERNEL");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
 }
 
 template <class F>
@@ -210,8 +276,27 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  // One slot per CTA (decode, or experts without groups): fewer rows per CTA when 16 would
-  // leave SMs idle; the fold order, and so the result, does not depend on the tile size.
+  // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
+  // lane a block at a time (planar_rows_kernel).
+  if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
+    DS4_CHECK_MSG(a.n_slots <= 65535 && a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots,
+                  a.out);
+    const int lanes = a.nb >= 32 ? 32 : (a.nb >= 16 ? 16 : 8);
+    const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
+    DS4_CHECK(ctas <= INT_MAX);
+    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
+    if (lanes == 32) {
+      planar_rows_kernel<F, 32><<<grid, kThreads, 0, stream>>>(a);
+    } else if (lanes == 16) {
+      planar_rows_kernel<F, 16><<<grid, kThreads, 0, stream>>>(a);
+    } else {
+      planar_rows_kernel<F, 8><<<grid, kThreads, 0, stream>>>(a);
+    }
+    DS4_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // Otherwise, with one slot per CTA: fewer rows per CTA when 16 would leave SMs idle; the fold
+  // order, and so the result, does not depend on the tile size.
   int rows = kRows;
   if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
     while (rows > 4 && (a.out + rows - 1) / rows * slot_tiles < kMinCtas) rows /= 2;
@@ -257,7 +342,7 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
 }
 
 int64_t slot_groups_bytes(int64_t n_slots, int n_matrices) {
-  return static_cast<int64_t>(sizeof(int32_t)) * (4 * (int64_t{n_matrices} + 1) + n_slots);
+  return static_cast<int64_t>(sizeof(int32_t)) * (5 * (int64_t{n_matrices} + 1) + n_slots);
 }
 
 SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_matrices,
@@ -269,14 +354,16 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   auto* counts = static_cast<int32_t*>(scratch);
   int32_t* first = counts + (n_matrices + 1);
   int32_t* group_first = first + (n_matrices + 1);
-  int32_t* cursor = group_first + (n_matrices + 1);
+  int32_t* wide_first = group_first + (n_matrices + 1);
+  int32_t* cursor = wide_first + (n_matrices + 1);
   int32_t* order = cursor + (n_matrices + 1);
   const int n = static_cast<int>(n_slots);
   constexpr int kT = 256;
   DS4_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(int32_t) * (n_matrices + 1), stream));
   count_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, n_matrices, counts);
   DS4_CUDA_CHECK_LAUNCH();
-  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, cursor);
+  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, wide_first,
+                                            cursor);
   DS4_CUDA_CHECK_LAUNCH();
   scatter_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, cursor, order);
   DS4_CUDA_CHECK_LAUNCH();
@@ -284,15 +371,31 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   g.order = order;
   g.first = first;
   g.group_first = group_first;
+  g.wide_first = wide_first;
   g.max_groups = static_cast<int>((n_slots + kMaxSlots - 1) / kMaxSlots +
                                   std::min<int64_t>(n_matrices, n_slots));
+  g.max_wide_groups = static_cast<int>((n_slots + kImmaSlots - 1) / kImmaSlots +
+                                       std::min<int64_t>(n_matrices, n_slots));
   return g;
+}
+
+bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                      PlanarPath path) {
+  if (path == PlanarPath::kScalar || !imma_has_format(w.type) || (experts && !grouped))
+    return false;
+  const int64_t rows_per_group = w.ne[1] / groups;
+  if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
+  if (path == PlanarPath::kImma) return true;
+  // kAuto: enough slots per CTA for the tensor cores to pay (a guess, to be tuned on the device):
+  // 16 slots fill two of the CTA's four slot tiles; grouped, an expert should average a slot.
+  constexpr int64_t kMinSlots = 16;
+  return n_slots >= kMinSlots && (!experts || n_slots >= w.ne[2]);
 }
 
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
-                          const SlotGroups* groups_by_expert) {
+                          const SlotGroups* groups_by_expert, PlanarPath path) {
   DS4_CHECK_MSG(w.layout == kLayoutPlanar && has_planar_layout(w.type),
                 "planar matmul: weight not in the planar layout");
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
@@ -320,6 +423,29 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   }
   a.y = y;
   a.y_stride = y_stride;
+  if (planar_uses_imma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr, path)) {
+    ImmaProduct p;
+    p.type = w.type;
+    p.body = static_cast<const uint8_t*>(w.data);
+    const int body_bytes = w.type == GgufType::kQ8_0   ? FmtQ8_0::kBody
+                           : w.type == GgufType::kQ2_K ? FmtQ2K::kBody
+                                                       : FmtIq2Xxs::kBody;
+    p.aux = p.body + w.ne[1] * w.ne[2] * n_blocks * body_bytes;  // after the body plane
+    p.mat_rows = a.mat_rows;
+    p.n_matrices = a.n_matrices;
+    p.nb = a.nb;
+    p.rows_per_group = a.rows_per_group;
+    p.enc = a.enc;
+    p.enc_row_bytes = a.enc_row_bytes;
+    p.enc_group_bytes = a.enc_group_bytes;
+    p.rows = rows;
+    p.n_slots = a.n_slots;
+    p.groups = a.groups;
+    p.y = y;
+    p.y_stride = y_stride;
+    launch_matmul_imma(p, stream);
+    return;
+  }
   switch (w.type) {
     case GgufType::kQ8_0: launch_planar<FmtQ8_0>(w, a, stream); break;
     case GgufType::kQ2_K: launch_planar<FmtQ2K>(w, a, stream); break;

@@ -7,9 +7,12 @@
 // Results are bit-identical to the CPU reference dots (quant/dot_ref.cpp): integer block sums are
 // exact, every block term is formed with the reference's float operations, and each output's
 // terms are added in block order by one thread (the terms of a chunk of blocks are computed in
-// parallel, parked in shared memory, then folded in order).
-// Owns: the planar layout (plane sizes and offsets), the pack kernel and the planar matmul
-// launcher. Does not own: activation encoding (matmul_q.cuh) or the block layouts (quant/blocks.h).
+// parallel, parked in shared memory, then folded in order). Products with many slots per CTA
+// (prefill) go to the tensor-core kernel over the same layout (matmul_imma.cuh), with the same
+// results.
+// Owns: the planar layout (plane sizes and offsets), the pack kernel, slot grouping and the planar
+// matmul launcher (which picks the kernel). Does not own: activation encoding (matmul_q.cuh), the
+// tensor-core kernel (matmul_imma.cuh) or the block layouts (quant/blocks.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,14 +34,50 @@ bool has_planar_layout(gguf::GgufType t);
 void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, void* dst,
                         cudaStream_t stream);
 
+// Slots per group of the tensor-core kernel's CTAs (wide groups below; matmul_imma.cu).
+inline constexpr int kImmaSlots = 32;
+
 // The slots of an expert-stack product grouped by expert, so one CTA reads an expert's weights
-// once for several of its slots (prefill). Device arrays, built by launch_group_slots.
+// once for several of its slots (prefill). Device arrays, built by launch_group_slots. An expert's
+// slots are cut into groups of 8 (the planar kernel's CTAs) and, for the tensor-core kernel, into
+// wide groups of kImmaSlots, both in `order`.
 struct SlotGroups {
   const int32_t* order = nullptr;        // slot ids sorted by expert
   const int32_t* first = nullptr;        // [n_matrices + 1]: each expert's start in `order`
   const int32_t* group_first = nullptr;  // [n_matrices + 1]: each expert's first group
+  const int32_t* wide_first = nullptr;   // [n_matrices + 1]: each expert's first wide group
   int max_groups = 0;                    // an upper bound of the number of groups
+  int max_wide_groups = 0;               // an upper bound of the number of wide groups
 };
+
+// Which kernel runs a planar product. kAuto: the tensor-core kernel (matmul_imma.cuh) when it can
+// and a CTA gets many slots, the planar kernel otherwise; kScalar: always the planar kernel
+// (DS4_CUDA_IMMA=0, for comparisons); kImma: the tensor-core kernel whenever it can (tests).
+// Every choice gives the same results.
+enum class PlanarPath : uint8_t { kAuto, kScalar, kImma };
+
+// Whether launch_matmul_planar runs a product (n_slots slots, `groups` output row groups; with
+// experts, grouped by expert or not) on the tensor-core kernel. It can for Q8_0, Q2_K and IQ2_XXS
+// weights, products without experts or grouped by expert, and row groups of a multiple of its
+// tile rows; kAuto takes it from 16 slots without experts, and with experts from 16 slots and at
+// least as many slots as matrices.
+bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                      PlanarPath path);
+
+// The expert whose groups contain group g, given each expert's first group (group_first[e],
+// non-decreasing, n_matrices + 1 entries, g < group_first[n_matrices]): a binary search.
+__host__ __device__ inline int group_expert(const int32_t* group_first, int n_matrices, int g) {
+  int lo = 0, hi = n_matrices - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (group_first[mid] <= g) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
 
 // Device scratch bytes launch_group_slots needs.
 int64_t slot_groups_bytes(int64_t n_slots, int n_matrices);
@@ -48,11 +87,12 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
                               void* scratch, cudaStream_t stream);
 
 // launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with
-// `groups_by_expert` (from the same experts), slots are visited by expert group (results are
-// identical).
+// `groups_by_expert` (from the same experts), slots are visited by expert group; `path` picks the
+// kernel (planar_uses_imma). The results are identical in every case.
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
-                          const SlotGroups* groups_by_expert = nullptr);
+                          const SlotGroups* groups_by_expert = nullptr,
+                          PlanarPath path = PlanarPath::kAuto);
 
 }  // namespace ds4::backend::cuda

@@ -21,6 +21,8 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -490,10 +492,92 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const Mat
   if (threadIdx.x == 0) a.y[slot * a.y_stride + o] = static_cast<float>(total);
 }
 
+// F16 / F32 weights against many slots (prefill), one matrix, one group: a CTA computes a tile of
+// 16 kRpt output rows x 64 slots, thread (tr, ts) the kRpt x 4 outputs rows kRpt tr.., slots
+// 4 ts.. (kRpt = 4, or 2 / 1 when bigger tiles would leave SMs idle); the weights and activations
+// of 32 values at a time are staged in shared memory as doubles, so each is read from global
+// memory once per tile instead of once per (row, slot). Every product is
+// exact in double (11- or 24-bit by 24-bit significands), so an fma equals the multiply-then-add
+// of the other kernels; each output is its exact products summed in double in value order, then
+// rounded once to float (the contract of DotF16 / DotF32: only the double sum's order differs).
+constexpr int kTileSlots = 64, kTileK = 32;
+template <bool kF16, int kRpt>
+__global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const MatmulArgs a) {
+  constexpr int kTileRows = 16 * kRpt;
+  __shared__ double ws[kTileK][kTileRows + 1];
+  __shared__ double xs[kTileK][kTileSlots + 1];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
+  const int s0 = static_cast<int>(blockIdx.y) * kTileSlots;
+  const int tr = tid / 16, ts = tid % 16;
+  double acc[kRpt][4] = {};
+  const int n = a.n_blocks;  // values per row
+  for (int k0 = 0; k0 < n; k0 += kTileK) {
+#pragma unroll
+    for (int m = 0; m < kTileRows * kTileK / kCtaThreads; ++m) {
+      const int i = tid + m * kCtaThreads, r = i / kTileK, kk = i % kTileK;
+      const int64_t o = o0 + r;
+      double v = 0.0;
+      if (o < a.out && k0 + kk < n) {
+        const uint8_t* row = a.w + o * a.row_bytes;
+        v = kF16 ? static_cast<double>(f16_bits_to_float(load_u16(row + 2 * (k0 + kk))))
+                 : static_cast<double>(reinterpret_cast<const float*>(row)[k0 + kk]);
+      }
+      ws[kk][r] = v;
+    }
+#pragma unroll
+    for (int m = 0; m < kTileSlots * kTileK / kCtaThreads; ++m) {
+      const int i = tid + m * kCtaThreads, j = i / kTileK, kk = i % kTileK;
+      const int s = s0 + j;
+      double v = 0.0;
+      if (s < a.n_slots && k0 + kk < n) {
+        const int64_t r = a.rows != nullptr ? a.rows[s] : s;
+        v = static_cast<double>(
+            reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes)[k0 + kk]);
+      }
+      xs[kk][j] = v;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < kTileK; ++kk) {
+      double wv[kRpt], xv[4];
+#pragma unroll
+      for (int i = 0; i < kRpt; ++i) wv[i] = ws[kk][kRpt * tr + i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) xv[j] = xs[kk][4 * ts + j];
+#pragma unroll
+      for (int i = 0; i < kRpt; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < kRpt; ++i) {
+    const int64_t o = o0 + kRpt * tr + i;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int s = s0 + 4 * ts + j;
+      if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j]);
+    }
+  }
+}
+
 template <class Dot>
 void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
   DS4_CUDA_CHECK_LAUNCH();
+}
+
+// The tiled float kernel from this many slots; DS4_CUDA_FLOAT_TILES=0 turns it off (comparisons).
+constexpr int64_t kTileMinSlots = 16;
+bool float_tiles_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("DS4_CUDA_FLOAT_TILES");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
 }
 
 bool aligned(const void* p, int64_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
@@ -567,7 +651,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream, const SlotGroups* by_expert) {
+                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path) {
   const int64_t cols = w.ne[0];
   const int64_t out = w.ne[1];
   const int64_t n_mat = w.ne[2];
@@ -593,7 +677,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
 
   if (w.layout == kLayoutPlanar) {
     launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
-                         by_expert);
+                         by_expert, path);
     return;
   }
   DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
@@ -619,6 +703,30 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   const int64_t ctas =
       ctas_for_warps(((out + kWarpsPerCta - 1) / kWarpsPerCta) * kWarpsPerCta * n_slots);
 
+  // Float weights against many slots of one matrix (prefill): tiles through shared memory, of
+  // fewer rows when 64-row tiles would leave SMs idle.
+  if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && experts == nullptr && groups == 1 &&
+      n_slots >= kTileMinSlots && float_tiles_enabled()) {
+    const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;
+    DS4_CHECK(slot_tiles <= 65535);
+    int rpt = 4;
+    while (rpt > 1 && (out + 16 * rpt - 1) / (16 * rpt) * slot_tiles < 264) rpt /= 2;
+    const dim3 grid(static_cast<unsigned>((out + 16 * rpt - 1) / (16 * rpt)),
+                    static_cast<unsigned>(slot_tiles));
+    const bool f16 = w.type == GgufType::kF16;
+    if (rpt == 4) {
+      f16 ? matmul_float_tile_kernel<true, 4><<<grid, kCtaThreads, 0, stream>>>(a)
+          : matmul_float_tile_kernel<false, 4><<<grid, kCtaThreads, 0, stream>>>(a);
+    } else if (rpt == 2) {
+      f16 ? matmul_float_tile_kernel<true, 2><<<grid, kCtaThreads, 0, stream>>>(a)
+          : matmul_float_tile_kernel<false, 2><<<grid, kCtaThreads, 0, stream>>>(a);
+    } else {
+      f16 ? matmul_float_tile_kernel<true, 1><<<grid, kCtaThreads, 0, stream>>>(a)
+          : matmul_float_tile_kernel<false, 1><<<grid, kCtaThreads, 0, stream>>>(a);
+    }
+    DS4_CUDA_CHECK_LAUNCH();
+    return;
+  }
   // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
   if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && out * n_slots < 2048 &&
       cols >= 1024) {

@@ -1,7 +1,8 @@
 // src/backend/cuda/kernels/matmul_q_test.cpp: the device encoders reproduce the CPU activation
 // encoders byte for byte, and the device dots agree with the CPU reference dots (quant/dot_ref.cpp)
 // for every weight type, with slots, row maps, groups and expert stacks: bit for bit for weights
-// in the planar layout, up to the order of the per-block float additions for the native one.
+// in the planar layout (on the planar kernel and on the tensor-core kernel, each forced, and on
+// the default choice), up to the order of the per-block float additions for the native one.
 // Every test skips when no CUDA device is present. Harness: kernel_test.h (this file holds the
 // standalone main()).
 #include "backend/cuda/kernels/matmul_q.cuh"
@@ -156,6 +157,10 @@ RefDot cpu_dot(GgufType t, const uint8_t* w, const uint8_t* x, int64_t cols) {
   return r;
 }
 
+const char* path_name(PlanarPath p) {
+  return p == PlanarPath::kAuto ? "auto" : (p == PlanarPath::kScalar ? "scalar" : "imma");
+}
+
 // One matmul configuration. cols is per group; the encoded rows hold groups * cols values.
 struct Case {
   const char* name;
@@ -169,6 +174,8 @@ struct Case {
   std::vector<int32_t> rows;     // empty: nullptr (slot j reads encoded row j)
   int64_t enc_pad = 0;           // extra bytes between encoded rows handed to matmul
   bool random_blocks = false;    // random valid blocks instead of quantize_rows output
+  bool wants_imma = false;       // the default path must take the tensor-core kernel, when the
+                                 // type has one (planar_uses_imma)
 };
 
 // Weights: gaussian rows of varied magnitude through quantize_rows, or random valid blocks
@@ -256,10 +263,23 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
   const int64_t group_bytes = cpu_encoded_bytes(t, c.cols);
   const int64_t rows_per_group = c.out / c.groups;
 
+  // The CPU reference of every (slot, output row), shared by the layouts and paths below.
+  std::vector<RefDot> refs(static_cast<size_t>(c.n_slots * c.out));
+  for (int64_t j = 0; j < c.n_slots; ++j) {
+    const int64_t e = c.experts.empty() ? 0 : c.experts[static_cast<size_t>(j)];
+    const int64_t r = c.rows.empty() ? j : c.rows[static_cast<size_t>(j)];
+    for (int64_t o = 0; o < c.out; ++o) {
+      const uint8_t* wrow = w.data() + (e * c.out + o) * row_bytes;
+      const uint8_t* xrow = enc.data() + r * enc_bytes + (o / rows_per_group) * group_bytes;
+      refs[static_cast<size_t>(j * c.out + o)] = cpu_dot(t, wrow, xrow, c.cols);
+    }
+  }
+
   // The native layout may add block terms in another order (tolerance); the planar layout must
-  // reproduce the reference bit for bit.
-  auto check_layout = [&](bool planar, bool grouped) {
-    const std::string tag = what + (planar ? " planar" : "") + (grouped ? " grouped" : "");
+  // reproduce the reference bit for bit, on either kernel (path).
+  auto check_layout = [&](bool planar, bool grouped, PlanarPath path) {
+    const std::string tag = what + (planar ? " planar " : "") + (planar ? path_name(path) : "") +
+                            (grouped ? " grouped" : "");
     DeviceBuffer dpacked(planar ? w.size() : 1);
     Weight wt;
     wt.data = dw.get();
@@ -282,7 +302,7 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     launch_matmul(wt, enc_for_matmul, enc_row_bytes,
                   c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
                   c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
-                  dy.get<float>(), y_stride, nullptr, grouped ? &by_expert : nullptr);
+                  dy.get<float>(), y_stride, nullptr, grouped ? &by_expert : nullptr, path);
     DS4_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
     dy.download(y.data(), y.size() * sizeof(float));
@@ -290,12 +310,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     int64_t bad = 0;
     double worst = 0.0;  // largest |gpu - cpu| / S seen
     for (int64_t j = 0; j < c.n_slots; ++j) {
-      const int64_t e = c.experts.empty() ? 0 : c.experts[static_cast<size_t>(j)];
-      const int64_t r = c.rows.empty() ? j : c.rows[static_cast<size_t>(j)];
       for (int64_t o = 0; o < c.out; ++o) {
-        const uint8_t* wrow = w.data() + (e * c.out + o) * row_bytes;
-        const uint8_t* xrow = enc.data() + r * enc_bytes + (o / rows_per_group) * group_bytes;
-        const RefDot ref = cpu_dot(t, wrow, xrow, c.cols);
+        const RefDot& ref = refs[static_cast<size_t>(j * c.out + o)];
         const float got = y[static_cast<size_t>(j * y_stride + o)];
         const double err = std::fabs(static_cast<double>(got) - ref.value);
         const double tol = planar ? 0.0 : kReorderTol * ref.scale + kTolFloor;
@@ -317,20 +333,35 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
       }
     }
     EXPECT_EQ(bad, 0) << tag << ": outputs differ from the CPU reference";
-    std::printf("  %-8s %-24s %s max |gpu - cpu| / S = %.2e\n",
+    std::printf("  %-8s %-28s %-17s %-6s max |gpu - cpu| / S = %.2e\n",
                 std::string(gguf::to_string(t)).c_str(), c.name,
-                grouped ? "planar, by expert" : (planar ? "planar" : "native"), worst);
+                grouped ? "planar, by expert" : (planar ? "planar" : "native"),
+                planar ? path_name(path) : "", worst);
   };
-  check_layout(false, false);
+  check_layout(false, false, PlanarPath::kAuto);
   if (has_planar_layout(t)) {
-    check_layout(true, false);
-    if (!c.experts.empty()) check_layout(true, true);
+    Weight shape;
+    shape.type = t;
+    shape.ne = {c.cols, c.out, c.n_mat};
+    const bool experts = !c.experts.empty();
+    if (c.wants_imma && (t == GgufType::kQ8_0 || t == GgufType::kQ2_K || t == GgufType::kIQ2_XXS)) {
+      EXPECT_TRUE(planar_uses_imma(shape, c.n_slots, c.groups, experts, experts, PlanarPath::kAuto))
+          << what << ": the default path should take the tensor-core kernel";
+    }
+    for (PlanarPath path : {PlanarPath::kAuto, PlanarPath::kScalar, PlanarPath::kImma}) {
+      check_layout(true, false, path);
+      if (experts) check_layout(true, true, path);
+    }
   }
 }
 
 // Sizes: a single row and slot; odd row counts; several slots with a row map; groups = 2 with a
 // padded encoded-row stride; a 3-D expert stack with an experts/rows mapping (with and without
-// groups); a wide row; random valid blocks. col_sizes are per-type row lengths, smallest first.
+// groups); a wide row; random valid blocks. Then prefill sizes, where the default path takes the
+// tensor-core kernel: 64, 200 and 512 slots (output rows not a multiple of its 64-row tiles, a row
+// map, row groups of 128 rows), random blocks with 96 slots, and an expert stack of 300 slots whose
+// experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots. col_sizes are per-type
+// row lengths, smallest first (Q8_0's are not all multiples of its kernel's 8-block chunks).
 void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
   const uint32_t seed = fresh_seed();
   std::printf("  %s: seed %u\n", std::string(gguf::to_string(t)).c_str(), seed);
@@ -339,6 +370,21 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
   for (int j = 0; j < 40; ++j) {
     many_experts.push_back(j % 2 == 0 || j % 7 == 0 ? 0 : (j % 3 == 0 ? 2 : 1));
     many_rows.push_back(j % 5);
+  }
+  std::vector<int32_t> row_map_200;  // 200 slots over 50 encoded rows, out of order
+  for (int j = 0; j < 200; ++j) row_map_200.push_back((j * 7 + 3) % 50);
+  // 300 slots over 8 experts: 75, 1, 0, 33, 32, 1, 8 (the rest), 150 slots; interleaved so the
+  // grouping has to sort them. Rows: 64 encoded rows, each read by several slots.
+  std::vector<int32_t> stack_experts, stack_rows;
+  {
+    const int counts[8] = {75, 1, 0, 33, 32, 1, 8, 150};
+    std::vector<int32_t> pool;
+    for (int e = 0; e < 8; ++e)
+      for (int k = 0; k < counts[e]; ++k) pool.push_back(e);
+    std::mt19937 shuffle_rng(1234);
+    std::shuffle(pool.begin(), pool.end(), shuffle_rng);
+    stack_experts = pool;
+    for (size_t j = 0; j < pool.size(); ++j) stack_rows.push_back(static_cast<int32_t>(j * 5 % 64));
   }
   const std::vector<Case> cases = {
       {.name = "single row", .cols = col_sizes[0], .out = 1, .n_slots = 1, .n_enc_rows = 1},
@@ -391,6 +437,66 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .experts = {1, 0, 1},
        .rows = {1, 1, 0},
        .random_blocks = blocks},
+      // One slot (decode): the planar types take the lanes-per-row kernel, with 8, 16 or 32
+      // lanes by row length, partial rounds and rows past the last CTA's end.
+      {.name = "one slot, wide", .cols = col_sizes[3], .out = 37, .n_slots = 1, .n_enc_rows = 1},
+      {.name = "one slot, many rows",
+       .cols = col_sizes[1],
+       .out = 300,
+       .n_slots = 1,
+       .n_enc_rows = 1},
+      {.name = "one slot, groups 2, row map",
+       .cols = col_sizes[2],
+       .out = 18,
+       .n_slots = 1,
+       .n_enc_rows = 3,
+       .groups = 2,
+       .rows = {2}},
+      {.name = "expert slots, wide",
+       .cols = col_sizes[3],
+       .out = 9,
+       .n_slots = 6,
+       .n_enc_rows = 1,
+       .n_mat = 3,
+       .experts = {2, 0, 1, 2, 0, 1},
+       .rows = {0, 0, 0, 0, 0, 0}},
+      {.name = "64 slots, groups 2",
+       .cols = col_sizes[1],
+       .out = 256,
+       .n_slots = 64,
+       .n_enc_rows = 64,
+       .groups = 2,
+       .enc_pad = 8,
+       .wants_imma = true},
+      {.name = "200 slots, row map",
+       .cols = col_sizes[2],
+       .out = 70,
+       .n_slots = 200,
+       .n_enc_rows = 50,
+       .rows = row_map_200,
+       .wants_imma = true},
+      {.name = "512 slots",
+       .cols = col_sizes[1],
+       .out = 100,
+       .n_slots = 512,
+       .n_enc_rows = 512,
+       .wants_imma = true},
+      {.name = "96 slots, random blocks",
+       .cols = col_sizes[2],
+       .out = 64,
+       .n_slots = 96,
+       .n_enc_rows = 96,
+       .random_blocks = blocks,
+       .wants_imma = true},
+      {.name = "expert stack, 300 slots",
+       .cols = col_sizes[1],
+       .out = 96,
+       .n_slots = 300,
+       .n_enc_rows = 64,
+       .n_mat = 8,
+       .experts = stack_experts,
+       .rows = stack_rows,
+       .wants_imma = true},
   };
   for (size_t i = 0; i < cases.size(); ++i) run_case(t, cases[i], seed + static_cast<uint32_t>(i));
 }

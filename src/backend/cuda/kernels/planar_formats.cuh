@@ -1,9 +1,10 @@
 // src/backend/cuda/kernels/planar_formats.cuh: the per-format pieces of the planar matrix kernel
 // (matmul_planar.cu) as host+device code: how a block is split into its planes (split_block), read
 // back (load) and dotted with one activation block (term), exactly as quant/dot_ref.cpp forms a
-// block's float term; finish() maps a row's folded sum. Host builds replace the device intrinsics
-// (dp4a, f16 decode) with exact equivalents, so planar_formats_test checks these functions bit for
-// bit against the CPU reference without a GPU.
+// block's float term (from_sums: the float part from the exact integer sums, shared with the
+// tensor-core kernel, matmul_imma.cu); finish() maps a row's folded sum. Host builds replace the
+// device intrinsics (dp4a, f16 decode) with exact equivalents, so planar_formats_test checks these
+// functions bit for bit against the CPU reference without a GPU.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -98,8 +99,12 @@ struct FmtQ8_0 {
     s = dp4a(static_cast<int>(w.q1.y), x_word(x, 5), s);
     s = dp4a(static_cast<int>(w.q1.z), x_word(x, 6), s);
     s = dp4a(static_cast<int>(w.q1.w), x_word(x, 7), s);
-    const float scale = w.d * x_scale(x);
-    return scale * static_cast<float>(s);
+    return from_sums(w.d, x_scale(x), s);
+  }
+  // The block term from the weight scale, the activation scale and the integer block dot.
+  DS4_PF_HD static float from_sums(float wd, float xd, int isum) {
+    const float scale = wd * xd;
+    return scale * static_cast<float>(isum);
   }
   DS4_PF_HD static float finish(float s) { return s; }
 };
@@ -139,10 +144,14 @@ struct FmtQ2K {
       isum += (sc & 15) * sub;
       summs += static_cast<int>(bsums[s]) * (sc >> 4);
     }
-    const float xd = x_scale(x);
-    const float dall = xd * f16_bits(w.d);
-    const float dmin = xd * f16_bits(w.dmin);
-    return dall * static_cast<float>(isum) - dmin * static_cast<float>(summs);
+    return from_sums(x_scale(x), f16_bits(w.d), f16_bits(w.dmin), isum, summs);
+  }
+  // The block term from the activation scale, the weight's d and dmin (decoded) and the integer
+  // sums (isum = sum of scale * sub-block dot, summs = sum of min * bsum).
+  DS4_PF_HD static float from_sums(float xd, float d, float dmin, int isum, int summs) {
+    const float dall = xd * d;
+    const float dm = xd * dmin;
+    return dall * static_cast<float>(isum) - dm * static_cast<float>(summs);
   }
   DS4_PF_HD static float finish(float s) { return s; }
 };
@@ -236,7 +245,11 @@ struct FmtIq2Xxs {
       }
       bsum += (2 * static_cast<int>(s >> 28) + 1) * sumi;
     }
-    const float d = w.d * x_scale(x);
+    return from_sums(w.d, x_scale(x), bsum);
+  }
+  // The block term from the weight scale, the activation scale and bsum.
+  DS4_PF_HD static float from_sums(float wd, float xd, int bsum) {
+    const float d = wd * xd;
     return d * static_cast<float>(bsum);
   }
   DS4_PF_HD static float finish(float s) { return 0.125f * s; }

@@ -67,15 +67,31 @@ __global__ void __launch_bounds__(kThreads)
       if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
     }
     __syncthreads();
-    if (tid == 0) {
-      unsigned above = 0;
-      for (int d = 255; d >= 0; --d) {
-        if (above + hist[d] >= need) {
-          s_digit = static_cast<unsigned>(d);
-          s_need = need - above;
-          break;
+    // The largest digit d with (count of larger digits) + hist[d] >= need, as a serial walk
+    // from digit 255 down would find it: lane l holds digits 255 - 8l .. 248 - 8l, a prefix sum
+    // over the lanes finds the lane, and that lane walks its eight digits.
+    if (tid < 32) {
+      unsigned c[8], local = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) local += (c[j] = hist[255 - 8 * tid - j]);
+      unsigned incl = local;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const unsigned v = __shfl_up_sync(0xffffffffu, incl, off);
+        if (tid >= off) incl += v;
+      }
+      const unsigned found = __ballot_sync(0xffffffffu, incl >= need);
+      if (found != 0 && tid == __ffs(found) - 1) {
+        unsigned above = incl - local;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (above + c[j] >= need) {
+            s_digit = static_cast<unsigned>(255 - 8 * tid - j);
+            s_need = need - above;
+            break;
+          }
+          above += c[j];
         }
-        above += hist[d];
       }
     }
     __syncthreads();

@@ -1,0 +1,526 @@
+// src/backend/cuda/kernels/matmul_imma.cu: the tensor-core planar kernel and its launcher
+// (contract in matmul_imma.cuh).
+//
+// Tiles: 128 threads (4 warps); a CTA owns kM = 64 weight rows and kN = 32 slots, warp w the rows
+// 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, so a
+// small expert group costs few products). The K loop walks chunks of 256 elements (one IQ2_XXS or
+// Q2_K block, eight Q8_0 blocks) through two shared-memory stages: while the warps multiply chunk
+// c, chunk c + 1's activation codes and scales (and Q8_0's weight codes, which need no decoding)
+// arrive by cp.async, and its IQ2_XXS / Q2_K weights wait in registers, decoded into int8 after
+// the products. A stage holds A = 64 rows x 256 int8 and B = 32 slots x 256 int8, each row padded
+// to 272 bytes so that a fragment load (8 rows x 4 words) touches 32 different banks, plus the
+// chunk's per-row and per-slot scales.
+//
+// Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
+//   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
+//     one K step per block gives isum. Q2_K: the weights are code x 4-bit scale (<= 45), so the
+//     block's 8 K steps accumulated in C give isum; summs = sum bsums x mins (dp2a, from the
+//     activation block's bsums, as the reference). IQ2_XXS: one K step per 32-value group into a
+//     zeroed C, times the group's 2s + 1 in int32, summed over the block's groups: bsum.
+//   * float terms: each thread owns the C elements of its lanes (a fixed (row, slot) each); when
+//     a block's sums are complete it forms the block's term with Fmt*::from_sums (the expressions
+//     the planar kernel and dot_ref.cpp use; this file is built with -fmad=false) and adds it to
+//     that output's accumulator. Blocks arrive in order, so every output adds its terms in
+//     block order starting from 0, then Fmt::finish, as the reference does.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/cuda/check.h"
+#include "backend/cuda/kernels/imma_formats.cuh"
+#include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/matmul_imma.cuh"
+#include "backend/cuda/kernels/planar_formats.cuh"
+#include "base/check.h"
+#include "quant/blocks.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+using gguf::GgufType;
+using planar::f16_bits;
+using planar::FmtIq2Xxs;
+using planar::FmtQ2K;
+using planar::FmtQ8_0;
+using planar::Iq2Lookup;
+using quant::ActQ8_0;
+using quant::BlockQ8_K;
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kM = kImmaRows;   // weight rows per CTA, 16 per warp
+constexpr int kN = kImmaSlots;  // slots per CTA
+constexpr int kNTiles = kN / 8;
+constexpr int kK = 256;                   // elements per chunk
+constexpr int kSteps = kK / 32;           // K = 32 products per chunk
+constexpr int kPitch = imma::kTilePitch;  // words per staged row (K plus 16 bytes)
+static_assert(kM == 16 * kWarps && kN % 8 == 0 && kThreads == 2 * kM,
+              "tiles: 16 rows per warp, n8 slot tiles, two threads per row for the decodes");
+static_assert(kPitch >= kK / 4 && kPitch % 4 == 0 && (kPitch / 4) % 2 == 1,
+              "rows hold a chunk, 16-byte aligned, an odd number of 16-byte units");
+
+constexpr int64_t kQ8KBytes = sizeof(BlockQ8_K);
+constexpr int64_t kQ8KBsums = offsetof(BlockQ8_K, bsums);
+constexpr int64_t kActQ8_0Bytes = sizeof(ActQ8_0);
+static_assert(offsetof(BlockQ8_K, qs) == 4 && offsetof(ActQ8_0, qs) == 4 && kQ8KBsums % 4 == 0,
+              "activation codes and bsums at 4-byte aligned offsets");
+
+// ---- asynchronous copies and the product ----
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// d += A (16 x 32, s8) x B (32 x 8, s8) in int32 (fragments: imma_formats.cuh).
+__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                       uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  __trap();  // built for sm_90 only; int8 mma needs sm_80
+#endif
+}
+
+// One chunk's operands: the weight rows' and the slots' int8 codes (K innermost) and their
+// scales, per row (RowSide) and per slot (SlotSide).
+template <class P>
+struct alignas(16) Stage {
+  uint32_t a[kM * kPitch];
+  uint32_t b[kN * kPitch];
+  typename P::RowSide rs[kM];
+  typename P::SlotSide ss[kN];
+};
+
+// What the format code needs of the CTA.
+struct Cta {
+  const uint8_t* body;
+  const uint8_t* aux;
+  int nb;
+  int64_t row0;                // the stack row of tile row 0
+  int last;                    // the last tile row that exists (later rows read it again)
+  const uint8_t* const* xrow;  // [kN] in shared memory: each slot's encoded row, at its group
+  int tid;
+  __device__ int64_t block(int r, int b) const { return (row0 + min(r, last)) * nb + b; }
+};
+
+// The 64 codes words of each slot's Q8_K block b (IQ2_XXS, Q2_K).
+template <class P>
+__device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
+#pragma unroll 4
+  for (int i = c.tid; i < kN * 64; i += kThreads) {
+    const int s = i / 64, w = i % 64;
+    cp_async4(&st.b[s * kPitch + w], c.xrow[s] + b * kQ8KBytes + 4 + 4 * w);
+  }
+}
+
+// ---- formats. Each has: kChunkBlocks (blocks per chunk), kBlockSteps (K steps per block), Raw
+// (the registers a thread carries from load to store), copy (cp.async of a chunk), load (global
+// to registers), store (registers to the stage, decoded), and the epilogues ----
+
+struct ImmaQ8_0 {
+  using Fmt = FmtQ8_0;
+  static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
+  static constexpr bool kTables = false;
+  static constexpr int kScalesPerThread = kM * kChunkBlocks / kThreads;
+  struct RowSide {
+    float d[kChunkBlocks + 1];  // + 1: an odd stride spreads the rows over the banks
+  };
+  struct SlotSide {
+    float d[kChunkBlocks + 1];
+  };
+  struct Raw {
+    uint16_t d[kScalesPerThread];  // weight scales (f16)
+  };
+  // Item i of the chunk's (row, block) scales: row i / 8, block i % 8.
+  __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
+#pragma unroll 4
+    for (int i = c.tid; i < kM * kChunkBlocks * 2; i += kThreads) {  // weight codes, 16 bytes
+      const int r = i / (2 * kChunkBlocks), j = (i / 2) % kChunkBlocks, h = i % 2;
+      if (j < kc) {
+        cp_async16(&st.a[r * kPitch + 8 * j + 4 * h], c.body + c.block(r, b0 + j) * 32 + 16 * h);
+      }
+    }
+#pragma unroll 4
+    for (int i = c.tid; i < kN * 8 * kChunkBlocks; i += kThreads) {  // activation codes
+      const int s = i / (8 * kChunkBlocks), w = i % (8 * kChunkBlocks), j = w / 8;
+      if (j < kc) {
+        cp_async4(&st.b[s * kPitch + w], c.xrow[s] + (b0 + j) * kActQ8_0Bytes + 4 + 4 * (w % 8));
+      }
+    }
+    for (int i = c.tid; i < kN * kChunkBlocks; i += kThreads) {  // activation scales
+      const int s = i / kChunkBlocks, j = i % kChunkBlocks;
+      if (j < kc) cp_async4(&st.ss[s].d[j], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
+    }
+  }
+  __device__ static void load(Raw& raw, const Cta& c, int b0, int kc) {
+    const auto* aux = reinterpret_cast<const unsigned short*>(c.aux);
+#pragma unroll
+    for (int k = 0; k < kScalesPerThread; ++k) {
+      const int i = c.tid + kThreads * k, r = i / kChunkBlocks, j = i % kChunkBlocks;
+      raw.d[k] = j < kc ? __ldg(aux + c.block(r, b0 + j)) : 0;
+    }
+  }
+  __device__ static void store(const Raw& raw, Stage<ImmaQ8_0>& st, const Cta& c,
+                               const Iq2Lookup&) {
+#pragma unroll
+    for (int k = 0; k < kScalesPerThread; ++k) {
+      const int i = c.tid + kThreads * k;
+      st.rs[i / kChunkBlocks].d[i % kChunkBlocks] = f16_bits(raw.d[k]);
+    }
+  }
+};
+
+struct ImmaIq2Xxs {
+  using Fmt = FmtIq2Xxs;
+  static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
+  static constexpr bool kTables = true;
+  struct RowSide {
+    float d;
+    uint32_t scales[2];  // 2s + 1 of group g in byte g % 4 of scales[g / 4]
+  };
+  struct SlotSide {
+    float d;
+  };
+  struct Raw {
+    uint4 q[2];  // body words 8h .. 8h + 7 of the thread's row
+    uint16_t d;
+  };
+  // Thread tid decodes half tid / 64 (groups 4h .. 4h + 3) of tile row tid % 64.
+  __device__ static void copy(Stage<ImmaIq2Xxs>& st, const Cta& c, int b, int) {
+    copy_q8k_codes(st, c, b);
+    if (c.tid < kN) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
+  }
+  __device__ static void load(Raw& raw, const Cta& c, int b, int) {
+    const int r = c.tid % kM, h = c.tid / kM;
+    const int64_t blk = c.block(r, b);
+    const auto* q = reinterpret_cast<const uint4*>(c.body + blk * FmtIq2Xxs::kBody + 32 * h);
+    raw.q[0] = __ldg(q);
+    raw.q[1] = __ldg(q + 1);
+    raw.d = __ldg(reinterpret_cast<const unsigned short*>(c.aux) + blk);
+  }
+  __device__ static void store(const Raw& raw, Stage<ImmaIq2Xxs>& st, const Cta& c,
+                               const Iq2Lookup& t) {
+    const int r = c.tid % kM, h = c.tid / kM;
+    const uint32_t in[8] = {raw.q[0].x, raw.q[0].y, raw.q[0].z, raw.q[0].w,
+                            raw.q[1].x, raw.q[1].y, raw.q[1].z, raw.q[1].w};
+    uint32_t out[32];
+    st.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
+    if (h == 0) st.rs[r].d = f16_bits(raw.d);
+    uint4* dst = reinterpret_cast<uint4*>(&st.a[r * kPitch + 32 * h]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+  }
+};
+
+struct ImmaQ2K {
+  using Fmt = FmtQ2K;
+  static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
+  static constexpr bool kTables = false;
+  struct RowSide {
+    float d, dmin;
+    uint32_t mins[4];  // the 16 sub-blocks' 4-bit mins, one per byte
+  };
+  struct SlotSide {
+    float d;
+    uint32_t bsums[8];  // the 16 int16 bsums
+  };
+  struct Raw {
+    uint4 q[2];       // code bytes 32h .. 32h + 31
+    uint2 sc;         // scale bytes 8h .. 8h + 7
+    uint32_t d_dmin;  // f16 d (low half), dmin (high half)
+  };
+  // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
+  __device__ static void copy(Stage<ImmaQ2K>& st, const Cta& c, int b, int) {
+    copy_q8k_codes(st, c, b);
+    for (int i = c.tid; i < kN * 9; i += kThreads) {
+      const int s = i / 9, k = i % 9;
+      if (k == 0) {
+        cp_async4(&st.ss[s].d, c.xrow[s] + b * kQ8KBytes);
+      } else {
+        cp_async4(&st.ss[s].bsums[k - 1], c.xrow[s] + b * kQ8KBytes + kQ8KBsums + 4 * (k - 1));
+      }
+    }
+  }
+  __device__ static void load(Raw& raw, const Cta& c, int b, int) {
+    const int r = c.tid % kM, h = c.tid / kM;
+    const int64_t blk = c.block(r, b);
+    const uint8_t* body = c.body + blk * FmtQ2K::kBody;  // scales (16 bytes), then the codes
+    const auto* q = reinterpret_cast<const uint4*>(body + 16 + 32 * h);
+    raw.q[0] = __ldg(q);
+    raw.q[1] = __ldg(q + 1);
+    raw.sc = __ldg(reinterpret_cast<const uint2*>(body + 8 * h));
+    raw.d_dmin = __ldg(reinterpret_cast<const unsigned int*>(c.aux) + blk);
+  }
+  __device__ static void store(const Raw& raw, Stage<ImmaQ2K>& st, const Cta& c, const Iq2Lookup&) {
+    const int r = c.tid % kM, h = c.tid / kM;
+    const uint32_t q[8] = {raw.q[0].x, raw.q[0].y, raw.q[0].z, raw.q[0].w,
+                           raw.q[1].x, raw.q[1].y, raw.q[1].z, raw.q[1].w};
+    const uint32_t sc[2] = {raw.sc.x, raw.sc.y};
+    uint32_t out[32], mins[2];
+    imma::q2k_decode_half(q, sc, out, mins);
+    st.rs[r].mins[2 * h] = mins[0];
+    st.rs[r].mins[2 * h + 1] = mins[1];
+    if (h == 0) {
+      st.rs[r].d = f16_bits(static_cast<uint16_t>(raw.d_dmin & 0xffffu));
+      st.rs[r].dmin = f16_bits(static_cast<uint16_t>(raw.d_dmin >> 16));
+    }
+    uint4* dst = reinterpret_cast<uint4*>(&st.a[r * kPitch + 32 * h]);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+  }
+};
+
+// The thread's outputs: acc[nt][i] is C element i of slot tile nt (row 16 warp +
+// frag_c_row(lane, i), slot 8 nt + frag_c_col(lane, i)); part[nt][i] the integer sums of the
+// current block (IQ2_XXS: bsum so far; Q2_K: the C accumulator itself).
+struct Outputs {
+  float acc[kNTiles][4];
+  int part[kNTiles][4];
+};
+
+// The products of one chunk (kc blocks) and, as each block completes, its terms.
+template <class P>
+__device__ void multiply_chunk(const Stage<P>& st, int kc, int nv, int warp, int lane, Outputs& o) {
+  const uint32_t* at = st.a + warp * 16 * kPitch;
+  const int r_lo = warp * 16 + imma::frag_c_row(lane, 0), r_hi = r_lo + 8;
+  const int steps = kc * P::kBlockSteps;
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    if (ks >= steps) break;
+    uint32_t a[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
+    int c[kNTiles][4];
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (nt >= nv) break;
+      const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
+      const uint32_t b0 = bt[imma::frag_b_word(lane, 0, kPitch)];
+      const uint32_t b1 = bt[imma::frag_b_word(lane, 1, kPitch)];
+      if constexpr (std::is_same_v<P, ImmaQ2K>) {
+        mma_s8(o.part[nt], a, b0, b1);  // the block's isum accumulates over its 8 steps
+      } else {
+        c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0;
+        mma_s8(c[nt], a, b0, b1);
+      }
+    }
+    if constexpr (std::is_same_v<P, ImmaQ8_0>) {  // step ks is block ks of the chunk: its term
+      const float w_lo = st.rs[r_lo].d[ks], w_hi = st.rs[r_hi].d[ks];
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        if (nt >= nv) break;
+        const int s = nt * 8 + imma::frag_c_col(lane, 0);
+        const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
+        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, c[nt][0]);
+        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, c[nt][1]);
+        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, c[nt][2]);
+        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, c[nt][3]);
+      }
+    } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // step ks is group ks: times 2s + 1
+      const int shift = 8 * (ks % 4);
+      const int g_lo = static_cast<int>((st.rs[r_lo].scales[ks / 4] >> shift) & 255u);
+      const int g_hi = static_cast<int>((st.rs[r_hi].scales[ks / 4] >> shift) & 255u);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        if (nt >= nv) break;
+        o.part[nt][0] += g_lo * c[nt][0];
+        o.part[nt][1] += g_lo * c[nt][1];
+        o.part[nt][2] += g_hi * c[nt][2];
+        o.part[nt][3] += g_hi * c[nt][3];
+      }
+    }
+  }
+  if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // the block (the chunk) is complete
+    const float w_lo = st.rs[r_lo].d, w_hi = st.rs[r_hi].d;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (nt >= nv) break;
+      const int s = nt * 8 + imma::frag_c_col(lane, 0);
+      const float x0 = st.ss[s].d, x1 = st.ss[s + 1].d;
+      o.acc[nt][0] += FmtIq2Xxs::from_sums(w_lo, x0, o.part[nt][0]);
+      o.acc[nt][1] += FmtIq2Xxs::from_sums(w_lo, x1, o.part[nt][1]);
+      o.acc[nt][2] += FmtIq2Xxs::from_sums(w_hi, x0, o.part[nt][2]);
+      o.acc[nt][3] += FmtIq2Xxs::from_sums(w_hi, x1, o.part[nt][3]);
+      o.part[nt][0] = o.part[nt][1] = o.part[nt][2] = o.part[nt][3] = 0;
+    }
+  } else if constexpr (std::is_same_v<P, ImmaQ2K>) {
+    uint32_t m_lo[4], m_hi[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) m_lo[k] = st.rs[r_lo].mins[k], m_hi[k] = st.rs[r_hi].mins[k];
+    const float d_lo = st.rs[r_lo].d, dmin_lo = st.rs[r_lo].dmin;
+    const float d_hi = st.rs[r_hi].d, dmin_hi = st.rs[r_hi].dmin;
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (nt >= nv) break;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {  // C elements j (row r_lo) and 2 + j (row r_hi): slot s
+        const int s = nt * 8 + imma::frag_c_col(lane, j);
+        uint32_t bs[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) bs[k] = st.ss[s].bsums[k];
+        const float xd = st.ss[s].d;
+        o.acc[nt][j] +=
+            FmtQ2K::from_sums(xd, d_lo, dmin_lo, o.part[nt][j], imma::q2k_summs(m_lo, bs));
+        o.acc[nt][2 + j] +=
+            FmtQ2K::from_sums(xd, d_hi, dmin_hi, o.part[nt][2 + j], imma::q2k_summs(m_hi, bs));
+        o.part[nt][j] = o.part[nt][2 + j] = 0;
+      }
+    }
+  }
+}
+
+template <class P>
+__global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  auto* stages = reinterpret_cast<Stage<P>*>(smem);
+  __shared__ const uint8_t* xrow[kN];
+  __shared__ int ids[kN];
+  __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
+  __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kM;
+
+  // The CTA's slots: order[start ..] (or start ..), ns of them, all of matrix e.
+  int start = 0, ns = 0, e = 0;
+  if (p.groups.order == nullptr) {
+    start = static_cast<int>(blockIdx.y) * kN;
+    ns = min(kN, p.n_slots - start);
+  } else {
+    const int g = static_cast<int>(blockIdx.y);
+    const int32_t* gf = p.groups.wide_first;
+    if (g >= gf[p.n_matrices]) return;  // uniform per CTA
+    e = group_expert(gf, p.n_matrices, g);
+    start = p.groups.first[e] + (g - gf[e]) * kN;
+    ns = min(kN, p.groups.first[e + 1] - start);
+  }
+  if (ns <= 0 || e < 0 || e >= p.n_matrices) __trap();  // a grouping bug: never read wild
+  if (tid < kN) {  // slots past ns repeat the last one (their results are never stored)
+    const int k = start + min(tid, ns - 1);
+    const int id = p.groups.order != nullptr ? p.groups.order[k] : k;
+    ids[tid] = id;
+    const int64_t r = p.rows != nullptr ? p.rows[id] : id;
+    xrow[tid] = p.enc + r * p.enc_row_bytes + (o0 / p.rows_per_group) * p.enc_group_bytes;
+  }
+  if constexpr (P::kTables) {
+    for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
+    if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
+  }
+  __syncthreads();
+  const Iq2Lookup tables{grid_s, signs_s};
+  const Cta c{p.body,
+              p.aux,
+              p.nb,
+              static_cast<int64_t>(e) * p.mat_rows + o0,
+              static_cast<int>(p.mat_rows - o0 < kM ? p.mat_rows - o0 : kM) - 1,
+              xrow,
+              tid};
+  const int warp = tid / 32, lane = tid % 32;
+  const int nv = (ns + 7) / 8;  // slot tiles with a live slot
+  Outputs o;
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o.acc[nt][i] = 0.0f, o.part[nt][i] = 0;
+  }
+
+  const int n_chunks = (p.nb + P::kChunkBlocks - 1) / P::kChunkBlocks;
+  typename P::Raw raw;
+  const int kc0 = min(P::kChunkBlocks, p.nb);
+  P::copy(stages[0], c, 0, kc0);
+  cp_async_commit();
+  P::load(raw, c, 0, kc0);
+  P::store(raw, stages[0], c, tables);
+  for (int ch = 0; ch < n_chunks; ++ch) {
+    // Chunk ch is complete in its stage once every thread's copies have landed; every warp is
+    // also past its products of chunk ch - 1, so the other stage may be refilled.
+    cp_async_wait_all();
+    __syncthreads();
+    const bool next = ch + 1 < n_chunks;
+    const int b1 = (ch + 1) * P::kChunkBlocks, kc1 = min(P::kChunkBlocks, p.nb - b1);
+    if (next) {
+      P::copy(stages[(ch + 1) % 2], c, b1, kc1);
+      cp_async_commit();
+      P::load(raw, c, b1, kc1);
+    }
+    multiply_chunk<P>(stages[ch % 2], min(P::kChunkBlocks, p.nb - ch * P::kChunkBlocks), nv, warp,
+                      lane, o);
+    if (next) P::store(raw, stages[(ch + 1) % 2], c, tables);
+  }
+
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt) {
+    if (nt >= nv) break;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = warp * 16 + imma::frag_c_row(lane, i);
+      const int s = nt * 8 + imma::frag_c_col(lane, i);
+      if (s < ns && o0 + row < p.mat_rows)
+        p.y[static_cast<int64_t>(ids[s]) * p.y_stride + o0 + row] = P::Fmt::finish(o.acc[nt][i]);
+    }
+  }
+}
+
+template <class P>
+void launch(const ImmaProduct& p, cudaStream_t stream) {
+  const int64_t tiles = (p.mat_rows + kM - 1) / kM;
+  const int64_t slot_tiles =
+      p.groups.order != nullptr ? p.groups.max_wide_groups : (p.n_slots + kN - 1) / kN;
+  DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles >= 1 && slot_tiles <= 65535,
+                "imma matmul: grid %lld x %lld", static_cast<long long>(tiles),
+                static_cast<long long>(slot_tiles));
+  constexpr size_t kSmem = 2 * sizeof(Stage<P>);
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kSmem)));
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
+  imma_kernel<P><<<grid, kThreads, kSmem, stream>>>(p);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool imma_has_format(gguf::GgufType t) {
+  return t == GgufType::kQ8_0 || t == GgufType::kQ2_K || t == GgufType::kIQ2_XXS;
+}
+
+void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
+  DS4_CHECK_MSG(imma_has_format(p.type), "imma matmul: unsupported type");
+  DS4_CHECK_MSG(p.n_slots > 0 && p.nb > 0 && p.mat_rows > 0 && p.n_matrices > 0 &&
+                    p.rows_per_group > 0 && p.enc_row_bytes % 4 == 0,
+                "imma matmul: %d slots, %d blocks per row, %lld rows", p.n_slots, p.nb,
+                static_cast<long long>(p.mat_rows));
+  DS4_CHECK_MSG(p.rows_per_group % kM == 0 || p.rows_per_group >= p.mat_rows,
+                "imma matmul: row groups of %d rows", p.rows_per_group);
+  DS4_CHECK_MSG(
+      p.groups.order == nullptr || (p.groups.first != nullptr && p.groups.wide_first != nullptr),
+      "imma matmul: slot groups without wide groups");
+  switch (p.type) {
+    case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
+    case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
+    default: launch<ImmaIq2Xxs>(p, stream); break;
+  }
+}
+
+}  // namespace ds4::backend::cuda
