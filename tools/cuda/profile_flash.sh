@@ -5,9 +5,11 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
-#   deep          the decode run, with ncu's full set of sections for the first KERNELS
-#                 launches (default 40) whose names match KERNEL_RE (memory throughput, stall
-#                 reasons, occupancy): text report in $OUT/ncu-deep.txt.
+#   deep          the decode run with a few more counters (DRAM bytes, instructions, shared-memory
+#                 wavefronts) for its first KERNELS launches (default 100, a few layers):
+#                 $OUT/ncu-deep.csv. Counters that need several replay passes are costly here:
+#                 each pass saves and restores device memory (ncu's full sections, ~38 passes,
+#                 took 280 s for 16 launches on the H200).
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -18,8 +20,9 @@ range=()
 mode=${1:-prefill}
 metrics=(--metrics gpu__time_duration.sum --csv --page raw --log-file "$out/ncu-$mode.csv")
 if [[ $mode == deep ]]; then
-  metrics=(--set full -k "regex:${KERNEL_RE:-hc_pre|planar_rows|attention|route_kernel}"
-    --launch-count "${KERNELS:-40}" --log-file "$out/ncu-deep.txt")
+  metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
+  metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
+  metrics+=(--launch-count "${KERNELS:-100}")
 fi
 if [[ $mode == decode || $mode == deep ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt

@@ -10,7 +10,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
-#   deep     ncu's full sections for the first decode launches of the main kernels
+#   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
 #   rows     the same with the one-slot planar products on the tile kernel
@@ -19,8 +19,8 @@
 #            tensor-core kernel (prefill and decode rates side by side)
 #   stagex   the same with the rows kernel's activation row read from global memory
 #            (DS4_CUDA_STAGE_X=0) and staged in shared memory
-#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
-#            on the shared-memory tile kernel
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0, the
+#            default) and on the shared-memory tile kernel
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
