@@ -5,14 +5,26 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
-# The raw CSV goes to $OUT/ncu.csv (launch order kept, so the prefill batch and each decoded
-# token can be told apart: each starts with the embedding kernel).
+#   deep          the decode run with a few more counters (DRAM bytes, instructions, shared-memory
+#                 wavefronts) for its first KERNELS launches (default 100, a few layers):
+#                 $OUT/ncu-deep.csv. Counters that need several replay passes are costly here:
+#                 each pass saves and restores device memory (ncu's full sections, ~38 passes,
+#                 took 280 s for 16 launches on the H200).
+# The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
+# prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh
 model=$DS4_FLASH
 range=()
-if [[ ${1:-} == decode ]]; then
+mode=${1:-prefill}
+metrics=(--metrics gpu__time_duration.sum --csv --page raw --log-file "$out/ncu-$mode.csv")
+if [[ $mode == deep ]]; then
+  metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
+  metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
+  metrics+=(--launch-count "${KERNELS:-100}")
+fi
+if [[ $mode == decode || $mode == deep ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
   export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=2
   range=(--profile-from-start off)
@@ -22,9 +34,8 @@ else
   n=4
 fi
 ncu --version | tail -1
-ncu "${range[@]}" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-  --csv --page raw --log-file "$out/ncu.csv" build-dev/bin/ds4 -m "$model" --backend cuda \
-  --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx 8192 --prefill-chunk 512 \
+ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
+  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx 8192 --prefill-chunk 512 \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
-wc -l "$out/ncu.csv"
+wc -l "$out"/ncu-"$mode".*

@@ -10,14 +10,17 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
 #   rows     the same with the one-slot planar products on the tile kernel
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
 #   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
 #            tensor-core kernel (prefill and decode rates side by side)
-#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
-#            on the shared-memory tile kernel
+#   stagex   the same with the rows kernel's activation row read from global memory
+#            (DS4_CUDA_STAGE_X=0) and staged in shared memory
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0, the
+#            default) and on the shared-memory tile kernel
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -84,13 +87,20 @@ export -f ds4_build ds4_flash_model models repl_one repl
 step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
-has kernels && step kernels 120 build-dev/bin/matmul_check && grep -cE "^PASS" "$out/kernels.log"
+# matmul_check on the default paths, then with the rows kernel's global activation reads and with
+# the tile kernel for one-slot products.
+kernels() {
+  build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check
+}
+export -f kernels
+has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has profdec || has graphs || has rows ||
+if has flash || has bench || has bench128 || has profile || has profdec || has deep || has stagex || has graphs || has rows ||
   has imma || has tiles; then
   step synth 200 ds4_flash_model
 fi
@@ -126,6 +136,7 @@ export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
+has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
@@ -134,5 +145,9 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has deep; then
+  OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep
+  tail -3 "$out/deep.log"
 fi
 finish

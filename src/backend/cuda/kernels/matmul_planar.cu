@@ -69,6 +69,7 @@ struct PlanarArgs {
   SlotGroups groups;  // order == nullptr: slots in index order
   float* y;
   int64_t y_stride;
+  bool stage_x;  // planar_rows_kernel: copy the activation row into shared memory first
 };
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
@@ -170,11 +171,15 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 // row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
 // blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
 // by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
-// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight.
+// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight, and the
+// next two rounds' loads are issued before this round's fold.
+// With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
+// into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
+// bank conflicts), which from global memory costs a cache line per lane and load.
 template <class F, int kLanes>
 __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
+  extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
-  const Iq2Lookup tables = shared_tables.load();
   const int slot = static_cast<int>(blockIdx.y);
   const int e = a.experts != nullptr ? a.experts[slot] : 0;
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
@@ -184,21 +189,33 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
   const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
   const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
-  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
   auto load = [&](int b) {
     typename F::W w{};
     if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
     return w;
   };
+  typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
+  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  if (a.stage_x) {
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (kThreads / kLanes);
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(
+        a.enc + xr * a.enc_row_bytes + (first_row / a.rows_per_group) * a.enc_group_bytes);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage);
+    const int words = a.nb * (F::kXBytes / 4);
+    for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
+    x = x_stage;
+    __syncthreads();  // a.stage_x is the same for the whole CTA
+  }
+  const Iq2Lookup tables = shared_tables.load();
   auto term = [&](const typename F::W& w, int b) {
     return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : 0.0f;
   };
   float acc = 0.0f;
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
-    const typename F::W wa = load(ba), wb = load(bb);  // both rounds' loads issued first
     const float t0 = term(wa, ba);
     const float t1 = term(wb, bb);
+    if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
 #pragma unroll
     for (int j = 0; j < kLanes; ++j) {
       const float v = __shfl_sync(0xffffffffu, t0, j, kLanes);
@@ -268,6 +285,16 @@ bool rows_kernel_enabled() {
   return enabled;
 }
 
+// DS4_CUDA_STAGE_X=0 keeps the rows kernel's activation reads in global memory (for comparisons).
+bool stage_x_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("DS4_CUDA_STAGE_X");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return enabled;
+}
+constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
+
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t total_blocks = w.ne[1] * w.ne[2] * a.nb;
@@ -285,12 +312,19 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
     DS4_CHECK(ctas <= INT_MAX);
     const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
+    // Staged when the CTA's rows share one row group and the row fits the default shared memory.
+    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
+    static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
+    a.stage_x = stage_x_enabled() && a.rows_per_group % (kThreads / lanes) == 0 &&
+                x_bytes <= kMaxStagedBytes && reinterpret_cast<uintptr_t>(a.enc) % 4 == 0 &&
+                a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
+    const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     if (lanes == 32) {
-      planar_rows_kernel<F, 32><<<grid, kThreads, 0, stream>>>(a);
+      planar_rows_kernel<F, 32><<<grid, kThreads, smem, stream>>>(a);
     } else if (lanes == 16) {
-      planar_rows_kernel<F, 16><<<grid, kThreads, 0, stream>>>(a);
+      planar_rows_kernel<F, 16><<<grid, kThreads, smem, stream>>>(a);
     } else {
-      planar_rows_kernel<F, 8><<<grid, kThreads, 0, stream>>>(a);
+      planar_rows_kernel<F, 8><<<grid, kThreads, smem, stream>>>(a);
     }
     DS4_CUDA_CHECK_LAUNCH();
     return;
