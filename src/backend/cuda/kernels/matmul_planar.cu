@@ -293,7 +293,19 @@ bool stage_x_enabled() {
   }();
   return enabled;
 }
-constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
+constexpr int64_t kMaxStagedBytes = 40 * 1024;
+// The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
+// blocks of the row: DS4_CUDA_ROWS_BLOCKS (1, 2 or 4; default 1). Fewer lanes mean more rows per
+// CTA (the staged activation row serves more of them) and more loads in flight per thread; the
+// fold, and so the result, is the same.
+int rows_blocks_per_lane() {
+  static const int blocks = [] {
+    const char* env = std::getenv("DS4_CUDA_ROWS_BLOCKS");
+    const std::string_view v = env != nullptr ? env : "1";
+    return v == "2" ? 2 : (v == "4" ? 4 : 1);
+  }();
+  return blocks;
+}  // with the IQ2 tables, under the 48 KiB default
 
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
@@ -308,7 +320,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
     DS4_CHECK_MSG(a.n_slots <= 65535 && a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots,
                   a.out);
-    const int lanes = a.nb >= 32 ? 32 : (a.nb >= 16 ? 16 : 8);
+    const int per_lane = rows_blocks_per_lane();
+    const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
     DS4_CHECK(ctas <= INT_MAX);
     const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
