@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
@@ -167,14 +167,11 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
   // are the same, for comparisons).
   CudaBackend::Options o;
-  const char* env = std::getenv("DS4_CUDA_GRAPHS");
-  o.graphs = env != nullptr && std::string_view(env) == "1";
-  const char* stats = std::getenv("DS4_CUDA_GRAPH_STATS");
-  o.graph_stats = stats != nullptr && std::string_view(stats) == "1";
+  o.graphs = env_switch("DS4_CUDA_GRAPHS", false);
+  o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
   const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
   o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
-  const char* imma = std::getenv("DS4_CUDA_IMMA");
-  o.imma = imma == nullptr || std::string_view(imma) != "0";
+  o.imma = env_switch("DS4_CUDA_IMMA", true);
   return new CudaBackend(o);
 }
 

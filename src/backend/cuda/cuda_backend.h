@@ -126,6 +126,11 @@ class CudaBackend final : public Backend {
   void matmul_encoded(const Weight& w, const void* enc, int64_t x_cols, const int32_t* experts,
                       const int32_t* rows, int64_t n_slots, int groups, float* y,
                       const SlotGroups* by_expert = nullptr);
+  // The gate and up products of an FFN over the same activations (one encoding when the two
+  // weight types match).
+  void matmul_gate_up(const Weight& gate, const Weight& up, const float* x, int64_t x_rows,
+                      int64_t x_cols, const int32_t* experts, const int32_t* rows, int64_t n_slots,
+                      float* y_gate, float* y_up, const SlotGroups* by_expert = nullptr);
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
   // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...

@@ -39,12 +39,8 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   // Routed experts: gate and up per slot, SwiGLU times the weight, down per slot.
   float* gate = scratch(tmp_c_, slots * n_ff);
   float* up = scratch(tmp_d_, slots * n_ff);
-  // Gate and up share one encoding of n when their types match (as on the CPU).
-  const void* enc_gate = encode_for(l.gate_exps, n.data, t_rows, n_embd);
-  matmul_encoded(l.gate_exps, enc_gate, n_embd, d_sel, d_rows, slots, 1, gate, by_expert);
-  const void* enc_up =
-      l.up_exps.type == l.gate_exps.type ? enc_gate : encode_for(l.up_exps, n.data, t_rows, n_embd);
-  matmul_encoded(l.up_exps, enc_up, n_embd, d_sel, d_rows, slots, 1, up, by_expert);
+  matmul_gate_up(l.gate_exps, l.up_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, gate, up,
+                 by_expert);
   launch_swiglu(gate, up, d_weights, slots, n_ff, gate, stream_);
   float* down = scratch(tmp_e_, slots * n_embd);
   matmul_slots(l.down_exps, gate, slots, n_ff, d_sel, nullptr, slots, 1, down, by_expert);
@@ -53,15 +49,23 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   float* sg = scratch(tmp_f_, 2 * t_rows * n_ff + t_rows * n_embd);
   float* su = sg + t_rows * n_ff;
   float* sh = su + t_rows * n_ff;
-  const void* enc_sg = encode_for(l.gate_shexp, n.data, t_rows, n_embd);
-  matmul_encoded(l.gate_shexp, enc_sg, n_embd, nullptr, nullptr, t_rows, 1, sg);
-  const void* enc_su = l.up_shexp.type == l.gate_shexp.type
-                           ? enc_sg
-                           : encode_for(l.up_shexp, n.data, t_rows, n_embd);
-  matmul_encoded(l.up_shexp, enc_su, n_embd, nullptr, nullptr, t_rows, 1, su);
+  matmul_gate_up(l.gate_shexp, l.up_shexp, n.data, t_rows, n_embd, nullptr, nullptr, t_rows, sg,
+                 su);
   launch_swiglu(sg, su, nullptr, t_rows, n_ff, sg, stream_);
   matmul_slots(l.down_shexp, sg, t_rows, n_ff, nullptr, nullptr, t_rows, 1, sh);
   launch_sum_slots(down, static_cast<int>(k), sh, t_rows, n_embd, out.data, stream_);
+}
+
+// Gate and up read the same activations: one encoding serves both when their types match (as
+// on the CPU).
+void CudaBackend::matmul_gate_up(const Weight& gate, const Weight& up, const float* x,
+                                 int64_t x_rows, int64_t x_cols, const int32_t* experts,
+                                 const int32_t* rows, int64_t n_slots, float* y_gate, float* y_up,
+                                 const SlotGroups* by_expert) {
+  const void* enc_gate = encode_for(gate, x, x_rows, x_cols);
+  matmul_encoded(gate, enc_gate, x_cols, experts, rows, n_slots, 1, y_gate, by_expert);
+  const void* enc_up = up.type == gate.type ? enc_gate : encode_for(up, x, x_rows, x_cols);
+  matmul_encoded(up, enc_up, x_cols, experts, rows, n_slots, 1, y_up, by_expert);
 }
 
 }  // namespace ds4::backend::cuda

@@ -20,11 +20,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
@@ -278,19 +277,13 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
 
 // DS4_CUDA_ROWS_KERNEL=0 sends one-slot products to the tile kernel (for comparisons).
 bool rows_kernel_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("DS4_CUDA_ROWS_KERNEL");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
+  static const bool enabled = env_switch("DS4_CUDA_ROWS_KERNEL", true);
   return enabled;
 }
 
 // DS4_CUDA_STAGE_X=0 keeps the rows kernel's activation reads in global memory (for comparisons).
 bool stage_x_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("DS4_CUDA_STAGE_X");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
+  static const bool enabled = env_switch("DS4_CUDA_STAGE_X", true);
   return enabled;
 }
 constexpr int64_t kMaxStagedBytes = 40 * 1024;
@@ -307,11 +300,19 @@ int rows_blocks_per_lane() {
   return blocks;
 }  // with the IQ2 tables, under the 48 KiB default
 
+// Bytes of one block's body plane entry (the layout above).
+int64_t planar_body_bytes(GgufType t) {
+  switch (t) {
+    case GgufType::kQ8_0: return FmtQ8_0::kBody;
+    case GgufType::kQ2_K: return FmtQ2K::kBody;
+    case GgufType::kQ4_K: return FmtQ4K::kBody;
+    case GgufType::kIQ2_XXS: return FmtIq2Xxs::kBody;
+    default: DS4_CHECK_MSG(false, "planar matmul: unsupported type"); return 0;
+  }
+}
+
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
-  const int64_t total_blocks = w.ne[1] * w.ne[2] * a.nb;
-  a.body = static_cast<const uint8_t*>(w.data);
-  a.aux = a.body + total_blocks * F::kBody;
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
@@ -454,6 +455,8 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   a.out = static_cast<int>(w.ne[1]);
   a.rows_per_group = static_cast<int>(w.ne[1] / groups);
   a.nb = static_cast<int>(n_blocks);
+  a.body = static_cast<const uint8_t*>(w.data);
+  a.aux = a.body + w.ne[1] * w.ne[2] * n_blocks * planar_body_bytes(w.type);  // after the bodies
   a.enc = static_cast<const uint8_t*>(enc);
   a.enc_row_bytes = enc_row_bytes;
   a.enc_group_bytes =
@@ -473,11 +476,8 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   if (planar_uses_imma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr, path)) {
     ImmaProduct p;
     p.type = w.type;
-    p.body = static_cast<const uint8_t*>(w.data);
-    const int body_bytes = w.type == GgufType::kQ8_0   ? FmtQ8_0::kBody
-                           : w.type == GgufType::kQ2_K ? FmtQ2K::kBody
-                                                       : FmtIq2Xxs::kBody;
-    p.aux = p.body + w.ne[1] * w.ne[2] * n_blocks * body_bytes;  // after the body plane
+    p.body = a.body;
+    p.aux = a.aux;
     p.mat_rows = a.mat_rows;
     p.n_matrices = a.n_matrices;
     p.nb = a.nb;

@@ -21,10 +21,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string_view>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
@@ -578,10 +577,7 @@ void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
 // prefilled 3-4% slower than the warp-per-output kernel (825 vs 857 t/s at 2k, bench/h200.md).
 constexpr int64_t kTileMinSlots = 16;
 bool float_tiles_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("DS4_CUDA_FLOAT_TILES");
-    return env != nullptr && std::string_view(env) == "1";
-  }();
+  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", false);
   return enabled;
 }
 
