@@ -7,10 +7,8 @@
 // to finish (a ticket counter, reset by that CTA) runs the mix on one warp, the collapse and, when
 // asked, the RMSNorm of the collapsed row (rms_norm_kernel's operations); for many rows (prefill)
 // a CTA per row does all of it. Built with -fmad=false.
-#include <cstdlib>
-#include <string_view>
-
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 
@@ -176,10 +174,7 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs
 
 // DS4_CUDA_HC_ROWS=0 keeps hc_pre_kernel for every row count (for comparisons).
 bool hc_rows_kernel_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("DS4_CUDA_HC_ROWS");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
+  static const bool enabled = env_switch("DS4_CUDA_HC_ROWS", true);
   return enabled;
 }
 
