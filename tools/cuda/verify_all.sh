@@ -10,6 +10,8 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
+#            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -107,7 +109,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec deep graphs rows imma stagex tiles blocks hcrows; do
+for s in flash bench bench128 profile profdec fill deep graphs rows imma stagex tiles blocks hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -156,6 +158,10 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has fill; then
+  OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
+  tail -3 "$out/fill.log"
 fi
 if has deep; then
   OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep
