@@ -15,6 +15,8 @@
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
+#   gseg     the same with CUDA graphs on, cut every 2 or every 8 sublayers
+#            (DS4_CUDA_GRAPH_SEGMENT=2 and 8)
 #   rows     the same with the one-slot planar products on the tile kernel
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
 #   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
@@ -109,7 +111,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec fill deep graphs rows imma stagex tiles blocks hcrows; do
+for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -145,6 +147,8 @@ ab() {
 }
 export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
+has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &&
+  tail -4 "$out/gseg.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
