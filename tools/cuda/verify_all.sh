@@ -23,10 +23,10 @@
 #            tensor-core kernel (prefill and decode rates side by side)
 #   stagex   the same with the rows kernel's activation row read from global memory
 #            (DS4_CUDA_STAGE_X=0) and staged in shared memory
-#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0, the
-#            default) and on the shared-memory tile kernel
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
+#            on the shared-memory tile kernel (the default)
 #   blocks   the same with the rows kernel's lanes giving each lane 1 or 4 blocks of a row
-#            (DS4_CUDA_ROWS_BLOCKS=1, the default, and 4)
+#            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -96,12 +96,13 @@ step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || f
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
-# the tile kernel for one-slot products and with the float tile kernel for prefill F16/F32.
+# the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
+# one block per lane in the rows kernel.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_FLOAT_TILES=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_ROWS_BLOCKS=4 build-dev/bin/matmul_check
+    DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"

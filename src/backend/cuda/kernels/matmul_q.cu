@@ -573,11 +573,12 @@ void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The tiled float kernel from this many slots, opt-in with DS4_CUDA_FLOAT_TILES=1: on the H200 it
-// prefilled 3-4% slower than the warp-per-output kernel (825 vs 857 t/s at 2k, bench/h200.md).
+// The tiled float kernel from this many slots (DS4_CUDA_FLOAT_TILES=0: the warp-per-output kernel,
+// for comparisons): on the H200 it prefilled Flash q2 at 1,037 tokens/s at 2k where the
+// warp-per-output kernel gave 912 (bench/h200.md).
 constexpr int64_t kTileMinSlots = 16;
 bool float_tiles_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", false);
+  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", true);
   return enabled;
 }
 
