@@ -76,7 +76,7 @@ struct DeviceSequence {
 class CudaBackend final : public Backend {
  public:
   struct Options {
-    bool graphs = false;       // submit decode steps (one row) as CUDA graphs (StepGraph)
+    bool graphs = true;        // submit decode steps (one row) as CUDA graphs (StepGraph)
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
     int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
