@@ -180,7 +180,8 @@ struct ImmaQ8_0 {
     for (int i = c.tid; i < kM * kScaleWords; i += kThreads) {  // weight scales, as words
       const int r = i / kScaleWords, k = i % kScaleWords;
       const int64_t h0 = c.block(r, b0);
-      if (k <= (h0 + kc - 1) / 2 - h0 / 2) cp_async4(&st.raw.dw[r][k], c.aux_word_of_half(h0) + 4 * k);
+      if (k <= (h0 + kc - 1) / 2 - h0 / 2)
+        cp_async4(&st.raw.dw[r][k], c.aux_word_of_half(h0) + 4 * k);
     }
 #pragma unroll 4
     for (int i = c.tid; i < c.live * 8 * kChunkBlocks; i += kThreads) {  // activation codes
@@ -228,7 +229,8 @@ struct ImmaIq2Xxs {
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
     for (int i = c.tid; i < kM * 4; i += kThreads) {
       const int r = i / 4, k = i % 4;
-      cp_async16(&st.raw.q[r * kRawPitch + 4 * k], c.body + c.block(r, b) * FmtIq2Xxs::kBody + 16 * k);
+      cp_async16(&st.raw.q[r * kRawPitch + 4 * k],
+                 c.body + c.block(r, b) * FmtIq2Xxs::kBody + 16 * k);
     }
     if (c.tid < kM) cp_async4(&st.raw.dw[c.tid], c.aux_word_of_half(c.block(c.tid, b)));
   }
@@ -534,9 +536,8 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
 template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmem)));
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(
+      imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
   imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
   DS4_CUDA_CHECK_LAUNCH();
 }
@@ -585,9 +586,9 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(
       p.groups.order == nullptr || (p.groups.first != nullptr && p.groups.wide_first != nullptr),
       "imma matmul: slot groups without wide groups");
-  DS4_CHECK_MSG(reinterpret_cast<uintptr_t>(p.body) % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
-                "imma matmul: planes not 16-byte aligned (cp.async)");
+  DS4_CHECK_MSG(
+      reinterpret_cast<uintptr_t>(p.body) % 16 == 0 && reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
+      "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
     case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
     case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
