@@ -32,11 +32,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_imma.cuh"
@@ -545,11 +544,7 @@ void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) 
 // DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 3): the chunks a CTA stages, so stages - 1 are in
 // flight while it multiplies one. 2 is the double buffering of the first version.
 int imma_stages() {
-  static const int stages = [] {
-    const char* env = std::getenv("DS4_CUDA_IMMA_STAGES");
-    const std::string_view v = env != nullptr ? env : "3";
-    return v == "2" ? 2 : (v == "4" ? 4 : 3);
-  }();
+  static const int stages = env_choice("DS4_CUDA_IMMA_STAGES", {2, 3, 4}, 3);
   return stages;
 }
 

@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
@@ -295,11 +294,7 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;
 // fold, and so the result, is the same. On the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k
 // where 1 gave 68.62 (bench/h200.md).
 int rows_blocks_per_lane() {
-  static const int blocks = [] {
-    const char* env = std::getenv("DS4_CUDA_ROWS_BLOCKS");
-    const std::string_view v = env != nullptr ? env : "4";
-    return v == "2" ? 2 : (v == "4" ? 4 : 1);
-  }();
+  static const int blocks = env_choice("DS4_CUDA_ROWS_BLOCKS", {1, 2, 4}, 4);
   return blocks;
 }  // with the IQ2 tables, under the 48 KiB default
 
