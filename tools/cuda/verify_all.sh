@@ -27,8 +27,8 @@
 #            on the shared-memory tile kernel (the default)
 #   blocks   the same with the rows kernel's lanes giving each lane 1 or 4 blocks of a row
 #            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
-#   stages   the same with the tensor-core kernel's ring of 2 stages for every format
-#            (DS4_CUDA_IMMA_STAGES=2) and of each format's own count (the default)
+#   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
+#            (DS4_CUDA_IMMA_STAGES)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -158,7 +158,7 @@ has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
-has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 0 && tail -4 "$out/stages.log"
+has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

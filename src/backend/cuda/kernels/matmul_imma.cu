@@ -4,16 +4,15 @@
 // Tiles: 128 threads (4 warps); a CTA owns kM = 64 weight rows and kN = 32 slots, warp w the rows
 // 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, and
 // its slots' codes are not copied, so a small expert group costs few products). The K loop walks
-// chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of
-// kS shared-memory stages (P::kStages: 2 for Q8_0, 3 for the 2-bit formats): while the warps
-// multiply chunk c, chunks c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the
-// activations' codes and scales. Q8_0's weight codes are the A operand as they are; IQ2_XXS and
-// Q2_K are decoded from their stage into one int8 A tile before the chunk's products (the first
-// version loaded them a chunk ahead into registers: one chunk in flight left the kernel waiting on
-// memory). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes so that a fragment
-// load (8 rows x 4 words) touches 32 different banks, the slots' scales, and the chunk's weights.
-// The grid puts the slot tiles in x, so the CTAs that share a weight tile run side by side and
-// the tile comes from HBM about once.
+// chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS
+// shared-memory stages (DS4_CUDA_IMMA_STAGES, default 2): while the warps multiply chunk c, chunks
+// c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the activations' codes and
+// scales. Q8_0's weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from
+// their stage into one int8 A tile before the chunk's products (the first version loaded them a
+// chunk ahead into registers). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes
+// so that a fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales, and
+// the chunk's weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile run
+// side by side and the tile comes from HBM about once.
 //
 // Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
 //   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
@@ -156,10 +155,6 @@ struct ImmaQ8_0 {
   using Fmt = FmtQ8_0;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
   static constexpr bool kTables = false, kDecodes = false;
-  // Two stages: three CTAs per SM fit (with three stages two fit, and the Q8_0 products of a
-  // 512-row prefill chunk took 102 ms on the H200, against 80 ms for the first version's
-  // double buffering).
-  static constexpr int kStages = 2;
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
   static constexpr int kScaleWords = 6;
@@ -209,9 +204,6 @@ struct ImmaIq2Xxs {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
-  // Three stages (three CTAs per SM still fit): 84 ms for the IQ2_XXS products of a 512-row
-  // prefill chunk on the H200, 98 ms with the first version's double buffering.
-  static constexpr int kStages = 3;
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
   static constexpr int kRawPitch = 20;
@@ -261,9 +253,6 @@ struct ImmaQ2K {
   using Fmt = FmtQ2K;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = false, kDecodes = true;
-  // Three stages (three CTAs per SM still fit): 37.6 ms for the Q2_K products of a 512-row
-  // prefill chunk on the H200, 47.9 ms with the first version's double buffering.
-  static constexpr int kStages = 3;
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
   static constexpr int kRawPitch = 20;
@@ -551,10 +540,11 @@ void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) 
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// DS4_CUDA_IMMA_STAGES (2, 3 or 4) sets the stages of every format, for comparisons; by default
-// each format takes its P::kStages (0 here).
+// DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled
+// Flash q2 at 1,078-1,083 tokens/s at 2k, three at 1,034 (only two Q8_0 CTAs fit on an SM), and
+// three for the 2-bit formats with two for Q8_0 at 1,073 (bench/h200.md).
 int imma_stages() {
-  static const int stages = env_choice("DS4_CUDA_IMMA_STAGES", {2, 3, 4}, 0);
+  static const int stages = env_choice("DS4_CUDA_IMMA_STAGES", {2, 3, 4}, 2);
   return stages;
 }
 
@@ -567,10 +557,10 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
                 "imma matmul: grid %lld x %lld", static_cast<long long>(slot_tiles),
                 static_cast<long long>(tiles));
   const dim3 grid(static_cast<unsigned>(slot_tiles), static_cast<unsigned>(tiles));
-  switch (imma_stages() != 0 ? imma_stages() : P::kStages) {
-    case 2: launch_stages<P, 2>(grid, p, stream); break;
+  switch (imma_stages()) {
+    case 3: launch_stages<P, 3>(grid, p, stream); break;
     case 4: launch_stages<P, 4>(grid, p, stream); break;
-    default: launch_stages<P, 3>(grid, p, stream); break;
+    default: launch_stages<P, 2>(grid, p, stream); break;
   }
 }
 
