@@ -126,13 +126,16 @@ class Checker {
 
   // Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
   // (DS4_CUDA_GRAPHS=0) and the CPU: every step's logits bit for bit, over enough steps to cross
-  // compressor emissions (every 4th and 128th position) and the indexer's start.
+  // compressor emissions (every 4th and 128th position) and the indexer's start. The graphs are
+  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have.
   void decode_paths(const std::string& models, int steps) {
     const std::string path = models + "/tiny-q2.gguf";
     setenv("DS4_CUDA_GRAPHS", "0", 1);
     auto eager = open(path, ds4::BackendKind::kCuda, false);
     setenv("DS4_CUDA_GRAPHS", "1", 1);
+    setenv("DS4_CUDA_GRAPH_SEGMENT", "1", 1);
     auto graph = open(path, ds4::BackendKind::kCuda, false);
+    unsetenv("DS4_CUDA_GRAPH_SEGMENT");
     auto cpu = open(path, ds4::BackendKind::kCpu, false);
     if (!eager || !graph || !cpu) return;
     const ds4::SessionOptions so{.n_ctx = steps + 128, .prefill_chunk = 64};

@@ -10,6 +10,9 @@
 #                 $OUT/ncu-deep.csv. Counters that need several replay passes are costly here:
 #                 each pass saves and restores device memory (ncu's full sections, ~38 passes,
 #                 took 280 s for 16 launches on the H200).
+#   fill          the prefill run with ncu's SpeedOfLight, WarpStateStats and Occupancy sections
+#                 for the first KERNELS (default 24) launches of the heavy prefill kernels
+#                 (tensor-core and float products, HC pre-step, attention): $OUT/ncu-fill.csv.
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -23,6 +26,10 @@ if [[ $mode == deep ]]; then
   metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
   metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
   metrics+=(--launch-count "${KERNELS:-100}")
+elif [[ $mode == fill ]]; then
+  metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
+    --kernel-name "regex:imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores"
+    --launch-count "${KERNELS:-24}" --csv --page raw --log-file "$out/ncu-$mode.csv")
 fi
 if [[ $mode == decode || $mode == deep ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt

@@ -10,17 +10,27 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
+#            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
+#   gseg     the same with CUDA graphs on, cut every 2 or every 8 sublayers
+#            (DS4_CUDA_GRAPH_SEGMENT=2 and 8)
 #   rows     the same with the one-slot planar products on the tile kernel
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
 #   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
 #            tensor-core kernel (prefill and decode rates side by side)
 #   stagex   the same with the rows kernel's activation row read from global memory
 #            (DS4_CUDA_STAGE_X=0) and staged in shared memory
-#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0, the
-#            default) and on the shared-memory tile kernel
+#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
+#            on the shared-memory tile kernel (the default)
+#   blocks   the same with the rows kernel's lanes giving each lane 1 or 4 blocks of a row
+#            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
+#   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
+#            (DS4_CUDA_IMMA_STAGES)
+#   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
+#            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -87,11 +97,16 @@ export -f ds4_build ds4_flash_model models repl_one repl
 step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
-# matmul_check on the default paths, then with the rows kernel's global activation reads and with
-# the tile kernel for one-slot products.
+# matmul_check on the default paths, then with the rows kernel's global activation reads, with
+# the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
+# one block per lane in the rows kernel, and with the tensor-core kernel's 2- and 4-stage rings.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check
+    DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_STAGES=2 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -100,8 +115,11 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
-if has flash || has bench || has bench128 || has profile || has profdec || has deep || has stagex || has graphs || has rows ||
-  has imma || has tiles; then
+needs_flash=0
+for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages hcrows; do
+  has $s && needs_flash=1
+done
+if ((needs_flash)); then
   step synth 200 ds4_flash_model
 fi
 if has flash; then
@@ -117,27 +135,32 @@ if has bench128; then
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
 fi
-# ab NAME VAR: the Flash q2 bench at 2k and 8k with VAR=0 and VAR=1, side by side; the greedy
-# probes must agree.
+# ab NAME VAR [A B]: the Flash q2 bench at 2k and 8k with VAR=A and VAR=B (default 0 and 1), side
+# by side; the greedy probes must agree.
 ab() {
-  local name=$1 var=$2 v
-  for v in 0 1; do
+  local name=$1 var=$2 v0=${3:-0} v1=${4:-1} v
+  for v in "$v0" "$v1"; do
     env "$var=$v" OUT="$out" OUT_CSV="$name$v.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 ||
       return 1
     grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes$v.txt"
   done
-  echo "frontier prefill_tps gen_tps ($var=0) prefill_tps gen_tps ($var=1)"
-  paste -d' ' <(cut -d, -f1,4,7 "$out/${name}0.csv" | tr , ' ') \
-    <(cut -d, -f4,7 "$out/${name}1.csv" | tr , ' ') | tail -2
-  cmp "$out/$name-probes0.txt" "$out/$name-probes1.txt" &&
-    echo "$name: probes identical with $var=0 and $var=1"
+  echo "frontier prefill_tps gen_tps ($var=$v0) prefill_tps gen_tps ($var=$v1)"
+  paste -d' ' <(cut -d, -f1,4,7 "$out/$name$v0.csv" | tr , ' ') \
+    <(cut -d, -f4,7 "$out/$name$v1.csv" | tr , ' ') | tail -2
+  cmp "$out/$name-probes$v0.txt" "$out/$name-probes$v1.txt" &&
+    echo "$name: probes identical with $var=$v0 and $var=$v1"
 }
 export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
+has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &&
+  tail -4 "$out/gseg.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
+has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
+has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
+has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"
@@ -145,6 +168,10 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has fill; then
+  OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
+  tail -3 "$out/fill.log"
 fi
 if has deep; then
   OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep

@@ -148,7 +148,7 @@ void CudaBackend::end_step() {
 
 CudaBackend::~CudaBackend() {
   if (options_.graph_stats) {
-    std::fprintf(stderr, "ds4 cuda: %lld steps submitted as graphs, %lld graph instantiations\n",
+    std::fprintf(stderr, "ds4 cuda: %lld graph segments launched, %lld graph instantiations\n",
                  static_cast<long long>(graph_.counts().launches),
                  static_cast<long long>(graph_.counts().instantiations));
   }
@@ -159,16 +159,20 @@ CudaBackend::~CudaBackend() {
 Backend* make_cuda_backend(const BackendOptions&) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
-  // DS4_CUDA_GRAPHS=1 submits decode steps as CUDA graphs (off by default: each step is
-  // captured anew, and on the H200 capture plus update cost more than the eager launches, which
-  // overlap the GPU's work: 51.0 vs 60.5 tokens/s at 2k, bench/h200.md);
+  // Decode steps (one row) are submitted as CUDA graphs, cut into segments of
+  // DS4_CUDA_GRAPH_SEGMENT sublayers (default 4; 0: one graph per step) that launch as they are
+  // recorded (on the H200: 78.0 tokens/s at 2k where eager launches gave 70.2, bench/h200.md);
+  // DS4_CUDA_GRAPHS=0 launches every kernel eagerly. A step captured whole measured slower than
+  // eager launches (51.0 vs 60.5 tokens/s): the GPU idled while the host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
   // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off);
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
   // are the same, for comparisons).
   CudaBackend::Options o;
-  o.graphs = env_switch("DS4_CUDA_GRAPHS", false);
+  o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
+  const char* segment = std::getenv("DS4_CUDA_GRAPH_SEGMENT");
+  if (segment != nullptr) o.graph_segment = std::clamp(std::atoi(segment), 0, 1 << 20);
   const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
   o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
   o.imma = env_switch("DS4_CUDA_IMMA", true);
@@ -431,6 +435,7 @@ void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
 
 void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                             Act normed) {
+  graph_.boundary(stream_);  // a sublayer starts: a recorded step may launch what it has so far
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     HcPreArgs a;

@@ -76,8 +76,9 @@ struct DeviceSequence {
 class CudaBackend final : public Backend {
  public:
   struct Options {
-    bool graphs = false;       // submit decode steps (one row) as CUDA graphs (StepGraph)
+    bool graphs = true;        // submit decode steps (one row) as CUDA graphs (StepGraph)
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
+    int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
     bool imma = true;          // planar products with many slots may use the tensor cores
   };
@@ -156,7 +157,7 @@ class CudaBackend final : public Backend {
   int profiled_steps_ = 0;
   int last_step_rows_ = 0;  // rows of the last step (0: none since the sequences changed)
   int last_step_seq_ = -1;
-  StepGraph graph_;
+  StepGraph graph_{options_.graph_segment};
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
       index_scores_, visible_, tickets_;
 };

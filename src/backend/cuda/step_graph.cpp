@@ -1,4 +1,4 @@
-// src/backend/cuda/step_graph.cpp: capture, update and launch of a step's CUDA graph.
+// src/backend/cuda/step_graph.cpp: capture, update and launch of a step's CUDA graphs.
 #include "backend/cuda/step_graph.h"
 
 #include "backend/cuda/check.h"
@@ -6,8 +6,10 @@
 namespace ds4::backend::cuda {
 
 StepGraph::~StepGraph() {
-  for (Slot& s : slots_) {
-    if (s.exec != nullptr) cudaGraphExecDestroy(s.exec);
+  for (auto& slots : segments_) {
+    for (Slot& s : slots) {
+      if (s.exec != nullptr) cudaGraphExecDestroy(s.exec);
+    }
   }
 }
 
@@ -17,18 +19,34 @@ void StepGraph::begin(cudaStream_t stream) {
   // instead of silently serialising other threads' work.
   DS4_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   recording_ = true;
+  segment_ = 0;
+  marks_ = 0;
+}
+
+void StepGraph::boundary(cudaStream_t stream) {
+  if (!recording_ || marks_per_segment_ <= 0 || ++marks_ < marks_per_segment_) return;
+  launch_segment(stream);
+  ++segment_;
+  marks_ = 0;
+  DS4_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
 }
 
 void StepGraph::end_and_launch(cudaStream_t stream) {
   DS4_CHECK(recording_);
   recording_ = false;
+  launch_segment(stream);
+}
+
+void StepGraph::launch_segment(cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
   DS4_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   size_t nodes = 0;
   DS4_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  if (static_cast<size_t>(segment_) >= segments_.size()) segments_.resize(segment_ + 1);
+  auto& slots = segments_[segment_];
   // The slot of this node count, else the least recently used one.
-  Slot* slot = &slots_[0];
-  for (Slot& s : slots_) {
+  Slot* slot = &slots[0];
+  for (Slot& s : slots) {
     if (s.exec != nullptr && s.nodes == nodes) {
       slot = &s;
       break;

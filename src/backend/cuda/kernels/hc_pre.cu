@@ -2,11 +2,13 @@
 // for four HC copies and F16 mixing weights, fused into one kernel: RMSNorm of the row, the
 // 2n + n^2 mixing products, the sigmoid gates and Sinkhorn, and the collapse. It computes what
 // rms_norm_kernel, the float-row product, hc_mix_kernel and hc_collapse_kernel compute one after
-// the other (dense.cu, matmul_q.cu), operation for operation: a CTA per (mixing output, row)
-// recomputes the row's norm and forms its product; the last CTA of a row to finish (a ticket
-// counter, reset by that CTA) runs the mix on one warp, the collapse and, when asked, the RMSNorm
-// of the collapsed row (rms_norm_kernel's operations). Built with -fmad=false.
+// the other (dense.cu, matmul_q.cu), operation for operation. For few rows (decode) a CTA per
+// (mixing output, row) recomputes the row's norm and forms its product, and the last CTA of a row
+// to finish (a ticket counter, reset by that CTA) runs the mix on one warp, the collapse and, when
+// asked, the RMSNorm of the collapsed row (rms_norm_kernel's operations); for many rows (prefill)
+// a CTA per row does all of it. Built with -fmad=false.
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 
@@ -56,21 +58,56 @@ __device__ float hc_mix_warp(float v, const float* scale, const float* base, int
   return v;
 }
 
+// rms_norm_kernel's scale of row xr (no weight): the sum of squares in double, in its order.
+__device__ float hc_row_rms(const float* xr, int64_t width, double* part) {
+  const int tid = static_cast<int>(threadIdx.x);
+  double ss = 0.0;
+#pragma unroll 4
+  for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
+  ss = block_sum_double(ss, part);
+  return rms_scale(ss, width);
+}
+
+// The end of the pre-step for row r, once its mix is in m (2n + n^2 floats, in place): the mix on
+// one warp, the collapse into cur and the optional norm of the collapsed row. Every thread of the
+// CTA calls it.
+__device__ void hc_finish_row(const HcPreArgs& a, int64_t r, const float* xr, float* m,
+                              double* part) {
+  __shared__ float pre[kHc];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t n_embd = a.n_embd;
+  if (tid < 32) {
+    const float v = hc_mix_warp(tid < kMix ? __ldcg(m + tid) : 0.0f, a.scale, a.base, a.iters);
+    if (tid < kMix) m[tid] = v;
+    if (tid < kHc) pre[tid] = v;
+  }
+  __syncthreads();
+  float* cur = a.cur + r * n_embd;
+  double css = 0.0;  // the optional norm's sum of squares, in rms_norm_kernel's order
+  for (int64_t d = tid; d < n_embd; d += kHcThreads) {
+    float c = 0.0f;
+    for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
+    cur[d] = c;
+    css += double(c) * double(c);
+  }
+  if (a.norm == nullptr) return;  // uniform per CTA
+  css = block_sum_double(css, part);
+  const float scale = rms_scale(css, n_embd);
+  float* normed = a.normed + r * n_embd;
+  for (int64_t d = tid; d < n_embd; d += kHcThreads) normed[d] = (cur[d] * scale) * a.norm[d];
+}
+
+// Few rows (decode): a CTA per (mixing product, row), the row's last CTA finishing it.
 __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   __shared__ double part[32];
-  __shared__ float pre[kHc];
   __shared__ bool last;
-  const int64_t n_embd = a.n_embd, width = kHc * n_embd;
+  const int64_t width = kHc * a.n_embd;
   const int64_t r = blockIdx.y;
   const int o = static_cast<int>(blockIdx.x);
   const int tid = static_cast<int>(threadIdx.x);
   const float* xr = a.x + r * width;
   // rms_norm_kernel's scale (no weight), then the row product of the normed row.
-  double ss = 0.0;
-#pragma unroll 4
-  for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
-  ss = block_sum_double(ss, part);
-  const float rms = rms_scale(ss, width);
+  const float rms = hc_row_rms(xr, width, part);
   const uint16_t* w = static_cast<const uint16_t*>(a.fn) + o * width;
   double acc = 0.0;
 #pragma unroll 8
@@ -88,26 +125,57 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   if (!last) return;
   // The row's last CTA: every product is in memory (read past the L1 cache).
   __threadfence();
-  if (tid < 32) {
-    const float v = hc_mix_warp(tid < kMix ? __ldcg(m + tid) : 0.0f, a.scale, a.base, a.iters);
-    if (tid < kMix) m[tid] = v;
-    if (tid < kHc) pre[tid] = v;
-  }
   if (tid == 0) a.tickets[r] = 0;  // ready for the next launch
-  __syncthreads();
-  float* cur = a.cur + r * n_embd;
-  double css = 0.0;  // the optional norm's sum of squares, in rms_norm_kernel's order
-  for (int64_t d = tid; d < n_embd; d += kHcThreads) {
-    float c = 0.0f;
-    for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
-    cur[d] = c;
-    css += double(c) * double(c);
+  hc_finish_row(a, r, xr, m, part);
+}
+
+// Many rows (prefill): a CTA per row forms all kMix products itself, kBatch at a time, then
+// finishes the row. The row is normed and read once per batch instead of once per product, and
+// no ticket is needed. Each product is summed exactly as hc_pre_kernel sums it (the same elements
+// per thread in the same order, the same butterfly within a warp, then the warps in order), so
+// the two kernels agree bit for bit.
+constexpr int kBatch = 8;
+static_assert(kMix % kBatch == 0, "whole batches of products");
+__global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs a) {
+  __shared__ double part[32];
+  __shared__ double batch_part[kHcThreads / 32][kBatch];
+  const int64_t width = kHc * a.n_embd;
+  const int64_t r = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const float* xr = a.x + r * width;
+  const float rms = hc_row_rms(xr, width, part);
+  const uint16_t* fn = static_cast<const uint16_t*>(a.fn);
+  float* m = a.mix + r * kMix;
+  for (int o0 = 0; o0 < kMix; o0 += kBatch) {
+    double acc[kBatch] = {};
+#pragma unroll 4
+    for (int64_t i = tid; i < width; i += kHcThreads) {
+      const double xn = static_cast<double>(xr[i] * rms);
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        acc[j] += static_cast<double>(f16_bits_to_float(fn[(o0 + j) * width + i])) * xn;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      for (int off = 16; off > 0; off /= 2) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+      if (lane == 0) batch_part[warp][j] = acc[j];
+    }
+    __syncthreads();
+    if (tid < kBatch) {
+      double total = 0.0;
+      for (int w = 0; w < kHcThreads / 32; ++w) total += batch_part[w][tid];
+      m[o0 + tid] = static_cast<float>(total);
+    }
+    __syncthreads();
   }
-  if (a.norm == nullptr) return;  // uniform per CTA
-  css = block_sum_double(css, part);
-  const float scale = rms_scale(css, n_embd);
-  float* normed = a.normed + r * n_embd;
-  for (int64_t d = tid; d < n_embd; d += kHcThreads) normed[d] = (cur[d] * scale) * a.norm[d];
+  hc_finish_row(a, r, xr, m, part);
+}
+
+// DS4_CUDA_HC_ROWS=0 keeps hc_pre_kernel for every row count (for comparisons).
+bool hc_rows_kernel_enabled() {
+  static const bool enabled = env_switch("DS4_CUDA_HC_ROWS", true);
+  return enabled;
 }
 
 }  // namespace
@@ -120,7 +188,14 @@ void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
   DS4_CHECK_MSG(a.rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(a.rows));
   DS4_CHECK(a.norm == nullptr || a.normed != nullptr);
   if (a.rows == 0) return;
-  hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);
+  // From this many rows a CTA per row (kMix CTAs per row fill the GPU below it; a guess between
+  // decode's one row and prefill's 512, not yet tuned on the device).
+  constexpr int64_t kRowsKernelMin = 32;
+  if (a.rows >= kRowsKernelMin && hc_rows_kernel_enabled()) {
+    hc_pre_rows_kernel<<<static_cast<unsigned>(a.rows), kHcThreads, 0, s>>>(a);
+  } else {
+    hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);
+  }
   DS4_CUDA_CHECK_LAUNCH();
 }
 

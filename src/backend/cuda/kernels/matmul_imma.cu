@@ -2,14 +2,17 @@
 // (contract in matmul_imma.cuh).
 //
 // Tiles: 128 threads (4 warps); a CTA owns kM = 64 weight rows and kN = 32 slots, warp w the rows
-// 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, so a
-// small expert group costs few products). The K loop walks chunks of 256 elements (one IQ2_XXS or
-// Q2_K block, eight Q8_0 blocks) through two shared-memory stages: while the warps multiply chunk
-// c, chunk c + 1's activation codes and scales (and Q8_0's weight codes, which need no decoding)
-// arrive by cp.async, and its IQ2_XXS / Q2_K weights wait in registers, decoded into int8 after
-// the products. A stage holds A = 64 rows x 256 int8 and B = 32 slots x 256 int8, each row padded
-// to 272 bytes so that a fragment load (8 rows x 4 words) touches 32 different banks, plus the
-// chunk's per-row and per-slot scales.
+// 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, and
+// its slots' codes are not copied, so a small expert group costs few products). The K loop walks
+// chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS
+// shared-memory stages (DS4_CUDA_IMMA_STAGES, default 2): while the warps multiply chunk c, chunks
+// c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the activations' codes and
+// scales. Q8_0's weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from
+// their stage into one int8 A tile before the chunk's products (the first version loaded them a
+// chunk ahead into registers). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes
+// so that a fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales, and
+// the chunk's weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile run
+// side by side and the tile comes from HBM about once.
 //
 // Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
 //   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
@@ -31,6 +34,7 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_imma.cuh"
@@ -85,8 +89,10 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+// Waits until at most kPending of this thread's newest copy groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // d += A (16 x 32, s8) x B (32 x 8, s8) in int32 (fragments: imma_formats.cuh).
@@ -102,13 +108,13 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
 #endif
 }
 
-// One chunk's operands: the weight rows' and the slots' int8 codes (K innermost) and their
-// scales, per row (RowSide) and per slot (SlotSide).
+// One chunk's operands as they arrive: the slots' int8 codes (K innermost) and scales, and the
+// weight rows' bytes as stored (P::Raw: Q8_0's codes are the A tile itself; IQ2_XXS and Q2_K are
+// decoded into Decoded before the products).
 template <class P>
 struct alignas(16) Stage {
-  uint32_t a[kM * kPitch];
   uint32_t b[kN * kPitch];
-  typename P::RowSide rs[kM];
+  typename P::Raw raw;
   typename P::SlotSide ss[kN];
 };
 
@@ -120,114 +126,123 @@ struct Cta {
   int64_t row0;                // the stack row of tile row 0
   int last;                    // the last tile row that exists (later rows read it again)
   const uint8_t* const* xrow;  // [kN] in shared memory: each slot's encoded row, at its group
+  int live;                    // slots whose codes are copied (the live n8 tiles' slots)
   int tid;
   __device__ int64_t block(int r, int b) const { return (row0 + min(r, last)) * nb + b; }
+  // The aux plane's 32-bit word holding f16 value i (the plane is 16-byte aligned).
+  __device__ const uint8_t* aux_word_of_half(int64_t i) const { return aux + 4 * (i / 2); }
 };
 
-// The 64 codes words of each slot's Q8_K block b (IQ2_XXS, Q2_K).
+__device__ __forceinline__ float half_of_word(uint32_t w, int64_t i) {
+  return f16_bits(static_cast<uint16_t>(w >> (16 * (i & 1))));
+}
+
+// The 64 codes words of each live slot's Q8_K block b (IQ2_XXS, Q2_K).
 template <class P>
 __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
 #pragma unroll 4
-  for (int i = c.tid; i < kN * 64; i += kThreads) {
+  for (int i = c.tid; i < c.live * 64; i += kThreads) {
     const int s = i / 64, w = i % 64;
     cp_async4(&st.b[s * kPitch + w], c.xrow[s] + b * kQ8KBytes + 4 + 4 * w);
   }
 }
 
 // ---- formats. Each has: kChunkBlocks (blocks per chunk), kBlockSteps (K steps per block), Raw
-// (the registers a thread carries from load to store), copy (cp.async of a chunk), load (global
-// to registers), store (registers to the stage, decoded), and the epilogues ----
+// (a chunk's weight bytes in a stage), copy (the cp.async of a chunk into a stage), kDecodes and
+// decode (the stage's weights into the int8 A tile of Decoded), and the epilogues ----
 
 struct ImmaQ8_0 {
   using Fmt = FmtQ8_0;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
-  static constexpr bool kTables = false;
-  static constexpr int kScalesPerThread = kM * kChunkBlocks / kThreads;
-  struct RowSide {
-    float d[kChunkBlocks + 1];  // + 1: an odd stride spreads the rows over the banks
+  static constexpr bool kTables = false, kDecodes = false;
+  // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
+  // half); 6 for an even stride that still spreads 8 rows over different banks.
+  static constexpr int kScaleWords = 6;
+  struct Raw {
+    uint32_t a[kM * kPitch];  // the weight codes: the A tile
+    uint32_t dw[kM][kScaleWords];
   };
   struct SlotSide {
-    float d[kChunkBlocks + 1];
+    float d[kChunkBlocks + 1];  // + 1: an odd stride spreads the slots over the banks
   };
-  struct Raw {
-    uint16_t d[kScalesPerThread];  // weight scales (f16)
-  };
-  // Item i of the chunk's (row, block) scales: row i / 8, block i % 8.
+  struct Decoded {};
   __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
 #pragma unroll 4
     for (int i = c.tid; i < kM * kChunkBlocks * 2; i += kThreads) {  // weight codes, 16 bytes
       const int r = i / (2 * kChunkBlocks), j = (i / 2) % kChunkBlocks, h = i % 2;
       if (j < kc) {
-        cp_async16(&st.a[r * kPitch + 8 * j + 4 * h], c.body + c.block(r, b0 + j) * 32 + 16 * h);
+        cp_async16(&st.raw.a[r * kPitch + 8 * j + 4 * h],
+                   c.body + c.block(r, b0 + j) * 32 + 16 * h);
       }
     }
+    for (int i = c.tid; i < kM * kScaleWords; i += kThreads) {  // weight scales, as words
+      const int r = i / kScaleWords, k = i % kScaleWords;
+      const int64_t h0 = c.block(r, b0);
+      if (k <= (h0 + kc - 1) / 2 - h0 / 2)
+        cp_async4(&st.raw.dw[r][k], c.aux_word_of_half(h0) + 4 * k);
+    }
 #pragma unroll 4
-    for (int i = c.tid; i < kN * 8 * kChunkBlocks; i += kThreads) {  // activation codes
+    for (int i = c.tid; i < c.live * 8 * kChunkBlocks; i += kThreads) {  // activation codes
       const int s = i / (8 * kChunkBlocks), w = i % (8 * kChunkBlocks), j = w / 8;
       if (j < kc) {
         cp_async4(&st.b[s * kPitch + w], c.xrow[s] + (b0 + j) * kActQ8_0Bytes + 4 + 4 * (w % 8));
       }
     }
-    for (int i = c.tid; i < kN * kChunkBlocks; i += kThreads) {  // activation scales
+    for (int i = c.tid; i < c.live * kChunkBlocks; i += kThreads) {  // activation scales
       const int s = i / kChunkBlocks, j = i % kChunkBlocks;
       if (j < kc) cp_async4(&st.ss[s].d[j], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
     }
   }
-  __device__ static void load(Raw& raw, const Cta& c, int b0, int kc) {
-    const auto* aux = reinterpret_cast<const unsigned short*>(c.aux);
-#pragma unroll
-    for (int k = 0; k < kScalesPerThread; ++k) {
-      const int i = c.tid + kThreads * k, r = i / kChunkBlocks, j = i % kChunkBlocks;
-      raw.d[k] = j < kc ? __ldg(aux + c.block(r, b0 + j)) : 0;
-    }
-  }
-  __device__ static void store(const Raw& raw, Stage<ImmaQ8_0>& st, const Cta& c,
-                               const Iq2Lookup&) {
-#pragma unroll
-    for (int k = 0; k < kScalesPerThread; ++k) {
-      const int i = c.tid + kThreads * k;
-      st.rs[i / kChunkBlocks].d[i % kChunkBlocks] = f16_bits(raw.d[k]);
-    }
+  // Weight scale of tile row r, block j of the chunk; first = c.block(r, b0) & 1.
+  __device__ static float row_scale(const Stage<ImmaQ8_0>& st, int r, int first, int j) {
+    const int i = first + j;
+    return half_of_word(st.raw.dw[r][i / 2], i);
   }
 };
 
 struct ImmaIq2Xxs {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
-  static constexpr bool kTables = true;
-  struct RowSide {
-    float d;
-    uint32_t scales[2];  // 2s + 1 of group g in byte g % 4 of scales[g / 4]
+  static constexpr bool kTables = true, kDecodes = true;
+  // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
+  // different banks.
+  static constexpr int kRawPitch = 20;
+  struct Raw {
+    uint32_t q[kM * kRawPitch];
+    uint32_t dw[kM];  // the aux word holding the row's f16 d
   };
   struct SlotSide {
     float d;
   };
-  struct Raw {
-    uint4 q[2];  // body words 8h .. 8h + 7 of the thread's row
-    uint16_t d;
+  struct RowSide {
+    float d;
+    uint32_t scales[2];  // 2s + 1 of group g in byte g % 4 of scales[g / 4]
   };
-  // Thread tid decodes half tid / 64 (groups 4h .. 4h + 3) of tile row tid % 64.
+  struct Decoded {
+    uint32_t a[kM * kPitch];
+    RowSide rs[kM];
+  };
   __device__ static void copy(Stage<ImmaIq2Xxs>& st, const Cta& c, int b, int) {
     copy_q8k_codes(st, c, b);
-    if (c.tid < kN) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
+    if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
+    for (int i = c.tid; i < kM * 4; i += kThreads) {
+      const int r = i / 4, k = i % 4;
+      cp_async16(&st.raw.q[r * kRawPitch + 4 * k],
+                 c.body + c.block(r, b) * FmtIq2Xxs::kBody + 16 * k);
+    }
+    if (c.tid < kM) cp_async4(&st.raw.dw[c.tid], c.aux_word_of_half(c.block(c.tid, b)));
   }
-  __device__ static void load(Raw& raw, const Cta& c, int b, int) {
+  // Thread tid decodes half tid / 64 (groups 4h .. 4h + 3) of tile row tid % 64.
+  __device__ static void decode(const Stage<ImmaIq2Xxs>& st, Decoded& dec, const Cta& c, int b,
+                                const Iq2Lookup& t) {
     const int r = c.tid % kM, h = c.tid / kM;
-    const int64_t blk = c.block(r, b);
-    const auto* q = reinterpret_cast<const uint4*>(c.body + blk * FmtIq2Xxs::kBody + 32 * h);
-    raw.q[0] = __ldg(q);
-    raw.q[1] = __ldg(q + 1);
-    raw.d = __ldg(reinterpret_cast<const unsigned short*>(c.aux) + blk);
-  }
-  __device__ static void store(const Raw& raw, Stage<ImmaIq2Xxs>& st, const Cta& c,
-                               const Iq2Lookup& t) {
-    const int r = c.tid % kM, h = c.tid / kM;
-    const uint32_t in[8] = {raw.q[0].x, raw.q[0].y, raw.q[0].z, raw.q[0].w,
-                            raw.q[1].x, raw.q[1].y, raw.q[1].z, raw.q[1].w};
+    const auto* q = reinterpret_cast<const uint4*>(&st.raw.q[r * kRawPitch + 8 * h]);
+    const uint4 q0 = q[0], q1 = q[1];
+    const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    st.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
-    if (h == 0) st.rs[r].d = f16_bits(raw.d);
-    uint4* dst = reinterpret_cast<uint4*>(&st.a[r * kPitch + 32 * h]);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
+    if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
+    uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
@@ -237,24 +252,29 @@ struct ImmaIq2Xxs {
 struct ImmaQ2K {
   using Fmt = FmtQ2K;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
-  static constexpr bool kTables = false;
-  struct RowSide {
-    float d, dmin;
-    uint32_t mins[4];  // the 16 sub-blocks' 4-bit mins, one per byte
+  static constexpr bool kTables = false, kDecodes = true;
+  // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
+  // 20-word stride fall in different banks.
+  static constexpr int kRawPitch = 20;
+  struct Raw {
+    uint32_t q[kM * kRawPitch];
+    uint32_t dd[kM];  // f16 d (low half), dmin (high half)
   };
   struct SlotSide {
     float d;
     uint32_t bsums[8];  // the 16 int16 bsums
   };
-  struct Raw {
-    uint4 q[2];       // code bytes 32h .. 32h + 31
-    uint2 sc;         // scale bytes 8h .. 8h + 7
-    uint32_t d_dmin;  // f16 d (low half), dmin (high half)
+  struct RowSide {
+    float d, dmin;
+    uint32_t mins[4];  // the 16 sub-blocks' 4-bit mins, one per byte
   };
-  // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
+  struct Decoded {
+    uint32_t a[kM * kPitch];
+    RowSide rs[kM];
+  };
   __device__ static void copy(Stage<ImmaQ2K>& st, const Cta& c, int b, int) {
     copy_q8k_codes(st, c, b);
-    for (int i = c.tid; i < kN * 9; i += kThreads) {
+    for (int i = c.tid; i < c.live * 9; i += kThreads) {
       const int s = i / 9, k = i % 9;
       if (k == 0) {
         cp_async4(&st.ss[s].d, c.xrow[s] + b * kQ8KBytes);
@@ -262,31 +282,32 @@ struct ImmaQ2K {
         cp_async4(&st.ss[s].bsums[k - 1], c.xrow[s] + b * kQ8KBytes + kQ8KBsums + 4 * (k - 1));
       }
     }
+    for (int i = c.tid; i < kM * 5; i += kThreads) {
+      const int r = i / 5, k = i % 5;
+      cp_async16(&st.raw.q[r * kRawPitch + 4 * k], c.body + c.block(r, b) * FmtQ2K::kBody + 16 * k);
+    }
+    if (c.tid < kM) cp_async4(&st.raw.dd[c.tid], c.aux + 4 * c.block(c.tid, b));
   }
-  __device__ static void load(Raw& raw, const Cta& c, int b, int) {
+  // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
+  __device__ static void decode(const Stage<ImmaQ2K>& st, Decoded& dec, const Cta& c, int,
+                                const Iq2Lookup&) {
     const int r = c.tid % kM, h = c.tid / kM;
-    const int64_t blk = c.block(r, b);
-    const uint8_t* body = c.body + blk * FmtQ2K::kBody;  // scales (16 bytes), then the codes
-    const auto* q = reinterpret_cast<const uint4*>(body + 16 + 32 * h);
-    raw.q[0] = __ldg(q);
-    raw.q[1] = __ldg(q + 1);
-    raw.sc = __ldg(reinterpret_cast<const uint2*>(body + 8 * h));
-    raw.d_dmin = __ldg(reinterpret_cast<const unsigned int*>(c.aux) + blk);
-  }
-  __device__ static void store(const Raw& raw, Stage<ImmaQ2K>& st, const Cta& c, const Iq2Lookup&) {
-    const int r = c.tid % kM, h = c.tid / kM;
-    const uint32_t q[8] = {raw.q[0].x, raw.q[0].y, raw.q[0].z, raw.q[0].w,
-                           raw.q[1].x, raw.q[1].y, raw.q[1].z, raw.q[1].w};
-    const uint32_t sc[2] = {raw.sc.x, raw.sc.y};
+    const uint32_t* row = &st.raw.q[r * kRawPitch];  // scales (4 words), then the codes
+    const auto* qv = reinterpret_cast<const uint4*>(row + 4 + 8 * h);
+    const uint4 q0 = qv[0], q1 = qv[1];
+    const uint2 scv = *reinterpret_cast<const uint2*>(row + 2 * h);
+    const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const uint32_t sc[2] = {scv.x, scv.y};
     uint32_t out[32], mins[2];
     imma::q2k_decode_half(q, sc, out, mins);
-    st.rs[r].mins[2 * h] = mins[0];
-    st.rs[r].mins[2 * h + 1] = mins[1];
+    dec.rs[r].mins[2 * h] = mins[0];
+    dec.rs[r].mins[2 * h + 1] = mins[1];
     if (h == 0) {
-      st.rs[r].d = f16_bits(static_cast<uint16_t>(raw.d_dmin & 0xffffu));
-      st.rs[r].dmin = f16_bits(static_cast<uint16_t>(raw.d_dmin >> 16));
+      const uint32_t dd = st.raw.dd[r];
+      dec.rs[r].d = f16_bits(static_cast<uint16_t>(dd & 0xffffu));
+      dec.rs[r].dmin = f16_bits(static_cast<uint16_t>(dd >> 16));
     }
-    uint4* dst = reinterpret_cast<uint4*>(&st.a[r * kPitch + 32 * h]);
+    uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
@@ -301,60 +322,72 @@ struct Outputs {
   int part[kNTiles][4];
 };
 
-// The products of one chunk (kc blocks) and, as each block completes, its terms.
+// The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 template <class P>
-__device__ void multiply_chunk(const Stage<P>& st, int kc, int nv, int warp, int lane, Outputs& o) {
-  const uint32_t* at = st.a + warp * 16 * kPitch;
+__device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
+                               int b0, int kc, int nv, int warp, int lane, Outputs& o) {
+  const uint32_t* at;
+  if constexpr (P::kDecodes) {
+    at = dec.a + warp * 16 * kPitch;
+  } else {
+    at = st.raw.a + warp * 16 * kPitch;
+  }
   const int r_lo = warp * 16 + imma::frag_c_row(lane, 0), r_hi = r_lo + 8;
   const int steps = kc * P::kBlockSteps;
+  int first_lo = 0, first_hi = 0;  // Q8_0: the parity of the rows' first scale in its word
+  if constexpr (std::is_same_v<P, ImmaQ8_0>) {
+    first_lo = static_cast<int>(c.block(r_lo, b0) & 1);
+    first_hi = static_cast<int>(c.block(r_hi, b0) & 1);
+  }
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
     if (ks >= steps) break;
     uint32_t a[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
-    int c[kNTiles][4];
+    int cc[kNTiles][4];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (nt >= nv) break;
       const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
-      const uint32_t b0 = bt[imma::frag_b_word(lane, 0, kPitch)];
-      const uint32_t b1 = bt[imma::frag_b_word(lane, 1, kPitch)];
+      const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
+      const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
       if constexpr (std::is_same_v<P, ImmaQ2K>) {
-        mma_s8(o.part[nt], a, b0, b1);  // the block's isum accumulates over its 8 steps
+        mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
       } else {
-        c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0;
-        mma_s8(c[nt], a, b0, b1);
+        cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
+        mma_s8(cc[nt], a, b0w, b1w);
       }
     }
     if constexpr (std::is_same_v<P, ImmaQ8_0>) {  // step ks is block ks of the chunk: its term
-      const float w_lo = st.rs[r_lo].d[ks], w_hi = st.rs[r_hi].d[ks];
+      const float w_lo = P::row_scale(st, r_lo, first_lo, ks);
+      const float w_hi = P::row_scale(st, r_hi, first_hi, ks);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
-        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, c[nt][0]);
-        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, c[nt][1]);
-        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, c[nt][2]);
-        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, c[nt][3]);
+        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
+        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
+        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
+        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
       }
     } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // step ks is group ks: times 2s + 1
       const int shift = 8 * (ks % 4);
-      const int g_lo = static_cast<int>((st.rs[r_lo].scales[ks / 4] >> shift) & 255u);
-      const int g_hi = static_cast<int>((st.rs[r_hi].scales[ks / 4] >> shift) & 255u);
+      const int g_lo = static_cast<int>((dec.rs[r_lo].scales[ks / 4] >> shift) & 255u);
+      const int g_hi = static_cast<int>((dec.rs[r_hi].scales[ks / 4] >> shift) & 255u);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (nt >= nv) break;
-        o.part[nt][0] += g_lo * c[nt][0];
-        o.part[nt][1] += g_lo * c[nt][1];
-        o.part[nt][2] += g_hi * c[nt][2];
-        o.part[nt][3] += g_hi * c[nt][3];
+        o.part[nt][0] += g_lo * cc[nt][0];
+        o.part[nt][1] += g_lo * cc[nt][1];
+        o.part[nt][2] += g_hi * cc[nt][2];
+        o.part[nt][3] += g_hi * cc[nt][3];
       }
     }
   }
   if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // the block (the chunk) is complete
-    const float w_lo = st.rs[r_lo].d, w_hi = st.rs[r_hi].d;
+    const float w_lo = dec.rs[r_lo].d, w_hi = dec.rs[r_hi].d;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (nt >= nv) break;
@@ -369,9 +402,9 @@ __device__ void multiply_chunk(const Stage<P>& st, int kc, int nv, int warp, int
   } else if constexpr (std::is_same_v<P, ImmaQ2K>) {
     uint32_t m_lo[4], m_hi[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) m_lo[k] = st.rs[r_lo].mins[k], m_hi[k] = st.rs[r_hi].mins[k];
-    const float d_lo = st.rs[r_lo].d, dmin_lo = st.rs[r_lo].dmin;
-    const float d_hi = st.rs[r_hi].d, dmin_hi = st.rs[r_hi].dmin;
+    for (int k = 0; k < 4; ++k) m_lo[k] = dec.rs[r_lo].mins[k], m_hi[k] = dec.rs[r_hi].mins[k];
+    const float d_lo = dec.rs[r_lo].d, dmin_lo = dec.rs[r_lo].dmin;
+    const float d_hi = dec.rs[r_hi].d, dmin_hi = dec.rs[r_hi].dmin;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (nt >= nv) break;
@@ -392,24 +425,35 @@ __device__ void multiply_chunk(const Stage<P>& st, int kc, int nv, int warp, int
   }
 }
 
-template <class P>
-__global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) {
+// Dynamic shared memory of a CTA: kS stages, then the decoded A tile.
+template <class P, int kS>
+constexpr size_t smem_bytes() {
+  return kS * sizeof(Stage<P>) + (P::kDecodes ? sizeof(typename P::Decoded) : 0);
+}
+
+// Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
+// side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
+// flight while chunk ch is multiplied.
+template <class P, int kS>
+__global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
+  static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
   auto* stages = reinterpret_cast<Stage<P>*>(smem);
+  auto& dec = *reinterpret_cast<typename P::Decoded*>(smem + kS * sizeof(Stage<P>));
   __shared__ const uint8_t* xrow[kN];
   __shared__ int ids[kN];
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
   __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kM;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.y) * kM;
 
   // The CTA's slots: order[start ..] (or start ..), ns of them, all of matrix e.
   int start = 0, ns = 0, e = 0;
   if (p.groups.order == nullptr) {
-    start = static_cast<int>(blockIdx.y) * kN;
+    start = static_cast<int>(blockIdx.x) * kN;
     ns = min(kN, p.n_slots - start);
   } else {
-    const int g = static_cast<int>(blockIdx.y);
+    const int g = static_cast<int>(blockIdx.x);
     const int32_t* gf = p.groups.wide_first;
     if (g >= gf[p.n_matrices]) return;  // uniform per CTA
     e = group_expert(gf, p.n_matrices, g);
@@ -430,15 +474,16 @@ __global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) 
   }
   __syncthreads();
   const Iq2Lookup tables{grid_s, signs_s};
+  const int nv = (ns + 7) / 8;  // slot tiles with a live slot
   const Cta c{p.body,
               p.aux,
               p.nb,
               static_cast<int64_t>(e) * p.mat_rows + o0,
               static_cast<int>(p.mat_rows - o0 < kM ? p.mat_rows - o0 : kM) - 1,
               xrow,
+              8 * nv,
               tid};
   const int warp = tid / 32, lane = tid % 32;
-  const int nv = (ns + 7) / 8;  // slot tiles with a live slot
   Outputs o;
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
@@ -447,28 +492,31 @@ __global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) 
   }
 
   const int n_chunks = (p.nb + P::kChunkBlocks - 1) / P::kChunkBlocks;
-  typename P::Raw raw;
-  const int kc0 = min(P::kChunkBlocks, p.nb);
-  P::copy(stages[0], c, 0, kc0);
-  cp_async_commit();
-  P::load(raw, c, 0, kc0);
-  P::store(raw, stages[0], c, tables);
-  for (int ch = 0; ch < n_chunks; ++ch) {
-    // Chunk ch is complete in its stage once every thread's copies have landed; every warp is
-    // also past its products of chunk ch - 1, so the other stage may be refilled.
-    cp_async_wait_all();
-    __syncthreads();
-    const bool next = ch + 1 < n_chunks;
-    const int b1 = (ch + 1) * P::kChunkBlocks, kc1 = min(P::kChunkBlocks, p.nb - b1);
-    if (next) {
-      P::copy(stages[(ch + 1) % 2], c, b1, kc1);
-      cp_async_commit();
-      P::load(raw, c, b1, kc1);
-    }
-    multiply_chunk<P>(stages[ch % 2], min(P::kChunkBlocks, p.nb - ch * P::kChunkBlocks), nv, warp,
-                      lane, o);
-    if (next) P::store(raw, stages[(ch + 1) % 2], c, tables);
+  const auto blocks_of = [&](int ch) { return min(P::kChunkBlocks, p.nb - ch * P::kChunkBlocks); };
+  // Every iteration commits one copy group (empty past the last chunk), so "all but the newest
+  // kS - 2 groups complete" always means "this thread's copies of chunk ch have landed".
+#pragma unroll
+  for (int k = 0; k < kS - 1; ++k) {
+    if (k < n_chunks) P::copy(stages[k], c, k * P::kChunkBlocks, blocks_of(k));
+    cp_async_commit();
   }
+  for (int ch = 0; ch < n_chunks; ++ch) {
+    cp_async_wait<kS - 2>();
+    // Every thread's copies of chunk ch have landed, and every warp is past chunk ch - 1 (its
+    // products and decode): its stage and the decoded tile may be rewritten.
+    __syncthreads();
+    const int nx = ch + kS - 1;
+    if (nx < n_chunks) P::copy(stages[nx % kS], c, nx * P::kChunkBlocks, blocks_of(nx));
+    cp_async_commit();
+    const Stage<P>& st = stages[ch % kS];
+    const int b0 = ch * P::kChunkBlocks;
+    if constexpr (P::kDecodes) {
+      P::decode(st, dec, c, b0, tables);
+      __syncthreads();
+    }
+    multiply_chunk<P>(st, dec, c, b0, blocks_of(ch), nv, warp, lane, o);
+  }
+  cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
 
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
@@ -483,20 +531,37 @@ __global__ void __launch_bounds__(kThreads, 3) imma_kernel(const ImmaProduct p) 
   }
 }
 
+template <class P, int kS>
+void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
+  constexpr size_t kSmem = smem_bytes<P, kS>();
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(
+      imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+  imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+// DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled
+// Flash q2 at 1,078-1,083 tokens/s at 2k, three at 1,034 (only two Q8_0 CTAs fit on an SM), and
+// three for the 2-bit formats with two for Q8_0 at 1,073 (bench/h200.md).
+int imma_stages() {
+  static const int stages = env_choice("DS4_CUDA_IMMA_STAGES", {2, 3, 4}, 2);
+  return stages;
+}
+
 template <class P>
 void launch(const ImmaProduct& p, cudaStream_t stream) {
   const int64_t tiles = (p.mat_rows + kM - 1) / kM;
   const int64_t slot_tiles =
       p.groups.order != nullptr ? p.groups.max_wide_groups : (p.n_slots + kN - 1) / kN;
-  DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles >= 1 && slot_tiles <= 65535,
-                "imma matmul: grid %lld x %lld", static_cast<long long>(tiles),
-                static_cast<long long>(slot_tiles));
-  constexpr size_t kSmem = 2 * sizeof(Stage<P>);
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmem)));
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
-  imma_kernel<P><<<grid, kThreads, kSmem, stream>>>(p);
-  DS4_CUDA_CHECK_LAUNCH();
+  DS4_CHECK_MSG(tiles <= 65535 && slot_tiles >= 1 && slot_tiles <= INT_MAX,
+                "imma matmul: grid %lld x %lld", static_cast<long long>(slot_tiles),
+                static_cast<long long>(tiles));
+  const dim3 grid(static_cast<unsigned>(slot_tiles), static_cast<unsigned>(tiles));
+  switch (imma_stages()) {
+    case 3: launch_stages<P, 3>(grid, p, stream); break;
+    case 4: launch_stages<P, 4>(grid, p, stream); break;
+    default: launch_stages<P, 2>(grid, p, stream); break;
+  }
 }
 
 }  // namespace
@@ -516,6 +581,9 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(
       p.groups.order == nullptr || (p.groups.first != nullptr && p.groups.wide_first != nullptr),
       "imma matmul: slot groups without wide groups");
+  DS4_CHECK_MSG(
+      reinterpret_cast<uintptr_t>(p.body) % 16 == 0 && reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
+      "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
     case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
     case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;

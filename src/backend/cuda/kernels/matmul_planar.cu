@@ -20,6 +20,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
@@ -286,7 +287,16 @@ bool stage_x_enabled() {
   static const bool enabled = env_switch("DS4_CUDA_STAGE_X", true);
   return enabled;
 }
-constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
+constexpr int64_t kMaxStagedBytes = 40 * 1024;
+// The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
+// blocks of the row: DS4_CUDA_ROWS_BLOCKS (1, 2 or 4; default 4). Fewer lanes mean more rows per
+// CTA (the staged activation row serves more of them) and more loads in flight per thread; the
+// fold, and so the result, is the same. On the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k
+// where 1 gave 68.62 (bench/h200.md).
+int rows_blocks_per_lane() {
+  static const int blocks = env_choice("DS4_CUDA_ROWS_BLOCKS", {1, 2, 4}, 4);
+  return blocks;
+}  // with the IQ2 tables, under the 48 KiB default
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -309,7 +319,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
     DS4_CHECK_MSG(a.n_slots <= 65535 && a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots,
                   a.out);
-    const int lanes = a.nb >= 32 ? 32 : (a.nb >= 16 ? 16 : 8);
+    const int per_lane = rows_blocks_per_lane();
+    const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
     DS4_CHECK(ctas <= INT_MAX);
     const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));

@@ -492,24 +492,28 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const Mat
 }
 
 // F16 / F32 weights against many slots (prefill), one matrix, one group: a CTA computes a tile of
-// 16 kRpt output rows x 64 slots, thread (tr, ts) the kRpt x 4 outputs rows kRpt tr.., slots
-// 4 ts.. (kRpt = 4, or 2 / 1 when bigger tiles would leave SMs idle); the weights and activations
-// of 32 values at a time are staged in shared memory as doubles, so each is read from global
-// memory once per tile instead of once per (row, slot). Every product is
+// 16 kRpt output rows x 64 slots, thread (tr, ts) the kRpt x 4 outputs rows tr + 16 i, slots
+// ts + 16 j (kRpt = 4, or 2 / 1 when bigger tiles would leave SMs idle); the weights and
+// activations of 32 values at a time are staged in shared memory as doubles, so each is read from
+// global memory once per tile instead of once per (row, slot). A warp's reads of one staged value
+// column are then two broadcast weight addresses and 16 consecutive activation doubles: one
+// shared-memory wavefront per read (the first version's 4 ts + j slots took four, and the kernel
+// was bound by them: 1.5 ms for a 1,024 x 4,096 compressor product of 512 rows). Every product is
 // exact in double (11- or 24-bit by 24-bit significands), so an fma equals the multiply-then-add
 // of the other kernels; each output is its exact products summed in double in value order, then
 // rounded once to float (the contract of DotF16 / DotF32: only the double sum's order differs).
-constexpr int kTileSlots = 64, kTileK = 32;
+constexpr int kTileSlots = 64, kTileK = 32, kTileSlotsPerThread = kTileSlots / 16;
 template <bool kF16, int kRpt>
 __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const MatmulArgs a) {
   constexpr int kTileRows = 16 * kRpt;
+  // Padded pitches: the staging stores (a warp walks one row's 32 values) hit two banks at most.
   __shared__ double ws[kTileK][kTileRows + 1];
   __shared__ double xs[kTileK][kTileSlots + 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
   const int s0 = static_cast<int>(blockIdx.y) * kTileSlots;
   const int tr = tid / 16, ts = tid % 16;
-  double acc[kRpt][4] = {};
+  double acc[kRpt][kTileSlotsPerThread] = {};
   const int n = a.n_blocks;  // values per row
   for (int k0 = 0; k0 < n; k0 += kTileK) {
 #pragma unroll
@@ -537,27 +541,27 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
       xs[kk][j] = v;
     }
     __syncthreads();
-#pragma unroll 4
+#pragma unroll 8
     for (int kk = 0; kk < kTileK; ++kk) {
-      double wv[kRpt], xv[4];
+      double wv[kRpt], xv[kTileSlotsPerThread];
 #pragma unroll
-      for (int i = 0; i < kRpt; ++i) wv[i] = ws[kk][kRpt * tr + i];
+      for (int i = 0; i < kRpt; ++i) wv[i] = ws[kk][tr + 16 * i];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) xv[j] = xs[kk][4 * ts + j];
+      for (int j = 0; j < kTileSlotsPerThread; ++j) xv[j] = xs[kk][ts + 16 * j];
 #pragma unroll
       for (int i = 0; i < kRpt; ++i) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
+        for (int j = 0; j < kTileSlotsPerThread; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
       }
     }
     __syncthreads();
   }
 #pragma unroll
   for (int i = 0; i < kRpt; ++i) {
-    const int64_t o = o0 + kRpt * tr + i;
+    const int64_t o = o0 + tr + 16 * i;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int s = s0 + 4 * ts + j;
+    for (int j = 0; j < kTileSlotsPerThread; ++j) {
+      const int s = s0 + ts + 16 * j;
       if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j]);
     }
   }
@@ -569,11 +573,12 @@ void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The tiled float kernel from this many slots, opt-in with DS4_CUDA_FLOAT_TILES=1: on the H200 it
-// prefilled 3-4% slower than the warp-per-output kernel (825 vs 857 t/s at 2k, bench/h200.md).
+// The tiled float kernel from this many slots (DS4_CUDA_FLOAT_TILES=0: the warp-per-output kernel,
+// for comparisons): on the H200 it prefilled Flash q2 at 1,037 tokens/s at 2k where the
+// warp-per-output kernel gave 912 (bench/h200.md).
 constexpr int64_t kTileMinSlots = 16;
 bool float_tiles_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", false);
+  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", true);
   return enabled;
 }
 
@@ -706,8 +711,9 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
       n_slots >= kTileMinSlots && float_tiles_enabled()) {
     const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;
     DS4_CHECK(slot_tiles <= 65535);
+    // The largest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
     int rpt = 4;
-    while (rpt > 1 && (out + 16 * rpt - 1) / (16 * rpt) * slot_tiles < 264) rpt /= 2;
+    while (rpt > 1 && (out + 16 * rpt - 1) / (16 * rpt) * slot_tiles < 132) rpt /= 2;
     const dim3 grid(static_cast<unsigned>((out + 16 * rpt - 1) / (16 * rpt)),
                     static_cast<unsigned>(slot_tiles));
     const bool f16 = w.type == GgufType::kF16;

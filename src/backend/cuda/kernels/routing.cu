@@ -4,7 +4,9 @@
 // CPU. The top-k of p + bias is taken as k rounds of a warp arg-max under the order (larger score,
 // then smaller expert id): for scores that are not NaN this picks the same experts in the same
 // order as route_token's insertion list (a later expert displaces an earlier one only when strictly
-// larger). The weight sum is formed by one lane in selection order. Built with -fmad=false.
+// larger). Selection i's expert and p stay on lane i % 32; every lane forms the weight sum in
+// selection order from them by shuffles, and lane i divides its own weight. Built with
+// -fmad=false.
 #include <climits>
 
 #include "backend/cuda/check.h"
@@ -35,54 +37,75 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
   if (t >= n_rows) return;  // uniform per warp
   float* p = logits + t * n_expert;
   // Lane l owns experts l, l + 32, ..: their p + bias in registers, and which are taken.
-  float score[kMaxPerLane];
+  float score[kMaxPerLane], prob[kMaxPerLane];
   unsigned taken = 0;
 #pragma unroll
   for (int j = 0; j < kMaxPerLane; ++j) {
     const int e = lane + kWarp * j;
     if (e < n_expert) {
-      p[e] = sqrtf(softplus(p[e]));
-      score[j] = bias != nullptr ? p[e] + bias[e] : p[e];
+      prob[j] = sqrtf(softplus(p[e]));
+      p[e] = prob[j];
+      score[j] = bias != nullptr ? prob[j] + bias[e] : prob[j];
     }
   }
   __syncwarp();
-  int32_t* s = sel + t * k;
+  // Selection i's expert and p live on lane i % 32 (in mine[i / 32]), so that the weight sum and
+  // the weights need no reads of what the warp has just written to global memory.
+  int32_t mine_id[2] = {0, 0};
+  float mine_p[2] = {0.0f, 0.0f};
+  auto keep = [&](int i, int32_t e, float pe) {
+    if (i % kWarp == lane) {
+      if (i < kWarp) {
+        mine_id[0] = e, mine_p[0] = pe;
+      } else {
+        mine_id[1] = e, mine_p[1] = pe;
+      }
+    }
+  };
   if (tid2eid != nullptr) {
     const int32_t* row = tid2eid + static_cast<int64_t>(tokens[t]) * k;
     for (int i = lane; i < k; i += kWarp) {
       const int32_t e = row[i];
       if (e < 0 || e >= n_expert) __trap();  // corrupt hash table
-      s[i] = e;
+      keep(i, e, p[e]);                      // p[e] written by its lane before the __syncwarp
     }
   } else {
-    // Round i takes the best expert not taken yet (no score is reserved as a marker).
+    // Round i takes the best expert not taken yet (no score is reserved as a marker); its p
+    // travels with it through the arg-max.
     for (int i = 0; i < k; ++i) {
-      float best = 0.0f;
+      float best = 0.0f, best_p = 0.0f;
       int best_id = INT_MAX;
 #pragma unroll
       for (int j = 0; j < kMaxPerLane; ++j) {
         const int e = lane + kWarp * j;
         if (e >= n_expert || (taken >> j) & 1u) continue;
-        if (best_id == INT_MAX || before(score[j], e, best, best_id)) best = score[j], best_id = e;
+        if (best_id == INT_MAX || before(score[j], e, best, best_id)) {
+          best = score[j], best_id = e, best_p = prob[j];
+        }
       }
 #pragma unroll
       for (int off = kWarp / 2; off > 0; off >>= 1) {
         const float o_best = __shfl_xor_sync(kFull, best, off);
         const int o_id = __shfl_xor_sync(kFull, best_id, off);
+        const float o_p = __shfl_xor_sync(kFull, best_p, off);
         if (o_id != INT_MAX && (best_id == INT_MAX || before(o_best, o_id, best, best_id)))
-          best = o_best, best_id = o_id;
+          best = o_best, best_id = o_id, best_p = o_p;
       }
       if (best_id % kWarp == lane) taken |= 1u << (best_id / kWarp);
-      if (lane == 0) s[i] = best_id;
+      keep(i, best_id, best_p);
     }
   }
-  __syncwarp();
-  if (lane == 0) {
-    float sum = 0.0f;
-    for (int i = 0; i < k; ++i) sum += p[s[i]];
-    sum = fmaxf(sum, kWeightSumFloor);
-    for (int i = 0; i < k; ++i) {
-      weights[t * k + i] = (p[s[i]] / sum) * weight_scale;
+  // The sum in selection order (every lane forms the same one), then selection i's weight on its
+  // lane: route_token's operations.
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i)
+    sum += __shfl_sync(kFull, i < kWarp ? mine_p[0] : mine_p[1], i % kWarp);
+  sum = fmaxf(sum, kWeightSumFloor);
+  for (int h = 0; h < 2; ++h) {
+    const int i = lane + kWarp * h;
+    if (i < k) {
+      sel[t * k + i] = mine_id[h];
+      weights[t * k + i] = (mine_p[h] / sum) * weight_scale;
       slot_rows[t * k + i] = static_cast<int32_t>(t);
     }
   }
