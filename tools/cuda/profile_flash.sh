@@ -11,8 +11,10 @@
 #                 each pass saves and restores device memory (ncu's full sections, ~38 passes,
 #                 took 280 s for 16 launches on the H200).
 #   fill          the prefill run with ncu's SpeedOfLight, WarpStateStats and Occupancy sections
-#                 for the first KERNELS (default 24) launches of the heavy prefill kernels
+#                 for the first KERNELS (default 8) launches of the heavy prefill kernels
 #                 (tensor-core and float products, HC pre-step, attention): $OUT/ncu-fill.csv.
+#                 24 launches did not finish in 226 s on the H200 (each section replays a
+#                 launch several times, saving and restoring the memory it may write).
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -29,7 +31,7 @@ if [[ $mode == deep ]]; then
 elif [[ $mode == fill ]]; then
   metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
     --kernel-name "regex:imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores"
-    --launch-count "${KERNELS:-24}" --csv --page raw --log-file "$out/ncu-$mode.csv")
+    --launch-count "${KERNELS:-8}" --csv --page raw --log-file "$out/ncu-$mode.csv")
 fi
 if [[ $mode == decode || $mode == deep ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
