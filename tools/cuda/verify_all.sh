@@ -29,6 +29,8 @@
 #            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
 #   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
 #            (DS4_CUDA_IMMA_STAGES)
+#   ahead    the same with the tensor-core Q8_0 products issued step by step
+#            (DS4_CUDA_IMMA_AHEAD=0) and a step ahead of the float terms (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -99,14 +101,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, and with the tensor-core kernel's 2- and 4-stage rings.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings and
+# without its Q8_0 products ahead of the terms.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=2 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check
+    DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_AHEAD=0 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -116,7 +120,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages hcrows; do
+for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages ahead hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -159,6 +163,7 @@ has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
+has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then
