@@ -31,6 +31,8 @@
 #            (DS4_CUDA_IMMA_STAGES)
 #   ahead    the same with the tensor-core Q8_0 products issued step by step
 #            (DS4_CUDA_IMMA_AHEAD=0) and a step ahead of the float terms (the default)
+#   sumheads the same with the prefill attention weighted sum on 4 heads per CTA
+#            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -120,7 +122,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages ahead hcrows; do
+for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -164,6 +166,8 @@ has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
 has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.log"
+has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
+  tail -4 "$out/sumheads.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
@@ -345,13 +346,16 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
   }
 };
 
-constexpr int kScoreTile = 16;  // cached rows per scores CTA
-constexpr int kScoreHeads = 8;  // heads per scores CTA: a warp each
-constexpr int kSumHeads = 4;    // heads per weighted-sum CTA
-constexpr int kSumDims = 64;    // dims per weighted-sum CTA: a thread per (head, dim)
-constexpr int kSumRows = 32;    // cached rows per round of the weighted sum
-constexpr int kSumThreads = kSumHeads * kSumDims;
+constexpr int kScoreTile = 16;    // cached rows per scores CTA
+constexpr int kScoreHeads = 8;    // heads per scores CTA: a warp each
+constexpr int kSumDims = 64;      // dims per weighted-sum CTA
+constexpr int kSumRows = 32;      // cached rows per round of the weighted sum
+constexpr int kSumThreads = 256;  // thread (g, dim): heads g, g + 4, .. of the CTA at one dim
+constexpr int kSumGroups = kSumThreads / kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
+static_assert(kSumThreads % kSumDims == 0 && kSumLoads >= 1, "weighted sum: whole float4 loads");
+// Heads per weighted-sum CTA: 16 for batches (prefill), 4 for a few rows (decode: more CTAs).
+constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
 
 // Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
 // of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
@@ -401,14 +405,20 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
 
 // The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
 // blockIdx.y * kSumDims .., of batch row blockIdx.z, then inverse RoPE (the rotated tail, dims
-// 448..511, is one whole dim range). Thread (head, dim) adds the rows in order (the CPU's order)
-// and forms the denominator the same way (the sink term first); the exponentials are recomputed
-// by each CTA (the same function of the same inputs). Rows come through shared memory in rounds
-// of kSumRows, the next round's loads in flight meanwhile.
+// 448..511, is one whole dim range). Each (head, dim) output adds the rows in order (the CPU's
+// order) and forms its denominator the same way (the sink term first); the exponentials are
+// recomputed by each CTA (the same function of the same inputs). Rows come through shared memory
+// in rounds of kSumRows, the next round's loads in flight meanwhile. A thread serves
+// kSumHeadsPerThread heads at its dim, so each staged value is read once for them and their
+// sums are independent chains (with a thread per (head, dim), a CTA of 4 heads re-read every
+// cached row 16 times per query row, and each thread's adds were one dependent chain).
+template <int kSumHeads>
 __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                          const float* scratch, float* out_all, int64_t out_stride) {
+  static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
+  constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
   __shared__ __align__(16) float vrows[kSumRows * kSumDims];
   __shared__ float wts[kSumHeads][kSumRows];
   __shared__ float mx[kSumHeads];
@@ -420,23 +430,27 @@ __global__ void __launch_bounds__(kSumThreads)
   const int d0 = static_cast<int>(blockIdx.y) * kSumDims;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % 32, warp = tid / 32;
-  const int hl = tid / kSumDims, d = tid % kSumDims;  // this thread's (head, dim)
+  const int hg = tid / kSumDims, d = tid % kSumDims;  // heads hg + kSumGroups k, dim d
   // Head h0 + k's scores (heads past the last one repeat it; their results are not stored).
   auto scores_of = [&](int k) {
     return scratch + (int64_t{t} * g.n_head + min(h0 + k, g.n_head - 1)) * g.max_rows;
   };
-  if (warp < kSumHeads) {  // a warp per head: the maximum over the sink and the scores
-    const int h = min(h0 + warp, g.n_head - 1);
-    const float* sc = scores_of(warp);
+  for (int k = warp; k < kSumHeads; k += kSumThreads / 32) {  // the maximum over sink and scores
+    const int h = min(h0 + k, g.n_head - 1);
+    const float* sc = scores_of(k);
     float m = sinks[h];
     for (int i = lane; i < rg.n_rows; i += 32) m = fmaxf(m, sc[i]);
     for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (lane == 0) mx[warp] = m;
+    if (lane == 0) mx[k] = m;
   }
   __syncthreads();
-  const int h = min(h0 + hl, g.n_head - 1);
-  float den = detmath::expf(sinks[h] - mx[hl]);
-  float acc = 0.0f;
+  float den[kSumHeadsPerThread], acc[kSumHeadsPerThread];
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const int hl = hg + kSumGroups * k;
+    den[k] = detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
+    acc[k] = 0.0f;
+  }
   float4 next[kSumLoads];
   auto fetch = [&](int i0) {
 #pragma unroll
@@ -460,18 +474,32 @@ __global__ void __launch_bounds__(kSumThreads)
     if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
     const int nr = min(kSumRows, rg.n_rows - i0);
     for (int r = 0; r < nr; ++r) {
-      const float w = wts[hl][r];
-      acc += w * vrows[r * kSumDims + d];
-      den += w;
+      const float v = vrows[r * kSumDims + d];
+#pragma unroll
+      for (int k = 0; k < kSumHeadsPerThread; ++k) {
+        const float w = wts[hg + kSumGroups * k][r];
+        acc[k] += w * v;
+        den[k] += w;
+      }
     }
     __syncthreads();
   }
-  const float inv = 1.0f / den;
-  o[hl][d] = acc * inv;
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const float inv = 1.0f / den[k];
+    o[hg + kSumGroups * k][d] = acc[k] * inv;
+  }
   __syncthreads();
-  if (d0 == kNope && d < 32) rope_pair(o[hl], rope.inv_freq, d, pos, true);
+  if (d0 == kNope) {  // the rotated tail: 32 pairs per head
+    for (int i = tid; i < kSumHeads * 32; i += kSumThreads)
+      rope_pair(o[i / 32], rope.inv_freq, i % 32, pos, true);
+  }
   __syncthreads();
-  if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const int hl = hg + kSumGroups * k;
+    if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
+  }
 }
 
 }  // namespace
@@ -552,9 +580,17 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   attention_scores_kernel<<<score_grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp,
                                                                   visible, rows.p0, scratch);
   DS4_CUDA_CHECK_LAUNCH();
-  const dim3 sum_grid((g.n_head + kSumHeads - 1) / kSumHeads, kHd / kSumDims, rows.n);
-  attention_sum_kernel<<<sum_grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope,
-                                                        rows.p0, scratch, out, out_stride);
+  // DS4_CUDA_SUM_HEADS16=0 keeps batches on 4 heads per CTA (for comparisons; same results).
+  static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
+  if (rows.n >= kSumBatchRows && batch_heads) {
+    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
+    attention_sum_kernel<kSumHeadsBatch><<<grid, kSumThreads, 0, s>>>(
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+  } else {
+    const dim3 grid((g.n_head + kSumHeadsFew - 1) / kSumHeadsFew, kHd / kSumDims, rows.n);
+    attention_sum_kernel<kSumHeadsFew><<<grid, kSumThreads, 0, s>>>(
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+  }
   DS4_CUDA_CHECK_LAUNCH();
 }
 
