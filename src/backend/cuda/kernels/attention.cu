@@ -221,7 +221,7 @@ __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeA
   double ss = 0.0;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     x[i] = row[i];
-    ss += double(x[i]) * double(x[i]);
+    ss = add_product(ss, double(x[i]), double(x[i]));
   }
   ss = block_sum_double(ss, part);
   const float scale = rms_scale(ss, hd);
@@ -388,8 +388,8 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
     double da = 0.0, db = 0.0;
 #pragma unroll
     for (int j = 0; j < kHd / 32; ++j) {
-      da += static_cast<double>(qv[j]) * static_cast<double>(va[j]);
-      db += static_cast<double>(qv[j]) * static_cast<double>(vb[j]);
+      da = add_product(da, static_cast<double>(qv[j]), static_cast<double>(va[j]));
+      db = add_product(db, static_cast<double>(qv[j]), static_cast<double>(vb[j]));
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) {

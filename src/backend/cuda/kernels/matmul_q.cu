@@ -404,7 +404,8 @@ struct DotF16 {
     double acc = 0.0;
 #pragma unroll 8
     for (int i = first; i < n; i += kStride) {
-      acc += static_cast<double>(f16_bits_to_float(wh[i])) * static_cast<double>(xf[i]);
+      acc = add_product(acc, static_cast<double>(f16_bits_to_float(wh[i])),
+                        static_cast<double>(xf[i]));
     }
     return acc;
   }
@@ -421,7 +422,7 @@ struct DotF32 {
     double acc = 0.0;
 #pragma unroll 8
     for (int i = first; i < n; i += kStride)
-      acc += static_cast<double>(wf[i]) * static_cast<double>(xf[i]);
+      acc = add_product(acc, static_cast<double>(wf[i]), static_cast<double>(xf[i]));
     return acc;
   }
   __device__ static float finish(double s) { return static_cast<float>(s); }
@@ -570,7 +571,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
 #pragma unroll
       for (int i = 0; i < kRpt; ++i) {
 #pragma unroll
-        for (int j = 0; j < kTileSlotsPerThread; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
+        for (int j = 0; j < kTileSlotsPerThread; ++j)
+          acc[i][j] = add_product(acc[i][j], wv[i], xv[j]);
       }
     }
     __syncthreads();
