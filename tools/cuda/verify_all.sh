@@ -10,6 +10,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   profchunk per-kernel GPU times (ncu) of the 512-row prefill chunk at 7,680 (~8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
@@ -122,7 +123,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -177,6 +178,10 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has profchunk; then
+  OUT=$out step profchunk 300 bash tools/cuda/profile_flash.sh chunk
+  tail -3 "$out/profchunk.log"
 fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
