@@ -403,6 +403,108 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
   }
 }
 
+// ---- prefill scores on the FP64 tensor cores ----
+// A CTA computes the scores of kDmHeads heads (all of them in the model's shape) against
+// kDmRows cached rows of one batch row, as a (heads x 512) x (512 x rows) product in double:
+// mma.m8n8k4.f64, warp (wm, wn) owning heads 16 wm .. (two m8 tiles) and rows 32 wn .. (four n8
+// tiles). The query and row values are widened to double in shared memory, 32 dims at a time,
+// the next 32 loaded into registers meanwhile. Every product of two floats is exact in double,
+// so the scores are exact products summed in double in another order, then rounded to float:
+// the contract of the per-warp kernel above (and of the CPU's f32 dot). Batches only; the
+// per-warp kernel serves decode, whose one row gives few CTAs here.
+constexpr int kDmHeads = 64, kDmRows = 64, kDmChunk = 32, kDmThreads = 256;
+constexpr int kDmPitch = kDmChunk + 4;  // doubles: a fragment's 8 x 4 reads hit distinct banks
+constexpr int kDmLoads = kDmHeads * kDmChunk / kDmThreads;
+static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
+                  kDmThreads / kDmChunk * kDmLoads == kDmHeads,
+              "a thread stages kDmLoads query and row values per chunk");
+
+// d += A (8 x 4, f64) x B (4 x 8, f64). Fragments (PTX ISA, mma.m8n8k4 with .f64): lane l holds
+// A[l / 4][l % 4], B[l % 4][l / 4], and D[l / 4][2 (l % 4) + i] in d[i].
+__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(d[0]), "+d"(d[1])
+      : "d"(a), "d"(b));
+#else
+  __trap();  // built for sm_90 only; f64 mma needs sm_80
+#endif
+}
+
+__global__ void __launch_bounds__(kDmThreads)
+    attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
+                                 const float* ring, const float* comp, const int32_t* visible_all,
+                                 int p0, float* scratch) {
+  __shared__ double qs[kDmHeads][kDmPitch];
+  __shared__ double ks[kDmRows][kDmPitch];
+  const int t = static_cast<int>(blockIdx.z);
+  const RowGeometry rg(g, visible_all, p0 + t, t);
+  const int i0 = static_cast<int>(blockIdx.x) * kDmRows;
+  if (i0 >= rg.n_rows) return;  // uniform per CTA
+  const int hbase = static_cast<int>(blockIdx.y) * kDmHeads;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int wm = warp % 4, wn = warp / 4;
+  const int gq = lane / 4, tq = lane % 4;
+  // Staging: value m of this thread is tile row (tid / 32) + 8 m, dim (tid % 32) of the chunk.
+  const int srow = tid / kDmChunk, sdim = tid % kDmChunk;
+  const float* qt = q_all + t * q_stride;
+  const float* rows[kDmLoads];
+#pragma unroll
+  for (int m = 0; m < kDmLoads; ++m) {
+    const int i = i0 + srow + 8 * m;
+    rows[m] = i < rg.n_rows ? rg.row(g, ring, comp, i) : nullptr;
+  }
+  float qn[kDmLoads], kn[kDmLoads];
+  const auto fetch = [&](int c) {
+#pragma unroll
+    for (int m = 0; m < kDmLoads; ++m) {
+      const int h = hbase + srow + 8 * m, d = c * kDmChunk + sdim;
+      qn[m] = h < g.n_head ? qt[int64_t{h} * kHd + d] : 0.0f;
+      kn[m] = rows[m] != nullptr ? rows[m][d] : 0.0f;
+    }
+  };
+  double acc[2][4][2] = {};
+  fetch(0);
+  for (int c = 0; c < kHd / kDmChunk; ++c) {
+#pragma unroll
+    for (int m = 0; m < kDmLoads; ++m) {
+      qs[srow + 8 * m][sdim] = static_cast<double>(qn[m]);
+      ks[srow + 8 * m][sdim] = static_cast<double>(kn[m]);
+    }
+    __syncthreads();
+    if (c + 1 < kHd / kDmChunk) fetch(c + 1);
+#pragma unroll
+    for (int kk = 0; kk < kDmChunk / 4; ++kk) {
+      double a[2], b[4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) a[i] = qs[16 * wm + 8 * i + gq][4 * kk + tq];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = ks[32 * wn + 8 * j + gq][4 * kk + tq];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_f64(acc[i][j], a[i], b[j]);
+      }
+    }
+    __syncthreads();
+  }
+  const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int h = hbase + 16 * wm + 8 * i + gq;
+    if (h >= g.n_head) continue;
+    float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int r = i0 + 32 * wn + 8 * j + 2 * tq + e;
+        if (r < rg.n_rows) sc[r] = static_cast<float>(acc[i][j][e]) * scale;
+      }
+    }
+  }
+}
+
 // The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
 // blockIdx.y * kSumDims .., of batch row blockIdx.z, then inverse RoPE (the rotated tail, dims
 // 448..511, is one whole dim range). Each (head, dim) output adds the rows in order (the CPU's
@@ -575,10 +677,19 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
-  const dim3 score_grid((g.max_rows + kScoreTile - 1) / kScoreTile,
-                        (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
-  attention_scores_kernel<<<score_grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp,
-                                                                  visible, rows.p0, scratch);
+  // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
+  static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
+  if (rows.n >= kSumBatchRows && dmma_scores) {
+    const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
+                    rows.n);
+    attention_scores_dmma_kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                             rows.p0, scratch);
+  } else {
+    const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
+                    (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
+    attention_scores_kernel<<<grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                              rows.p0, scratch);
+  }
   DS4_CUDA_CHECK_LAUNCH();
   // DS4_CUDA_SUM_HEADS16=0 keeps batches on 4 heads per CTA (for comparisons; same results).
   static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
