@@ -183,12 +183,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
-  const char* segment = std::getenv("DS4_CUDA_GRAPH_SEGMENT");
-  if (segment != nullptr) o.graph_segment = std::clamp(std::atoi(segment), 0, 1 << 20);
-  const char* prof = std::getenv("DS4_CUDA_PROFILE_STEPS");
-  o.profile_steps = prof != nullptr ? std::clamp(std::atoi(prof), 0, 1 << 20) : 0;
-  const char* at = std::getenv("DS4_CUDA_PROFILE_AT");
-  o.profile_at = at != nullptr ? std::clamp(std::atoi(at), 0, 1 << 30) : -1;
+  o.graph_segment = env_int("DS4_CUDA_GRAPH_SEGMENT", o.graph_segment, 0, 1 << 20);
+  o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
+  o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.imma = env_switch("DS4_CUDA_IMMA", true);
   return new CudaBackend(o);
 }

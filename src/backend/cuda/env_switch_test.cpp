@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace ds4::backend::cuda {
 namespace {
@@ -30,30 +32,30 @@ class ScopedEnv {
 
 constexpr const char* kName = "DS4_CUDA_TEST_SETTING";
 
-TEST(EnvSwitch, OnByDefaultTurnsOffOnlyForZero) {
-  {
-    ScopedEnv e(kName, nullptr);
-    EXPECT_TRUE(env_switch(kName, true));
-  }
-  for (const char* v : {"1", "", "off", "false", "00", " 0"}) {
-    ScopedEnv e(kName, v);
-    EXPECT_TRUE(env_switch(kName, true)) << "value '" << v << "'";
-  }
-  ScopedEnv e(kName, "0");
-  EXPECT_FALSE(env_switch(kName, true));
-}
+// A switch with its default, the one value that flips it, and values that must not.
+struct SwitchCase {
+  bool default_on;
+  const char* flips;
+  std::vector<const char*> keeps;
+};
 
-TEST(EnvSwitch, OffByDefaultTurnsOnOnlyForOne) {
-  {
-    ScopedEnv e(kName, nullptr);
-    EXPECT_FALSE(env_switch(kName, false));
+TEST(EnvSwitch, LeavesTheDefaultForAnyValueButTheFlippingOne) {
+  const SwitchCase cases[] = {
+      {true, "0", {"1", "", "off", "false", "00", " 0"}},
+      {false, "1", {"0", "", "on", "true", "01", "1 "}},
+  };
+  for (const SwitchCase& c : cases) {
+    {
+      ScopedEnv e(kName, nullptr);
+      EXPECT_EQ(env_switch(kName, c.default_on), c.default_on);
+    }
+    for (const char* v : c.keeps) {
+      ScopedEnv e(kName, v);
+      EXPECT_EQ(env_switch(kName, c.default_on), c.default_on) << "value '" << v << "'";
+    }
+    ScopedEnv e(kName, c.flips);
+    EXPECT_EQ(env_switch(kName, c.default_on), !c.default_on) << "value '" << c.flips << "'";
   }
-  for (const char* v : {"0", "", "on", "true", "01", "1 "}) {
-    ScopedEnv e(kName, v);
-    EXPECT_FALSE(env_switch(kName, false)) << "value '" << v << "'";
-  }
-  ScopedEnv e(kName, "1");
-  EXPECT_TRUE(env_switch(kName, false));
 }
 
 TEST(EnvChoice, TakesOnlyAllowedValues) {
@@ -68,6 +70,21 @@ TEST(EnvChoice, TakesOnlyAllowedValues) {
   for (const char* v : {"3", "0", "", "2x", " 2", "02", "-1", "four"}) {
     ScopedEnv e(kName, v);
     EXPECT_EQ(env_choice(kName, {1, 2, 4}, 4), 4) << "value '" << v << "'";
+  }
+}
+
+TEST(EnvInt, ClampsANumberOrKeepsTheDefaultWhenUnset) {
+  {
+    ScopedEnv e(kName, nullptr);
+    EXPECT_EQ(env_int(kName, 4, 0, 100), 4);
+  }
+  const struct {
+    const char* value;
+    int expected;
+  } cases[] = {{"7", 7}, {"0", 0}, {"100", 100}, {"250", 100}, {"-3", 0}, {"abc", 0}, {"12x", 12}};
+  for (const auto& c : cases) {
+    ScopedEnv e(kName, c.value);
+    EXPECT_EQ(env_int(kName, 4, 0, 100), c.expected) << "value '" << c.value << "'";
   }
 }
 

@@ -13,11 +13,15 @@ StepGraph::~StepGraph() {
   }
 }
 
-void StepGraph::begin(cudaStream_t stream) {
-  DS4_CHECK(!recording_);
+void StepGraph::start_capture(cudaStream_t stream) {
   // Thread-local mode: a synchronising call from this thread during the capture fails loudly
   // instead of silently serialising other threads' work.
   DS4_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+}
+
+void StepGraph::begin(cudaStream_t stream) {
+  DS4_CHECK(!recording_);
+  start_capture(stream);
   recording_ = true;
   segment_ = 0;
   marks_ = 0;
@@ -28,7 +32,7 @@ void StepGraph::boundary(cudaStream_t stream) {
   launch_segment(stream);
   ++segment_;
   marks_ = 0;
-  DS4_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  start_capture(stream);
 }
 
 void StepGraph::end_and_launch(cudaStream_t stream) {

@@ -56,6 +56,7 @@ class StepGraph {
     cudaGraphExec_t exec = nullptr;
     int64_t last_used = 0;
   };
+  void start_capture(cudaStream_t stream);
   void launch_segment(cudaStream_t stream);
 
   std::vector<std::array<Slot, kSlots>> segments_;

@@ -20,7 +20,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
