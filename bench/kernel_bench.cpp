@@ -5,9 +5,10 @@
 // Does not own: the kernels (src/quant/dot.h) or the bandwidth baselines (memory_bench.cpp).
 //
 // Each iteration is one quant::matvec(): quantise x to the format's activation blocks, then one
-// dot per row. The weights_GBps counter is weight bytes read per second. "cold" rotates over
-// copies of the matrix filling kColdBytes, so weights stream from DRAM as in single-token decode;
-// "hot" repeats one matrix, which stays in L3 for the formats smaller than 32 MiB.
+// dot per row (for the 256-value formats, one multi-row kernel call per 16 rows). The weights_GBps
+// counter is weight bytes read per second. "cold" rotates over copies of the matrix filling
+// kColdBytes, so weights stream from DRAM as in single-token decode; "hot" repeats one matrix,
+// which stays in L3 for the formats smaller than 32 MiB.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -70,14 +71,37 @@ std::vector<uint8_t> make_matrix(GgufType t) {
   return m;
 }
 
-enum class Kernels { kRef, kAvx2, kAvx512 };
+// kAvx512Single: the AVX-512 table with its multi-row entries replaced by one single-row call
+// per row (how matvec ran before the multi-row kernels), measured beside kAvx512.
+enum class Kernels { kRef, kAvx2, kAvx512, kAvx512Single };
 
 const char* kernels_name(Kernels k) {
   switch (k) {
     case Kernels::kRef: return "ref";
     case Kernels::kAvx2: return "avx2";
+    case Kernels::kAvx512Single: return "avx512-single";
     default: return "avx512";
   }
+}
+
+template <class Block, auto kEntry>
+void single_row_calls(const Block* w, const quant::BlockQ8_K* x, int64_t nb, int64_t n_rows,
+                      float* y) {
+  const quant::DotKernels& k = *quant::avx512_dot_kernels();
+  for (int64_t r = 0; r < n_rows; ++r) y[r] = (k.*kEntry)(w + r * nb, x, nb);
+}
+
+const quant::DotKernels* avx512_single_row_table() {
+  static const quant::DotKernels* const kTable = []() -> const quant::DotKernels* {
+    if (quant::avx512_dot_kernels() == nullptr) return nullptr;
+    static quant::DotKernels t = *quant::avx512_dot_kernels();
+    t.name = "avx512-single";
+    t.q2_k_rows = single_row_calls<quant::BlockQ2_K, &quant::DotKernels::q2_k>;
+    t.q4_k_rows = single_row_calls<quant::BlockQ4_K, &quant::DotKernels::q4_k>;
+    t.iq2_xxs_rows = single_row_calls<quant::BlockIQ2_XXS, &quant::DotKernels::iq2_xxs>;
+    return &t;
+  }();
+  return kTable;
 }
 
 struct MatvecCase {
@@ -89,9 +113,10 @@ struct MatvecCase {
 };
 
 void run_matvec(benchmark::State& state, MatvecCase c) {
-  const quant::DotKernels* k = c.kernels == Kernels::kRef    ? &quant::reference_dot_kernels()
-                               : c.kernels == Kernels::kAvx2 ? quant::avx2_dot_kernels()
-                                                             : quant::avx512_dot_kernels();
+  const quant::DotKernels* k = c.kernels == Kernels::kRef      ? &quant::reference_dot_kernels()
+                               : c.kernels == Kernels::kAvx2   ? quant::avx2_dot_kernels()
+                               : c.kernels == Kernels::kAvx512 ? quant::avx512_dot_kernels()
+                                                               : avx512_single_row_table();
   if (k == nullptr) {
     state.SkipWithError(c.kernels == Kernels::kAvx2 ? "AVX2/FMA/F16C not available"
                                                     : "AVX-512 kernels not available");
@@ -172,9 +197,10 @@ void register_kernel_benchmarks() {
       }
     }
   }
-  // Short rows (hot, one thread): where the AVX-512 kernels hand over to AVX2.
+  // Short rows (hot, one thread): where the AVX-512 single-row kernels hand over to AVX2, and
+  // what the multi-row entries gain over one call per row.
   for (GgufType t : {GgufType::kQ2_K, GgufType::kQ4_K, GgufType::kIQ2_XXS}) {
-    for (Kernels kernels : {Kernels::kAvx2, Kernels::kAvx512}) {
+    for (Kernels kernels : {Kernels::kAvx2, Kernels::kAvx512Single, Kernels::kAvx512}) {
       for (int nb : {1, 2, 4, 6, 8, 16}) {
         const std::string name = std::string("matvec_short/") + std::string(gguf::to_string(t)) +
                                  "/" + kernels_name(kernels) + "/blocks:" + std::to_string(nb);

@@ -34,6 +34,16 @@ struct DotKernels {
   float (*q2_k)(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*q4_k)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks);
   float (*iq2_xxs)(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks);
+  // The same three dots over n_rows rows stored back to back (row r at w + r * n_blocks), all
+  // against one activation row: y[r] = the single-row entry's result, bit for bit. The fast tables
+  // stream the blocks of all rows through one pipeline, so short rows (the expert products: a
+  // row of 2-8 blocks) do not each pay the start-up and reduction of a whole dot.
+  void (*q2_k_rows)(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
+                    float* y);
+  void (*q4_k_rows)(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
+                    float* y);
+  void (*iq2_xxs_rows)(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
+                       float* y);
   // F16 weights (raw bits) . float activations, n values, exact products summed in double.
   float (*f16)(const uint16_t* w, const float* x, int64_t n);
   // F32 weights . float activations, n values, double accumulation.

@@ -96,16 +96,26 @@ Status matvec(const DotKernels& k, gguf::GgufType t, const void* w, int64_t rows
   const int64_t nb = cols / info->block_elems;
   const auto* base = static_cast<const uint8_t*>(w);
   auto run_rows = [&](int64_t task) {
-    const int64_t r_end = std::min(rows, (task + 1) * kRowsPerTask);
-    for (int64_t r = task * kRowsPerTask; r < r_end; ++r) {
+    const int64_t r0 = task * kRowsPerTask, r_end = std::min(rows, (task + 1) * kRowsPerTask);
+    const void* first = base + r0 * stride;
+    switch (t) {  // the 256-value formats: one multi-row call for the task's rows
+      case T::kQ2_K:
+        return k.q2_k_rows(static_cast<const BlockQ2_K*>(first), actk.data(), nb, r_end - r0,
+                           y + r0);
+      case T::kQ4_K:
+        return k.q4_k_rows(static_cast<const BlockQ4_K*>(first), actk.data(), nb, r_end - r0,
+                           y + r0);
+      case T::kIQ2_XXS:
+        return k.iq2_xxs_rows(static_cast<const BlockIQ2_XXS*>(first), actk.data(), nb, r_end - r0,
+                              y + r0);
+      default: break;
+    }
+    for (int64_t r = r0; r < r_end; ++r) {
       const void* row = base + r * stride;
       switch (t) {
         case T::kF32: y[r] = k.f32(static_cast<const float*>(row), x, cols); break;
         case T::kF16: y[r] = k.f16(static_cast<const uint16_t*>(row), x, cols); break;
-        case T::kQ8_0: y[r] = k.q8_0(static_cast<const BlockQ8_0*>(row), act8.data(), nb); break;
-        case T::kQ2_K: y[r] = k.q2_k(static_cast<const BlockQ2_K*>(row), actk.data(), nb); break;
-        case T::kQ4_K: y[r] = k.q4_k(static_cast<const BlockQ4_K*>(row), actk.data(), nb); break;
-        default: y[r] = k.iq2_xxs(static_cast<const BlockIQ2_XXS*>(row), actk.data(), nb); break;
+        default: y[r] = k.q8_0(static_cast<const BlockQ8_0*>(row), act8.data(), nb); break;
       }
     }
   };

@@ -312,6 +312,56 @@ TEST_P(QuantDotConformance, EveryIq2CodebookEntryAndSignIsBitExact) {
   }
 }
 
+// Multi-row entry `rows` over n_rows random rows of nb blocks vs the reference single-row dot
+// `one`, row by row, bit for bit; the output slot after the last row must stay untouched.
+template <class Block, class Rows, class One>
+void expect_rows_bit_exact(const char* name, Rows rows, One one, Block (*make)(std::mt19937&),
+                           int64_t nb, int64_t n_rows, std::mt19937& rng) {
+  const auto act = random_blocks<BlockQ8_K>(nb, rng, testing::random_q8_k);
+  const auto w = random_blocks<Block>(nb * n_rows, rng, make);
+  constexpr uint32_t kSentinel = 0x7FC01234u;  // a NaN no kernel produces
+  std::vector<float> y(static_cast<size_t>(n_rows) + 1, std::bit_cast<float>(kSentinel));
+  rows(w.data(), act.data(), nb, n_rows, y.data());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    EXPECT_TRUE(same_bits(y[r], one(w.data() + r * nb, act.data(), nb)))
+        << name << ": row " << r << " of " << n_rows << ", " << nb << " blocks";
+  }
+  EXPECT_EQ(std::bit_cast<uint32_t>(y[n_rows]), kSentinel) << name << ": wrote past the rows";
+}
+
+// Protects: the multi-row entries (one block stream over all rows, wrapping the activation at
+// each row end) give every row the single-row result, for short and long rows, row counts that
+// do and do not fill a 16-block batch, and empty inputs.
+TEST_P(QuantDotConformance, MultiRowEntriesAreBitExactPerRow) {
+  std::mt19937 rng(8);
+  for (const int64_t nb : {0, 1, 2, 3, 4, 5, 8, 15, 16, 17, 33}) {
+    for (const int64_t n_rows : {0, 1, 2, 3, 7, 16, 17, 40}) {
+      expect_rows_bit_exact<BlockQ2_K>("q2_k", fast_->q2_k_rows, ref_.q2_k, testing::random_q2_k,
+                                       nb, n_rows, rng);
+      expect_rows_bit_exact<BlockQ4_K>("q4_k", fast_->q4_k_rows, ref_.q4_k, testing::random_q4_k,
+                                       nb, n_rows, rng);
+      expect_rows_bit_exact<BlockIQ2_XXS>("iq2_xxs", fast_->iq2_xxs_rows, ref_.iq2_xxs,
+                                          testing::random_iq2_xxs, nb, n_rows, rng);
+    }
+  }
+}
+
+// Protects: the reference table's multi-row entries are its single-row dots, row by row.
+TEST(QuantDotReference, MultiRowEntriesAreTheSingleRowDots) {
+  const DotKernels& ref = reference_dot_kernels();
+  std::mt19937 rng(9);
+  for (const int64_t nb : {0, 1, 3}) {
+    for (const int64_t n_rows : {0, 1, 5}) {
+      expect_rows_bit_exact<BlockQ2_K>("q2_k", ref.q2_k_rows, ref.q2_k, testing::random_q2_k, nb,
+                                       n_rows, rng);
+      expect_rows_bit_exact<BlockQ4_K>("q4_k", ref.q4_k_rows, ref.q4_k, testing::random_q4_k, nb,
+                                       n_rows, rng);
+      expect_rows_bit_exact<BlockIQ2_XXS>("iq2_xxs", ref.iq2_xxs_rows, ref.iq2_xxs,
+                                          testing::random_iq2_xxs, nb, n_rows, rng);
+    }
+  }
+}
+
 // Protects: the float kernels stay within their named reordering tolerances.
 TEST_P(QuantDotConformance, FloatKernelsWithinReorderTolerance) {
   std::mt19937 rng(4);

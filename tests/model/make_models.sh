@@ -3,6 +3,9 @@
 # f32 files of the reference shapes written directly and through the Hugging Face export +
 # converter path, plus the tiny shape in the quantized recipes. A file is rebuilt only when
 # missing or older than the ds4-gguf binary, so repeated test runs reuse them.
+# Disk: each converted file is made (checkpoint + output, then the checkpoint is removed) before
+# the direct file of its shape, so the peak is two copies of a shape, not three (small f32 is
+# 2.9 GB a copy).
 set -euo pipefail
 gguf=$1 out=$2 vocab=$3
 mkdir -p "$out"
@@ -24,9 +27,9 @@ converted() {  # shape: HF checkpoint of the same weights, converted back to f32
   fi
 }
 
-for recipe in f32 q8 q2 q4; do direct tiny $recipe; done
 converted tiny
-direct small f32
+for recipe in f32 q8 q2 q4; do direct tiny $recipe; done
 converted small
+direct small f32
 direct tiny f32 && "$gguf" synth --shape tiny --quant q2 --seed 1 --vocab "$vocab" --mtp \
   -o "$out/tiny-mtp.gguf" >/dev/null

@@ -15,6 +15,8 @@ using gguf::GgufType;
 // little next to the work; every output is still one dot call, so results do not change.
 constexpr int64_t kMinRowsPerTask = 16;
 constexpr int64_t kTasksPerThread = 8;
+// Weight rows handed to one multi-row kernel call (a few KiB to a few tens of KiB of weights).
+constexpr int64_t kRowsPerCall = 16;
 
 bool uses_q8_k(GgufType t) {
   return t == GgufType::kQ2_K || t == GgufType::kQ4_K || t == GgufType::kIQ2_XXS;
@@ -72,6 +74,26 @@ float EncodedRows::dot(const quant::DotKernels& k, const void* wrow, int64_t r, 
   return 0.0f;
 }
 
+void EncodedRows::dot_rows(const quant::DotKernels& k, const void* w, int64_t n_w, int64_t r,
+                           int64_t offset, int64_t n, float* out) const {
+  const int64_t nb = cols_ / quant::kSuperBlockElems;
+  const quant::BlockQ8_K* xa =
+      uses_q8_k(type_) ? &qk_[r * nb + offset / quant::kSuperBlockElems] : nullptr;
+  const int64_t nblk = n / quant::kSuperBlockElems;
+  switch (type_) {
+    case GgufType::kQ2_K:
+      return k.q2_k_rows(static_cast<const quant::BlockQ2_K*>(w), xa, nblk, n_w, out);
+    case GgufType::kQ4_K:
+      return k.q4_k_rows(static_cast<const quant::BlockQ4_K*>(w), xa, nblk, n_w, out);
+    case GgufType::kIQ2_XXS:
+      return k.iq2_xxs_rows(static_cast<const quant::BlockIQ2_XXS*>(w), xa, nblk, n_w, out);
+    default: break;
+  }
+  const int64_t stride = row_bytes(type_, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  for (int64_t i = 0; i < n_w; ++i) out[i] = dot(k, base + i * stride, r, offset, n);
+}
+
 void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
             const EncodedRows& x, int64_t n_rows, int groups, Act y) {
   const int64_t out = w.ne[1], cols = w.ne[0], per_group = out / groups;
@@ -82,10 +104,15 @@ void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
   const int64_t n_tasks = (out + per_task - 1) / per_task;
   pool.parallel_for(n_tasks, [&](int64_t task) {
     const int64_t o_end = std::min(out, (task + 1) * per_task);
-    for (int64_t o = task * per_task; o < o_end; ++o) {
-      const uint8_t* wrow = base + o * stride;
-      const int64_t offset = (o / per_group) * cols;
-      for (int64_t r = 0; r < n_rows; ++r) y.row(r)[o] = x.dot(k, wrow, r, offset, cols);
+    for (int64_t o = task * per_task; o < o_end;) {
+      // Up to kRowsPerCall weight rows of one group at a time, against every activation row
+      // while they are in cache.
+      const int64_t group = o / per_group;
+      const int64_t o1 = std::min({o_end, (group + 1) * per_group, o + kRowsPerCall});
+      for (int64_t r = 0; r < n_rows; ++r) {
+        x.dot_rows(k, base + o * stride, o1 - o, r, group * cols, cols, y.row(r) + o);
+      }
+      o = o1;
     }
   });
 }

@@ -2,7 +2,8 @@
 // Owns: encoding activation rows once per op into the format a weight type's dot product needs
 // (Q8_0 blocks for Q8_0 weights, Q8_K for K-quants and IQ2_XXS, raw floats for F16/F32), and the
 // row-blocked, thread-parallel matmul. Every output element is one call of the same dot kernel,
-// so results do not depend on the batch size or the thread count.
+// so results do not depend on the batch size or the thread count (a multi-row kernel call gives
+// each row the single-row result, bit for bit).
 // Does not own: the kernels (quant/dot.h).
 #pragma once
 
@@ -26,6 +27,10 @@ class EncodedRows {
   // dot(weight row `wrow` of `n` values, elements [offset, offset + n) of encoded row r).
   float dot(const quant::DotKernels& k, const void* wrow, int64_t r, int64_t offset,
             int64_t n) const;
+  // out[i] = dot(k, weight row i, r, offset, n) for the n_w weight rows stored back to back from
+  // w; the same results as n_w dot() calls (the 256-value formats use their multi-row kernels).
+  void dot_rows(const quant::DotKernels& k, const void* w, int64_t n_w, int64_t r, int64_t offset,
+                int64_t n, float* out) const;
 
  private:
   gguf::GgufType type_ = gguf::GgufType::kF32;

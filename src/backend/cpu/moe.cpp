@@ -75,11 +75,11 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
     const auto* gw = static_cast<const uint8_t*>(l.gate_exps.data) + e * n_ff * gu_stride;
     const auto* uw = static_cast<const uint8_t*>(l.up_exps.data) + e * n_ff * up_stride;
     const int64_t o0 = (task % ff_tasks) * ff_rows, o1 = std::min(n_ff, o0 + ff_rows);
-    for (int64_t o = o0; o < o1; ++o) {
-      const float g = enc_.dot(k_, gw + o * gu_stride, t, 0, n_embd);
-      const float u = enc_up.dot(k_, uw + o * up_stride, t, 0, n_embd);
-      gate[j * n_ff + o] = swiglu(g, u) * weights[j];
-    }
+    float* g = gate + j * n_ff;
+    float* u = up + j * n_ff;
+    enc_.dot_rows(k_, gw + o0 * gu_stride, o1 - o0, t, 0, n_embd, g + o0);
+    enc_up.dot_rows(k_, uw + o0 * up_stride, o1 - o0, t, 0, n_embd, u + o0);
+    for (int64_t o = o0; o < o1; ++o) g[o] = swiglu(g[o], u[o]) * weights[j];
   });
 
   // Down projections per slot, then the slot-order sum.
@@ -92,8 +92,7 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
     const auto* dw = static_cast<const uint8_t*>(l.down_exps.data) + sel[j] * n_embd * down_stride;
     const int64_t o0 = (task % embd_tasks) * embd_rows;
     const int64_t o1 = std::min(n_embd, o0 + embd_rows);
-    for (int64_t o = o0; o < o1; ++o)
-      down[j * n_embd + o] = enc2_.dot(k_, dw + o * down_stride, j, 0, n_ff);
+    enc2_.dot_rows(k_, dw + o0 * down_stride, o1 - o0, j, 0, n_ff, down + j * n_embd + o0);
   });
 
   // Shared expert (model.md §4.10 step 7), then f = moe + shared.

@@ -1,7 +1,7 @@
 // src/quant/x86/dot_avx512.cpp: AVX-512 dot kernels for the 256-value formats (Q2_K, Q4_K,
 // IQ2_XXS), built with -mavx512{f,bw,vl,vnni,vbmi,bitalg} (see src/quant/CMakeLists.txt).
-// Owns: the vectorised Q2_K, Q4_K and IQ2_XXS dots of the "avx512" table, and that table (whose
-//   Q8_0, F16 and F32 entries are the AVX2 kernels).
+// Owns: the vectorised Q2_K, Q4_K and IQ2_XXS dots of the "avx512" table (single-row and
+//   multi-row), and that table (whose Q8_0, F16 and F32 entries are the AVX2 kernels).
 // Does not own: their definition (dot_ref.cpp) or the decision to run them (dot_select.cpp, which
 //   checks every extension used here, and the OS's ZMM state support, before handing them out).
 //
@@ -16,6 +16,9 @@
 // sixteen such vectors are reduced together by a transposed tree of in-lane unpacks and 128-bit
 // lane shuffles (about 3 operations per block instead of a full horizontal sum each), and the
 // block terms are formed and added in order. Short tails use the same path with zero vectors.
+// The multi-row entries run the same pipeline over the blocks of all their rows as one stream
+// (each row's terms still added in its own block order from 0), so rows shorter than a batch
+// no longer pay a batch each.
 //
 // Integer core:
 // * Q2_K / Q4_K: the packed codes of 64 activations are isolated with per-half variable shifts
@@ -160,6 +163,34 @@ struct BatchScales {
   for (int i = 0; i < n; ++i) acc += t[i];
   return acc;
 }
+
+// The multi-row form of add_in_order: the batch's terms belong to consecutive blocks of rows of
+// `n_blocks` blocks stored back to back. Each row's sum starts at 0 and takes its terms in block
+// order, exactly as a single-row dot does; when its last block is in, the row's result (the sum,
+// times 1/8 for IQ2_XXS) goes to the next output.
+template <bool kEighth>
+class RowSums {
+ public:
+  RowSums(float* y, int64_t n_blocks) : y_(y), n_blocks_(n_blocks) {}
+  [[gnu::always_inline]] void add(__m512 terms, int n) {
+    alignas(64) float t[kBatch];
+    _mm512_store_ps(t, terms);
+    for (int i = 0; i < n; ++i) {
+      acc_ += t[i];
+      if (++col_ == n_blocks_) {
+        *y_++ = kEighth ? 0.125f * acc_ : acc_;
+        acc_ = 0.0f;
+        col_ = 0;
+      }
+    }
+  }
+
+ private:
+  float* y_;
+  int64_t n_blocks_;
+  int64_t col_ = 0;
+  float acc_ = 0.0f;
+};
 
 // K-quant terms: (x.d * f16(d)) * isum - (x.d * f16(dmin)) * summs, lane by lane.
 [[gnu::always_inline]] inline __m512 k_terms(const BatchScales& s, __m512i isum, __m512i summs) {
@@ -336,6 +367,37 @@ float dot_k_batched(const Block* w, const BlockQ8_K* x, int64_t n_blocks) {
   return sum;
 }
 
+// dot_k_batched over n_rows rows at once: the blocks of all rows form one stream (the activation
+// block index wraps at each row end), so every batch is full however short the rows are.
+template <class Block, __m512i (*block)(const Block&, const BlockQ8_K&)>
+void dot_k_rows(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows, float* y) {
+  if (n_blocks == 0) {
+    for (int64_t r = 0; r < n_rows; ++r) y[r] = 0.0f;
+    return;
+  }
+  const int64_t total = n_blocks * n_rows;
+  RowSums<false> rows(y, n_blocks);
+  int64_t xi = 0;  // activation block of the next weight block
+  for (int64_t f0 = 0; f0 < total; f0 += kBatch) {
+    const int n = static_cast<int>(total - f0 < kBatch ? total - f0 : kBatch);
+    __m512i v[kBatch];
+    BatchScales s{};
+    for (int i = 0; i < n; ++i) {
+      const Block& wb = w[f0 + i];
+      prefetch_ahead(&wb);
+      v[i] = block(wb, x[xi]);
+      s.xd[i] = x[xi].d;
+      s.d[i] = wb.d;
+      s.dmin[i] = wb.dmin;
+      if (++xi == n_blocks) xi = 0;
+    }
+    for (int i = n; i < kBatch; ++i) v[i] = _mm512_setzero_si512();
+    __m512i isum, summs;
+    split_sums16(v, &isum, &summs);
+    rows.add(k_terms(s, isum, summs), n);
+  }
+}
+
 // ---- IQ2_XXS ---------------------------------------------------------------------------------
 // Sub-group s of a block (8 values; s = 4g + k, g = 32-value group, k = 0..3) goes to output
 // vector m = s / 8, qword lane j = s % 8; its word in the index vector is 4j + m.
@@ -497,6 +559,44 @@ float dot_iq2_xxs_batched(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_b
   return 0.125f * sumf;
 }
 
+// dot_iq2_xxs_batched over n_rows rows at once, as dot_k_rows: one block stream for all rows,
+// software-pipelined across row ends too.
+void dot_iq2_xxs_rows(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
+                      float* y) {
+  if (n_blocks == 0) {
+    for (int64_t r = 0; r < n_rows; ++r) y[r] = 0.0f;
+    return;
+  }
+  const Iq2Regs r = iq2_regs();
+  const int64_t total = n_blocks * n_rows;
+  if (total == 0) return;
+  RowSums<true> rows(y, n_blocks);
+  int64_t xi = 0;  // activation block of the block being multiplied
+  Iq2Decoded cur = iq2_xxs_decode(r, w[0]);
+  for (int64_t f0 = 0; f0 < total; f0 += kBatch) {
+    const int n = static_cast<int>(total - f0 < kBatch ? total - f0 : kBatch);
+    __m512i v[kBatch];
+    BatchScales s{};
+    for (int i = 0; i < n; ++i) {
+      const int64_t f = f0 + i;
+      prefetch_ahead(w + f);
+      // The last block decodes itself again rather than read past the end.
+      const Iq2Decoded next = iq2_xxs_decode(r, w[f + 1 < total ? f + 1 : f]);
+      v[i] = iq2_xxs_dot(r, cur, x[xi]);
+      s.xd[i] = x[xi].d;
+      s.d[i] = w[f].d;
+      if (++xi == n_blocks) xi = 0;
+      cur = next;
+    }
+    for (int i = n; i < kBatch; ++i) v[i] = _mm512_setzero_si512();
+    const __m512i bsum = sums16(v);
+    const __m512 d =
+        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d))),
+                      _mm512_load_ps(s.xd));
+    rows.add(_mm512_mul_ps(d, _mm512_cvtepi32_ps(bsum)), n);
+  }
+}
+
 // Rows of fewer blocks than these run faster on the AVX2 kernels: the sixteen-block reduction
 // has a fixed cost per batch that short rows do not amortise. Crossovers measured on this Zen 4
 // (hot rows of 1-32 blocks, bench/cpu-kernels.md); both paths are exact, so results do not change.
@@ -528,6 +628,9 @@ const DotKernels& avx512_kernels_unchecked() {
       .q2_k = dot_q2_k_avx512,
       .q4_k = dot_q4_k_avx512,
       .iq2_xxs = dot_iq2_xxs_avx512,
+      .q2_k_rows = dot_k_rows<BlockQ2_K, q2_k_block>,
+      .q4_k_rows = dot_k_rows<BlockQ4_K, q4_k_block>,
+      .iq2_xxs_rows = dot_iq2_xxs_rows,
       .f16 = avx2_kernels_unchecked().f16,
       .f32 = avx2_kernels_unchecked().f32,
   };
