@@ -168,28 +168,38 @@ struct BatchScales {
 // `n_blocks` blocks stored back to back. Each row's sum starts at 0 and takes its terms in block
 // order, exactly as a single-row dot does; when its last block is in, the row's result (the sum,
 // times 1/8 for IQ2_XXS) goes to the next output.
+// A batch's terms are added one batch late: its 16 dependent scalar adds then come after the next
+// batch's vector work in program order, when their inputs are long ready, instead of stalling
+// retirement behind the reduction they wait for (measured: +12% one thread, +23% two threads,
+// hot IQ2_XXS). finish() adds the last batch.
 template <bool kEighth>
 class RowSums {
  public:
   RowSums(float* y, int64_t n_blocks) : y_(y), n_blocks_(n_blocks) {}
   [[gnu::always_inline]] void add(__m512 terms, int n) {
-    alignas(64) float t[kBatch];
-    _mm512_store_ps(t, terms);
-    for (int i = 0; i < n; ++i) {
-      acc_ += t[i];
+    finish();
+    _mm512_store_ps(pending_, terms);
+    n_pending_ = n;
+  }
+  [[gnu::always_inline]] void finish() {
+    for (int i = 0; i < n_pending_; ++i) {
+      acc_ += pending_[i];
       if (++col_ == n_blocks_) {
         *y_++ = kEighth ? 0.125f * acc_ : acc_;
         acc_ = 0.0f;
         col_ = 0;
       }
     }
+    n_pending_ = 0;
   }
 
  private:
+  alignas(64) float pending_[kBatch];
   float* y_;
   int64_t n_blocks_;
   int64_t col_ = 0;
   float acc_ = 0.0f;
+  int n_pending_ = 0;
 };
 
 // K-quant terms: (x.d * f16(d)) * isum - (x.d * f16(dmin)) * summs, lane by lane.
@@ -396,6 +406,7 @@ void dot_k_rows(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_
     split_sums16(v, &isum, &summs);
     rows.add(k_terms(s, isum, summs), n);
   }
+  rows.finish();
 }
 
 // ---- IQ2_XXS ---------------------------------------------------------------------------------
@@ -595,6 +606,7 @@ void dot_iq2_xxs_rows(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_block
                       _mm512_load_ps(s.xd));
     rows.add(_mm512_mul_ps(d, _mm512_cvtepi32_ps(bsum)), n);
   }
+  rows.finish();
 }
 
 // Rows of fewer blocks than these run faster on the AVX2 kernels: the sixteen-block reduction
