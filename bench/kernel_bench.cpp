@@ -72,7 +72,7 @@ std::vector<uint8_t> make_matrix(GgufType t) {
 }
 
 // kAvx512Single: the AVX-512 table with its multi-row entries replaced by one single-row call
-// per row (how matvec ran before the multi-row kernels), measured beside kAvx512.
+// per row (how the engine ran before the multi-row kernels), measured beside kAvx512.
 enum class Kernels { kRef, kAvx2, kAvx512, kAvx512Single };
 
 const char* kernels_name(Kernels k) {

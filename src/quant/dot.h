@@ -69,6 +69,11 @@ float dot_iq2_xxs_ref(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_block
 float dot_f16_ref(const uint16_t* w, const float* x, int64_t n);
 float dot_f32_ref(const float* w, const float* x, int64_t n);
 
+// Rows per parallel task when `rows` output rows are split over `threads` threads: about 8 tasks
+// per thread, so handing them out costs little, and at least 16 rows, so each task streams a long
+// contiguous run of weights (shorter tasks broke the prefetch streams: bench/cpu-kernels.md).
+int64_t rows_per_task(int64_t rows, int threads);
+
 // True when matvec() supports weights of type t (F32, F16, Q8_0, Q2_K, Q4_K, IQ2_XXS).
 bool has_dot(gguf::GgufType t);
 

@@ -20,9 +20,6 @@
 namespace ds4::quant {
 namespace {
 
-// Row tasks as the CPU backend's matmul cuts them: about 8 per thread, at least 16 rows. Long
-// contiguous runs per task keep the hardware prefetchers streaming (16-row tasks measured 8-25%
-// slower on cold two-thread matvecs: bench/cpu-kernels.md).
 constexpr int64_t kMinRowsPerTask = 16;
 constexpr int64_t kTasksPerThread = 8;
 
@@ -68,6 +65,11 @@ const DotKernels& best_dot_kernels() {
   return kBest;
 }
 
+int64_t rows_per_task(int64_t rows, int threads) {
+  const int64_t tasks = kTasksPerThread * threads;
+  return std::max(kMinRowsPerTask, (rows + tasks - 1) / tasks);
+}
+
 bool has_dot(gguf::GgufType t) {
   using T = gguf::GgufType;
   return t == T::kF32 || t == T::kF16 || t == T::kQ8_0 || t == T::kQ2_K || t == T::kQ4_K ||
@@ -99,9 +101,7 @@ Status matvec(const DotKernels& k, gguf::GgufType t, const void* w, int64_t rows
   const int64_t stride = row_bytes(t, cols);
   const int64_t nb = cols / info->block_elems;
   const auto* base = static_cast<const uint8_t*>(w);
-  const int64_t threads = pool != nullptr ? pool->size() : 1;
-  const int64_t per_task = std::max(
-      kMinRowsPerTask, (rows + kTasksPerThread * threads - 1) / (kTasksPerThread * threads));
+  const int64_t per_task = rows_per_task(rows, pool != nullptr ? pool->size() : 1);
   auto run_rows = [&](int64_t task) {
     const int64_t r0 = task * per_task, r_end = std::min(rows, (task + 1) * per_task);
     const void* first = base + r0 * stride;

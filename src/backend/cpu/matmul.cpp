@@ -11,10 +11,6 @@ namespace ds4::backend::cpu {
 namespace {
 
 using gguf::GgufType;
-// Tasks of at least 16 rows, and few enough (about 8 per thread) that handing them out costs
-// little next to the work; every output is still one dot call, so results do not change.
-constexpr int64_t kMinRowsPerTask = 16;
-constexpr int64_t kTasksPerThread = 8;
 // Weight rows handed to one multi-row kernel call (a few KiB to a few tens of KiB of weights).
 constexpr int64_t kRowsPerCall = 16;
 
@@ -47,38 +43,39 @@ void EncodedRows::encode(GgufType t, const float* x, int64_t rows, int64_t cols,
   }
 }
 
-float EncodedRows::dot(const quant::DotKernels& k, const void* wrow, int64_t r, int64_t offset,
-                       int64_t n) const {
-  switch (type_) {
-    case GgufType::kF32:
-      return k.f32(static_cast<const float*>(wrow), floats_ + r * stride_ + offset, n);
-    case GgufType::kF16:
-      return k.f16(static_cast<const uint16_t*>(wrow), floats_ + r * stride_ + offset, n);
+void EncodedRows::dot_rows(const quant::DotKernels& k, const void* w, int64_t n_w, int64_t r,
+                           int64_t offset, int64_t n, float* out) const {
+  const auto* base = static_cast<const uint8_t*>(w);
+  const int64_t stride = row_bytes(type_, n);
+  switch (type_) {  // one single-row dot per weight row
+    case GgufType::kF32: {
+      const float* xa = floats_ + r * stride_ + offset;
+      for (int64_t i = 0; i < n_w; ++i) {
+        out[i] = k.f32(reinterpret_cast<const float*>(base + i * stride), xa, n);
+      }
+      return;
+    }
+    case GgufType::kF16: {
+      const float* xa = floats_ + r * stride_ + offset;
+      for (int64_t i = 0; i < n_w; ++i) {
+        out[i] = k.f16(reinterpret_cast<const uint16_t*>(base + i * stride), xa, n);
+      }
+      return;
+    }
     case GgufType::kQ8_0: {
-      const int64_t nb = cols_ / quant::kQ8_0BlockElems;
-      return k.q8_0(static_cast<const quant::BlockQ8_0*>(wrow),
-                    &q8_[r * nb + offset / quant::kQ8_0BlockElems], n / quant::kQ8_0BlockElems);
+      const quant::ActQ8_0* xa =
+          &q8_[r * (cols_ / quant::kQ8_0BlockElems) + offset / quant::kQ8_0BlockElems];
+      for (int64_t i = 0; i < n_w; ++i) {
+        out[i] = k.q8_0(reinterpret_cast<const quant::BlockQ8_0*>(base + i * stride), xa,
+                        n / quant::kQ8_0BlockElems);
+      }
+      return;
     }
     default: break;
   }
-  const int64_t nb = cols_ / quant::kSuperBlockElems;
-  const quant::BlockQ8_K* xa = &qk_[r * nb + offset / quant::kSuperBlockElems];
-  const int64_t nblk = n / quant::kSuperBlockElems;
-  switch (type_) {
-    case GgufType::kQ2_K: return k.q2_k(static_cast<const quant::BlockQ2_K*>(wrow), xa, nblk);
-    case GgufType::kQ4_K: return k.q4_k(static_cast<const quant::BlockQ4_K*>(wrow), xa, nblk);
-    case GgufType::kIQ2_XXS:
-      return k.iq2_xxs(static_cast<const quant::BlockIQ2_XXS*>(wrow), xa, nblk);
-    default: DS4_CHECK_MSG(false, "unsupported weight type");
-  }
-  return 0.0f;
-}
-
-void EncodedRows::dot_rows(const quant::DotKernels& k, const void* w, int64_t n_w, int64_t r,
-                           int64_t offset, int64_t n, float* out) const {
-  const int64_t nb = cols_ / quant::kSuperBlockElems;
+  // The 256-value formats: one multi-row kernel call.
   const quant::BlockQ8_K* xa =
-      uses_q8_k(type_) ? &qk_[r * nb + offset / quant::kSuperBlockElems] : nullptr;
+      &qk_[r * (cols_ / quant::kSuperBlockElems) + offset / quant::kSuperBlockElems];
   const int64_t nblk = n / quant::kSuperBlockElems;
   switch (type_) {
     case GgufType::kQ2_K:
@@ -87,11 +84,8 @@ void EncodedRows::dot_rows(const quant::DotKernels& k, const void* w, int64_t n_
       return k.q4_k_rows(static_cast<const quant::BlockQ4_K*>(w), xa, nblk, n_w, out);
     case GgufType::kIQ2_XXS:
       return k.iq2_xxs_rows(static_cast<const quant::BlockIQ2_XXS*>(w), xa, nblk, n_w, out);
-    default: break;
+    default: DS4_CHECK_MSG(false, "unsupported weight type");
   }
-  const int64_t stride = row_bytes(type_, n);
-  const auto* base = static_cast<const uint8_t*>(w);
-  for (int64_t i = 0; i < n_w; ++i) out[i] = dot(k, base + i * stride, r, offset, n);
 }
 
 void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
@@ -99,8 +93,9 @@ void matmul(base::ThreadPool& pool, const quant::DotKernels& k, const Weight& w,
   const int64_t out = w.ne[1], cols = w.ne[0], per_group = out / groups;
   const int64_t stride = row_bytes(w.type, cols);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const int64_t per_task = std::max(
-      kMinRowsPerTask, (out + kTasksPerThread * pool.size() - 1) / (kTasksPerThread * pool.size()));
+  // Tasks as quant::rows_per_task cuts them; every output is still the same dot, so results do
+  // not depend on the cut.
+  const int64_t per_task = quant::rows_per_task(out, pool.size());
   const int64_t n_tasks = (out + per_task - 1) / per_task;
   pool.parallel_for(n_tasks, [&](int64_t task) {
     const int64_t o_end = std::min(out, (task + 1) * per_task);

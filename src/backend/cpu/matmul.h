@@ -24,11 +24,9 @@ class EncodedRows {
  public:
   // Encodes `rows` rows of `cols` floats starting at x, consecutive rows `stride` floats apart.
   void encode(gguf::GgufType t, const float* x, int64_t rows, int64_t cols, int64_t stride);
-  // dot(weight row `wrow` of `n` values, elements [offset, offset + n) of encoded row r).
-  float dot(const quant::DotKernels& k, const void* wrow, int64_t r, int64_t offset,
-            int64_t n) const;
-  // out[i] = dot(k, weight row i, r, offset, n) for the n_w weight rows stored back to back from
-  // w; the same results as n_w dot() calls (the 256-value formats use their multi-row kernels).
+  // out[i] = the dot of weight row i (of `n` values) with elements [offset, offset + n) of
+  // encoded row r, for the n_w weight rows stored back to back from w: one single-row kernel
+  // call per row, or for the 256-value formats one multi-row call (the same results, bit for bit).
   void dot_rows(const quant::DotKernels& k, const void* w, int64_t n_w, int64_t r, int64_t offset,
                 int64_t n, float* out) const;
 

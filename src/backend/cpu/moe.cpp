@@ -8,19 +8,17 @@
 #include "backend/cpu/math.h"
 #include "backend/routing.h"
 #include "base/check.h"
+#include "quant/dot.h"
 
 namespace ds4::backend::cpu {
 namespace {
 
 constexpr float kClamp = 10.0f;
-constexpr int64_t kMinRowsPerTask = 16;
-constexpr int64_t kTasksPerThread = 8;
 
-// Rows of one task when `slots` slots of `rows` rows each are split over the pool: at least 16,
-// few enough tasks (about 8 per thread) to keep the hand-off cheap, never across two slots.
+// Rows of one task when `slots` slots of `rows` rows each are split over the pool: as
+// quant::rows_per_task cuts all slots' rows, never across two slots.
 int64_t rows_per_task(int64_t slots, int64_t rows, int threads) {
-  const int64_t want = (slots * rows + kTasksPerThread * threads - 1) / (kTasksPerThread * threads);
-  return std::min(rows, std::max(kMinRowsPerTask, want));
+  return std::min(rows, quant::rows_per_task(slots * rows, threads));
 }
 
 float swiglu(float g, float u) {

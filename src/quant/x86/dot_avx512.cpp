@@ -156,15 +156,8 @@ struct BatchScales {
   alignas(32) uint16_t dmin[kBatch];
 };
 
-// acc += terms[0..n) in order (the reference adds one block term at a time).
-[[gnu::always_inline]] inline float add_in_order(float acc, __m512 terms, int n) {
-  alignas(64) float t[kBatch];
-  _mm512_store_ps(t, terms);
-  for (int i = 0; i < n; ++i) acc += t[i];
-  return acc;
-}
-
-// The multi-row form of add_in_order: the batch's terms belong to consecutive blocks of rows of
+// The in-order float accumulation of a batch's terms (the reference adds one block term at a
+// time): the batch's terms belong to consecutive blocks of rows of
 // `n_blocks` blocks stored back to back. Each row's sum starts at 0 and takes its terms in block
 // order, exactly as a single-row dot does; when its last block is in, the row's result (the sum,
 // times 1/8 for IQ2_XXS) goes to the next output.
@@ -353,32 +346,10 @@ constexpr Q4kConsts kQ4k = make_q4k_consts();
   return pack_halves(acc, summs);
 }
 
-// The K-quant dot over any number of blocks: batches of kBatch block vectors (`block` gives one),
-// reduced together, their float terms added in block order. Shared by Q2_K and Q4_K.
-template <class Block, __m512i (*block)(const Block&, const BlockQ8_K&)>
-float dot_k_batched(const Block* w, const BlockQ8_K* x, int64_t n_blocks) {
-  float sum = 0.0f;
-  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
-    const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
-    __m512i v[kBatch];
-    BatchScales s{};
-    for (int i = 0; i < n; ++i) {
-      prefetch_ahead(w + b0 + i);
-      v[i] = block(w[b0 + i], x[b0 + i]);
-      s.xd[i] = x[b0 + i].d;
-      s.d[i] = w[b0 + i].d;
-      s.dmin[i] = w[b0 + i].dmin;
-    }
-    for (int i = n; i < kBatch; ++i) v[i] = _mm512_setzero_si512();
-    __m512i isum, summs;
-    split_sums16(v, &isum, &summs);
-    sum = add_in_order(sum, k_terms(s, isum, summs), n);
-  }
-  return sum;
-}
-
-// dot_k_batched over n_rows rows at once: the blocks of all rows form one stream (the activation
-// block index wraps at each row end), so every batch is full however short the rows are.
+// The K-quant dot of n_rows rows (Q2_K, Q4_K; `block` gives one block vector): the blocks of all
+// rows form one stream (the activation block index wraps at each row end), in batches of kBatch
+// block vectors reduced together, each row's float terms added in its block order. Every batch is
+// full however short the rows are. The single-row entries are the case n_rows = 1.
 template <class Block, __m512i (*block)(const Block&, const BlockQ8_K&)>
 void dot_k_rows(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows, float* y) {
   if (n_blocks == 0) {
@@ -538,40 +509,9 @@ struct Iq2Decoded {
       _mm512_dpwssd_epi32(_mm512_madd_epi16(p1.pairs, p1.mul), p3.pairs, p3.mul));
 }
 
-float dot_iq2_xxs_batched(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
-  const Iq2Regs r = iq2_regs();
-  float sumf = 0.0f;
-  for (int64_t b0 = 0; b0 < n_blocks; b0 += kBatch) {
-    const int n = static_cast<int>(n_blocks - b0 < kBatch ? n_blocks - b0 : kBatch);
-    __m512i v[kBatch];
-    BatchScales s{};
-    // Software-pipelined: the weight decode of block i + 1 is issued before the dot of block i,
-    // so the two dependency chains overlap.
-    Iq2Decoded cur = iq2_xxs_decode(r, w[b0]);
-    for (int i = 0; i + 1 < n; ++i) {
-      prefetch_ahead(w + b0 + i);
-      const Iq2Decoded next = iq2_xxs_decode(r, w[b0 + i + 1]);
-      v[i] = iq2_xxs_dot(r, cur, x[b0 + i]);
-      cur = next;
-    }
-    v[n - 1] = iq2_xxs_dot(r, cur, x[b0 + n - 1]);
-    for (int i = 0; i < n; ++i) {
-      s.xd[i] = x[b0 + i].d;
-      s.d[i] = w[b0 + i].d;
-    }
-    for (int i = n; i < kBatch; ++i) v[i] = _mm512_setzero_si512();
-    const __m512i bsum = sums16(v);
-    // (f16(d) * x.d) * bsum, lane by lane.
-    const __m512 d =
-        _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d))),
-                      _mm512_load_ps(s.xd));
-    sumf = add_in_order(sumf, _mm512_mul_ps(d, _mm512_cvtepi32_ps(bsum)), n);
-  }
-  return 0.125f * sumf;
-}
-
-// dot_iq2_xxs_batched over n_rows rows at once, as dot_k_rows: one block stream for all rows,
-// software-pipelined across row ends too.
+// The IQ2_XXS dot of n_rows rows, as dot_k_rows: one block stream for all rows. Software-
+// pipelined: the weight decode of block i + 1 is issued before the dot of block i (across row ends
+// too), so the two dependency chains overlap.
 void dot_iq2_xxs_rows(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
                       float* y) {
   if (n_blocks == 0) {
@@ -609,26 +549,36 @@ void dot_iq2_xxs_rows(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_block
   rows.finish();
 }
 
-// Rows of fewer blocks than these run faster on the AVX2 kernels: the sixteen-block reduction
-// has a fixed cost per batch that short rows do not amortise. Crossovers measured on this Zen 4
-// (hot rows of 1-32 blocks, bench/cpu-kernels.md); both paths are exact, so results do not change.
+// Single rows of fewer blocks than these run faster on the AVX2 kernels: the sixteen-block
+// reduction has a fixed cost per batch that short rows do not amortise. Crossovers measured on this
+// Zen 4 (hot rows of 1-32 blocks, bench/cpu-kernels.md); both paths are exact, so results do not
+// change.
 constexpr int64_t kMinBlocksQ2K = 12;
 constexpr int64_t kMinBlocksQ4K = 4;
 constexpr int64_t kMinBlocksIq2 = 6;
 
+template <class Block, void (*rows)(const Block*, const BlockQ8_K*, int64_t, int64_t, float*)>
+float one_row(const Block* w, const BlockQ8_K* x, int64_t n_blocks) {
+  float y;
+  rows(w, x, n_blocks, 1, &y);
+  return y;
+}
+
 float dot_q2_k_avx512(const BlockQ2_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  return n_blocks < kMinBlocksQ2K ? avx2_kernels_unchecked().q2_k(w, x, n_blocks)
-                                  : dot_k_batched<BlockQ2_K, q2_k_block>(w, x, n_blocks);
+  return n_blocks < kMinBlocksQ2K
+             ? avx2_kernels_unchecked().q2_k(w, x, n_blocks)
+             : one_row<BlockQ2_K, dot_k_rows<BlockQ2_K, q2_k_block>>(w, x, n_blocks);
 }
 
 float dot_q4_k_avx512(const BlockQ4_K* w, const BlockQ8_K* x, int64_t n_blocks) {
-  return n_blocks < kMinBlocksQ4K ? avx2_kernels_unchecked().q4_k(w, x, n_blocks)
-                                  : dot_k_batched<BlockQ4_K, q4_k_block>(w, x, n_blocks);
+  return n_blocks < kMinBlocksQ4K
+             ? avx2_kernels_unchecked().q4_k(w, x, n_blocks)
+             : one_row<BlockQ4_K, dot_k_rows<BlockQ4_K, q4_k_block>>(w, x, n_blocks);
 }
 
 float dot_iq2_xxs_avx512(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_blocks) {
   return n_blocks < kMinBlocksIq2 ? avx2_kernels_unchecked().iq2_xxs(w, x, n_blocks)
-                                  : dot_iq2_xxs_batched(w, x, n_blocks);
+                                  : one_row<BlockIQ2_XXS, dot_iq2_xxs_rows>(w, x, n_blocks);
 }
 
 }  // namespace
