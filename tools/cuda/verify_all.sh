@@ -31,7 +31,7 @@
 #   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
 #            (DS4_CUDA_IMMA_STAGES)
 #   ahead    the same with the tensor-core Q8_0 products issued step by step
-#            (DS4_CUDA_IMMA_AHEAD=0) and a step ahead of the float terms (the default)
+#            (DS4_CUDA_IMMA_AHEAD=0, the default) and a step ahead of the float terms
 #   sumheads the same with the prefill attention weighted sum on 4 heads per CTA
 #            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
 #   dmma     the same with the prefill attention scores on the per-warp kernel
@@ -107,7 +107,7 @@ step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
 # one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings and
-# without its Q8_0 products ahead of the terms.
+# with its Q8_0 products ahead of the terms.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
@@ -115,7 +115,7 @@ kernels() {
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_AHEAD=0 build-dev/bin/matmul_check
+    DS4_CUDA_IMMA_AHEAD=1 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
