@@ -5,14 +5,19 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
+#   chunk         one 512-row prefill chunk deep in a prompt: the chunk from position AT (default
+#                 7680, the last before 8k) of a PROMPT_BYTES (default 31000, ~9.6k tokens) prompt
+#                 of the fixture text (DS4_CUDA_PROFILE_AT opens the range): $OUT/ncu-chunk.csv.
 #   deep          the decode run with a few more counters (DRAM bytes, instructions, shared-memory
 #                 wavefronts) for its first KERNELS launches (default 100, a few layers):
 #                 $OUT/ncu-deep.csv. Counters that need several replay passes are costly here:
 #                 each pass saves and restores device memory (ncu's full sections, ~38 passes,
 #                 took 280 s for 16 launches on the H200).
 #   fill          the prefill run with ncu's SpeedOfLight, WarpStateStats and Occupancy sections
-#                 for the first KERNELS (default 24) launches of the heavy prefill kernels
+#                 for the first KERNELS (default 8) launches of the heavy prefill kernels
 #                 (tensor-core and float products, HC pre-step, attention): $OUT/ncu-fill.csv.
+#                 24 launches did not finish in 226 s on the H200 (each section replays a
+#                 launch several times, saving and restoring the memory it may write).
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -29,9 +34,14 @@ if [[ $mode == deep ]]; then
 elif [[ $mode == fill ]]; then
   metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
     --kernel-name "regex:imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores"
-    --launch-count "${KERNELS:-24}" --csv --page raw --log-file "$out/ncu-$mode.csv")
+    --launch-count "${KERNELS:-8}" --csv --page raw --log-file "$out/ncu-$mode.csv")
 fi
-if [[ $mode == decode || $mode == deep ]]; then
+if [[ $mode == chunk ]]; then
+  head -c "${PROMPT_BYTES:-31000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
+  export DS4_CUDA_PROFILE_AT=${AT:-7680}
+  range=(--profile-from-start off)
+  n=1
+elif [[ $mode == decode || $mode == deep ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
   export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=2
   range=(--profile-from-start off)
@@ -42,7 +52,7 @@ else
 fi
 ncu --version | tail -1
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
-  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx 8192 --prefill-chunk 512 \
+  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk 512 \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
 wc -l "$out"/ncu-"$mode".*

@@ -10,6 +10,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   profchunk per-kernel GPU times (ncu) of the 512-row prefill chunk at 7,680 (~8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
@@ -29,6 +30,12 @@
 #            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
 #   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
 #            (DS4_CUDA_IMMA_STAGES)
+#   ahead    the same with the tensor-core Q8_0 products issued step by step
+#            (DS4_CUDA_IMMA_AHEAD=0, the default) and a step ahead of the float terms
+#   sumheads the same with the prefill attention weighted sum on 4 heads per CTA
+#            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
+#   dmma     the same with the prefill attention scores on the per-warp kernel
+#            (DS4_CUDA_DMMA_SCORES=0) and on the FP64 tensor cores (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -99,14 +106,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, and with the tensor-core kernel's 2- and 4-stage rings.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings and
+# with its Q8_0 products ahead of the terms.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=2 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check
+    DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
+    DS4_CUDA_IMMA_AHEAD=1 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -116,7 +125,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec fill deep graphs gseg rows imma stagex tiles blocks stages hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -159,6 +168,10 @@ has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
+has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.log"
+has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
+  tail -4 "$out/sumheads.log"
+has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then
@@ -168,6 +181,10 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has profchunk; then
+  OUT=$out step profchunk 300 bash tools/cuda/profile_flash.sh chunk
+  tail -3 "$out/profchunk.log"
 fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill

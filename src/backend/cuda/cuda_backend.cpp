@@ -129,6 +129,12 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
   // A profiler range (ncu/nsys with the range filter) over the first one-row steps.
   if (n == 1 && profiled_steps_ < options_.profile_steps && profiled_steps_++ == 0)
     DS4_CUDA_CHECK(cudaProfilerStart());
+  // Or over one prefill chunk: the first step of several rows from position profile_at.
+  if (options_.profile_at >= 0 && profile_at_state_ == 0 && n > 1 &&
+      rows[0].pos >= options_.profile_at) {
+    DS4_CUDA_CHECK(cudaProfilerStart());
+    profile_at_state_ = 1;
+  }
   if (!options_.graphs || n != 1 || !warm) return;
   // The recorded copy of the token ids reads row_tokens_pinned_ when the graph runs: the last
   // step (which may still be running) must be done with it before it is rewritten.
@@ -143,6 +149,11 @@ void CudaBackend::end_step() {
     DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
     DS4_CUDA_CHECK(cudaProfilerStop());
     ++profiled_steps_;  // once
+  }
+  if (profile_at_state_ == 1) {
+    DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    DS4_CUDA_CHECK(cudaProfilerStop());
+    profile_at_state_ = 2;
   }
 }
 
@@ -165,7 +176,8 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPHS=0 launches every kernel eagerly. A step captured whole measured slower than
   // eager launches (51.0 vs 60.5 tokens/s): the GPU idled while the host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off);
+  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off),
+  // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
   // are the same, for comparisons).
   CudaBackend::Options o;
@@ -173,6 +185,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
   o.graph_segment = env_int("DS4_CUDA_GRAPH_SEGMENT", o.graph_segment, 0, 1 << 20);
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
+  o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.imma = env_switch("DS4_CUDA_IMMA", true);
   return new CudaBackend(o);
 }

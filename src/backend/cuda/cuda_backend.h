@@ -80,6 +80,7 @@ class CudaBackend final : public Backend {
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
     int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
+    int profile_at = -1;       // >= 0: the range covers the first batch step from this position
     bool imma = true;          // planar products with many slots may use the tensor cores
   };
   explicit CudaBackend(const Options& options);
@@ -155,7 +156,8 @@ class CudaBackend final : public Backend {
   PinnedInts row_tokens_pinned_;  // a recorded step's token ids
   Options options_;
   int profiled_steps_ = 0;
-  int last_step_rows_ = 0;  // rows of the last step (0: none since the sequences changed)
+  int profile_at_state_ = 0;  // profile_at: 0 waiting, 1 range open, 2 done
+  int last_step_rows_ = 0;    // rows of the last step (0: none since the sequences changed)
   int last_step_seq_ = -1;
   StepGraph graph_{options_.graph_segment};
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,

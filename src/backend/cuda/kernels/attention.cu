@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
@@ -220,7 +221,7 @@ __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeA
   double ss = 0.0;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     x[i] = row[i];
-    ss += double(x[i]) * double(x[i]);
+    ss = add_product(ss, double(x[i]), double(x[i]));
   }
   ss = block_sum_double(ss, part);
   const float scale = rms_scale(ss, hd);
@@ -345,13 +346,16 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
   }
 };
 
-constexpr int kScoreTile = 16;  // cached rows per scores CTA
-constexpr int kScoreHeads = 8;  // heads per scores CTA: a warp each
-constexpr int kSumHeads = 4;    // heads per weighted-sum CTA
-constexpr int kSumDims = 64;    // dims per weighted-sum CTA: a thread per (head, dim)
-constexpr int kSumRows = 32;    // cached rows per round of the weighted sum
-constexpr int kSumThreads = kSumHeads * kSumDims;
+constexpr int kScoreTile = 16;    // cached rows per scores CTA
+constexpr int kScoreHeads = 8;    // heads per scores CTA: a warp each
+constexpr int kSumDims = 64;      // dims per weighted-sum CTA
+constexpr int kSumRows = 32;      // cached rows per round of the weighted sum
+constexpr int kSumThreads = 256;  // thread (g, dim): heads g, g + 4, .. of the CTA at one dim
+constexpr int kSumGroups = kSumThreads / kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
+static_assert(kSumThreads % kSumDims == 0 && kSumLoads >= 1, "weighted sum: whole float4 loads");
+// Heads per weighted-sum CTA: 16 for batches (prefill), 4 for a few rows (decode: more CTAs).
+constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
 
 // Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
 // of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
@@ -384,8 +388,8 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
     double da = 0.0, db = 0.0;
 #pragma unroll
     for (int j = 0; j < kHd / 32; ++j) {
-      da += static_cast<double>(qv[j]) * static_cast<double>(va[j]);
-      db += static_cast<double>(qv[j]) * static_cast<double>(vb[j]);
+      da = add_product(da, static_cast<double>(qv[j]), static_cast<double>(va[j]));
+      db = add_product(db, static_cast<double>(qv[j]), static_cast<double>(vb[j]));
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) {
@@ -399,16 +403,124 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
   }
 }
 
+// ---- prefill scores on the FP64 tensor cores ----
+// A CTA computes the scores of kDmHeads heads (all of them in the model's shape) against
+// kDmRows cached rows of one batch row, as a (heads x 512) x (512 x rows) product in double:
+// mma.m8n8k4.f64, warp (wm, wn) owning heads 16 wm .. (two m8 tiles) and rows 32 wn .. (four n8
+// tiles). The query and row values are widened to double in shared memory, 32 dims at a time,
+// the next 32 loaded into registers meanwhile. Every product of two floats is exact in double,
+// so the scores are exact products summed in double in another order, then rounded to float:
+// the contract of the per-warp kernel above (and of the CPU's f32 dot). Batches only; the
+// per-warp kernel serves decode, whose one row gives few CTAs here.
+constexpr int kDmHeads = 64, kDmRows = 64, kDmChunk = 32, kDmThreads = 256;
+constexpr int kDmPitch = kDmChunk + 4;  // doubles: a fragment's 8 x 4 reads hit distinct banks
+constexpr int kDmLoads = kDmHeads * kDmChunk / kDmThreads;
+static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
+                  kDmThreads / kDmChunk * kDmLoads == kDmHeads,
+              "a thread stages kDmLoads query and row values per chunk");
+
+// d += A (8 x 4, f64) x B (4 x 8, f64). Fragments (PTX ISA, mma.m8n8k4 with .f64): lane l holds
+// A[l / 4][l % 4], B[l % 4][l / 4], and D[l / 4][2 (l % 4) + i] in d[i].
+__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(d[0]), "+d"(d[1])
+      : "d"(a), "d"(b));
+#else
+  __trap();  // built for sm_90 only; f64 mma needs sm_80
+#endif
+}
+
+__global__ void __launch_bounds__(kDmThreads)
+    attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
+                                 const float* ring, const float* comp, const int32_t* visible_all,
+                                 int p0, float* scratch) {
+  __shared__ double qs[kDmHeads][kDmPitch];
+  __shared__ double ks[kDmRows][kDmPitch];
+  const int t = static_cast<int>(blockIdx.z);
+  const RowGeometry rg(g, visible_all, p0 + t, t);
+  const int i0 = static_cast<int>(blockIdx.x) * kDmRows;
+  if (i0 >= rg.n_rows) return;  // uniform per CTA
+  const int hbase = static_cast<int>(blockIdx.y) * kDmHeads;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int wm = warp % 4, wn = warp / 4;
+  const int gq = lane / 4, tq = lane % 4;
+  // Staging: value m of this thread is tile row (tid / 32) + 8 m, dim (tid % 32) of the chunk.
+  const int srow = tid / kDmChunk, sdim = tid % kDmChunk;
+  const float* qt = q_all + t * q_stride;
+  const float* rows[kDmLoads];
+#pragma unroll
+  for (int m = 0; m < kDmLoads; ++m) {
+    const int i = i0 + srow + 8 * m;
+    rows[m] = i < rg.n_rows ? rg.row(g, ring, comp, i) : nullptr;
+  }
+  float qn[kDmLoads], kn[kDmLoads];
+  const auto fetch = [&](int c) {
+#pragma unroll
+    for (int m = 0; m < kDmLoads; ++m) {
+      const int h = hbase + srow + 8 * m, d = c * kDmChunk + sdim;
+      qn[m] = h < g.n_head ? qt[int64_t{h} * kHd + d] : 0.0f;
+      kn[m] = rows[m] != nullptr ? rows[m][d] : 0.0f;
+    }
+  };
+  double acc[2][4][2] = {};
+  fetch(0);
+  for (int c = 0; c < kHd / kDmChunk; ++c) {
+#pragma unroll
+    for (int m = 0; m < kDmLoads; ++m) {
+      qs[srow + 8 * m][sdim] = static_cast<double>(qn[m]);
+      ks[srow + 8 * m][sdim] = static_cast<double>(kn[m]);
+    }
+    __syncthreads();
+    if (c + 1 < kHd / kDmChunk) fetch(c + 1);
+#pragma unroll
+    for (int kk = 0; kk < kDmChunk / 4; ++kk) {
+      double a[2], b[4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) a[i] = qs[16 * wm + 8 * i + gq][4 * kk + tq];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = ks[32 * wn + 8 * j + gq][4 * kk + tq];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_f64(acc[i][j], a[i], b[j]);
+      }
+    }
+    __syncthreads();
+  }
+  const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int h = hbase + 16 * wm + 8 * i + gq;
+    if (h >= g.n_head) continue;
+    float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int r = i0 + 32 * wn + 8 * j + 2 * tq + e;
+        if (r < rg.n_rows) sc[r] = static_cast<float>(acc[i][j][e]) * scale;
+      }
+    }
+  }
+}
+
 // The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
 // blockIdx.y * kSumDims .., of batch row blockIdx.z, then inverse RoPE (the rotated tail, dims
-// 448..511, is one whole dim range). Thread (head, dim) adds the rows in order (the CPU's order)
-// and forms the denominator the same way (the sink term first); the exponentials are recomputed
-// by each CTA (the same function of the same inputs). Rows come through shared memory in rounds
-// of kSumRows, the next round's loads in flight meanwhile.
+// 448..511, is one whole dim range). Each (head, dim) output adds the rows in order (the CPU's
+// order) and forms its denominator the same way (the sink term first); the exponentials are
+// recomputed by each CTA (the same function of the same inputs). Rows come through shared memory
+// in rounds of kSumRows, the next round's loads in flight meanwhile. A thread serves
+// kSumHeadsPerThread heads at its dim, so each staged value is read once for them and their
+// sums are independent chains (with a thread per (head, dim), a CTA of 4 heads re-read every
+// cached row 16 times per query row, and each thread's adds were one dependent chain).
+template <int kSumHeads>
 __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                          const float* scratch, float* out_all, int64_t out_stride) {
+  static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
+  constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
   __shared__ __align__(16) float vrows[kSumRows * kSumDims];
   __shared__ float wts[kSumHeads][kSumRows];
   __shared__ float mx[kSumHeads];
@@ -420,23 +532,27 @@ __global__ void __launch_bounds__(kSumThreads)
   const int d0 = static_cast<int>(blockIdx.y) * kSumDims;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % 32, warp = tid / 32;
-  const int hl = tid / kSumDims, d = tid % kSumDims;  // this thread's (head, dim)
+  const int hg = tid / kSumDims, d = tid % kSumDims;  // heads hg + kSumGroups k, dim d
   // Head h0 + k's scores (heads past the last one repeat it; their results are not stored).
   auto scores_of = [&](int k) {
     return scratch + (int64_t{t} * g.n_head + min(h0 + k, g.n_head - 1)) * g.max_rows;
   };
-  if (warp < kSumHeads) {  // a warp per head: the maximum over the sink and the scores
-    const int h = min(h0 + warp, g.n_head - 1);
-    const float* sc = scores_of(warp);
+  for (int k = warp; k < kSumHeads; k += kSumThreads / 32) {  // the maximum over sink and scores
+    const int h = min(h0 + k, g.n_head - 1);
+    const float* sc = scores_of(k);
     float m = sinks[h];
     for (int i = lane; i < rg.n_rows; i += 32) m = fmaxf(m, sc[i]);
     for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (lane == 0) mx[warp] = m;
+    if (lane == 0) mx[k] = m;
   }
   __syncthreads();
-  const int h = min(h0 + hl, g.n_head - 1);
-  float den = detmath::expf(sinks[h] - mx[hl]);
-  float acc = 0.0f;
+  float den[kSumHeadsPerThread], acc[kSumHeadsPerThread];
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const int hl = hg + kSumGroups * k;
+    den[k] = detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
+    acc[k] = 0.0f;
+  }
   float4 next[kSumLoads];
   auto fetch = [&](int i0) {
 #pragma unroll
@@ -460,18 +576,32 @@ __global__ void __launch_bounds__(kSumThreads)
     if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
     const int nr = min(kSumRows, rg.n_rows - i0);
     for (int r = 0; r < nr; ++r) {
-      const float w = wts[hl][r];
-      acc += w * vrows[r * kSumDims + d];
-      den += w;
+      const float v = vrows[r * kSumDims + d];
+#pragma unroll
+      for (int k = 0; k < kSumHeadsPerThread; ++k) {
+        const float w = wts[hg + kSumGroups * k][r];
+        acc[k] += w * v;
+        den[k] += w;
+      }
     }
     __syncthreads();
   }
-  const float inv = 1.0f / den;
-  o[hl][d] = acc * inv;
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const float inv = 1.0f / den[k];
+    o[hg + kSumGroups * k][d] = acc[k] * inv;
+  }
   __syncthreads();
-  if (d0 == kNope && d < 32) rope_pair(o[hl], rope.inv_freq, d, pos, true);
+  if (d0 == kNope) {  // the rotated tail: 32 pairs per head
+    for (int i = tid; i < kSumHeads * 32; i += kSumThreads)
+      rope_pair(o[i / 32], rope.inv_freq, i % 32, pos, true);
+  }
   __syncthreads();
-  if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
+#pragma unroll
+  for (int k = 0; k < kSumHeadsPerThread; ++k) {
+    const int hl = hg + kSumGroups * k;
+    if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
+  }
 }
 
 }  // namespace
@@ -547,14 +677,31 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
-  const dim3 score_grid((g.max_rows + kScoreTile - 1) / kScoreTile,
-                        (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
-  attention_scores_kernel<<<score_grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp,
-                                                                  visible, rows.p0, scratch);
+  // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
+  static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
+  if (rows.n >= kSumBatchRows && dmma_scores) {
+    const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
+                    rows.n);
+    attention_scores_dmma_kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                             rows.p0, scratch);
+  } else {
+    const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
+                    (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
+    attention_scores_kernel<<<grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                              rows.p0, scratch);
+  }
   DS4_CUDA_CHECK_LAUNCH();
-  const dim3 sum_grid((g.n_head + kSumHeads - 1) / kSumHeads, kHd / kSumDims, rows.n);
-  attention_sum_kernel<<<sum_grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope,
-                                                        rows.p0, scratch, out, out_stride);
+  // DS4_CUDA_SUM_HEADS16=0 keeps batches on 4 heads per CTA (for comparisons; same results).
+  static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
+  if (rows.n >= kSumBatchRows && batch_heads) {
+    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
+    attention_sum_kernel<kSumHeadsBatch><<<grid, kSumThreads, 0, s>>>(
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+  } else {
+    const dim3 grid((g.n_head + kSumHeadsFew - 1) / kSumHeadsFew, kHd / kSumDims, rows.n);
+    attention_sum_kernel<kSumHeadsFew><<<grid, kSumThreads, 0, s>>>(
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+  }
   DS4_CUDA_CHECK_LAUNCH();
 }
 

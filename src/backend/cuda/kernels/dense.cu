@@ -29,7 +29,8 @@ __global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, c
   const float* xs = x + row * cols + seg * segment;
   float* ys = y + row * cols + seg * segment;
   double ss = 0.0;
-  for (int64_t i = threadIdx.x; i < segment; i += blockDim.x) ss += double(xs[i]) * double(xs[i]);
+  for (int64_t i = threadIdx.x; i < segment; i += blockDim.x)
+    ss = add_product(ss, double(xs[i]), double(xs[i]));
   ss = block_sum_double(ss, part);
   const float scale = rms_scale(ss, segment);
   __syncthreads();  // every thread read xs before anyone overwrites it (in-place use)

@@ -80,6 +80,14 @@ __device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int 
   tail[2 * p + 1] = x0 * s + x1 * c;
 }
 
+// acc + a * b where the product is exact in double (a and b are floats or f16 values widened:
+// at most 24 + 24 significand bits): one fma, which rounds exactly as adding the separately
+// formed product would (the files are built with -fmad=false, so a written a * b + acc stays a
+// multiply and an add: two FP64 instructions instead of one).
+__device__ __forceinline__ double add_product(double acc, double a, double b) {
+  return fma(a, b, acc);
+}
+
 // Block-wide sum of squares in double (the CPU sums squares in double); every thread gets it.
 // `shared` needs blockDim.x / 32 doubles.
 __device__ inline double block_sum_double(double v, double* shared) {

@@ -63,7 +63,8 @@ __device__ float hc_row_rms(const float* xr, int64_t width, double* part) {
   const int tid = static_cast<int>(threadIdx.x);
   double ss = 0.0;
 #pragma unroll 4
-  for (int64_t i = tid; i < width; i += kHcThreads) ss += double(xr[i]) * double(xr[i]);
+  for (int64_t i = tid; i < width; i += kHcThreads)
+    ss = add_product(ss, double(xr[i]), double(xr[i]));
   ss = block_sum_double(ss, part);
   return rms_scale(ss, width);
 }
@@ -88,7 +89,7 @@ __device__ void hc_finish_row(const HcPreArgs& a, int64_t r, const float* xr, fl
     float c = 0.0f;
     for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
     cur[d] = c;
-    css += double(c) * double(c);
+    css = add_product(css, double(c), double(c));
   }
   if (a.norm == nullptr) return;  // uniform per CTA
   css = block_sum_double(css, part);
@@ -112,7 +113,8 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   double acc = 0.0;
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {
-    acc += static_cast<double>(f16_bits_to_float(w[i])) * static_cast<double>(xr[i] * rms);
+    acc = add_product(acc, static_cast<double>(f16_bits_to_float(w[i])),
+                      static_cast<double>(xr[i] * rms));
   }
   acc = block_sum_double(acc, part);
   float* m = a.mix + r * kMix;
@@ -153,7 +155,8 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs
       const double xn = static_cast<double>(xr[i] * rms);
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
-        acc[j] += static_cast<double>(f16_bits_to_float(fn[(o0 + j) * width + i])) * xn;
+        acc[j] = add_product(acc[j],
+                             static_cast<double>(f16_bits_to_float(fn[(o0 + j) * width + i])), xn);
       }
     }
 #pragma unroll

@@ -323,7 +323,9 @@ struct Outputs {
 };
 
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
-template <class P>
+// kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
+// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only).
+template <class P, bool kFull, bool kAhead>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
                                int b0, int kc, int nv, int warp, int lane, Outputs& o) {
   const uint32_t* at;
@@ -339,16 +341,14 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     first_lo = static_cast<int>(c.block(r_lo, b0) & 1);
     first_hi = static_cast<int>(c.block(r_hi, b0) & 1);
   }
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks) {
-    if (ks >= steps) break;
+  // The products of step ks into cc (Q2_K: into the block's accumulator).
+  const auto products = [&](int ks, int(&cc)[kNTiles][4]) {
     uint32_t a[4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
-    int cc[kNTiles][4];
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      if (nt >= nv) break;
+      if (!kFull && nt >= nv) break;
       const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
       const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
       const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
@@ -359,12 +359,16 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         mma_s8(cc[nt], a, b0w, b1w);
       }
     }
-    if constexpr (std::is_same_v<P, ImmaQ8_0>) {  // step ks is block ks of the chunk: its term
+  };
+  // What step ks's sums add to the outputs (Q8_0: block ks's float terms, in block order;
+  // IQ2_XXS: group ks's sums times 2s + 1, exact integers).
+  const auto terms = [&](int ks, const int(&cc)[kNTiles][4]) {
+    if constexpr (std::is_same_v<P, ImmaQ8_0>) {
       const float w_lo = P::row_scale(st, r_lo, first_lo, ks);
       const float w_hi = P::row_scale(st, r_hi, first_hi, ks);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
-        if (nt >= nv) break;
+        if (!kFull && nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
         o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
@@ -372,25 +376,42 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
         o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
       }
-    } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // step ks is group ks: times 2s + 1
+    } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {
       const int shift = 8 * (ks % 4);
       const int g_lo = static_cast<int>((dec.rs[r_lo].scales[ks / 4] >> shift) & 255u);
       const int g_hi = static_cast<int>((dec.rs[r_hi].scales[ks / 4] >> shift) & 255u);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
-        if (nt >= nv) break;
+        if (!kFull && nt >= nv) break;
         o.part[nt][0] += g_lo * cc[nt][0];
         o.part[nt][1] += g_lo * cc[nt][1];
         o.part[nt][2] += g_hi * cc[nt][2];
         o.part[nt][3] += g_hi * cc[nt][3];
       }
     }
+  };
+  // Q8_0: step ks + 1's products are issued before step ks's float terms, so the mma latency
+  // overlaps them; the terms still reach each output in step order. (IQ2_XXS's integer terms
+  // are cheap, and the second set of sums would cost it a CTA per SM: 190 registers.)
+  static_assert(!kAhead || std::is_same_v<P, ImmaQ8_0>, "products ahead: Q8_0 only");
+  int cc[2][kNTiles][4];
+  if constexpr (kAhead) products(0, cc[0]);
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    if (!kFull && ks >= steps) break;
+    if constexpr (kAhead) {
+      if (ks + 1 < kSteps && (kFull || ks + 1 < steps)) products(ks + 1, cc[(ks + 1) % 2]);
+      terms(ks, cc[ks % 2]);
+    } else {
+      products(ks, cc[0]);
+      terms(ks, cc[0]);
+    }
   }
   if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // the block (the chunk) is complete
     const float w_lo = dec.rs[r_lo].d, w_hi = dec.rs[r_hi].d;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      if (nt >= nv) break;
+      if (!kFull && nt >= nv) break;
       const int s = nt * 8 + imma::frag_c_col(lane, 0);
       const float x0 = st.ss[s].d, x1 = st.ss[s + 1].d;
       o.acc[nt][0] += FmtIq2Xxs::from_sums(w_lo, x0, o.part[nt][0]);
@@ -407,7 +428,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     const float d_hi = dec.rs[r_hi].d, dmin_hi = dec.rs[r_hi].dmin;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
-      if (nt >= nv) break;
+      if (!kFull && nt >= nv) break;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {  // C elements j (row r_lo) and 2 + j (row r_hi): slot s
         const int s = nt * 8 + imma::frag_c_col(lane, j);
@@ -434,7 +455,7 @@ constexpr size_t smem_bytes() {
 // Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
 // side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
 // flight while chunk ch is multiplied.
-template <class P, int kS>
+template <class P, int kS, bool kAhead>
 __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
@@ -514,7 +535,12 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
       P::decode(st, dec, c, b0, tables);
       __syncthreads();
     }
-    multiply_chunk<P>(st, dec, c, b0, blocks_of(ch), nv, warp, lane, o);
+    const int kc = blocks_of(ch);
+    if (nv == kNTiles && kc == P::kChunkBlocks) {
+      multiply_chunk<P, true, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
+    } else {
+      multiply_chunk<P, false, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
+    }
   }
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
 
@@ -531,13 +557,32 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   }
 }
 
+// DS4_CUDA_IMMA_AHEAD=1 issues Q8_0's products a step ahead of the terms (off by default: the
+// 2026-11-30 A/B measured it 1.2-1.5% slower at prefill, within the run-to-run spread).
+bool imma_ahead() {
+  static const bool ahead = env_switch("DS4_CUDA_IMMA_AHEAD", false);
+  return ahead;
+}
+
+template <class P, int kS, bool kAhead>
+void launch_kernel(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
+  constexpr size_t kSmem = smem_bytes<P, kS>();
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kSmem)));
+  imma_kernel<P, kS, kAhead><<<grid, kThreads, kSmem, stream>>>(p);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
 template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
-  constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(
-      imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
-  imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
-  DS4_CUDA_CHECK_LAUNCH();
+  if constexpr (std::is_same_v<P, ImmaQ8_0>) {
+    if (imma_ahead()) {
+      launch_kernel<P, kS, true>(grid, p, stream);
+      return;
+    }
+  }
+  launch_kernel<P, kS, false>(grid, p, stream);
 }
 
 // DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled

@@ -404,7 +404,8 @@ struct DotF16 {
     double acc = 0.0;
 #pragma unroll 8
     for (int i = first; i < n; i += kStride) {
-      acc += static_cast<double>(f16_bits_to_float(wh[i])) * static_cast<double>(xf[i]);
+      acc = add_product(acc, static_cast<double>(f16_bits_to_float(wh[i])),
+                        static_cast<double>(xf[i]));
     }
     return acc;
   }
@@ -421,7 +422,7 @@ struct DotF32 {
     double acc = 0.0;
 #pragma unroll 8
     for (int i = first; i < n; i += kStride)
-      acc += static_cast<double>(wf[i]) * static_cast<double>(xf[i]);
+      acc = add_product(acc, static_cast<double>(wf[i]), static_cast<double>(xf[i]));
     return acc;
   }
   __device__ static float finish(double s) { return static_cast<float>(s); }
@@ -515,32 +516,51 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
   const int tr = tid / 16, ts = tid % 16;
   double acc[kRpt][kTileSlotsPerThread] = {};
   const int n = a.n_blocks;  // values per row
-  for (int k0 = 0; k0 < n; k0 += kTileK) {
+  // The next K tile's weights and activations wait in registers (as stored: f16 bits or floats)
+  // while the current one is multiplied, so its global loads overlap the FMAs (the kernel waited
+  // on them: 16-row tiles leave one CTA per SM). Every output's FMA order is unchanged.
+  constexpr int kWLoads = kTileRows * kTileK / kCtaThreads;
+  constexpr int kXLoads = kTileSlots * kTileK / kCtaThreads;
+  float wn[kWLoads], xn[kXLoads];
+  const auto fetch = [&](int k0) {
 #pragma unroll
-    for (int m = 0; m < kTileRows * kTileK / kCtaThreads; ++m) {
+    for (int m = 0; m < kWLoads; ++m) {
       const int i = tid + m * kCtaThreads, r = i / kTileK, kk = i % kTileK;
       const int64_t o = o0 + r;
-      double v = 0.0;
+      float v = 0.0f;
       if (o < a.out && k0 + kk < n) {
         const uint8_t* row = a.w + o * a.row_bytes;
-        v = kF16 ? static_cast<double>(f16_bits_to_float(load_u16(row + 2 * (k0 + kk))))
-                 : static_cast<double>(reinterpret_cast<const float*>(row)[k0 + kk]);
+        v = kF16 ? f16_bits_to_float(load_u16(row + 2 * (k0 + kk)))
+                 : reinterpret_cast<const float*>(row)[k0 + kk];
       }
-      ws[kk][r] = v;
+      wn[m] = v;
     }
 #pragma unroll
-    for (int m = 0; m < kTileSlots * kTileK / kCtaThreads; ++m) {
+    for (int m = 0; m < kXLoads; ++m) {
       const int i = tid + m * kCtaThreads, j = i / kTileK, kk = i % kTileK;
       const int s = s0 + j;
-      double v = 0.0;
+      float v = 0.0f;
       if (s < a.n_slots && k0 + kk < n) {
         const int64_t r = a.rows != nullptr ? a.rows[s] : s;
-        v = static_cast<double>(
-            reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes)[k0 + kk]);
+        v = reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes)[k0 + kk];
       }
-      xs[kk][j] = v;
+      xn[m] = v;
+    }
+  };
+  fetch(0);
+  for (int k0 = 0; k0 < n; k0 += kTileK) {
+#pragma unroll
+    for (int m = 0; m < kWLoads; ++m) {
+      const int i = tid + m * kCtaThreads;
+      ws[i % kTileK][i / kTileK] = static_cast<double>(wn[m]);
+    }
+#pragma unroll
+    for (int m = 0; m < kXLoads; ++m) {
+      const int i = tid + m * kCtaThreads;
+      xs[i % kTileK][i / kTileK] = static_cast<double>(xn[m]);
     }
     __syncthreads();
+    if (k0 + kTileK < n) fetch(k0 + kTileK);
 #pragma unroll 8
     for (int kk = 0; kk < kTileK; ++kk) {
       double wv[kRpt], xv[kTileSlotsPerThread];
@@ -551,7 +571,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
 #pragma unroll
       for (int i = 0; i < kRpt; ++i) {
 #pragma unroll
-        for (int j = 0; j < kTileSlotsPerThread; ++j) acc[i][j] = fma(wv[i], xv[j], acc[i][j]);
+        for (int j = 0; j < kTileSlotsPerThread; ++j)
+          acc[i][j] = add_product(acc[i][j], wv[i], xv[j]);
       }
     }
     __syncthreads();
