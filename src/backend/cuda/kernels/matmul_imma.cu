@@ -347,14 +347,13 @@ struct Outputs {
 
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 // kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
-// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only). ldm: the fragments
-// come by ldmatrix (A: one instruction, B: one per two slot tiles) instead of a word per load;
-// bias: Q8_0 sums start from imma::kSumBias (imma::biased_sum_value). Neither changes a sum or a
-// term.
-template <class P, bool kFull, bool kAhead>
+// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only). kLdm: the fragments
+// come by ldmatrix (A: one instruction, B: one per two slot tiles) instead of a word per load, and
+// the Q8_0 sums start from imma::kSumBias (imma::biased_sum_value) instead of a zeroed register.
+// Neither changes a sum or a term.
+template <class P, bool kFull, bool kAhead, bool kLdm>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
-                               int b0, int kc, int nv, int warp, int lane, bool ldm, bool bias,
-                               Outputs& o) {
+                               int b0, int kc, int nv, int warp, int lane, Outputs& o) {
   const uint32_t* at;
   if constexpr (P::kDecodes) {
     at = dec.a + warp * 16 * kPitch;
@@ -372,36 +371,41 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
   // The products of step ks into cc (Q2_K: into the block's accumulator).
   const auto products = [&](int ks, int(&cc)[kNTiles][4]) {
     uint32_t a[4];
-    if (ldm) {
+    if constexpr (kLdm) {
       ldmatrix_x4(a, at + a_ldm + 8 * ks);
+#pragma unroll
+      for (int pr = 0; pr < kNTiles / 2; ++pr) {
+        if (!kFull && 2 * pr >= nv) break;
+        uint32_t bw[4];  // b0, b1 of tile 2 pr, then of tile 2 pr + 1
+        ldmatrix_x4(bw, st.b + 16 * pr * kPitch + b_ldm + 8 * ks);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int nt = 2 * pr + h;
+          if (!kFull && nt >= nv) break;
+          if constexpr (std::is_same_v<P, ImmaQ2K>) {
+            mma_s8(o.part[nt], a, bw[2 * h], bw[2 * h + 1]);  // the block's isum, over 8 steps
+          } else if constexpr (std::is_same_v<P, ImmaQ8_0>) {
+            mma_s8_from(cc[nt], a, bw[2 * h], bw[2 * h + 1], imma::kSumBias);
+          } else {
+            cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
+            mma_s8(cc[nt], a, bw[2 * h], bw[2 * h + 1]);
+          }
+        }
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
-    }
 #pragma unroll
-    for (int pr = 0; pr < kNTiles / 2; ++pr) {
-      if (!kFull && 2 * pr >= nv) break;
-      uint32_t bw[4];  // b0, b1 of tile 2 pr, then of tile 2 pr + 1
-      if (ldm) {
-        ldmatrix_x4(bw, st.b + 16 * pr * kPitch + b_ldm + 8 * ks);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          bw[i] =
-              st.b[(2 * pr + i / 2) * 8 * kPitch + 8 * ks + imma::frag_b_word(lane, i % 2, kPitch)];
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int nt = 2 * pr + h;
+      for (int nt = 0; nt < kNTiles; ++nt) {
         if (!kFull && nt >= nv) break;
+        const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
+        const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
+        const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
         if constexpr (std::is_same_v<P, ImmaQ2K>) {
-          mma_s8(o.part[nt], a, bw[2 * h], bw[2 * h + 1]);  // the block's isum, over 8 steps
-        } else if (std::is_same_v<P, ImmaQ8_0> && bias) {
-          mma_s8_from(cc[nt], a, bw[2 * h], bw[2 * h + 1], imma::kSumBias);
+          mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
         } else {
           cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
-          mma_s8(cc[nt], a, bw[2 * h], bw[2 * h + 1]);
+          mma_s8(cc[nt], a, b0w, b1w);
         }
       }
     }
@@ -420,7 +424,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         float v[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          v[i] = bias ? imma::biased_sum_value(cc[nt][i]) : static_cast<float>(cc[nt][i]);
+          v[i] = kLdm ? imma::biased_sum_value(cc[nt][i]) : static_cast<float>(cc[nt][i]);
         }
         o.acc[nt][0] += FmtQ8_0::from_sum_value(w_lo, x.x, v[0]);
         o.acc[nt][1] += FmtQ8_0::from_sum_value(w_lo, x.y, v[1]);
@@ -506,9 +510,11 @@ constexpr size_t smem_bytes() {
 // Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
 // side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
 // flight while chunk ch is multiplied.
-template <class P, int kS, bool kAhead>
-__global__ void __launch_bounds__(kThreads, P::kMinCtas)
-    imma_kernel(const ImmaProduct p, const bool ldm, const bool bias) {
+// kLdm: registers for at least 3 CTAs per SM (the word-at-a-time loads' occupancy; unbounded, the
+// ldmatrix code took 215-241 registers for IQ2_XXS and Q8_0).
+template <class P, int kS, bool kAhead, bool kLdm>
+__global__ void __launch_bounds__(kThreads, kLdm ? std::max(P::kMinCtas, 3) : P::kMinCtas)
+    imma_kernel(const ImmaProduct p) {
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
   auto* stages = reinterpret_cast<Stage<P>*>(smem);
@@ -589,9 +595,9 @@ __global__ void __launch_bounds__(kThreads, P::kMinCtas)
     }
     const int kc = blocks_of(ch);
     if (nv == kNTiles && kc == P::kChunkBlocks) {
-      multiply_chunk<P, true, kAhead>(st, dec, c, b0, kc, nv, warp, lane, ldm, bias, o);
+      multiply_chunk<P, true, kAhead, kLdm>(st, dec, c, b0, kc, nv, warp, lane, o);
     } else {
-      multiply_chunk<P, false, kAhead>(st, dec, c, b0, kc, nv, warp, lane, ldm, bias, o);
+      multiply_chunk<P, false, kAhead, kLdm>(st, dec, c, b0, kc, nv, warp, lane, o);
     }
   }
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
@@ -616,36 +622,38 @@ bool imma_ahead() {
   return ahead;
 }
 
-// DS4_CUDA_IMMA_LDMATRIX=0 loads the fragments a word at a time, DS4_CUDA_IMMA_BIAS=0 converts
-// the Q8_0 sums from zeroed registers (for comparisons; the results are the same).
+// DS4_CUDA_IMMA_LDMATRIX=1 loads the fragments by ldmatrix and starts the Q8_0 sums from the
+// bias (kLdm; same results). Off by default until measured: the first try, with run-time
+// switches inside the K loop, prefilled 2.3% slower than word-at-a-time loads.
 bool imma_ldmatrix() {
-  static const bool ldm = env_switch("DS4_CUDA_IMMA_LDMATRIX", true);
+  static const bool ldm = env_switch("DS4_CUDA_IMMA_LDMATRIX", false);
   return ldm;
 }
-bool imma_bias() {
-  static const bool bias = env_switch("DS4_CUDA_IMMA_BIAS", true);
-  return bias;
-}
 
-template <class P, int kS, bool kAhead>
+template <class P, int kS, bool kAhead, bool kLdm>
 void launch_kernel(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead>,
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead, kLdm>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kSmem)));
-  imma_kernel<P, kS, kAhead><<<grid, kThreads, kSmem, stream>>>(p, imma_ldmatrix(), imma_bias());
+  imma_kernel<P, kS, kAhead, kLdm><<<grid, kThreads, kSmem, stream>>>(p);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
+// The products ahead (Q8_0) take the word-at-a-time loads.
 template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   if constexpr (std::is_same_v<P, ImmaQ8_0>) {
     if (imma_ahead()) {
-      launch_kernel<P, kS, true>(grid, p, stream);
+      launch_kernel<P, kS, true, false>(grid, p, stream);
       return;
     }
   }
-  launch_kernel<P, kS, false>(grid, p, stream);
+  if (imma_ldmatrix()) {
+    launch_kernel<P, kS, false, true>(grid, p, stream);
+  } else {
+    launch_kernel<P, kS, false, false>(grid, p, stream);
+  }
 }
 
 // DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled
