@@ -36,9 +36,6 @@
 #            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
 #   dmma     the same with the prefill attention scores on the per-warp kernel
 #            (DS4_CUDA_DMMA_SCORES=0) and on the FP64 tensor cores (the default)
-#   ldm      the same with the tensor-core fragments loaded a word at a time, Q8_0 sums from
-#            zeroed registers (DS4_CUDA_IMMA_LDMATRIX=0, the default) and by ldmatrix, sums
-#            from the bias
 #   sumden   the same with the weighted sum's denominators added on every thread
 #            (DS4_CUDA_SUM_SPLIT_DEN=0) and on one thread per head (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
@@ -112,7 +109,7 @@ step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
 # one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings and
-# with its Q8_0 products ahead of the terms and with its fragments by ldmatrix.
+# with its Q8_0 products ahead of the terms.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
@@ -120,8 +117,7 @@ kernels() {
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_AHEAD=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_LDMATRIX=1 build-dev/bin/matmul_check
+    DS4_CUDA_IMMA_AHEAD=1 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -131,7 +127,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma ldm sumden hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma sumden hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -178,7 +174,6 @@ has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.
 has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
   tail -4 "$out/sumheads.log"
 has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
-has ldm && step ldm 400 ab ldm DS4_CUDA_IMMA_LDMATRIX && tail -4 "$out/ldm.log"
 has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"

@@ -14,7 +14,6 @@
 // (matmul_planar.cuh) or the kernel's tiling (matmul_imma.cu).
 #pragma once
 
-#include <bit>
 #include <cstdint>
 
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -121,31 +120,8 @@ DS4_PF_HD constexpr int frag_a_word(int lane, int r, int pitch) {
 DS4_PF_HD constexpr int frag_b_word(int lane, int r, int pitch) {
   return (lane / 4) * pitch + 4 * r + lane % 4;
 }
-// ldmatrix.x4 row addresses (word offsets from the tile's (row 0, K 0) word): lane 8 i + j gives
-// row j of matrix i, and register i of lane L receives word L % 4 of the row that lane
-// 8 i + L / 4 gave. A: matrix i is A register i (rows 8 (i % 2) .., words 4 (i / 2) ..). B, two
-// slot tiles at once: matrix i is register i % 2 of slot tile i / 2 (slots 8 (i / 2) ..).
-DS4_PF_HD constexpr int ldm_a_word(int lane, int pitch) {
-  return (lane % 8 + 8 * ((lane / 8) % 2)) * pitch + 4 * (lane / 16);
-}
-DS4_PF_HD constexpr int ldm_b_pair_word(int lane, int pitch) {
-  return (lane % 8 + 8 * (lane / 16)) * pitch + 4 * ((lane / 8) % 2);
-}
 // Row (weight row in the tile) and column (slot in the tile) of C element i (0..3) of `lane`.
 DS4_PF_HD constexpr int frag_c_row(int lane, int i) { return lane / 4 + 8 * (i / 2); }
 DS4_PF_HD constexpr int frag_c_col(int lane, int i) { return 2 * (lane % 4) + i % 2; }
-
-// Integer sums started from the bit pattern of 1.5 * 2^23: for |isum| < 2^22 the int32 result,
-// read as a float, is exactly 1.5 * 2^23 + isum, so one float subtraction gives (float)isum
-// exactly, without a conversion instruction or a zeroed register (a Q8_0 block's
-// |isum| <= 32 * 128 * 127 = 520,192).
-inline constexpr int kSumBias = 0x4B400000;
-DS4_PF_HD inline float biased_sum_value(int d) {
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(d) - 12582912.0f;
-#else
-  return std::bit_cast<float>(d) - 12582912.0f;
-#endif
-}
 
 }  // namespace ds4::backend::cuda::imma

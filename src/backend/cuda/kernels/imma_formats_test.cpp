@@ -346,52 +346,5 @@ TEST(CudaImmaFormats, FragmentLoadsUseEveryBankOnce) {
   }
 }
 
-// ldmatrix.x4 as the PTX ISA describes it: register i of lane L is word L % 4 of the 16-byte row
-// whose address lane 8 i + L / 4 gave. With the kernel's row addresses it must deliver the very
-// words the per-word fragment loads read (A: registers 0..3; B: a pair of slot tiles).
-TEST(CudaImmaFormats, LdmatrixRowsDeliverTheFragments) {
-  for (int lane = 0; lane < 32; ++lane) {
-    for (int i = 0; i < 4; ++i) {
-      const int giver = 8 * i + lane / 4;
-      EXPECT_EQ(ldm_a_word(giver, kPitch) + lane % 4, frag_a_word(lane, i, kPitch))
-          << "A lane " << lane << " register " << i;
-      EXPECT_EQ(ldm_b_pair_word(giver, kPitch) + lane % 4,
-                (i / 2) * 8 * kPitch + frag_b_word(lane, i % 2, kPitch))
-          << "B lane " << lane << " register " << i;
-    }
-  }
-}
-
-// Each of an ldmatrix's four 8-row phases reads 8 rows of 16 bytes: conflict-free when the rows
-// start in 8 different 4-bank groups.
-TEST(CudaImmaFormats, LdmatrixPhasesUseEveryBankOnce) {
-  for (int ks = 0; ks < 8; ++ks) {
-    for (int i = 0; i < 4; ++i) {
-      std::set<int> a_groups, b_groups;
-      for (int j = 0; j < 8; ++j) {
-        EXPECT_EQ((ldm_a_word(8 * i + j, kPitch) + 8 * ks) % 4, 0);  // 16-byte aligned rows
-        a_groups.insert((ldm_a_word(8 * i + j, kPitch) + 8 * ks) / 4 % 8);
-        b_groups.insert((ldm_b_pair_word(8 * i + j, kPitch) + 8 * ks) / 4 % 8);
-      }
-      EXPECT_EQ(a_groups.size(), 8u) << "A matrix " << i << " K step " << ks;
-      EXPECT_EQ(b_groups.size(), 8u) << "B matrix " << i << " K step " << ks;
-    }
-  }
-}
-
-// Every integer sum below 2^22 in magnitude comes back exactly from its biased bit pattern.
-TEST(CudaImmaFormats, BiasedSumsConvertExactly) {
-  constexpr int kLimit = (1 << 22) - 1;
-  int64_t wrong = 0;
-  int first_wrong = 0;
-  for (int isum = -kLimit; isum <= kLimit; ++isum) {
-    if (biased_sum_value(kSumBias + isum) != static_cast<float>(isum)) {
-      if (wrong++ == 0) first_wrong = isum;
-    }
-  }
-  EXPECT_EQ(wrong, 0) << "first wrong sum " << first_wrong;
-  EXPECT_GE(kLimit, 32 * 128 * 127) << "a Q8_0 block's sums fit";
-}
-
 }  // namespace
 }  // namespace ds4::backend::cuda::imma

@@ -108,27 +108,6 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
 #endif
 }
 
-// d = A x B + c (each C element c): the sums start from c instead of a zeroed register.
-__device__ __forceinline__ void mma_s8_from(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                            uint32_t b1, int c) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%10, %10, %10, %10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c));
-#else
-  __trap();
-#endif
-}
-
-// Four 8 x 16-byte matrices from shared memory, lane 8 i + j giving row j of matrix i; register i
-// of a lane holds word lane % 4 of row lane / 4 of matrix i (the fragments' word layout).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
 // One chunk's operands as they arrive: the slots' int8 codes (K innermost) and scales, and the
 // weight rows' bytes as stored (P::Raw: Q8_0's codes are the A tile itself; IQ2_XXS and Q2_K are
 // decoded into Decoded before the products).
@@ -175,7 +154,6 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
 struct ImmaQ8_0 {
   using Fmt = FmtQ8_0;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
-  static constexpr int kMinCtas = 2;  // CTAs per SM the registers must allow
   static constexpr bool kTables = false, kDecodes = false;
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
@@ -183,9 +161,10 @@ struct ImmaQ8_0 {
   struct Raw {
     uint32_t a[kM * kPitch];  // the weight codes: the A tile
     uint32_t dw[kM][kScaleWords];
-    alignas(8) float xd[kChunkBlocks][kN];  // the slots' scales, a lane's two slots side by side
   };
-  struct SlotSide {};
+  struct SlotSide {
+    float d[kChunkBlocks + 1];  // + 1: an odd stride spreads the slots over the banks
+  };
   struct Decoded {};
   __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
 #pragma unroll 4
@@ -211,7 +190,7 @@ struct ImmaQ8_0 {
     }
     for (int i = c.tid; i < c.live * kChunkBlocks; i += kThreads) {  // activation scales
       const int s = i / kChunkBlocks, j = i % kChunkBlocks;
-      if (j < kc) cp_async4(&st.raw.xd[j][s], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
+      if (j < kc) cp_async4(&st.ss[s].d[j], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
     }
   }
   // Weight scale of tile row r, block j of the chunk; first = c.block(r, b0) & 1.
@@ -224,7 +203,6 @@ struct ImmaQ8_0 {
 struct ImmaIq2Xxs {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
-  static constexpr int kMinCtas = 2;
   static constexpr bool kTables = true, kDecodes = true;
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
@@ -274,7 +252,6 @@ struct ImmaIq2Xxs {
 struct ImmaQ2K {
   using Fmt = FmtQ2K;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
-  static constexpr int kMinCtas = 4;  // 128 registers, as before the ldmatrix loads
   static constexpr bool kTables = false, kDecodes = true;
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
@@ -347,11 +324,8 @@ struct Outputs {
 
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 // kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
-// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only). kLdm: the fragments
-// come by ldmatrix (A: one instruction, B: one per two slot tiles) instead of a word per load, and
-// the Q8_0 sums start from imma::kSumBias (imma::biased_sum_value) instead of a zeroed register.
-// Neither changes a sum or a term.
-template <class P, bool kFull, bool kAhead, bool kLdm>
+// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only).
+template <class P, bool kFull, bool kAhead>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
                                int b0, int kc, int nv, int warp, int lane, Outputs& o) {
   const uint32_t* at;
@@ -367,46 +341,22 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     first_lo = static_cast<int>(c.block(r_lo, b0) & 1);
     first_hi = static_cast<int>(c.block(r_hi, b0) & 1);
   }
-  const int a_ldm = imma::ldm_a_word(lane, kPitch), b_ldm = imma::ldm_b_pair_word(lane, kPitch);
   // The products of step ks into cc (Q2_K: into the block's accumulator).
   const auto products = [&](int ks, int(&cc)[kNTiles][4]) {
     uint32_t a[4];
-    if constexpr (kLdm) {
-      ldmatrix_x4(a, at + a_ldm + 8 * ks);
 #pragma unroll
-      for (int pr = 0; pr < kNTiles / 2; ++pr) {
-        if (!kFull && 2 * pr >= nv) break;
-        uint32_t bw[4];  // b0, b1 of tile 2 pr, then of tile 2 pr + 1
-        ldmatrix_x4(bw, st.b + 16 * pr * kPitch + b_ldm + 8 * ks);
+    for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int nt = 2 * pr + h;
-          if (!kFull && nt >= nv) break;
-          if constexpr (std::is_same_v<P, ImmaQ2K>) {
-            mma_s8(o.part[nt], a, bw[2 * h], bw[2 * h + 1]);  // the block's isum, over 8 steps
-          } else if constexpr (std::is_same_v<P, ImmaQ8_0>) {
-            mma_s8_from(cc[nt], a, bw[2 * h], bw[2 * h + 1], imma::kSumBias);
-          } else {
-            cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
-            mma_s8(cc[nt], a, bw[2 * h], bw[2 * h + 1]);
-          }
-        }
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
-#pragma unroll
-      for (int nt = 0; nt < kNTiles; ++nt) {
-        if (!kFull && nt >= nv) break;
-        const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
-        const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
-        const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
-        if constexpr (std::is_same_v<P, ImmaQ2K>) {
-          mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
-        } else {
-          cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
-          mma_s8(cc[nt], a, b0w, b1w);
-        }
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (!kFull && nt >= nv) break;
+      const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
+      const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
+      const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
+      if constexpr (std::is_same_v<P, ImmaQ2K>) {
+        mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
+      } else {
+        cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
+        mma_s8(cc[nt], a, b0w, b1w);
       }
     }
   };
@@ -420,16 +370,11 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (!kFull && nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
-        const float2 x = *reinterpret_cast<const float2*>(&st.raw.xd[ks][s]);
-        float v[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          v[i] = kLdm ? imma::biased_sum_value(cc[nt][i]) : static_cast<float>(cc[nt][i]);
-        }
-        o.acc[nt][0] += FmtQ8_0::from_sum_value(w_lo, x.x, v[0]);
-        o.acc[nt][1] += FmtQ8_0::from_sum_value(w_lo, x.y, v[1]);
-        o.acc[nt][2] += FmtQ8_0::from_sum_value(w_hi, x.x, v[2]);
-        o.acc[nt][3] += FmtQ8_0::from_sum_value(w_hi, x.y, v[3]);
+        const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
+        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
+        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
+        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
+        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
       }
     } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {
       const int shift = 8 * (ks % 4);
@@ -510,11 +455,8 @@ constexpr size_t smem_bytes() {
 // Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
 // side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
 // flight while chunk ch is multiplied.
-// kLdm: registers for at least 3 CTAs per SM (the word-at-a-time loads' occupancy; unbounded, the
-// ldmatrix code took 215-241 registers for IQ2_XXS and Q8_0).
-template <class P, int kS, bool kAhead, bool kLdm>
-__global__ void __launch_bounds__(kThreads, kLdm ? std::max(P::kMinCtas, 3) : P::kMinCtas)
-    imma_kernel(const ImmaProduct p) {
+template <class P, int kS, bool kAhead>
+__global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
   auto* stages = reinterpret_cast<Stage<P>*>(smem);
@@ -595,9 +537,9 @@ __global__ void __launch_bounds__(kThreads, kLdm ? std::max(P::kMinCtas, 3) : P:
     }
     const int kc = blocks_of(ch);
     if (nv == kNTiles && kc == P::kChunkBlocks) {
-      multiply_chunk<P, true, kAhead, kLdm>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, true, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
     } else {
-      multiply_chunk<P, false, kAhead, kLdm>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, false, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
     }
   }
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
@@ -622,38 +564,25 @@ bool imma_ahead() {
   return ahead;
 }
 
-// DS4_CUDA_IMMA_LDMATRIX=1 loads the fragments by ldmatrix and starts the Q8_0 sums from the
-// bias (kLdm; same results). Off by default until measured: the first try, with run-time
-// switches inside the K loop, prefilled 2.3% slower than word-at-a-time loads.
-bool imma_ldmatrix() {
-  static const bool ldm = env_switch("DS4_CUDA_IMMA_LDMATRIX", false);
-  return ldm;
-}
-
-template <class P, int kS, bool kAhead, bool kLdm>
+template <class P, int kS, bool kAhead>
 void launch_kernel(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead, kLdm>,
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kSmem)));
-  imma_kernel<P, kS, kAhead, kLdm><<<grid, kThreads, kSmem, stream>>>(p);
+  imma_kernel<P, kS, kAhead><<<grid, kThreads, kSmem, stream>>>(p);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The products ahead (Q8_0) take the word-at-a-time loads.
 template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   if constexpr (std::is_same_v<P, ImmaQ8_0>) {
     if (imma_ahead()) {
-      launch_kernel<P, kS, true, false>(grid, p, stream);
+      launch_kernel<P, kS, true>(grid, p, stream);
       return;
     }
   }
-  if (imma_ldmatrix()) {
-    launch_kernel<P, kS, false, true>(grid, p, stream);
-  } else {
-    launch_kernel<P, kS, false, false>(grid, p, stream);
-  }
+  launch_kernel<P, kS, false>(grid, p, stream);
 }
 
 // DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled

@@ -103,12 +103,8 @@ struct FmtQ8_0 {
   }
   // The block term from the weight scale, the activation scale and the integer block dot.
   DS4_PF_HD static float from_sums(float wd, float xd, int isum) {
-    return from_sum_value(wd, xd, static_cast<float>(isum));
-  }
-  // The same with the integer block dot already a float (exact: |isum| < 2^24).
-  DS4_PF_HD static float from_sum_value(float wd, float xd, float isum) {
     const float scale = wd * xd;
-    return scale * isum;
+    return scale * static_cast<float>(isum);
   }
   DS4_PF_HD static float finish(float s) { return s; }
 };
