@@ -36,6 +36,8 @@
 #            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
 #   dmma     the same with the prefill attention scores on the per-warp kernel
 #            (DS4_CUDA_DMMA_SCORES=0) and on the FP64 tensor cores (the default)
+#   sumden   the same with the weighted sum's denominators added on every thread
+#            (DS4_CUDA_SUM_SPLIT_DEN=0) and on one thread per head (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -125,7 +127,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma sumden hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -172,6 +174,7 @@ has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.
 has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
   tail -4 "$out/sumheads.log"
 has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
+has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

@@ -514,16 +514,20 @@ __global__ void __launch_bounds__(kDmThreads)
 // kSumHeadsPerThread heads at its dim, so each staged value is read once for them and their
 // sums are independent chains (with a thread per (head, dim), a CTA of 4 heads re-read every
 // cached row 16 times per query row, and each thread's adds were one dependent chain).
+// split_den: thread k < kSumHeads alone adds head k's denominator (the same adds in the same
+// order), instead of every thread of the CTA for its heads, and the weights of 4 rows come in one
+// 16-byte load (a third of the float operations and most of the shared loads of the inner loop).
 template <int kSumHeads>
 __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
-                         const float* scratch, float* out_all, int64_t out_stride) {
+                         const float* scratch, float* out_all, int64_t out_stride, bool split_den) {
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
   constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
   __shared__ __align__(16) float vrows[kSumRows * kSumDims];
-  __shared__ float wts[kSumHeads][kSumRows];
+  __shared__ __align__(16) float wts[kSumHeads][kSumRows];
   __shared__ float mx[kSumHeads];
+  __shared__ float den_sh[kSumHeads];
   __shared__ float o[kSumHeads][kSumDims];
   const int t = static_cast<int>(blockIdx.z);
   const int pos = p0 + t;
@@ -553,6 +557,8 @@ __global__ void __launch_bounds__(kSumThreads)
     den[k] = detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
     acc[k] = 0.0f;
   }
+  const bool den_thread = split_den && tid < kSumHeads;  // adds head tid's denominator
+  float my_den = den_thread ? detmath::expf(sinks[min(h0 + tid, g.n_head - 1)] - mx[tid]) : 0.0f;
   float4 next[kSumLoads];
   auto fetch = [&](int i0) {
 #pragma unroll
@@ -575,16 +581,41 @@ __global__ void __launch_bounds__(kSumThreads)
     __syncthreads();
     if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
     const int nr = min(kSumRows, rg.n_rows - i0);
-    for (int r = 0; r < nr; ++r) {
+    int r = 0;
+    if (split_den) {
+      if (den_thread) {
+        for (int i = 0; i < nr; ++i) my_den += wts[tid][i];
+      }
+      for (; r + 4 <= nr; r += 4) {
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[j] = vrows[(r + j) * kSumDims + d];
+#pragma unroll
+        for (int k = 0; k < kSumHeadsPerThread; ++k) {
+          const float4 w = *reinterpret_cast<const float4*>(&wts[hg + kSumGroups * k][r]);
+          acc[k] += w.x * v[0];
+          acc[k] += w.y * v[1];
+          acc[k] += w.z * v[2];
+          acc[k] += w.w * v[3];
+        }
+      }
+    }
+    for (; r < nr; ++r) {
       const float v = vrows[r * kSumDims + d];
 #pragma unroll
       for (int k = 0; k < kSumHeadsPerThread; ++k) {
         const float w = wts[hg + kSumGroups * k][r];
         acc[k] += w * v;
-        den[k] += w;
+        if (!split_den) den[k] += w;
       }
     }
     __syncthreads();
+  }
+  if (split_den) {
+    if (den_thread) den_sh[tid] = my_den;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kSumHeadsPerThread; ++k) den[k] = den_sh[hg + kSumGroups * k];
   }
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
@@ -693,14 +724,16 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CUDA_CHECK_LAUNCH();
   // DS4_CUDA_SUM_HEADS16=0 keeps batches on 4 heads per CTA (for comparisons; same results).
   static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
+  // DS4_CUDA_SUM_SPLIT_DEN=0 adds the denominators on every thread (for comparisons; same results).
+  static const bool split_den = env_switch("DS4_CUDA_SUM_SPLIT_DEN", true);
   if (rows.n >= kSumBatchRows && batch_heads) {
     const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
     attention_sum_kernel<kSumHeadsBatch><<<grid, kSumThreads, 0, s>>>(
-        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
   } else {
     const dim3 grid((g.n_head + kSumHeadsFew - 1) / kSumHeadsFew, kHd / kSumDims, rows.n);
     attention_sum_kernel<kSumHeadsFew><<<grid, kSumThreads, 0, s>>>(
-        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride);
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
