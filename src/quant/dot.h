@@ -69,6 +69,14 @@ float dot_iq2_xxs_ref(const BlockIQ2_XXS* w, const BlockQ8_K* x, int64_t n_block
 float dot_f16_ref(const uint16_t* w, const float* x, int64_t n);
 float dot_f32_ref(const float* w, const float* x, int64_t n);
 
+// A multi-row entry from a single-row dot: one call per row (the tables whose single-row dots have
+// no start-up worth streaming across rows: the reference and AVX2).
+template <class Block, float (*Dot)(const Block*, const BlockQ8_K*, int64_t)>
+void rows_one_by_one(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows,
+                     float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + r * n_blocks, x, n_blocks);
+}
+
 // Rows per parallel task when `rows` output rows are split over `threads` threads: about 8 tasks
 // per thread, so handing them out costs little, and at least 16 rows, so each task streams a long
 // contiguous run of weights (shorter tasks broke the prefetch streams: bench/cpu-kernels.md).

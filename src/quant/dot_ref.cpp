@@ -122,16 +122,6 @@ float dot_f32_ref(const float* w, const float* x, int64_t n) {
   return static_cast<float>(acc);
 }
 
-namespace {
-
-// The reference multi-row entries: one single-row dot per row.
-template <class Block, float (*Dot)(const Block*, const BlockQ8_K*, int64_t)>
-void rows_ref(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows, float* y) {
-  for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + r * n_blocks, x, n_blocks);
-}
-
-}  // namespace
-
 const DotKernels& reference_dot_kernels() {
   static const DotKernels kReference{
       .name = "reference",
@@ -139,9 +129,9 @@ const DotKernels& reference_dot_kernels() {
       .q2_k = dot_q2_k_ref,
       .q4_k = dot_q4_k_ref,
       .iq2_xxs = dot_iq2_xxs_ref,
-      .q2_k_rows = rows_ref<BlockQ2_K, dot_q2_k_ref>,
-      .q4_k_rows = rows_ref<BlockQ4_K, dot_q4_k_ref>,
-      .iq2_xxs_rows = rows_ref<BlockIQ2_XXS, dot_iq2_xxs_ref>,
+      .q2_k_rows = rows_one_by_one<BlockQ2_K, dot_q2_k_ref>,
+      .q4_k_rows = rows_one_by_one<BlockQ4_K, dot_q4_k_ref>,
+      .iq2_xxs_rows = rows_one_by_one<BlockIQ2_XXS, dot_iq2_xxs_ref>,
       .f16 = dot_f16_ref,
       .f32 = dot_f32_ref,
   };

@@ -30,8 +30,6 @@
 #            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
 #   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
 #            (DS4_CUDA_IMMA_STAGES)
-#   ahead    the same with the tensor-core Q8_0 products issued step by step
-#            (DS4_CUDA_IMMA_AHEAD=0, the default) and a step ahead of the float terms
 #   sumheads the same with the prefill attention weighted sum on 4 heads per CTA
 #            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
 #   dmma     the same with the prefill attention scores on the per-warp kernel
@@ -112,9 +110,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings and
-# with its Q8_0 products ahead of the terms, and with the prefill F16/F32 products on the float
-# tile kernel instead of the FP64 tensor cores.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, and
+# with the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
@@ -122,7 +119,6 @@ kernels() {
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_AHEAD=1 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
 }
 export -f kernels
@@ -133,7 +129,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages ahead sumheads dmma sumden fdmma idxtile hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -176,7 +172,6 @@ has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
 has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
 has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
 has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
-has ahead && step ahead 400 ab ahead DS4_CUDA_IMMA_AHEAD && tail -4 "$out/ahead.log"
 has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
   tail -4 "$out/sumheads.log"
 has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"

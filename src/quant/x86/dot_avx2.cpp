@@ -282,13 +282,6 @@ float dot_f32_avx2(const float* w, const float* x, int64_t n) {
   return static_cast<float>(sum);
 }
 
-// Multi-row entries: one single-row dot per row (the AVX2 dots have no per-row start-up worth
-// streaming across rows).
-template <class Block, float (*Dot)(const Block*, const BlockQ8_K*, int64_t)>
-void rows_avx2(const Block* w, const BlockQ8_K* x, int64_t n_blocks, int64_t n_rows, float* y) {
-  for (int64_t r = 0; r < n_rows; ++r) y[r] = Dot(w + r * n_blocks, x, n_blocks);
-}
-
 }  // namespace
 
 const DotKernels& avx2_kernels_unchecked() {
@@ -298,9 +291,9 @@ const DotKernels& avx2_kernels_unchecked() {
       .q2_k = dot_q2_k_avx2,
       .q4_k = dot_q4_k_avx2,
       .iq2_xxs = dot_iq2_xxs_avx2,
-      .q2_k_rows = rows_avx2<BlockQ2_K, dot_q2_k_avx2>,
-      .q4_k_rows = rows_avx2<BlockQ4_K, dot_q4_k_avx2>,
-      .iq2_xxs_rows = rows_avx2<BlockIQ2_XXS, dot_iq2_xxs_avx2>,
+      .q2_k_rows = rows_one_by_one<BlockQ2_K, dot_q2_k_avx2>,
+      .q4_k_rows = rows_one_by_one<BlockQ4_K, dot_q4_k_avx2>,
+      .iq2_xxs_rows = rows_one_by_one<BlockIQ2_XXS, dot_iq2_xxs_avx2>,
       .f16 = dot_f16_avx2,
       .f32 = dot_f32_avx2,
   };

@@ -604,15 +604,18 @@ __global__ void __launch_bounds__(kSumThreads)
     if (lane == 0) mx[k] = m;
   }
   __syncthreads();
+  // Head hl's denominator starts from its sink term.
+  const auto sink_term = [&](int hl) {
+    return detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
+  };
   float den[kSumHeadsPerThread], acc[kSumHeadsPerThread];
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
-    const int hl = hg + kSumGroups * k;
-    den[k] = detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
+    den[k] = split_den ? 0.0f : sink_term(hg + kSumGroups * k);  // split: taken from den_sh
     acc[k] = 0.0f;
   }
   const bool den_thread = split_den && tid < kSumHeads;  // adds head tid's denominator
-  float my_den = den_thread ? detmath::expf(sinks[min(h0 + tid, g.n_head - 1)] - mx[tid]) : 0.0f;
+  float my_den = den_thread ? sink_term(tid) : 0.0f;
   float4 next[kSumLoads];
   auto fetch = [&](int i0) {
 #pragma unroll

@@ -324,8 +324,7 @@ struct Outputs {
 
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 // kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
-// kAhead: issue step ks + 1's products before step ks's terms (Q8_0 only).
-template <class P, bool kFull, bool kAhead>
+template <class P, bool kFull>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
                                int b0, int kc, int nv, int warp, int lane, Outputs& o) {
   const uint32_t* at;
@@ -390,22 +389,14 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       }
     }
   };
-  // Q8_0: step ks + 1's products are issued before step ks's float terms, so the mma latency
-  // overlaps them; the terms still reach each output in step order. (IQ2_XXS's integer terms
-  // are cheap, and the second set of sums would cost it a CTA per SM: 190 registers.)
-  static_assert(!kAhead || std::is_same_v<P, ImmaQ8_0>, "products ahead: Q8_0 only");
-  int cc[2][kNTiles][4];
-  if constexpr (kAhead) products(0, cc[0]);
+  // (Issuing step ks + 1's Q8_0 products before step ks's terms measured 1.2-1.5% slower at
+  // prefill on the H200, bench/h200.md, and was removed.)
+  int cc[kNTiles][4];
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
     if (!kFull && ks >= steps) break;
-    if constexpr (kAhead) {
-      if (ks + 1 < kSteps && (kFull || ks + 1 < steps)) products(ks + 1, cc[(ks + 1) % 2]);
-      terms(ks, cc[ks % 2]);
-    } else {
-      products(ks, cc[0]);
-      terms(ks, cc[0]);
-    }
+    products(ks, cc);
+    terms(ks, cc);
   }
   if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // the block (the chunk) is complete
     const float w_lo = dec.rs[r_lo].d, w_hi = dec.rs[r_hi].d;
@@ -455,7 +446,7 @@ constexpr size_t smem_bytes() {
 // Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
 // side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
 // flight while chunk ch is multiplied.
-template <class P, int kS, bool kAhead>
+template <class P, int kS>
 __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
@@ -537,9 +528,9 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
     }
     const int kc = blocks_of(ch);
     if (nv == kNTiles && kc == P::kChunkBlocks) {
-      multiply_chunk<P, true, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, true>(st, dec, c, b0, kc, nv, warp, lane, o);
     } else {
-      multiply_chunk<P, false, kAhead>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, false>(st, dec, c, b0, kc, nv, warp, lane, o);
     }
   }
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
@@ -557,32 +548,13 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   }
 }
 
-// DS4_CUDA_IMMA_AHEAD=1 issues Q8_0's products a step ahead of the terms (off by default: the
-// 2026-11-30 A/B measured it 1.2-1.5% slower at prefill, within the run-to-run spread).
-bool imma_ahead() {
-  static const bool ahead = env_switch("DS4_CUDA_IMMA_AHEAD", false);
-  return ahead;
-}
-
-template <class P, int kS, bool kAhead>
-void launch_kernel(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
-  constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kAhead>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmem)));
-  imma_kernel<P, kS, kAhead><<<grid, kThreads, kSmem, stream>>>(p);
-  DS4_CUDA_CHECK_LAUNCH();
-}
-
 template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
-  if constexpr (std::is_same_v<P, ImmaQ8_0>) {
-    if (imma_ahead()) {
-      launch_kernel<P, kS, true>(grid, p, stream);
-      return;
-    }
-  }
-  launch_kernel<P, kS, false>(grid, p, stream);
+  constexpr size_t kSmem = smem_bytes<P, kS>();
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(
+      imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+  imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
+  DS4_CUDA_CHECK_LAUNCH();
 }
 
 // DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled
