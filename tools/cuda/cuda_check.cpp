@@ -2,6 +2,9 @@
 // backend's evidence on the GPU machine (which has no GoogleTest): (1) the Hugging Face reference
 // gates of tests/model on CUDA, (2) CUDA against the CPU reference on the quantized recipes,
 // (3) a long-context run against the CPU backend. Prints a table; exit status 1 on any failure.
+// The CUDA backend runs in both of its modes: exact (DS4_CUDA_EXACT=1), which must match the CPU
+// bit for bit, and the default, whose prefill sums may differ from the CPU's by float rounding:
+// last logits within relative L2 1e-4 of the CPU's and the same greedy continuation.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +20,17 @@
 namespace {
 
 using ds4::TokenId;
+
+// Sets DS4_CUDA_EXACT for the CUDA engines opened in its scope (the backend reads it when it is
+// created), then unsets it.
+struct CudaMode {
+  explicit CudaMode(bool exact) { setenv("DS4_CUDA_EXACT", exact ? "1" : "0", 1); }
+  ~CudaMode() { unsetenv("DS4_CUDA_EXACT"); }
+  CudaMode(const CudaMode&) = delete;
+  CudaMode& operator=(const CudaMode&) = delete;
+  static const char* name(bool exact) { return exact ? "exact" : "default"; }
+};
+
 class Checker {
  public:
   int failures = 0;
@@ -65,8 +79,9 @@ class Checker {
     return out;
   }
 
-  void reference_gates(const std::string& models, const std::string& refs,
-                       const std::string& shape) {
+  void reference_gates(const std::string& models, const std::string& refs, const std::string& shape,
+                       bool exact) {
+    const CudaMode mode(exact);
     auto e = open(models + "/" + shape + "-f32.gguf", ds4::BackendKind::kCuda, true);
     if (!e) return;
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(refs + "/" + shape + ".json"));
@@ -92,14 +107,17 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "rel L2 %.3g, top-1 mismatches %d, greedy %s", err, mism,
                     gen == want ? "identical" : "DIFFERENT");
-      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) + " tokens (CUDA)";
+      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) + " tokens (CUDA " +
+                               CudaMode::name(exact) + ")";
       verdict(err < 1e-4 && mism == 0 && gen == want, what.c_str(), buf);
     }
   }
 
+  // exact: the logits must equal the CPU's bit for bit; otherwise within relative L2 1e-4.
   void cpu_vs_cuda(const std::string& models, const std::string& refs, const std::string& shape,
-                   const std::string& recipe, bool hf = false) {
+                   const std::string& recipe, bool exact, bool hf = false) {
     const std::string path = models + "/" + shape + "-" + recipe + ".gguf";
+    const CudaMode mode(exact);
     auto cpu = open(path, ds4::BackendKind::kCpu, hf);
     auto gpu = open(path, ds4::BackendKind::kCuda, hf);
     if (!cpu || !gpu) return;
@@ -118,18 +136,21 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "last logits rel L2 %.3g, greedy %s", err,
                     ga == gb ? "identical" : "DIFFERENT");
-      const std::string what = "CPU vs CUDA " + shape + "-" + recipe + (hf ? " (HF mode) " : " ") +
-                               std::to_string(toks.size()) + " tokens";
-      verdict(err < 1e-4 && ga == gb, what.c_str(), buf);
+      const std::string what = "CPU vs CUDA " + CudaMode::name(exact) + " " + shape + "-" +
+                               recipe + (hf ? " (HF mode) " : " ") + std::to_string(toks.size()) +
+                               " tokens";
+      verdict((exact ? err == 0 : err < 1e-4) && ga == gb, what.c_str(), buf);
     }
   }
 
   // Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
   // (DS4_CUDA_GRAPHS=0) and the CPU: every step's logits bit for bit, over enough steps to cross
   // compressor emissions (every 4th and 128th position) and the indexer's start. The graphs are
-  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have.
+  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have. The
+  // CUDA engines run exact, so that the prompt's prefill matches the CPU's too.
   void decode_paths(const std::string& models, int steps) {
     const std::string path = models + "/tiny-q2.gguf";
+    const CudaMode mode(true);
     setenv("DS4_CUDA_GRAPHS", "0", 1);
     auto eager = open(path, ds4::BackendKind::kCuda, false);
     setenv("DS4_CUDA_GRAPHS", "1", 1);
@@ -164,7 +185,7 @@ class Checker {
     const std::string path = models + "/tiny-q2.gguf";
     auto cpu = open(path, ds4::BackendKind::kCpu, false);
     auto gpu = open(path, ds4::BackendKind::kCuda, false);
-    if (!cpu || !gpu) return;
+    if (!cpu || !gpu) return;  // the CUDA engine in its default mode
     std::vector<TokenId> toks{0};
     uint32_t x = 1;
     while (static_cast<int>(toks.size()) < n) {
@@ -210,14 +231,16 @@ int main(int argc, char** argv) {
   const int long_tokens = argc > 3 ? std::atoi(argv[3]) : 0;
   Checker ck;
   if (long_tokens < 0) {  // diagnosis: which numerics switch or weight type differs
-    ck.cpu_vs_cuda(models, refs, "tiny", "f32", false);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q8", true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "f16", true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q2", true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "f32", true, false);
+    ck.cpu_vs_cuda(models, refs, "tiny", "q8", true, true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "f16", true, true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "q2", true, true);
   }
-  for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape);
-  for (const char* recipe : {"q8", "q2", "q4"}) ck.cpu_vs_cuda(models, refs, "tiny", recipe);
-  ck.cpu_vs_cuda(models, refs, "small", "q2");
+  for (const bool exact : {true, false}) {
+    for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape, exact);
+    for (const char* recipe : {"q8", "q2", "q4"}) ck.cpu_vs_cuda(models, refs, "tiny", recipe, exact);
+    ck.cpu_vs_cuda(models, refs, "small", "q2", exact);
+  }
   ck.decode_paths(models, 400);
   if (long_tokens > 0) ck.long_context(models, long_tokens);
   std::printf("%s: %d failure(s)\n", ck.failures ? "FAILED" : "PASSED", ck.failures);

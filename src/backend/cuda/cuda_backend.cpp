@@ -179,7 +179,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off),
   // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
-  // are the same, for comparisons).
+  // are the same, for comparisons). DS4_CUDA_EXACT=1 keeps prefill batches bit-identical to the
+  // CPU backend (by default their attention sums run on the FP64 tensor cores in double, within
+  // the tolerance ds4-cuda-check gates: last-logits relative L2 < 1e-4, identical greedy text).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
@@ -187,6 +189,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.imma = env_switch("DS4_CUDA_IMMA", true);
+  o.exact = env_switch("DS4_CUDA_EXACT", false);
   return new CudaBackend(o);
 }
 
