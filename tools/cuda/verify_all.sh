@@ -36,6 +36,10 @@
 #            (DS4_CUDA_DMMA_SCORES=0) and on the FP64 tensor cores (the default)
 #   sumden   the same with the weighted sum's denominators added on every thread
 #            (DS4_CUDA_SUM_SPLIT_DEN=0) and on one thread per head (the default)
+#   fdmma    the same with the prefill F16/F32 products on the float tile kernel
+#            (DS4_CUDA_FLOAT_DMMA=0) and on the FP64 tensor cores (the default)
+#   idxtile  the same with the prefill indexer scores on 16-row CTAs (DS4_CUDA_INDEXER_TILE=0)
+#            and on 64-row CTAs of 4 x 4 chains per thread (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -106,14 +110,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, and with the tensor-core kernel's 3- and 4-stage rings.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, and
+# with the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check
+    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
+    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -123,7 +129,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -170,6 +176,8 @@ has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
   tail -4 "$out/sumheads.log"
 has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
 has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
+has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
+has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$out/idxtile.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

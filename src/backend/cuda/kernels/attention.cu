@@ -263,6 +263,21 @@ __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope
 // in shared memory; thread (c, g) runs the dims chains of row c for heads g, g + 16, .. side by
 // side, and one thread per row then combines the heads in the CPU's order. n_ih is a multiple of
 // 8 and at most kMaxIndexerHeads.
+// The indexer's row score from its heads' dots, in the CPU's order: per lane l of 8 a fused chain
+// over heads 8j + l of relu(dot) * (w * wscale), then the horizontal sum.
+__device__ float combine_heads(const float* dots, const float* w, float wscale, int n_ih) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < n_ih / 8; ++j) {
+    for (int l = 0; l < 8; ++l) {
+      const int h = 8 * j + l;
+      const float acc = dots[h];
+      s[l] = fmaf(acc > 0.0f ? acc : 0.0f, w[h] * wscale, s[l]);
+    }
+  }
+  const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
+  return (t0 + t2) + (t1 + t3);
+}
+
 constexpr int kScoreRows = 16;
 constexpr int kHeadGroups = 256 / kScoreRows;
 constexpr int kMaxIndexerHeads = 64;
@@ -307,17 +322,68 @@ __global__ void __launch_bounds__(256)
   }
   __syncthreads();
   if (tid >= rows) return;
-  const float* w = w_all + t * w_stride;
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int j = 0; j < n_ih / 8; ++j) {
-    for (int l = 0; l < 8; ++l) {
-      const int h = 8 * j + l;
-      const float acc = dots[tid][h];
-      s[l] = fmaf(acc > 0.0f ? acc : 0.0f, w[h] * wscale, s[l]);
+  scores[int64_t{t} * n_stride + c0 + tid] =
+      combine_heads(dots[tid], w_all + t * w_stride, wscale, n_ih);
+}
+
+// The same scores for kTileRows = 64 compressed rows per CTA: thread (cg, g) runs the dims chains
+// of rows cg + 16 i and heads g + 16 k (4 x 4 chains side by side, each the same fused chain over
+// the 128 dims in order, so bit-identical to the kernel above), reading 8 staged values per 16
+// fmas instead of 5 per 4, and the queries are staged once for 4x as many rows. Shared memory
+// (dynamic, kTileSmem bytes): the queries, then the keys, whose space then holds the dots.
+constexpr int kTileRows = 64;
+constexpr size_t kTileSmem = size_t{2} * kMaxIndexerHeads * kQPitch * sizeof(float);
+static_assert(kTileRows == kMaxIndexerHeads &&
+                  kTileRows * (kMaxIndexerHeads + 1) <= kTileRows * kQPitch,
+              "the dots fit in the keys' space");
+
+__global__ void __launch_bounds__(256)
+    indexer_scores_tile_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
+                               const float* w_all, int64_t w_stride, float wscale, int n_ih,
+                               int top_k, int p0, int n_stride, float* scores) {
+  extern __shared__ float smem_f[];
+  float* qs = smem_f;                               // [kMaxIndexerHeads][kQPitch]
+  float* ks = smem_f + kMaxIndexerHeads * kQPitch;  // [kTileRows][kQPitch]
+  float* dots = ks;                                 // [kTileRows][kMaxIndexerHeads + 1], later
+  const int t = static_cast<int>(blockIdx.y);
+  const int n = (p0 + t + 1) / 4;
+  const int c0 = static_cast<int>(blockIdx.x) * kTileRows;
+  if (n <= top_k || c0 >= n) return;  // uniform per CTA
+  const int tid = static_cast<int>(threadIdx.x);
+  const float* iq = iq_all + t * iq_stride;
+  for (int i = tid; i < n_ih * kIhd; i += blockDim.x) qs[(i / kIhd) * kQPitch + i % kIhd] = iq[i];
+  const int rows = min(kTileRows, n - c0);
+  for (int i = tid; i < kTileRows * kIhd; i += blockDim.x) {
+    const int r = i / kIhd;
+    ks[r * kQPitch + i % kIhd] = r < rows ? keys[int64_t{c0} * kIhd + i] : 0.0f;
+  }
+  __syncthreads();
+  const int cg = tid % 16, g = tid / 16;
+  float acc[4][4] = {};
+  for (int d = 0; d < kIhd; ++d) {
+    float kd[4], qd[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) kd[i] = ks[(cg + 16 * i) * kQPitch + d];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) qd[k] = g + 16 * k < n_ih ? qs[(g + 16 * k) * kQPitch + d] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[i][k] = fmaf(kd[i], qd[k], acc[i][k]);
     }
   }
-  const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
-  scores[int64_t{t} * n_stride + c0 + tid] = (t0 + t2) + (t1 + t3);
+  __syncthreads();  // every thread is done with the keys: their space takes the dots
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (g + 16 * k < n_ih) dots[(cg + 16 * i) * (kMaxIndexerHeads + 1) + g + 16 * k] = acc[i][k];
+    }
+  }
+  __syncthreads();
+  if (tid >= rows) return;
+  scores[int64_t{t} * n_stride + c0 + tid] =
+      combine_heads(dots + tid * (kMaxIndexerHeads + 1), w_all + t * w_stride, wscale, n_ih);
 }
 
 // ---- sink attention, in two kernels ----
@@ -418,18 +484,6 @@ constexpr int kDmLoads = kDmHeads * kDmChunk / kDmThreads;
 static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
                   kDmThreads / kDmChunk * kDmLoads == kDmHeads,
               "a thread stages kDmLoads query and row values per chunk");
-
-// d += A (8 x 4, f64) x B (4 x 8, f64). Fragments (PTX ISA, mma.m8n8k4 with .f64): lane l holds
-// A[l / 4][l % 4], B[l % 4][l / 4], and D[l / 4][2 (l % 4) + i] in d[i].
-__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-      : "+d"(d[0]), "+d"(d[1])
-      : "d"(a), "d"(b));
-#else
-  __trap();  // built for sm_90 only; f64 mma needs sm_80
-#endif
-}
 
 __global__ void __launch_bounds__(kDmThreads)
     attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
@@ -697,8 +751,21 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
   DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
-  indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
-      keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
+  // Batches (prefill, never captured in a graph) take the 64-row kernel; a decoded row keeps the
+  // 16-row kernel's 4x as many CTAs. DS4_CUDA_INDEXER_TILE=0 keeps batches on the 16-row kernel
+  // too (for comparisons; same results).
+  static const bool tile = env_switch("DS4_CUDA_INDEXER_TILE", true);
+  if (tile && rows.n >= kSumBatchRows) {
+    DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_tile_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kTileSmem)));
+    indexer_scores_tile_kernel<<<dim3((n_last + kTileRows - 1) / kTileRows, rows.n), 256, kTileSmem,
+                                 s>>>(keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k,
+                                      rows.p0, n_stride, scores);
+  } else {
+    indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
+        keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
+  }
   DS4_CUDA_CHECK_LAUNCH();
   launch_select_top_k_rows(scores, n_stride, rows.p0, rows.n, 4, top_k, out, s);
 }

@@ -88,6 +88,20 @@ __device__ __forceinline__ double add_product(double acc, double a, double b) {
   return fma(a, b, acc);
 }
 
+// d += A (8 x 4, f64) x B (4 x 8, f64) on the FP64 tensor cores. Fragments (PTX ISA, mma.m8n8k4
+// with .f64): lane l holds A[l / 4][l % 4], B[l % 4][l / 4], and D[l / 4][2 (l % 4) + i] in d[i].
+// With exact products (two floats, or f16 by float) the result is the products summed in double,
+// in the unit's order.
+__device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+      : "+d"(d[0]), "+d"(d[1])
+      : "d"(a), "d"(b));
+#else
+  __trap();  // built for sm_90 only; f64 mma needs sm_80
+#endif
+}
+
 // Block-wide sum of squares in double (the CPU sums squares in double); every thread gets it.
 // `shared` needs blockDim.x / 32 doubles.
 __device__ inline double block_sum_double(double v, double* shared) {

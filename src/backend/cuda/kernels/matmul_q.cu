@@ -588,6 +588,99 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
   }
 }
 
+// The same products on the FP64 tensor cores (mma.m8n8k4.f64): a CTA of 8 warps computes a tile
+// of kRows output rows x 64 slots, warp (wm, wn) the rows 16 wm .. (two m8 tiles) against 64 / kWn
+// slots (n8 tiles), kWn = 8 / (kRows / 16) warps across the slots. The weights and activations of
+// 32 values at a time are widened to double in shared memory (the next 32 wait in registers
+// meanwhile), each row padded to 36 doubles so that a fragment's 8 x 4 reads hit distinct banks.
+// Every product is exact in double, so each output is its exact products summed in double (in
+// the unit's order), rounded once to float: the contract of the tile kernel above.
+constexpr int kDmmaSlots = 64, kDmmaK = 32, kDmmaPitch = kDmmaK + 4;
+template <bool kF16, int kRows>
+__global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const MatmulArgs a) {
+  static_assert(kCtaThreads == 256 && (kRows == 16 || kRows == 32 || kRows == 64),
+                "8 warps; 1, 2 or 4 warps across the rows");
+  constexpr int kWm = kRows / 16, kWn = 8 / kWm;  // warps across rows, across slots
+  constexpr int kNTiles = kDmmaSlots / kWn / 8;   // n8 tiles per warp
+  constexpr int kWLoads = kRows * kDmmaK / kCtaThreads;
+  constexpr int kXLoads = kDmmaSlots * kDmmaK / kCtaThreads;
+  __shared__ double ws[kRows][kDmmaPitch];
+  __shared__ double xs[kDmmaSlots][kDmmaPitch];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int wm = warp % kWm, wn = warp / kWm;
+  const int gq = lane / 4, tq = lane % 4;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int s0 = static_cast<int>(blockIdx.y) * kDmmaSlots;
+  const int n = a.n_blocks;  // values per row
+  // Staging: value m of this thread is tile row (or slot) tid / 32 + 8 m, value tid % 32 of the
+  // chunk, so a warp reads 32 consecutive values of one row.
+  const int srow = tid / kDmmaK, sk = tid % kDmmaK;
+  const uint8_t* wrow[kWLoads];
+#pragma unroll
+  for (int m = 0; m < kWLoads; ++m) {
+    const int64_t o = o0 + srow + 8 * m;
+    wrow[m] = o < a.out ? a.w + o * a.row_bytes : nullptr;
+  }
+  const float* xrow[kXLoads];
+#pragma unroll
+  for (int m = 0; m < kXLoads; ++m) {
+    const int s = s0 + srow + 8 * m;
+    const int64_t r = s < a.n_slots ? (a.rows != nullptr ? a.rows[s] : s) : -1;
+    xrow[m] = r >= 0 ? reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes) : nullptr;
+  }
+  float wn_[kWLoads], xn[kXLoads];
+  const auto fetch = [&](int k0) {
+    const int k = k0 + sk;
+#pragma unroll
+    for (int m = 0; m < kWLoads; ++m) {
+      float v = 0.0f;
+      if (wrow[m] != nullptr && k < n) {
+        v = kF16 ? f16_bits_to_float(load_u16(wrow[m] + 2 * k))
+                 : reinterpret_cast<const float*>(wrow[m])[k];
+      }
+      wn_[m] = v;
+    }
+#pragma unroll
+    for (int m = 0; m < kXLoads; ++m) xn[m] = xrow[m] != nullptr && k < n ? xrow[m][k] : 0.0f;
+  };
+  double acc[2][kNTiles][2] = {};
+  fetch(0);
+  for (int k0 = 0; k0 < n; k0 += kDmmaK) {
+#pragma unroll
+    for (int m = 0; m < kWLoads; ++m) ws[srow + 8 * m][sk] = static_cast<double>(wn_[m]);
+#pragma unroll
+    for (int m = 0; m < kXLoads; ++m) xs[srow + 8 * m][sk] = static_cast<double>(xn[m]);
+    __syncthreads();
+    if (k0 + kDmmaK < n) fetch(k0 + kDmmaK);
+#pragma unroll
+    for (int kk = 0; kk < kDmmaK / 4; ++kk) {
+      double av[2], bv[kNTiles];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) av[i] = ws[16 * wm + 8 * i + gq][4 * kk + tq];
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) bv[j] = xs[8 * (kNTiles * wn + j) + gq][4 * kk + tq];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) mma_f64(acc[i][j], av[i], bv[j]);
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int64_t o = o0 + 16 * wm + 8 * i + gq;
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int s = s0 + 8 * (kNTiles * wn + j) + 2 * tq + e;
+        if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j][e]);
+      }
+    }
+  }
+}
+
 template <class Dot>
 void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
@@ -601,6 +694,32 @@ constexpr int64_t kTileMinSlots = 16;
 bool float_tiles_enabled() {
   static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", true);
   return enabled;
+}
+
+// DS4_CUDA_FLOAT_DMMA=0 keeps the prefill F16/F32 products on the tile kernel's CUDA-core FMAs
+// (for comparisons; the same contract).
+bool float_dmma_enabled() {
+  static const bool enabled = env_switch("DS4_CUDA_FLOAT_DMMA", true);
+  return enabled;
+}
+
+template <bool kF16>
+void launch_float_dmma(const MatmulArgs& a, int64_t out, int64_t n_slots, cudaStream_t stream) {
+  const int64_t slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
+  DS4_CHECK(slot_tiles <= 65535);
+  // The tallest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
+  int rows = 64;
+  while (rows > 16 && (out + rows - 1) / rows * slot_tiles < 132) rows /= 2;
+  const dim3 grid(static_cast<unsigned>((out + rows - 1) / rows),
+                  static_cast<unsigned>(slot_tiles));
+  if (rows == 64) {
+    matmul_float_dmma_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
+  } else if (rows == 32) {
+    matmul_float_dmma_kernel<kF16, 32><<<grid, kCtaThreads, 0, stream>>>(a);
+  } else {
+    matmul_float_dmma_kernel<kF16, 16><<<grid, kCtaThreads, 0, stream>>>(a);
+  }
+  DS4_CUDA_CHECK_LAUNCH();
 }
 
 bool aligned(const void* p, int64_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
@@ -730,6 +849,11 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   // fewer rows when 64-row tiles would leave SMs idle.
   if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && experts == nullptr && groups == 1 &&
       n_slots >= kTileMinSlots && float_tiles_enabled()) {
+    if (float_dmma_enabled()) {
+      w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, stream)
+                               : launch_float_dmma<false>(a, out, n_slots, stream);
+      return;
+    }
     const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;
     DS4_CHECK(slot_tiles <= 65535);
     // The largest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
