@@ -107,8 +107,8 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "rel L2 %.3g, top-1 mismatches %d, greedy %s", err, mism,
                     gen == want ? "identical" : "DIFFERENT");
-      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) + " tokens (CUDA " +
-                               CudaMode::name(exact) + ")";
+      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) +
+                               " tokens (CUDA " + CudaMode::name(exact) + ")";
       verdict(err < 1e-4 && mism == 0 && gen == want, what.c_str(), buf);
     }
   }
@@ -136,9 +136,9 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "last logits rel L2 %.3g, greedy %s", err,
                     ga == gb ? "identical" : "DIFFERENT");
-      const std::string what = "CPU vs CUDA " + CudaMode::name(exact) + " " + shape + "-" +
-                               recipe + (hf ? " (HF mode) " : " ") + std::to_string(toks.size()) +
-                               " tokens";
+      const std::string what = std::string("CPU vs CUDA ") + CudaMode::name(exact) + " " + shape +
+                               "-" + recipe + (hf ? " (HF mode) " : " ") +
+                               std::to_string(toks.size()) + " tokens";
       verdict((exact ? err == 0 : err < 1e-4) && ga == gb, what.c_str(), buf);
     }
   }
@@ -238,7 +238,8 @@ int main(int argc, char** argv) {
   }
   for (const bool exact : {true, false}) {
     for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape, exact);
-    for (const char* recipe : {"q8", "q2", "q4"}) ck.cpu_vs_cuda(models, refs, "tiny", recipe, exact);
+    for (const char* recipe : {"q8", "q2", "q4"})
+      ck.cpu_vs_cuda(models, refs, "tiny", recipe, exact);
     ck.cpu_vs_cuda(models, refs, "small", "q2", exact);
   }
   ck.decode_paths(models, 400);

@@ -42,6 +42,8 @@
 #            and on 64-row CTAs of 4 x 4 chains per thread (the default)
 #   exact    the same with prefill bit-identical to the CPU (DS4_CUDA_EXACT=1) and in the default
 #            mode (attention sums on the FP64 tensor cores); the probes may differ in near ties
+#   masks    the same with the IQ2_XXS tensor-core decode forming its sign masks from the bits
+#            (DS4_CUDA_IQ2_MASKS=0) and looking them up (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -136,7 +138,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile exact hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile exact masks hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -186,6 +188,7 @@ has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/
 has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
 has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$out/idxtile.log"
 has exact && step exact 400 ab exact DS4_CUDA_EXACT 1 0 && tail -4 "$out/exact.log"
+has masks && step masks 400 ab masks DS4_CUDA_IQ2_MASKS && tail -4 "$out/masks.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

@@ -180,8 +180,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
   // are the same, for comparisons). DS4_CUDA_EXACT=1 keeps prefill batches bit-identical to the
-  // CPU backend (by default their attention sums run on the FP64 tensor cores in double, within
-  // the tolerance ds4-cuda-check gates: last-logits relative L2 < 1e-4, identical greedy text).
+  // CPU backend (by default their attention sums run on the FP64 tensor cores in double and their
+  // F16/F32 products on the TF32 tensor cores, within the tolerance ds4-cuda-check gates:
+  // last-logits relative L2 < 1e-4, identical greedy text).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
@@ -440,7 +441,7 @@ void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_col
                                  int groups, float* y, const SlotGroups* by_expert) {
   launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
                 w.ne[1], stream_, by_expert,
-                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
+                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar, options_.exact);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {

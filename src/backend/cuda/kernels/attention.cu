@@ -737,8 +737,8 @@ constexpr int kDsPPitch = kDsRows + 4;  // doubles: a fragment's 8 heads x 4 row
 constexpr int kDsVPitch = kDsDims + 8;  // doubles: 4 rows x 8 dims in two wavefronts
 constexpr int kDsPLoads = kDsHeads * kDsRows / kDsThreads;
 constexpr int kDsVLoads = kDsRows * kDsDims / 4 / kDsThreads;  // float4 per thread
-static_assert(kDsThreads / kDsRows * kDsPLoads == kDsHeads && kDsVLoads * 4 * kDsThreads ==
-                                                                  kDsRows * kDsDims,
+static_assert(kDsThreads / kDsRows * kDsPLoads == kDsHeads &&
+                  kDsVLoads * 4 * kDsThreads == kDsRows * kDsDims,
               "a thread stages kDsPLoads weights and kDsVLoads float4 of values per round");
 static_assert(kHd - kNope == kDsDims, "the rotated tail is one CTA's dims");
 static_assert(sizeof(float) * kDsHeads * kDsDims <= sizeof(double) * kDsHeads * kDsPPitch,
@@ -774,7 +774,8 @@ __global__ void __launch_bounds__(kDsThreads)
   const auto fetch = [&](int i0) {
     const int i = i0 + prow;
 #pragma unroll
-    for (int m = 0; m < kDsPLoads; ++m) pn[m] = wrow[m] != nullptr && i < rg.n_rows ? wrow[m][i] : 0.0f;
+    for (int m = 0; m < kDsPLoads; ++m)
+      pn[m] = wrow[m] != nullptr && i < rg.n_rows ? wrow[m][i] : 0.0f;
 #pragma unroll
     for (int k = 0; k < kDsVLoads; ++k) {
       const int idx = tid + k * kDsThreads, r = idx / (kDsDims / 4), q4 = idx % (kDsDims / 4);
@@ -818,11 +819,13 @@ __global__ void __launch_bounds__(kDsThreads)
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int hl = 16 * wm + 8 * i + gq;
-    const float inv = hbase + hl < g.n_head ? 1.0f / dens[int64_t{t} * g.n_head + hbase + hl] : 0.0f;
+    const float inv =
+        hbase + hl < g.n_head ? 1.0f / dens[int64_t{t} * g.n_head + hbase + hl] : 0.0f;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) o[hl][32 * wn + 8 * j + 2 * tq + e] = static_cast<float>(acc[i][j][e]) * inv;
+      for (int e = 0; e < 2; ++e)
+        o[hl][32 * wn + 8 * j + 2 * tq + e] = static_cast<float>(acc[i][j][e]) * inv;
     }
   }
   __syncthreads();
@@ -940,8 +943,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CUDA_CHECK_LAUNCH();
   if (rows.n >= kSumBatchRows && !exact) {
     float* dens = scratch + int64_t{rows.n} * g.n_head * g.max_rows;
-    attention_weights_kernel<<<dim3((g.n_head + kWtWarps - 1) / kWtWarps, rows.n), 32 * kWtWarps,
-                               0, s>>>(g, visible, sinks, rows.p0, scratch, dens);
+    attention_weights_kernel<<<dim3((g.n_head + kWtWarps - 1) / kWtWarps, rows.n), 32 * kWtWarps, 0,
+                               s>>>(g, visible, sinks, rows.p0, scratch, dens);
     DS4_CUDA_CHECK_LAUNCH();
     const dim3 grid(kHd / kDsDims, (g.n_head + kDsHeads - 1) / kDsHeads, rows.n);
     attention_sum_dmma_kernel<<<grid, kDsThreads, 0, s>>>(g, ring, comp, visible, rope, rows.p0,
