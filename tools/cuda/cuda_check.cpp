@@ -2,9 +2,10 @@
 // backend's evidence on the GPU machine (which has no GoogleTest): (1) the Hugging Face reference
 // gates of tests/model on CUDA, (2) CUDA against the CPU reference on the quantized recipes,
 // (3) a long-context run against the CPU backend. Prints a table; exit status 1 on any failure.
-// The CUDA backend runs in both of its modes: exact (DS4_CUDA_EXACT=1), which must match the CPU
-// bit for bit, and the default, whose prefill sums may differ from the CPU's by float rounding:
-// last logits within relative L2 1e-4 of the CPU's and the same greedy continuation.
+// The CUDA backend runs in both of its modes: the default, which must match the CPU bit for bit,
+// and fast prefill (DS4_CUDA_FAST_PREFILL=1), which must pass the Hugging Face gates; its distance
+// from the CPU on the quantized recipes is printed as information (no gate: the recipes' FP8 and
+// int8 simulation turns last-bit differences into code flips, bench/h200.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,14 +22,14 @@ namespace {
 
 using ds4::TokenId;
 
-// Sets DS4_CUDA_EXACT for the CUDA engines opened in its scope (the backend reads it when it is
-// created), then unsets it.
+// Sets DS4_CUDA_FAST_PREFILL for the CUDA engines opened in its scope (the backend reads it when
+// it is created), then unsets it.
 struct CudaMode {
-  explicit CudaMode(bool exact) { setenv("DS4_CUDA_EXACT", exact ? "1" : "0", 1); }
-  ~CudaMode() { unsetenv("DS4_CUDA_EXACT"); }
+  explicit CudaMode(bool exact) { setenv("DS4_CUDA_FAST_PREFILL", exact ? "0" : "1", 1); }
+  ~CudaMode() { unsetenv("DS4_CUDA_FAST_PREFILL"); }
   CudaMode(const CudaMode&) = delete;
   CudaMode& operator=(const CudaMode&) = delete;
-  static const char* name(bool exact) { return exact ? "exact" : "default"; }
+  static const char* name(bool exact) { return exact ? "default" : "fast"; }
 };
 
 class Checker {
@@ -113,7 +114,7 @@ class Checker {
     }
   }
 
-  // exact: the logits must equal the CPU's bit for bit; otherwise within relative L2 1e-4.
+  // exact: the logits must equal the CPU's bit for bit; otherwise the distance is information.
   void cpu_vs_cuda(const std::string& models, const std::string& refs, const std::string& shape,
                    const std::string& recipe, bool exact, bool hf = false) {
     const std::string path = models + "/" + shape + "-" + recipe + ".gguf";
@@ -139,18 +140,20 @@ class Checker {
       const std::string what = std::string("CPU vs CUDA ") + CudaMode::name(exact) + " " + shape +
                                "-" + recipe + (hf ? " (HF mode) " : " ") +
                                std::to_string(toks.size()) + " tokens";
-      verdict((exact ? err == 0 : err < 1e-4) && ga == gb, what.c_str(), buf);
+      if (exact) {
+        verdict(err == 0 && ga == gb, what.c_str(), buf);
+      } else {
+        std::printf("%-4s %-58s %s\n", "info", what.c_str(), buf);
+      }
     }
   }
 
   // Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
   // (DS4_CUDA_GRAPHS=0) and the CPU: every step's logits bit for bit, over enough steps to cross
   // compressor emissions (every 4th and 128th position) and the indexer's start. The graphs are
-  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have. The
-  // CUDA engines run exact, so that the prompt's prefill matches the CPU's too.
+  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have.
   void decode_paths(const std::string& models, int steps) {
     const std::string path = models + "/tiny-q2.gguf";
-    const CudaMode mode(true);
     setenv("DS4_CUDA_GRAPHS", "0", 1);
     auto eager = open(path, ds4::BackendKind::kCuda, false);
     setenv("DS4_CUDA_GRAPHS", "1", 1);
@@ -185,7 +188,7 @@ class Checker {
     const std::string path = models + "/tiny-q2.gguf";
     auto cpu = open(path, ds4::BackendKind::kCpu, false);
     auto gpu = open(path, ds4::BackendKind::kCuda, false);
-    if (!cpu || !gpu) return;  // the CUDA engine in its default mode
+    if (!cpu || !gpu) return;
     std::vector<TokenId> toks{0};
     uint32_t x = 1;
     while (static_cast<int>(toks.size()) < n) {

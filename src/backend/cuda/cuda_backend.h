@@ -82,10 +82,9 @@ class CudaBackend final : public Backend {
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
     bool imma = true;          // planar products with many slots may use the tensor cores
-    // Batches (prefill) keep every CPU float operation and its order (bit-identical results);
-    // off: some of their sums run in another order or precision, within the tolerance that
-    // ds4-cuda-check states (launch_attention).
-    bool exact = false;
+    // Batches (prefill) add their attention sums in double on the FP64 tensor cores instead of
+    // the CPU's float adds in order (launch_attention's exact off): not bit-identical to the CPU.
+    bool fast_prefill = false;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;

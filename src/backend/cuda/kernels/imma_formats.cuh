@@ -70,35 +70,6 @@ DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const Iq2Look
   return scales;
 }
 
-// The byte masks of an 8-bit sign pattern: byte j is 0xff when bit j is set, else 0.
-DS4_PF_HD constexpr uint64_t sign_mask(uint32_t bits) {
-  uint64_t m = 0;
-  for (int j = 0; j < 8; ++j) m |= ((bits >> j) & 1u) != 0 ? uint64_t{0xff} << (8 * j) : 0;
-  return m;
-}
-
-// The same decode with each sign pattern's byte masks looked up (masks[i] =
-// sign_mask(signs[i])): per four values an xor and an add, (g ^ 0xff) + 1 = -g per byte (the
-// magnitudes are never 0, so no carry crosses a byte), instead of forming the masks from the bits.
-DS4_PF_HD inline uint32_t iq2xxs_decode_half_masked(const uint32_t in[8], const uint64_t* grid,
-                                                    const uint64_t* masks, uint32_t out[32]) {
-  uint32_t scales = 0;
-  DS4_PF_UNROLL
-  for (int g = 0; g < 4; ++g) {
-    const uint32_t a = in[2 * g], s = in[2 * g + 1];
-    DS4_PF_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint64_t v = grid[(a >> (8 * k)) & 255u];
-      const uint64_t m = masks[(s >> (7 * k)) & 127u];
-      const uint32_t m0 = static_cast<uint32_t>(m), m1 = static_cast<uint32_t>(m >> 32);
-      out[8 * g + 2 * k] = (static_cast<uint32_t>(v) ^ m0) + (m0 & 0x01010101u);
-      out[8 * g + 2 * k + 1] = (static_cast<uint32_t>(v >> 32) ^ m1) + (m1 & 0x01010101u);
-    }
-    scales |= (2u * (s >> 28) + 1u) << (8 * g);
-  }
-  return scales;
-}
-
 // Q2_K, half h of a block (sub-blocks 8 h .. 8 h + 7, elements 128 h ..): q = the half's 32 code
 // bytes (qs bytes 32 h ..) as 8 words, sc = its 8 scale bytes (scales bytes 8 h ..) as 2 words.
 // Element 128 h + 4 m + j is bits 2 (m / 8) of code byte 4 (m % 8) + j (quant::q2_k_position),

@@ -128,7 +128,6 @@ struct Cta {
   const uint8_t* const* xrow;  // [kN] in shared memory: each slot's encoded row, at its group
   int live;                    // slots whose codes are copied (the live n8 tiles' slots)
   int tid;
-  const uint64_t* sign_masks;  // IQ2_XXS: the sign patterns' byte masks (nullptr: form them)
   __device__ int64_t block(int r, int b) const { return (row0 + min(r, last)) * nb + b; }
   // The aux plane's 32-bit word holding f16 value i (the plane is 16-byte aligned).
   __device__ const uint8_t* aux_word_of_half(int64_t i) const { return aux + 4 * (i / 2); }
@@ -241,9 +240,7 @@ struct ImmaIq2Xxs {
     const uint4 q0 = q[0], q1 = q[1];
     const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    dec.rs[r].scales[h] = c.sign_masks != nullptr
-                              ? imma::iq2xxs_decode_half_masked(in, t.grid, c.sign_masks, out)
-                              : imma::iq2xxs_decode_half(in, t, out);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
     if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
     uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
@@ -327,9 +324,7 @@ struct Outputs {
 
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 // kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
-// kFused: Q8_0 adds each block term with one fused multiply-add, (wd * xd) * isum + acc rounded
-// once (ImmaProduct::fused), instead of the reference's product, then sum.
-template <class P, bool kFull, bool kFused>
+template <class P, bool kFull>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
                                int b0, int kc, int nv, int warp, int lane, Outputs& o) {
   const uint32_t* at;
@@ -375,17 +370,10 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         if (!kFull && nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
-        if constexpr (kFused) {
-          o.acc[nt][0] = fmaf(w_lo * x0, static_cast<float>(cc[nt][0]), o.acc[nt][0]);
-          o.acc[nt][1] = fmaf(w_lo * x1, static_cast<float>(cc[nt][1]), o.acc[nt][1]);
-          o.acc[nt][2] = fmaf(w_hi * x0, static_cast<float>(cc[nt][2]), o.acc[nt][2]);
-          o.acc[nt][3] = fmaf(w_hi * x1, static_cast<float>(cc[nt][3]), o.acc[nt][3]);
-        } else {
-          o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
-          o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
-          o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
-          o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
-        }
+        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
+        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
+        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
+        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
       }
     } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {
       const int shift = 8 * (ks % 4);
@@ -458,7 +446,7 @@ constexpr size_t smem_bytes() {
 // Grid: x = slot tiles (or wide groups), y = row tiles, so the CTAs that share a weight tile run
 // side by side and read it from HBM about once. kS stages: chunks ch + 1 .. ch + kS - 1 are in
 // flight while chunk ch is multiplied.
-template <class P, int kS, bool kFused>
+template <class P, int kS>
 __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
@@ -468,7 +456,6 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   __shared__ int ids[kN];
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
   __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
-  __shared__ uint64_t masks_s[P::kTables ? 128 : 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t o0 = static_cast<int64_t>(blockIdx.y) * kM;
 
@@ -496,7 +483,6 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   if constexpr (P::kTables) {
     for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
     if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
-    if (tid < 128) masks_s[tid] = imma::sign_mask(iq2::kIq2Signs[tid]);
   }
   __syncthreads();
   const Iq2Lookup tables{grid_s, signs_s};
@@ -508,8 +494,7 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
               static_cast<int>(p.mat_rows - o0 < kM ? p.mat_rows - o0 : kM) - 1,
               xrow,
               8 * nv,
-              tid,
-              P::kTables && p.sign_masks ? masks_s : nullptr};
+              tid};
   const int warp = tid / 32, lane = tid % 32;
   Outputs o;
 #pragma unroll
@@ -543,9 +528,9 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
     }
     const int kc = blocks_of(ch);
     if (nv == kNTiles && kc == P::kChunkBlocks) {
-      multiply_chunk<P, true, kFused>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, true>(st, dec, c, b0, kc, nv, warp, lane, o);
     } else {
-      multiply_chunk<P, false, kFused>(st, dec, c, b0, kc, nv, warp, lane, o);
+      multiply_chunk<P, false>(st, dec, c, b0, kc, nv, warp, lane, o);
     }
   }
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
@@ -563,13 +548,12 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   }
 }
 
-template <class P, int kS, bool kFused = false>
+template <class P, int kS>
 void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<P, kS>();
-  DS4_CUDA_CHECK(cudaFuncSetAttribute(imma_kernel<P, kS, kFused>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmem)));
-  imma_kernel<P, kS, kFused><<<grid, kThreads, kSmem, stream>>>(p);
+  DS4_CUDA_CHECK(cudaFuncSetAttribute(
+      imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+  imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -590,12 +574,6 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
                 "imma matmul: grid %lld x %lld", static_cast<long long>(slot_tiles),
                 static_cast<long long>(tiles));
   const dim3 grid(static_cast<unsigned>(slot_tiles), static_cast<unsigned>(tiles));
-  if constexpr (std::is_same_v<P, ImmaQ8_0>) {  // fused terms: the default ring of 2 stages
-    if (p.fused) {
-      launch_stages<P, 2, true>(grid, p, stream);
-      return;
-    }
-  }
   switch (imma_stages()) {
     case 3: launch_stages<P, 3>(grid, p, stream); break;
     case 4: launch_stages<P, 4>(grid, p, stream); break;
@@ -623,14 +601,10 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(
       reinterpret_cast<uintptr_t>(p.body) % 16 == 0 && reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
       "imma matmul: planes not 16-byte aligned (cp.async)");
-  // DS4_CUDA_IQ2_MASKS=0 forms the IQ2_XXS sign masks from the bits (for comparisons).
-  static const bool masks = env_switch("DS4_CUDA_IQ2_MASKS", true);
-  ImmaProduct q = p;
-  q.sign_masks = p.sign_masks && masks;
-  switch (q.type) {
-    case GgufType::kQ8_0: launch<ImmaQ8_0>(q, stream); break;
-    case GgufType::kQ2_K: launch<ImmaQ2K>(q, stream); break;
-    default: launch<ImmaIq2Xxs>(q, stream); break;
+  switch (p.type) {
+    case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
+    case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
+    default: launch<ImmaIq2Xxs>(p, stream); break;
   }
 }
 

@@ -45,13 +45,6 @@ struct ImmaProduct {
   SlotGroups groups;  // order == nullptr: every slot multiplies matrix 0
   float* y = nullptr;
   int64_t y_stride = 0;
-  // IQ2_XXS: decode the signs through a table of byte masks (DS4_CUDA_IQ2_MASKS, default on)
-  // rather than forming the masks from the bits; the same decoded bytes either way.
-  bool sign_masks = true;
-  // Q8_0: add each block term with one fused multiply-add (always 2 stages) instead of the
-  // reference's float product then sum: within float rounding of the exact results, not bit for
-  // bit (launch_matmul's exact off).
-  bool fused = false;
 };
 
 // y[j * y_stride + o] for every slot j and output row o (launch_matmul's contract).

@@ -440,7 +440,7 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
-                          const SlotGroups* groups_by_expert, PlanarPath path, bool exact) {
+                          const SlotGroups* groups_by_expert, PlanarPath path) {
   DS4_CHECK_MSG(w.layout == kLayoutPlanar && has_planar_layout(w.type),
                 "planar matmul: weight not in the planar layout");
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
@@ -487,7 +487,6 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
     p.groups = a.groups;
     p.y = y;
     p.y_stride = y_stride;
-    p.fused = !exact;
     launch_matmul_imma(p, stream);
     return;
   }

@@ -88,13 +88,11 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
 
 // launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with
 // `groups_by_expert` (from the same experts), slots are visited by expert group; `path` picks the
-// kernel (planar_uses_imma). The results are identical in every case, unless exact is off: then
-// Q8_0 products on the tensor-core kernel add each block term with a fused multiply-add (within
-// float rounding of the exact results).
+// kernel (planar_uses_imma). The results are identical in every case.
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
                           const SlotGroups* groups_by_expert = nullptr,
-                          PlanarPath path = PlanarPath::kAuto, bool exact = true);
+                          PlanarPath path = PlanarPath::kAuto);
 
 }  // namespace ds4::backend::cuda

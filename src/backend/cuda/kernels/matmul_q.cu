@@ -681,136 +681,6 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
   }
 }
 
-// ---- prefill F16/F32 products within a tolerance (launch_matmul's `exact` off) ----
-// The same tiles on the TF32 tensor cores (mma.m16n8k8.tf32, float accumulation): an f16 weight
-// is exact in tf32, and a float value v is split into hi = tf32(v) and lo = tf32(v - hi) (22 of
-// its 24 bits), so w.v is formed as w.hi + w.lo (F32 weights add w_lo.x_hi). Each 32-value chunk
-// starts from zero accumulators that are then added to the output's float sum, so the tensor
-// cores accumulate 32 products at a time. The results differ from the exact kernels' (exact
-// products summed in double, rounded once) by about 1e-6 of sum |w x|.
-constexpr int kTfSlots = 64, kTfK = 32, kTfPitch = kTfK + 4;  // a fragment hits 32 banks
-
-__device__ __forceinline__ uint32_t to_tf32(float v) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-  return r;
-}
-
-// d += A (16 x 8, tf32) x B (8 x 8, tf32) in float. Fragments (PTX ISA, m16n8k8 .tf32), g = lane
-// / 4, t = lane % 4: a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b = B[t][g],
-// B[t + 4][g]; d = D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1].
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();  // built for sm_90 only; tf32 mma needs sm_80
-#endif
-}
-
-template <bool kF16, int kRows>
-__global__ void __launch_bounds__(kCtaThreads) matmul_float_tf32_kernel(const MatmulArgs a) {
-  static_assert(kCtaThreads == 256 && (kRows == 16 || kRows == 32 || kRows == 64),
-                "8 warps; 1, 2 or 4 warps across the rows");
-  constexpr int kWm = kRows / 16, kWn = 8 / kWm;  // warps across rows, across slots
-  constexpr int kNTiles = kTfSlots / kWn / 8;     // n8 tiles per warp
-  constexpr int kWLoads = kRows * kTfK / kCtaThreads;
-  constexpr int kXLoads = kTfSlots * kTfK / kCtaThreads;
-  __shared__ uint32_t wh[kRows][kTfPitch];
-  __shared__ uint32_t wl[kF16 ? 1 : kRows][kTfPitch];  // F32 weights: their low parts
-  __shared__ uint32_t xh[kTfSlots][kTfPitch];
-  __shared__ uint32_t xl[kTfSlots][kTfPitch];
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int wm = warp % kWm, wn = warp / kWm;
-  const int gq = lane / 4, tq = lane % 4;
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int s0 = static_cast<int>(blockIdx.y) * kTfSlots;
-  const int n = a.n_blocks;  // values per row
-  // Staging: value m of this thread is tile row (or slot) tid / 32 + 8 m, value tid % 32 of the
-  // chunk, so a warp reads 32 consecutive values of one row.
-  const int srow = tid / kTfK, sk = tid % kTfK;
-  const uint8_t* wrow[kWLoads];
-#pragma unroll
-  for (int m = 0; m < kWLoads; ++m) {
-    const int64_t o = o0 + srow + 8 * m;
-    wrow[m] = o < a.out ? a.w + o * a.row_bytes : nullptr;
-  }
-  const float* xrow[kXLoads];
-#pragma unroll
-  for (int m = 0; m < kXLoads; ++m) {
-    const int s = s0 + srow + 8 * m;
-    const int64_t r = s < a.n_slots ? (a.rows != nullptr ? a.rows[s] : s) : -1;
-    xrow[m] = r >= 0 ? reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes) : nullptr;
-  }
-  float wn_[kWLoads], xn[kXLoads];
-  const auto fetch = [&](int k0) {
-    const int k = k0 + sk;
-#pragma unroll
-    for (int m = 0; m < kWLoads; ++m) {
-      float v = 0.0f;
-      if (wrow[m] != nullptr && k < n) {
-        v = kF16 ? f16_bits_to_float(load_u16(wrow[m] + 2 * k))
-                 : reinterpret_cast<const float*>(wrow[m])[k];
-      }
-      wn_[m] = v;
-    }
-#pragma unroll
-    for (int m = 0; m < kXLoads; ++m) xn[m] = xrow[m] != nullptr && k < n ? xrow[m][k] : 0.0f;
-  };
-  float acc[kNTiles][4] = {};
-  fetch(0);
-  for (int k0 = 0; k0 < n; k0 += kTfK) {
-#pragma unroll
-    for (int m = 0; m < kWLoads; ++m) {
-      const uint32_t hi = to_tf32(wn_[m]);
-      wh[srow + 8 * m][sk] = hi;
-      if constexpr (!kF16) wl[srow + 8 * m][sk] = to_tf32(wn_[m] - __uint_as_float(hi));
-    }
-#pragma unroll
-    for (int m = 0; m < kXLoads; ++m) {
-      const uint32_t hi = to_tf32(xn[m]);
-      xh[srow + 8 * m][sk] = hi;
-      xl[srow + 8 * m][sk] = to_tf32(xn[m] - __uint_as_float(hi));
-    }
-    __syncthreads();
-    if (k0 + kTfK < n) fetch(k0 + kTfK);
-    float part[kNTiles][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < kTfK / 8; ++kk) {
-      const int r = 16 * wm + gq, c = 8 * kk + tq;
-      const uint32_t ah[4] = {wh[r][c], wh[r + 8][c], wh[r][c + 4], wh[r + 8][c + 4]};
-      uint32_t al[4] = {};
-      if constexpr (!kF16)
-        al[0] = wl[r][c], al[1] = wl[r + 8][c], al[2] = wl[r][c + 4], al[3] = wl[r + 8][c + 4];
-#pragma unroll
-      for (int j = 0; j < kNTiles; ++j) {
-        const int s = 8 * (kNTiles * wn + j) + gq;
-        mma_tf32(part[j], ah, xh[s][c], xh[s][c + 4]);
-        mma_tf32(part[j], ah, xl[s][c], xl[s][c + 4]);
-        if constexpr (!kF16) mma_tf32(part[j], al, xh[s][c], xh[s][c + 4]);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] += part[j][e];
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t o = o0 + 16 * wm + gq + 8 * (e / 2);
-      const int s = s0 + 8 * (kNTiles * wn + j) + 2 * tq + e % 2;
-      if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = acc[j][e];
-    }
-  }
-}
-
 template <class Dot>
 void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
@@ -831,25 +701,6 @@ bool float_tiles_enabled() {
 bool float_dmma_enabled() {
   static const bool enabled = env_switch("DS4_CUDA_FLOAT_DMMA", true);
   return enabled;
-}
-
-template <bool kF16>
-void launch_float_tf32(const MatmulArgs& a, int64_t out, int64_t n_slots, cudaStream_t stream) {
-  const int64_t slot_tiles = (n_slots + kTfSlots - 1) / kTfSlots;
-  DS4_CHECK(slot_tiles <= 65535);
-  // The tallest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
-  int rows = 64;
-  while (rows > 16 && (out + rows - 1) / rows * slot_tiles < 132) rows /= 2;
-  const dim3 grid(static_cast<unsigned>((out + rows - 1) / rows),
-                  static_cast<unsigned>(slot_tiles));
-  if (rows == 64) {
-    matmul_float_tf32_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
-  } else if (rows == 32) {
-    matmul_float_tf32_kernel<kF16, 32><<<grid, kCtaThreads, 0, stream>>>(a);
-  } else {
-    matmul_float_tf32_kernel<kF16, 16><<<grid, kCtaThreads, 0, stream>>>(a);
-  }
-  DS4_CUDA_CHECK_LAUNCH();
 }
 
 template <bool kF16>
@@ -942,7 +793,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path, bool exact) {
+                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path) {
   const int64_t cols = w.ne[0];
   const int64_t out = w.ne[1];
   const int64_t n_mat = w.ne[2];
@@ -968,7 +819,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
 
   if (w.layout == kLayoutPlanar) {
     launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
-                         by_expert, path, exact);
+                         by_expert, path);
     return;
   }
   DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
@@ -998,11 +849,6 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   // fewer rows when 64-row tiles would leave SMs idle.
   if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && experts == nullptr && groups == 1 &&
       n_slots >= kTileMinSlots && float_tiles_enabled()) {
-    if (!exact) {
-      w.type == GgufType::kF16 ? launch_float_tf32<true>(a, out, n_slots, stream)
-                               : launch_float_tf32<false>(a, out, n_slots, stream);
-      return;
-    }
     if (float_dmma_enabled()) {
       w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, stream)
                                : launch_float_dmma<false>(a, out, n_slots, stream);

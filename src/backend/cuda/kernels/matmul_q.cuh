@@ -33,12 +33,10 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 // planar layout (w.layout == kLayoutPlanar, matmul_planar.cuh) go to launch_matmul_planar.
 // by_expert (optional, from launch_group_slots over the same experts) lets planar weights visit
 // the slots by expert, and `path` picks the planar kernel (matmul_planar.cuh); the results do not
-// change. exact off lets F16/F32 products of many slots (prefill) run on the TF32 tensor cores,
-// within about 1e-6 of sum |w x| of the exact results (exact products summed in double), and
-// planar Q8_0 products on the tensor-core kernel fuse each block term's multiply and add.
+// change.
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
                    cudaStream_t stream, const SlotGroups* by_expert = nullptr,
-                   PlanarPath path = PlanarPath::kAuto, bool exact = true);
+                   PlanarPath path = PlanarPath::kAuto);
 
 }  // namespace ds4::backend::cuda
