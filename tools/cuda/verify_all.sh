@@ -43,6 +43,8 @@
 #   fast     the same with prefill bit-identical to the CPU (the default) and with fast prefill
 #            (DS4_CUDA_FAST_PREFILL=1: attention sums in double on the FP64 tensor cores); the
 #            probes differ (the FP8 / int8 simulation turns last-bit differences into code flips)
+#   alusigns the same with the IQ2_XXS tensor-core decode reading its sign patterns from the table
+#            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -132,7 +134,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile fast hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile fast alusigns hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -186,6 +188,7 @@ has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/
 has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
 has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$out/idxtile.log"
 has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
+has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then
