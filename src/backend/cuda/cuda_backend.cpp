@@ -440,9 +440,12 @@ const void* CudaBackend::encode_for(const Weight& w, const float* x, int64_t x_r
 void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_cols,
                                  const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                  int groups, float* y, const SlotGroups* by_expert) {
+  const int64_t split = matmul_split_bytes(w, n_slots, groups, experts != nullptr);
+  if (split > 0) grow(split_, static_cast<size_t>(split));
   launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
                 w.ne[1], stream_, by_expert,
-                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar);
+                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar,
+                split > 0 ? split_.get() : nullptr);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {

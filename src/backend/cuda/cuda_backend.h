@@ -164,7 +164,7 @@ class CudaBackend final : public Backend {
   int last_step_seq_ = -1;
   StepGraph graph_{options_.graph_segment};
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
-      index_scores_, visible_, tickets_;
+      index_scores_, visible_, tickets_, split_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);
