@@ -2,6 +2,10 @@
 // backend's evidence on the GPU machine (which has no GoogleTest): (1) the Hugging Face reference
 // gates of tests/model on CUDA, (2) CUDA against the CPU reference on the quantized recipes,
 // (3) a long-context run against the CPU backend. Prints a table; exit status 1 on any failure.
+// The CUDA backend runs in both of its modes: the default, which must match the CPU bit for bit,
+// and fast prefill (DS4_CUDA_FAST_PREFILL=1), which must pass the Hugging Face gates; its distance
+// from the CPU on the quantized recipes is printed as information (no gate: the recipes' FP8 and
+// int8 simulation turns last-bit differences into code flips, bench/h200.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +21,17 @@
 namespace {
 
 using ds4::TokenId;
+
+// Sets DS4_CUDA_FAST_PREFILL for the CUDA engines opened in its scope (the backend reads it when
+// it is created), then unsets it.
+struct CudaMode {
+  explicit CudaMode(bool exact) { setenv("DS4_CUDA_FAST_PREFILL", exact ? "0" : "1", 1); }
+  ~CudaMode() { unsetenv("DS4_CUDA_FAST_PREFILL"); }
+  CudaMode(const CudaMode&) = delete;
+  CudaMode& operator=(const CudaMode&) = delete;
+  static const char* name(bool exact) { return exact ? "default" : "fast"; }
+};
+
 class Checker {
  public:
   int failures = 0;
@@ -65,8 +80,9 @@ class Checker {
     return out;
   }
 
-  void reference_gates(const std::string& models, const std::string& refs,
-                       const std::string& shape) {
+  void reference_gates(const std::string& models, const std::string& refs, const std::string& shape,
+                       bool exact) {
+    const CudaMode mode(exact);
     auto e = open(models + "/" + shape + "-f32.gguf", ds4::BackendKind::kCuda, true);
     if (!e) return;
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(refs + "/" + shape + ".json"));
@@ -92,14 +108,17 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "rel L2 %.3g, top-1 mismatches %d, greedy %s", err, mism,
                     gen == want ? "identical" : "DIFFERENT");
-      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) + " tokens (CUDA)";
+      const std::string what = "HF " + shape + " " + std::to_string(toks.size()) +
+                               " tokens (CUDA " + CudaMode::name(exact) + ")";
       verdict(err < 1e-4 && mism == 0 && gen == want, what.c_str(), buf);
     }
   }
 
+  // exact: the logits must equal the CPU's bit for bit; otherwise the distance is information.
   void cpu_vs_cuda(const std::string& models, const std::string& refs, const std::string& shape,
-                   const std::string& recipe, bool hf = false) {
+                   const std::string& recipe, bool exact, bool hf = false) {
     const std::string path = models + "/" + shape + "-" + recipe + ".gguf";
+    const CudaMode mode(exact);
     auto cpu = open(path, ds4::BackendKind::kCpu, hf);
     auto gpu = open(path, ds4::BackendKind::kCuda, hf);
     if (!cpu || !gpu) return;
@@ -118,9 +137,14 @@ class Checker {
       char buf[160];
       std::snprintf(buf, sizeof buf, "last logits rel L2 %.3g, greedy %s", err,
                     ga == gb ? "identical" : "DIFFERENT");
-      const std::string what = "CPU vs CUDA " + shape + "-" + recipe + (hf ? " (HF mode) " : " ") +
+      const std::string what = std::string("CPU vs CUDA ") + CudaMode::name(exact) + " " + shape +
+                               "-" + recipe + (hf ? " (HF mode) " : " ") +
                                std::to_string(toks.size()) + " tokens";
-      verdict(err < 1e-4 && ga == gb, what.c_str(), buf);
+      if (exact) {
+        verdict(err == 0 && ga == gb, what.c_str(), buf);
+      } else {
+        std::printf("%-4s %-58s %s\n", "info", what.c_str(), buf);
+      }
     }
   }
 
@@ -210,14 +234,17 @@ int main(int argc, char** argv) {
   const int long_tokens = argc > 3 ? std::atoi(argv[3]) : 0;
   Checker ck;
   if (long_tokens < 0) {  // diagnosis: which numerics switch or weight type differs
-    ck.cpu_vs_cuda(models, refs, "tiny", "f32", false);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q8", true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "f16", true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q2", true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "f32", true, false);
+    ck.cpu_vs_cuda(models, refs, "tiny", "q8", true, true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "f16", true, true);
+    ck.cpu_vs_cuda(models, refs, "tiny", "q2", true, true);
   }
-  for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape);
-  for (const char* recipe : {"q8", "q2", "q4"}) ck.cpu_vs_cuda(models, refs, "tiny", recipe);
-  ck.cpu_vs_cuda(models, refs, "small", "q2");
+  for (const bool exact : {true, false}) {
+    for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape, exact);
+    for (const char* recipe : {"q8", "q2", "q4"})
+      ck.cpu_vs_cuda(models, refs, "tiny", recipe, exact);
+    ck.cpu_vs_cuda(models, refs, "small", "q2", exact);
+  }
   ck.decode_paths(models, 400);
   if (long_tokens > 0) ck.long_context(models, long_tokens);
   std::printf("%s: %d failure(s)\n", ck.failures ? "FAILED" : "PASSED", ck.failures);

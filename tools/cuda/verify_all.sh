@@ -40,6 +40,13 @@
 #            (DS4_CUDA_FLOAT_DMMA=0) and on the FP64 tensor cores (the default)
 #   idxtile  the same with the prefill indexer scores on 16-row CTAs (DS4_CUDA_INDEXER_TILE=0)
 #            and on 64-row CTAs of 4 x 4 chains per thread (the default)
+#   fast     the same with prefill bit-identical to the CPU (the default) and with fast prefill
+#            (DS4_CUDA_FAST_PREFILL=1: attention sums in double on the FP64 tensor cores); the
+#            probes differ (the FP8 / int8 simulation turns last-bit differences into code flips)
+#   alusigns the same with the IQ2_XXS tensor-core decode reading its sign patterns from the table
+#            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
+#   split    the same with prefill F16/F32 products of few output rows on one CTA per tile
+#            (DS4_CUDA_FLOAT_SPLIT=0) and with their rows' values split among CTAs (the default)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -129,7 +136,7 @@ has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 needs_flash=0
-for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile hcrows; do
+for s in flash bench bench128 profile profdec profchunk fill deep graphs gseg rows imma stagex tiles blocks stages sumheads dmma sumden fdmma idxtile fast alusigns split hcrows; do
   has $s && needs_flash=1
 done
 if ((needs_flash)); then
@@ -148,10 +155,10 @@ if has bench128; then
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
 fi
-# ab NAME VAR [A B]: the Flash q2 bench at 2k and 8k with VAR=A and VAR=B (default 0 and 1), side
-# by side; the greedy probes must agree.
+# ab NAME VAR [A B [any]]: the Flash q2 bench at 2k and 8k with VAR=A and VAR=B (default 0 and 1),
+# side by side; the greedy probes must agree (with `any`: they are compared, not required to).
 ab() {
-  local name=$1 var=$2 v0=${3:-0} v1=${4:-1} v
+  local name=$1 var=$2 v0=${3:-0} v1=${4:-1} any=${5:-} v
   for v in "$v0" "$v1"; do
     env "$var=$v" OUT="$out" OUT_CSV="$name$v.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 ||
       return 1
@@ -160,8 +167,12 @@ ab() {
   echo "frontier prefill_tps gen_tps ($var=$v0) prefill_tps gen_tps ($var=$v1)"
   paste -d' ' <(cut -d, -f1,4,7 "$out/$name$v0.csv" | tr , ' ') \
     <(cut -d, -f4,7 "$out/$name$v1.csv" | tr , ' ') | tail -2
-  cmp "$out/$name-probes$v0.txt" "$out/$name-probes$v1.txt" &&
+  if cmp -s "$out/$name-probes$v0.txt" "$out/$name-probes$v1.txt"; then
     echo "$name: probes identical with $var=$v0 and $var=$v1"
+  else
+    echo "$name: probes differ with $var=$v0 and $var=$v1"
+    [[ $any == any ]]
+  fi
 }
 export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
@@ -178,6 +189,9 @@ has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log
 has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
 has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
 has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$out/idxtile.log"
+has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
+has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
+has split && step split 400 ab split DS4_CUDA_FLOAT_SPLIT && tail -4 "$out/split.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

@@ -130,10 +130,10 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
   const int64_t rows_reserved =
       single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
-  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * rows_reserved);
+  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * (rows_reserved + 1));
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
                    static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
-                   stream_);
+                   !options_.fast_prefill, stream_);
   c.n_tokens += run.n;
 }
 

@@ -82,6 +82,9 @@ class CudaBackend final : public Backend {
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
     bool imma = true;          // planar products with many slots may use the tensor cores
+    // Batches (prefill) add their attention sums in double on the FP64 tensor cores instead of
+    // the CPU's float adds in order (launch_attention's exact off): not bit-identical to the CPU.
+    bool fast_prefill = false;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -161,7 +164,7 @@ class CudaBackend final : public Backend {
   int last_step_seq_ = -1;
   StepGraph graph_{options_.graph_segment};
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
-      index_scores_, visible_, tickets_;
+      index_scores_, visible_, tickets_, split_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <random>
@@ -117,6 +118,10 @@ Decoded decode_iq2xxs(const uint8_t* body) {
     uint32_t in[8];
     for (int i = 0; i < 8; ++i) in[i] = word_at(body + 32 * h + 4 * i);
     d.scales[h] = iq2xxs_decode_half(in, t, d.words + 32 * h);
+    // The variant that forms the sign patterns without the table decodes the same bytes.
+    uint32_t alu[32];
+    EXPECT_EQ(iq2xxs_decode_half<true>(in, t, alu), d.scales[h]);
+    EXPECT_TRUE(std::equal(alu, alu + 32, d.words + 32 * h));
   }
   return d;
 }
@@ -259,6 +264,10 @@ void check_all(GgufType t) {
 TEST(CudaImmaFormats, Q8_0SumsFoldToTheReference) { check_all(GgufType::kQ8_0); }
 TEST(CudaImmaFormats, Q2_KDecodeAndSumsFoldToTheReference) { check_all(GgufType::kQ2_K); }
 TEST(CudaImmaFormats, IQ2_XXSDecodeAndSumsFoldToTheReference) { check_all(GgufType::kIQ2_XXS); }
+
+TEST(CudaImmaFormats, SignBitsEqualTheSignTable) {
+  for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(iq2_sign_bits(i), quant::kIq2Signs[i]) << i;
+}
 
 TEST(CudaImmaFormats, Dp2aTakesTheNamedBytes) {
   std::mt19937 rng(7);

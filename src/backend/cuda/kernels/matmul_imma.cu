@@ -200,7 +200,10 @@ struct ImmaQ8_0 {
   }
 };
 
-struct ImmaIq2Xxs {
+// kAluSigns: the decode forms the sign patterns with a population count instead of reading the
+// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes).
+template <bool kAluSigns>
+struct ImmaIq2XxsT {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
@@ -222,7 +225,7 @@ struct ImmaIq2Xxs {
     uint32_t a[kM * kPitch];
     RowSide rs[kM];
   };
-  __device__ static void copy(Stage<ImmaIq2Xxs>& st, const Cta& c, int b, int) {
+  __device__ static void copy(Stage<ImmaIq2XxsT>& st, const Cta& c, int b, int) {
     copy_q8k_codes(st, c, b);
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
     for (int i = c.tid; i < kM * 4; i += kThreads) {
@@ -233,14 +236,14 @@ struct ImmaIq2Xxs {
     if (c.tid < kM) cp_async4(&st.raw.dw[c.tid], c.aux_word_of_half(c.block(c.tid, b)));
   }
   // Thread tid decodes half tid / 64 (groups 4h .. 4h + 3) of tile row tid % 64.
-  __device__ static void decode(const Stage<ImmaIq2Xxs>& st, Decoded& dec, const Cta& c, int b,
+  __device__ static void decode(const Stage<ImmaIq2XxsT>& st, Decoded& dec, const Cta& c, int b,
                                 const Iq2Lookup& t) {
     const int r = c.tid % kM, h = c.tid / kM;
     const auto* q = reinterpret_cast<const uint4*>(&st.raw.q[r * kRawPitch + 8 * h]);
     const uint4 q0 = q[0], q1 = q[1];
     const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half<kAluSigns>(in, t, out);
     if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
     uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
@@ -248,6 +251,11 @@ struct ImmaIq2Xxs {
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
   }
 };
+using ImmaIq2Xxs = ImmaIq2XxsT<false>;
+template <class P>
+inline constexpr bool kIsIq2 = false;
+template <bool kAluSigns>
+inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns>> = true;
 
 struct ImmaQ2K {
   using Fmt = FmtQ2K;
@@ -375,7 +383,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
         o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
       }
-    } else if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {
+    } else if constexpr (kIsIq2<P>) {
       const int shift = 8 * (ks % 4);
       const int g_lo = static_cast<int>((dec.rs[r_lo].scales[ks / 4] >> shift) & 255u);
       const int g_hi = static_cast<int>((dec.rs[r_hi].scales[ks / 4] >> shift) & 255u);
@@ -398,7 +406,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     products(ks, cc);
     terms(ks, cc);
   }
-  if constexpr (std::is_same_v<P, ImmaIq2Xxs>) {  // the block (the chunk) is complete
+  if constexpr (kIsIq2<P>) {  // the block (the chunk) is complete
     const float w_lo = dec.rs[r_lo].d, w_hi = dec.rs[r_hi].d;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
@@ -604,7 +612,15 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   switch (p.type) {
     case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
     case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
-    default: launch<ImmaIq2Xxs>(p, stream); break;
+    default:
+      // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
+      static const bool alu_signs = env_switch("DS4_CUDA_IQ2_ALU_SIGNS", true);
+      if (alu_signs) {
+        launch<ImmaIq2XxsT<true>>(p, stream);
+      } else {
+        launch<ImmaIq2Xxs>(p, stream);
+      }
+      break;
   }
 }
 

@@ -444,6 +444,10 @@ struct MatmulArgs {
   int n_slots;
   float* y;
   int64_t y_stride;
+  // Float products split along K (matmul_float_dmma_kernel): gridDim.z parts of k_part values,
+  // part z's double sums at partials + (z * n_slots + slot) * out + row (nullptr: no split).
+  double* partials;
+  int k_part;
 };
 
 // CTA c covers output rows [8t, 8t + 8) of slot c % n_slots, t = c / n_slots: consecutive CTAs
@@ -594,7 +598,10 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
 // 32 values at a time are widened to double in shared memory (the next 32 wait in registers
 // meanwhile), each row padded to 36 doubles so that a fragment's 8 x 4 reads hit distinct banks.
 // Every product is exact in double, so each output is its exact products summed in double (in
-// the unit's order), rounded once to float: the contract of the tile kernel above.
+// the unit's order), rounded once to float: the contract of the tile kernel above. With
+// a.partials (few output rows: too few CTAs for the SMs), CTA z of the grid's third dimension
+// covers values z k_part .. of the rows and stores its double sums; float_parts_kernel then adds
+// the parts in order and rounds once.
 constexpr int kDmmaSlots = 64, kDmmaK = 32, kDmmaPitch = kDmmaK + 4;
 template <bool kF16, int kRows>
 __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const MatmulArgs a) {
@@ -611,7 +618,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
   const int gq = lane / 4, tq = lane % 4;
   const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int s0 = static_cast<int>(blockIdx.y) * kDmmaSlots;
-  const int n = a.n_blocks;  // values per row
+  const int kz = a.partials != nullptr ? static_cast<int>(blockIdx.z) * a.k_part : 0;
+  const int n = a.partials != nullptr ? min(a.n_blocks, kz + a.k_part) : a.n_blocks;  // values end
   // Staging: value m of this thread is tile row (or slot) tid / 32 + 8 m, value tid % 32 of the
   // chunk, so a warp reads 32 consecutive values of one row.
   const int srow = tid / kDmmaK, sk = tid % kDmmaK;
@@ -644,8 +652,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
     for (int m = 0; m < kXLoads; ++m) xn[m] = xrow[m] != nullptr && k < n ? xrow[m][k] : 0.0f;
   };
   double acc[2][kNTiles][2] = {};
-  fetch(0);
-  for (int k0 = 0; k0 < n; k0 += kDmmaK) {
+  fetch(kz);
+  for (int k0 = kz; k0 < n; k0 += kDmmaK) {
 #pragma unroll
     for (int m = 0; m < kWLoads; ++m) ws[srow + 8 * m][sk] = static_cast<double>(wn_[m]);
 #pragma unroll
@@ -675,10 +683,25 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int s = s0 + 8 * (kNTiles * wn + j) + 2 * tq + e;
-        if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j][e]);
+        if (o >= a.out || s >= a.n_slots) continue;
+        if (a.partials != nullptr) {
+          a.partials[(int64_t{blockIdx.z} * a.n_slots + s) * a.out + o] = acc[i][j][e];
+        } else {
+          a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j][e]);
+        }
       }
     }
   }
+}
+
+// y[s, o] = the parts' double sums of matmul_float_dmma_kernel added in order, rounded once.
+__global__ void float_parts_kernel(const MatmulArgs a, int parts) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t{a.n_slots} * a.out) return;
+  const int64_t s = i / a.out, o = i % a.out;
+  double sum = 0.0;
+  for (int z = 0; z < parts; ++z) sum += a.partials[z * int64_t{a.n_slots} * a.out + i];
+  a.y[s * a.y_stride + o] = static_cast<float>(sum);
 }
 
 template <class Dot>
@@ -703,23 +726,54 @@ bool float_dmma_enabled() {
   return enabled;
 }
 
+// The float tiles' shape: the tallest tiles (fewest shared-memory reads per product) that still
+// give every SM a CTA, and the K parts (DS4_CUDA_FLOAT_SPLIT, default on) that bring the CTAs to
+// at least two per SM while each part keeps 512 values or more.
+struct FloatTiles {
+  int rows = 64;
+  int parts = 1;
+  int k_part = 0;  // values per part, a multiple of kDmmaK
+};
+FloatTiles float_tiles(int64_t out, int64_t n_slots, int64_t cols) {
+  static const bool split = env_switch("DS4_CUDA_FLOAT_SPLIT", true);
+  constexpr int64_t kSms = 132;
+  FloatTiles t;
+  const int64_t slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
+  while (t.rows > 16 && (out + t.rows - 1) / t.rows * slot_tiles < kSms) t.rows /= 2;
+  const int64_t ctas = (out + t.rows - 1) / t.rows * slot_tiles;
+  while (split && t.parts < 8 && ctas * t.parts < 2 * kSms && cols / (2 * t.parts) >= 512) {
+    t.parts *= 2;
+  }
+  const int64_t chunks = (cols + kDmmaK - 1) / kDmmaK;
+  t.k_part = static_cast<int>((chunks + t.parts - 1) / t.parts * kDmmaK);
+  t.parts = static_cast<int>((cols + t.k_part - 1) / t.k_part);
+  return t;
+}
+
 template <bool kF16>
-void launch_float_dmma(const MatmulArgs& a, int64_t out, int64_t n_slots, cudaStream_t stream) {
+void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_scratch,
+                       cudaStream_t stream) {
   const int64_t slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
   DS4_CHECK(slot_tiles <= 65535);
-  // The tallest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
-  int rows = 64;
-  while (rows > 16 && (out + rows - 1) / rows * slot_tiles < 132) rows /= 2;
-  const dim3 grid(static_cast<unsigned>((out + rows - 1) / rows),
-                  static_cast<unsigned>(slot_tiles));
-  if (rows == 64) {
+  const FloatTiles t = float_tiles(out, n_slots, a.n_blocks);
+  const int parts = split_scratch != nullptr ? t.parts : 1;
+  a.partials = parts > 1 ? static_cast<double*>(split_scratch) : nullptr;
+  a.k_part = t.k_part;
+  const dim3 grid(static_cast<unsigned>((out + t.rows - 1) / t.rows),
+                  static_cast<unsigned>(slot_tiles), static_cast<unsigned>(parts));
+  if (t.rows == 64) {
     matmul_float_dmma_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
-  } else if (rows == 32) {
+  } else if (t.rows == 32) {
     matmul_float_dmma_kernel<kF16, 32><<<grid, kCtaThreads, 0, stream>>>(a);
   } else {
     matmul_float_dmma_kernel<kF16, 16><<<grid, kCtaThreads, 0, stream>>>(a);
   }
   DS4_CUDA_CHECK_LAUNCH();
+  if (parts > 1) {
+    const int64_t n = out * n_slots;
+    float_parts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(a, parts);
+    DS4_CUDA_CHECK_LAUNCH();
+  }
 }
 
 bool aligned(const void* p, int64_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
@@ -791,9 +845,19 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
   DS4_CUDA_CHECK_LAUNCH();
 }
 
+int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts) {
+  if ((w.type != GgufType::kF16 && w.type != GgufType::kF32) || w.layout != 0 || experts ||
+      groups != 1 || n_slots < kTileMinSlots || !float_tiles_enabled() || !float_dmma_enabled())
+    return 0;
+  const FloatTiles t = float_tiles(w.ne[1], n_slots, w.ne[0]);
+  return t.parts > 1 ? int64_t{t.parts} * n_slots * w.ne[1] * static_cast<int64_t>(sizeof(double))
+                     : 0;
+}
+
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path) {
+                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path,
+                   void* split_scratch) {
   const int64_t cols = w.ne[0];
   const int64_t out = w.ne[1];
   const int64_t n_mat = w.ne[2];
@@ -850,8 +914,8 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && experts == nullptr && groups == 1 &&
       n_slots >= kTileMinSlots && float_tiles_enabled()) {
     if (float_dmma_enabled()) {
-      w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, stream)
-                               : launch_float_dmma<false>(a, out, n_slots, stream);
+      w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, split_scratch, stream)
+                               : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
       return;
     }
     const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;

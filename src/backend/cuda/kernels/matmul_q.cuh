@@ -34,9 +34,15 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 // by_expert (optional, from launch_group_slots over the same experts) lets planar weights visit
 // the slots by expert, and `path` picks the planar kernel (matmul_planar.cuh); the results do not
 // change.
+// split_scratch (optional, device, matmul_split_bytes(w, n_slots, groups, experts != nullptr)
+// bytes) lets F16/F32 products of few output rows split their rows' values among more CTAs (the
+// parts' double sums added in order, then rounded once: the same contract).
 void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                    const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
                    cudaStream_t stream, const SlotGroups* by_expert = nullptr,
-                   PlanarPath path = PlanarPath::kAuto);
+                   PlanarPath path = PlanarPath::kAuto, void* split_scratch = nullptr);
+
+// Device scratch bytes launch_matmul can use for this product (0: it splits nothing).
+int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts);
 
 }  // namespace ds4::backend::cuda

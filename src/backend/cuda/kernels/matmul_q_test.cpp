@@ -277,9 +277,10 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
 
   // The native layout may add block terms in another order (tolerance); the planar layout must
   // reproduce the reference bit for bit, on either kernel (path).
-  auto check_layout = [&](bool planar, bool grouped, PlanarPath path) {
+  // split: hand launch_matmul the scratch its F16/F32 tiles may split their rows' values into.
+  auto check_layout = [&](bool planar, bool grouped, PlanarPath path, bool split = false) {
     const std::string tag = what + (planar ? " planar " : "") + (planar ? path_name(path) : "") +
-                            (grouped ? " grouped" : "");
+                            (grouped ? " grouped" : "") + (split ? " with split scratch" : "");
     DeviceBuffer dpacked(planar ? w.size() : 1);
     Weight wt;
     wt.data = dw.get();
@@ -299,10 +300,14 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
       by_expert = launch_group_slots(dexperts.get<int32_t>(), c.n_slots, static_cast<int>(c.n_mat),
                                      dgroups.get(), nullptr);
     }
+    const int64_t split_bytes =
+        split ? matmul_split_bytes(wt, c.n_slots, c.groups, !c.experts.empty()) : 0;
+    DeviceBuffer dsplit(static_cast<size_t>(std::max<int64_t>(split_bytes, 1)));
     launch_matmul(wt, enc_for_matmul, enc_row_bytes,
                   c.experts.empty() ? nullptr : dexperts.get<int32_t>(),
                   c.rows.empty() ? nullptr : drows.get<int32_t>(), c.n_slots, c.groups,
-                  dy.get<float>(), y_stride, nullptr, grouped ? &by_expert : nullptr, path);
+                  dy.get<float>(), y_stride, nullptr, grouped ? &by_expert : nullptr, path,
+                  split_bytes > 0 ? dsplit.get() : nullptr);
     DS4_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
     dy.download(y.data(), y.size() * sizeof(float));
@@ -335,10 +340,13 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     EXPECT_EQ(bad, 0) << tag << ": outputs differ from the CPU reference";
     std::printf("  %-8s %-28s %-17s %-6s max |gpu - cpu| / S = %.2e\n",
                 std::string(gguf::to_string(t)).c_str(), c.name,
-                grouped ? "planar, by expert" : (planar ? "planar" : "native"),
+                grouped ? "planar, by expert"
+                        : (planar ? "planar" : (split_bytes > 0 ? "native, split" : "native")),
                 planar ? path_name(path) : "", worst);
   };
   check_layout(false, false, PlanarPath::kAuto);
+  if (t == GgufType::kF16 || t == GgufType::kF32)
+    check_layout(false, false, PlanarPath::kAuto, true);
   if (has_planar_layout(t)) {
     Weight shape;
     shape.type = t;
@@ -359,9 +367,11 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
 // padded encoded-row stride; a 3-D expert stack with an experts/rows mapping (with and without
 // groups); a wide row; random valid blocks. Then prefill sizes, where the default path takes the
 // tensor-core kernel: 64, 200 and 512 slots (output rows not a multiple of its 64-row tiles, a row
-// map, row groups of 128 rows), random blocks with 96 slots, and an expert stack of 300 slots whose
-// experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots. col_sizes are per-type
-// row lengths, smallest first (Q8_0's are not all multiples of its kernel's 8-block chunks).
+// map, row groups of 128 rows), random blocks with 96 slots, 96 slots of 64 long rows (F16/F32
+// tiles split the rows' values among CTAs when given scratch), and an expert stack of 300 slots
+// whose experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots. col_sizes are
+// per-type row lengths, smallest first (Q8_0's are not all multiples of its kernel's 8-block
+// chunks).
 void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
   const uint32_t seed = fresh_seed();
   std::printf("  %s: seed %u\n", std::string(gguf::to_string(t)).c_str(), seed);
@@ -487,6 +497,12 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .n_slots = 96,
        .n_enc_rows = 96,
        .random_blocks = blocks,
+       .wants_imma = true},
+      {.name = "96 slots, few long rows",
+       .cols = col_sizes[3],
+       .out = 64,
+       .n_slots = 96,
+       .n_enc_rows = 96,
        .wants_imma = true},
       {.name = "expert stack, 300 slots",
        .cols = col_sizes[1],
