@@ -667,11 +667,7 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
       for (int i = 0; i < 2; ++i) av[i] = ws[16 * wm + 8 * i + gq][4 * kk + tq];
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) bv[j] = xs[8 * (kNTiles * wn + j) + gq][4 * kk + tq];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < kNTiles; ++j) mma_f64(acc[i][j], av[i], bv[j]);
-      }
+      mma_f64_tiles(acc, av, bv);
     }
     __syncthreads();
   }
