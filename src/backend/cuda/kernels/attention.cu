@@ -412,6 +412,14 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
   }
 };
 
+// The maximum over a head's sink and its n scores, on every lane of the calling warp.
+__device__ float head_max(const float* sc, int n, float sink, int lane) {
+  float m = sink;
+  for (int i = lane; i < n; i += 32) m = fmaxf(m, sc[i]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  return m;
+}
+
 constexpr int kScoreTile = 16;    // cached rows per scores CTA
 constexpr int kScoreHeads = 8;    // heads per scores CTA: a warp each
 constexpr int kSumDims = 64;      // dims per weighted-sum CTA
@@ -534,11 +542,7 @@ __global__ void __launch_bounds__(kDmThreads)
       for (int i = 0; i < 2; ++i) a[i] = qs[16 * wm + 8 * i + gq][4 * kk + tq];
 #pragma unroll
       for (int j = 0; j < 4; ++j) b[j] = ks[32 * wn + 8 * j + gq][4 * kk + tq];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) mma_f64(acc[i][j], a[i], b[j]);
-      }
+      mma_f64_tiles(acc, a, b);
     }
     __syncthreads();
   }
@@ -604,11 +608,7 @@ __global__ void __launch_bounds__(kSumThreads)
     return scratch + (int64_t{t} * g.n_head + min(h0 + k, g.n_head - 1)) * g.max_rows;
   };
   for (int k = warp; k < kSumHeads; k += kSumThreads / 32) {  // the maximum over sink and scores
-    const int h = min(h0 + k, g.n_head - 1);
-    const float* sc = scores_of(k);
-    float m = sinks[h];
-    for (int i = lane; i < rg.n_rows; i += 32) m = fmaxf(m, sc[i]);
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    const float m = head_max(scores_of(k), rg.n_rows, sinks[min(h0 + k, g.n_head - 1)], lane);
     if (lane == 0) mx[k] = m;
   }
   __syncthreads();
@@ -736,9 +736,7 @@ __global__ void __launch_bounds__(32 * kWtWarps)
   if (h >= g.n_head) return;  // uniform per warp
   const RowGeometry rg(g, visible_all, p0 + t, t);
   float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
-  float m = sinks[h];
-  for (int i = lane; i < rg.n_rows; i += 32) m = fmaxf(m, sc[i]);
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  const float m = head_max(sc, rg.n_rows, sinks[h], lane);
   for (int i = lane; i < rg.n_rows; i += 32) sc[i] = detmath::expf(sc[i] - m);
   __syncwarp();
   if (lane == 0) {
@@ -828,11 +826,7 @@ __global__ void __launch_bounds__(kDsThreads)
         for (int i = 0; i < 2; ++i) a[i] = ps[16 * wm + 8 * i + gq][4 * kk + tq];
 #pragma unroll
         for (int j = 0; j < 4; ++j) b[j] = vs[4 * kk + tq][32 * wn + 8 * j + gq];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) mma_f64(acc[i][j], a[i], b[j]);
-        }
+        mma_f64_tiles(acc, a, b);
       }
     }
     __syncthreads();

@@ -102,6 +102,18 @@ __device__ __forceinline__ void mma_f64(double (&d)[2], double a, double b) {
 #endif
 }
 
+// d[i][j] += A_i x B_j for every m8 tile i and n8 tile j of a warp (mma_f64's fragments: a[i]
+// and b[j] are this lane's values of A_i and B_j).
+template <int kM, int kN>
+__device__ __forceinline__ void mma_f64_tiles(double (&d)[kM][kN][2], const double (&a)[kM],
+                                              const double (&b)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kN; ++j) mma_f64(d[i][j], a[i], b[j]);
+  }
+}
+
 // Block-wide sum of squares in double (the CPU sums squares in double); every thread gets it.
 // `shared` needs blockDim.x / 32 doubles.
 __device__ inline double block_sum_double(double v, double* shared) {

@@ -667,11 +667,7 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
       for (int i = 0; i < 2; ++i) av[i] = ws[16 * wm + 8 * i + gq][4 * kk + tq];
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) bv[j] = xs[8 * (kNTiles * wn + j) + gq][4 * kk + tq];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < kNTiles; ++j) mma_f64(acc[i][j], av[i], bv[j]);
-      }
+      mma_f64_tiles(acc, av, bv);
     }
     __syncthreads();
   }
@@ -726,10 +722,18 @@ bool float_dmma_enabled() {
   return enabled;
 }
 
+// Whether a product of weights of type t in the native layout takes the float tiles: F16/F32
+// weights against many slots of one matrix (prefill), in one row group.
+bool uses_float_tiles(GgufType t, bool experts, int groups, int64_t n_slots) {
+  return (t == GgufType::kF16 || t == GgufType::kF32) && !experts && groups == 1 &&
+         n_slots >= kTileMinSlots && float_tiles_enabled();
+}
+
 // The float tiles' shape: the tallest tiles (fewest shared-memory reads per product) that still
 // give every SM a CTA, and the K parts (DS4_CUDA_FLOAT_SPLIT, default on) that bring the CTAs to
 // at least two per SM while each part keeps 512 values or more.
 struct FloatTiles {
+  int64_t slot_tiles = 0;  // tiles of kDmmaSlots slots
   int rows = 64;
   int parts = 1;
   int k_part = 0;  // values per part, a multiple of kDmmaK
@@ -738,9 +742,9 @@ FloatTiles float_tiles(int64_t out, int64_t n_slots, int64_t cols) {
   static const bool split = env_switch("DS4_CUDA_FLOAT_SPLIT", true);
   constexpr int64_t kSms = 132;
   FloatTiles t;
-  const int64_t slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
-  while (t.rows > 16 && (out + t.rows - 1) / t.rows * slot_tiles < kSms) t.rows /= 2;
-  const int64_t ctas = (out + t.rows - 1) / t.rows * slot_tiles;
+  t.slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
+  while (t.rows > 16 && (out + t.rows - 1) / t.rows * t.slot_tiles < kSms) t.rows /= 2;
+  const int64_t ctas = (out + t.rows - 1) / t.rows * t.slot_tiles;
   while (split && t.parts < 8 && ctas * t.parts < 2 * kSms && cols / (2 * t.parts) >= 512) {
     t.parts *= 2;
   }
@@ -753,14 +757,13 @@ FloatTiles float_tiles(int64_t out, int64_t n_slots, int64_t cols) {
 template <bool kF16>
 void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_scratch,
                        cudaStream_t stream) {
-  const int64_t slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
-  DS4_CHECK(slot_tiles <= 65535);
   const FloatTiles t = float_tiles(out, n_slots, a.n_blocks);
+  DS4_CHECK(t.slot_tiles <= 65535);
   const int parts = split_scratch != nullptr ? t.parts : 1;
   a.partials = parts > 1 ? static_cast<double*>(split_scratch) : nullptr;
   a.k_part = t.k_part;
   const dim3 grid(static_cast<unsigned>((out + t.rows - 1) / t.rows),
-                  static_cast<unsigned>(slot_tiles), static_cast<unsigned>(parts));
+                  static_cast<unsigned>(t.slot_tiles), static_cast<unsigned>(parts));
   if (t.rows == 64) {
     matmul_float_dmma_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
   } else if (t.rows == 32) {
@@ -846,8 +849,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 }
 
 int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts) {
-  if ((w.type != GgufType::kF16 && w.type != GgufType::kF32) || w.layout != 0 || experts ||
-      groups != 1 || n_slots < kTileMinSlots || !float_tiles_enabled() || !float_dmma_enabled())
+  if (w.layout != 0 || !uses_float_tiles(w.type, experts, groups, n_slots) || !float_dmma_enabled())
     return 0;
   const FloatTiles t = float_tiles(w.ne[1], n_slots, w.ne[0]);
   return t.parts > 1 ? int64_t{t.parts} * n_slots * w.ne[1] * static_cast<int64_t>(sizeof(double))
@@ -911,8 +913,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
 
   // Float weights against many slots of one matrix (prefill): tiles through shared memory, of
   // fewer rows when 64-row tiles would leave SMs idle.
-  if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && experts == nullptr && groups == 1 &&
-      n_slots >= kTileMinSlots && float_tiles_enabled()) {
+  if (uses_float_tiles(w.type, experts != nullptr, groups, n_slots)) {
     if (float_dmma_enabled()) {
       w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, split_scratch, stream)
                                : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
