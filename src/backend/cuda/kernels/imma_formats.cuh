@@ -57,44 +57,11 @@ DS4_PF_HD inline uint32_t iq2_sign_bits(uint32_t idx) {
 #endif
 }
 
-// The three IQ2_XXS codebook magnitudes (8, 25, 43), bytes 0..2 of a word: every byte of every
-// codebook entry is one of them.
-inline constexpr uint32_t kIq2Magnitudes = 0x002b1908u;
-
-// A codebook entry as 8 nibbles, nibble j picking entry byte j out of kIq2Magnitudes (0, 1, 2);
-// 0xffffffff for an entry with a byte that is none of them.
-DS4_PF_HD constexpr uint32_t iq2_grid_selector(uint64_t entry) {
-  uint32_t sel = 0;
-  for (int j = 0; j < 8; ++j) {
-    const uint32_t b = static_cast<uint32_t>(entry >> (8 * j)) & 255u;
-    const uint32_t n = b == 8u ? 0u : b == 25u ? 1u : b == 43u ? 2u : 15u;
-    if (n == 15u) return 0xffffffffu;
-    sel |= n << (4 * j);
-  }
-  return sel;
-}
-
-// Byte i of the result is byte (s >> 4 i) & 7 of the 8 bytes {y, x} (x low): the device's
-// byte permute (prmt), on the low 16 bits of s.
-DS4_PF_HD inline uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
-#if defined(__CUDA_ARCH__)
-  return __byte_perm(x, y, s);
-#else
-  const uint64_t xy = (static_cast<uint64_t>(y) << 32) | x;
-  uint32_t r = 0;
-  for (int i = 0; i < 4; ++i)
-    r |= static_cast<uint32_t>((xy >> (8 * ((s >> (4 * i)) & 7u))) & 255u) << (8 * i);
-  return r;
-#endif
-}
-
 // IQ2_XXS, half h of a block (groups 4 h .. 4 h + 3, elements 128 h ..): in = body words
 // 8 h .. 8 h + 7 (per group a word of four codebook indices, then a word of four 7-bit sign
 // indices with the 4-bit scale s on top). Returns the four group multipliers 2 s + 1, group
-// 4 h + i in byte i. kAluSigns: the sign patterns come from iq2_sign_bits, not t.signs. kPrmt: the
-// magnitudes come from t.sel (a 4-byte selector per entry, iq2_grid_selector) through two byte
-// permutes of kIq2Magnitudes, not from the 8-byte t.grid entries.
-template <bool kAluSigns = false, bool kPrmt = false>
+// 4 h + i in byte i. kAluSigns: the sign patterns come from iq2_sign_bits, not t.signs.
+template <bool kAluSigns = false>
 DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const Iq2Lookup& t,
                                              uint32_t out[32]) {
   uint32_t scales = 0;
@@ -103,14 +70,7 @@ DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const Iq2Look
     const uint32_t a = in[2 * g], s = in[2 * g + 1];
     DS4_PF_UNROLL
     for (int k = 0; k < 4; ++k) {
-      uint64_t v;
-      if constexpr (kPrmt) {
-        const uint32_t sel = t.sel[(a >> (8 * k)) & 255u];
-        v = (static_cast<uint64_t>(byte_perm(kIq2Magnitudes, 0u, sel >> 16)) << 32) |
-            byte_perm(kIq2Magnitudes, 0u, sel);
-      } else {
-        v = t.grid[(a >> (8 * k)) & 255u];
-      }
+      const uint64_t v = t.grid[(a >> (8 * k)) & 255u];
       const uint32_t idx = (s >> (7 * k)) & 127u;
       const uint32_t signs = kAluSigns ? iq2_sign_bits(idx) : t.signs[idx];
       out[8 * g + 2 * k] =

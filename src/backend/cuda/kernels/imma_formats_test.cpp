@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstring>
 #include <random>
@@ -112,15 +111,6 @@ struct Decoded {
   uint32_t mins[4];    // Q2_K: 4-bit mins, one per byte
 };
 
-const std::array<uint32_t, 256>& grid_selectors() {
-  static const std::array<uint32_t, 256> sel = [] {
-    std::array<uint32_t, 256> s{};
-    for (int i = 0; i < 256; ++i) s[i] = iq2_grid_selector(quant::kIq2xxsGrid[i]);
-    return s;
-  }();
-  return sel;
-}
-
 Decoded decode_iq2xxs(const uint8_t* body) {
   const Iq2Lookup t{quant::kIq2xxsGrid, quant::kIq2Signs};
   Decoded d{};
@@ -128,14 +118,10 @@ Decoded decode_iq2xxs(const uint8_t* body) {
     uint32_t in[8];
     for (int i = 0; i < 8; ++i) in[i] = word_at(body + 32 * h + 4 * i);
     d.scales[h] = iq2xxs_decode_half(in, t, d.words + 32 * h);
-    // The variants that form the sign patterns without the table, and the magnitudes through
-    // byte permutes, decode the same bytes.
-    uint32_t alu[32], prmt[32];
+    // The variant that forms the sign patterns without the table decodes the same bytes.
+    uint32_t alu[32];
     EXPECT_EQ(iq2xxs_decode_half<true>(in, t, alu), d.scales[h]);
     EXPECT_TRUE(std::equal(alu, alu + 32, d.words + 32 * h));
-    const Iq2Lookup ts{quant::kIq2xxsGrid, quant::kIq2Signs, grid_selectors().data()};
-    EXPECT_EQ((iq2xxs_decode_half<true, true>(in, ts, prmt)), d.scales[h]);
-    EXPECT_TRUE(std::equal(prmt, prmt + 32, d.words + 32 * h));
   }
   return d;
 }
@@ -278,16 +264,6 @@ void check_all(GgufType t) {
 TEST(CudaImmaFormats, Q8_0SumsFoldToTheReference) { check_all(GgufType::kQ8_0); }
 TEST(CudaImmaFormats, Q2_KDecodeAndSumsFoldToTheReference) { check_all(GgufType::kQ2_K); }
 TEST(CudaImmaFormats, IQ2_XXSDecodeAndSumsFoldToTheReference) { check_all(GgufType::kIQ2_XXS); }
-
-TEST(CudaImmaFormats, GridSelectorsRebuildEveryCodebookEntry) {
-  for (int i = 0; i < 256; ++i) {
-    const uint32_t sel = grid_selectors()[i];
-    ASSERT_NE(sel, 0xffffffffu) << i;
-    const uint64_t got = (static_cast<uint64_t>(byte_perm(kIq2Magnitudes, 0, sel >> 16)) << 32) |
-                         byte_perm(kIq2Magnitudes, 0, sel);
-    EXPECT_EQ(got, quant::kIq2xxsGrid[i]) << i;
-  }
-}
 
 TEST(CudaImmaFormats, SignBitsEqualTheSignTable) {
   for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(iq2_sign_bits(i), quant::kIq2Signs[i]) << i;

@@ -202,10 +202,8 @@ struct ImmaQ8_0 {
 };
 
 // kAluSigns: the decode forms the sign patterns with a population count instead of reading the
-// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS); kPrmt: it forms the codebook magnitudes with two byte
-// permutes of a 4-byte selector instead of reading 8-byte entries (DS4_CUDA_IQ2_PRMT): a 1 KiB
-// table read 4 bytes a lane instead of 2 KiB 8 bytes a lane. The same bytes either way.
-template <bool kAluSigns, bool kPrmt>
+// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes).
+template <bool kAluSigns>
 struct ImmaIq2XxsT {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
@@ -246,7 +244,7 @@ struct ImmaIq2XxsT {
     const uint4 q0 = q[0], q1 = q[1];
     const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    dec.rs[r].scales[h] = imma::iq2xxs_decode_half<kAluSigns, kPrmt>(in, t, out);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half<kAluSigns>(in, t, out);
     if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
     uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
@@ -254,11 +252,11 @@ struct ImmaIq2XxsT {
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
   }
 };
-using ImmaIq2Xxs = ImmaIq2XxsT<false, false>;
+using ImmaIq2Xxs = ImmaIq2XxsT<false>;
 template <class P>
 inline constexpr bool kIsIq2 = false;
-template <bool kAluSigns, bool kPrmt>
-inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns, kPrmt>> = true;
+template <bool kAluSigns>
+inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns>> = true;
 
 struct ImmaQ2K {
   using Fmt = FmtQ2K;
@@ -468,7 +466,6 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   __shared__ int ids[kN];
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
   __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
-  __shared__ uint32_t sel_s[P::kTables ? 256 : 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t o0 = static_cast<int64_t>(blockIdx.y) * kM;
 
@@ -496,11 +493,9 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   if constexpr (P::kTables) {
     for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
     if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
-    for (int i = tid; i < 256; i += kThreads)
-      sel_s[i] = imma::iq2_grid_selector(iq2::kIq2xxsGrid[i]);
   }
   __syncthreads();
-  const Iq2Lookup tables{grid_s, signs_s, sel_s};
+  const Iq2Lookup tables{grid_s, signs_s};
   const int nv = (ns + 7) / 8;  // slot tiles with a live slot
   const Cta c{p.body,
               p.aux,
@@ -621,13 +616,9 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
     case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
     default:
       // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
-      // DS4_CUDA_IQ2_PRMT=0 reads the magnitudes as 8-byte entries (for comparisons).
       static const bool alu_signs = env_switch("DS4_CUDA_IQ2_ALU_SIGNS", true);
-      static const bool prmt = env_switch("DS4_CUDA_IQ2_PRMT", true);
-      if (alu_signs && prmt) {
-        launch<ImmaIq2XxsT<true, true>>(p, stream);
-      } else if (alu_signs) {
-        launch<ImmaIq2XxsT<true, false>>(p, stream);
+      if (alu_signs) {
+        launch<ImmaIq2XxsT<true>>(p, stream);
       } else {
         launch<ImmaIq2Xxs>(p, stream);
       }

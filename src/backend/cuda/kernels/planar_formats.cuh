@@ -56,7 +56,6 @@ DS4_PF_HD inline int dp4a(int a, int b, int c) {
 struct Iq2Lookup {
   const uint64_t* grid;
   const uint8_t* signs;
-  const uint32_t* sel = nullptr;  // the codebook as byte-permute selectors (imma_formats.cuh)
 };
 DS4_PF_HD inline float x_scale(const uint8_t* x) {
   return *reinterpret_cast<const float*>(x);  // ActQ8_0::d and BlockQ8_K::d are both at 0
