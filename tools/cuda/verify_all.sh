@@ -47,6 +47,8 @@
 #            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
 #   split    the same with prefill F16/F32 products of few output rows on one CTA per tile
 #            (DS4_CUDA_FLOAT_SPLIT=0) and with their rows' values split among CTAs (the default)
+#   dims2    the same with the prefill weighted sum on one dim per thread (DS4_CUDA_SUM_DIMS2=0)
+#            and on two (the default: 128-dim CTAs)
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -196,6 +198,7 @@ has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$ou
 has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
 has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
 has split && step split 400 ab split DS4_CUDA_FLOAT_SPLIT && tail -4 "$out/split.log"
+has dims2 && step dims2 400 ab dims2 DS4_CUDA_SUM_DIMS2 && tail -4 "$out/dims2.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 if has profile; then

@@ -564,37 +564,45 @@ __global__ void __launch_bounds__(kDmThreads)
 }
 
 // The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
-// blockIdx.y * kSumDims .., of batch row blockIdx.z, then inverse RoPE (the rotated tail, dims
-// 448..511, is one whole dim range). Each (head, dim) output adds the rows in order (the CPU's
-// order) and forms its denominator the same way (the sink term first); the exponentials are
-// recomputed by each CTA (the same function of the same inputs). Rows come through shared memory
-// in rounds of kSumRows, the next round's loads in flight meanwhile. A thread serves
-// kSumHeadsPerThread heads at its dim, so each staged value is read once for them and their
-// sums are independent chains (with a thread per (head, dim), a CTA of 4 heads re-read every
-// cached row 16 times per query row, and each thread's adds were one dependent chain).
+// blockIdx.y * kCtaDims .. (kCtaDims = 64 kDims), of batch row blockIdx.z, then inverse RoPE (the
+// rotated tail, dims 448..511, lies in one dim range). Each (head, dim) output adds the rows in
+// order (the CPU's order) and forms its denominator the same way (the sink term first); the
+// exponentials are recomputed by each CTA (the same function of the same inputs). Rows come
+// through shared memory in rounds of kSumRows, the next round's loads in flight meanwhile. A
+// thread serves kSumHeadsPerThread heads at kDims adjacent dims, so each staged value is read once
+// for them and each staged weight once for its dims, and their sums are independent chains (with
+// a thread per (head, dim), a CTA of 4 heads re-read every cached row 16 times per query row, and
+// each thread's adds were one dependent chain). kDims = 2 (batches, DS4_CUDA_SUM_DIMS2): half the
+// CTAs per row, so half the exponentials, and fewer loads per float operation.
 // split_den: thread k < kSumHeads alone adds head k's denominator (the same adds in the same
 // order), instead of every thread of the CTA for its heads, and the weights of 4 rows come in one
 // 16-byte load (a third of the float operations and most of the shared loads of the inner loop).
-template <int kSumHeads>
+template <int kSumHeads, int kDims>
 __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                          const float* scratch, float* out_all, int64_t out_stride, bool split_den) {
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
+  static_assert(kDims == 1 || kDims == 2, "one or two dims per thread");
   constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
-  __shared__ __align__(16) float vrows[kSumRows * kSumDims];
+  constexpr int kCtaDims = kSumDims * kDims;
+  constexpr int kLoads = kSumLoads * kDims;  // float4 per thread per round
+  static_assert(kHd % kCtaDims == 0 && kNope % kCtaDims + (kHd - kNope) <= kCtaDims,
+                "the rotated tail lies in one dim range");
+  __shared__ __align__(16) float vrows[kSumRows * kCtaDims];
   __shared__ __align__(16) float wts[kSumHeads][kSumRows];
   __shared__ float mx[kSumHeads];
   __shared__ float den_sh[kSumHeads];
-  __shared__ float o[kSumHeads][kSumDims];
+  __shared__ float o[kSumHeads][kCtaDims];
   const int t = static_cast<int>(blockIdx.z);
   const int pos = p0 + t;
   const RowGeometry rg(g, visible_all, pos, t);
   const int h0 = static_cast<int>(blockIdx.x) * kSumHeads;
-  const int d0 = static_cast<int>(blockIdx.y) * kSumDims;
+  const int d0 = static_cast<int>(blockIdx.y) * kCtaDims;
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid % 32, warp = tid / 32;
-  const int hg = tid / kSumDims, d = tid % kSumDims;  // heads hg + kSumGroups k, dim d
+  // heads hg + kSumGroups k, dims kDims dd ..
+  const int hg = tid / kSumDims, dd = tid % kSumDims;
   // Head h0 + k's scores (heads past the last one repeat it; their results are not stored).
   auto scores_of = [&](int k) {
     return scratch + (int64_t{t} * g.n_head + min(h0 + k, g.n_head - 1)) * g.max_rows;
@@ -608,19 +616,29 @@ __global__ void __launch_bounds__(kSumThreads)
   const auto sink_term = [&](int hl) {
     return detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
   };
-  float den[kSumHeadsPerThread], acc[kSumHeadsPerThread];
+  float den[kSumHeadsPerThread], acc[kSumHeadsPerThread][kDims];
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
     den[k] = split_den ? 0.0f : sink_term(hg + kSumGroups * k);  // split: taken from den_sh
-    acc[k] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kDims; ++e) acc[k][e] = 0.0f;
   }
   const bool den_thread = split_den && tid < kSumHeads;  // adds head tid's denominator
   float my_den = den_thread ? sink_term(tid) : 0.0f;
-  float4 next[kSumLoads];
+  // The kDims values of staged row r at this thread's dims.
+  const auto values = [&](int r, float(&v)[kDims]) {
+    if constexpr (kDims == 2) {
+      const float2 p = reinterpret_cast<const float2*>(vrows + r * kCtaDims)[dd];
+      v[0] = p.x, v[1] = p.y;
+    } else {
+      v[0] = vrows[r * kCtaDims + dd];
+    }
+  };
+  float4 next[kLoads];
   auto fetch = [&](int i0) {
 #pragma unroll
-    for (int k = 0; k < kSumLoads; ++k) {
-      const int idx = tid + k * kSumThreads, r = idx / (kSumDims / 4), q4 = idx % (kSumDims / 4);
+    for (int k = 0; k < kLoads; ++k) {
+      const int idx = tid + k * kSumThreads, r = idx / (kCtaDims / 4), q4 = idx % (kCtaDims / 4);
       next[k] = i0 + r < rg.n_rows
                     ? reinterpret_cast<const float4*>(rg.row(g, ring, comp, i0 + r) + d0)[q4]
                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -629,7 +647,7 @@ __global__ void __launch_bounds__(kSumThreads)
   fetch(0);
   for (int i0 = 0; i0 < rg.n_rows; i0 += kSumRows) {
 #pragma unroll
-    for (int k = 0; k < kSumLoads; ++k)
+    for (int k = 0; k < kLoads; ++k)
       reinterpret_cast<float4*>(vrows)[tid + k * kSumThreads] = next[k];
     for (int k = tid; k < kSumHeads * kSumRows; k += kSumThreads) {
       const int kh = k / kSumRows, r = k % kSumRows;
@@ -644,25 +662,30 @@ __global__ void __launch_bounds__(kSumThreads)
         for (int i = 0; i < nr; ++i) my_den += wts[tid][i];
       }
       for (; r + 4 <= nr; r += 4) {
-        float v[4];
+        float v[4][kDims];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = vrows[(r + j) * kSumDims + d];
+        for (int j = 0; j < 4; ++j) values(r + j, v[j]);
 #pragma unroll
         for (int k = 0; k < kSumHeadsPerThread; ++k) {
           const float4 w = *reinterpret_cast<const float4*>(&wts[hg + kSumGroups * k][r]);
-          acc[k] += w.x * v[0];
-          acc[k] += w.y * v[1];
-          acc[k] += w.z * v[2];
-          acc[k] += w.w * v[3];
+#pragma unroll
+          for (int e = 0; e < kDims; ++e) {
+            acc[k][e] += w.x * v[0][e];
+            acc[k][e] += w.y * v[1][e];
+            acc[k][e] += w.z * v[2][e];
+            acc[k][e] += w.w * v[3][e];
+          }
         }
       }
     }
     for (; r < nr; ++r) {
-      const float v = vrows[r * kSumDims + d];
+      float v[kDims];
+      values(r, v);
 #pragma unroll
       for (int k = 0; k < kSumHeadsPerThread; ++k) {
         const float w = wts[hg + kSumGroups * k][r];
-        acc[k] += w * v;
+#pragma unroll
+        for (int e = 0; e < kDims; ++e) acc[k][e] += w * v[e];
         if (!split_den) den[k] += w;
       }
     }
@@ -677,17 +700,17 @@ __global__ void __launch_bounds__(kSumThreads)
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
     const float inv = 1.0f / den[k];
-    o[hg + kSumGroups * k][d] = acc[k] * inv;
-  }
-  __syncthreads();
-  if (d0 == kNope) {  // the rotated tail: 32 pairs per head
-    for (int i = tid; i < kSumHeads * 32; i += kSumThreads)
-      rope_pair(o[i / 32], rope.inv_freq, i % 32, pos, true);
-  }
-  __syncthreads();
 #pragma unroll
-  for (int k = 0; k < kSumHeadsPerThread; ++k) {
-    const int hl = hg + kSumGroups * k;
+    for (int e = 0; e < kDims; ++e) o[hg + kSumGroups * k][kDims * dd + e] = acc[k][e] * inv;
+  }
+  __syncthreads();
+  if (d0 + kCtaDims > kNope) {  // the rotated tail: 32 pairs per head
+    for (int i = tid; i < kSumHeads * 32; i += kSumThreads)
+      rope_pair(o[i / 32] + (kNope - d0), rope.inv_freq, i % 32, pos, true);
+  }
+  __syncthreads();
+  for (int i = tid; i < kSumHeads * kCtaDims; i += kSumThreads) {
+    const int hl = i / kCtaDims, d = i % kCtaDims;
     if (h0 + hl < g.n_head) out_all[t * out_stride + int64_t{h0 + hl} * kHd + d0 + d] = o[hl][d];
   }
 }
@@ -950,13 +973,19 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
   // DS4_CUDA_SUM_SPLIT_DEN=0 adds the denominators on every thread (for comparisons; same results).
   static const bool split_den = env_switch("DS4_CUDA_SUM_SPLIT_DEN", true);
-  if (rows.n >= kSumBatchRows && batch_heads) {
+  // DS4_CUDA_SUM_DIMS2=0 keeps batches on one dim per thread (for comparisons; same results).
+  static const bool dims2 = env_switch("DS4_CUDA_SUM_DIMS2", true);
+  if (rows.n >= kSumBatchRows && batch_heads && dims2) {
+    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / (2 * kSumDims), rows.n);
+    attention_sum_kernel<kSumHeadsBatch, 2><<<grid, kSumThreads, 0, s>>>(
+        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+  } else if (rows.n >= kSumBatchRows && batch_heads) {
     const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
-    attention_sum_kernel<kSumHeadsBatch><<<grid, kSumThreads, 0, s>>>(
+    attention_sum_kernel<kSumHeadsBatch, 1><<<grid, kSumThreads, 0, s>>>(
         g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
   } else {
     const dim3 grid((g.n_head + kSumHeadsFew - 1) / kSumHeadsFew, kHd / kSumDims, rows.n);
-    attention_sum_kernel<kSumHeadsFew><<<grid, kSumThreads, 0, s>>>(
+    attention_sum_kernel<kSumHeadsFew, 1><<<grid, kSumThreads, 0, s>>>(
         g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
   }
   DS4_CUDA_CHECK_LAUNCH();

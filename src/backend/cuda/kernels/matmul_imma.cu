@@ -161,10 +161,11 @@ struct ImmaQ8_0 {
   struct Raw {
     uint32_t a[kM * kPitch];  // the weight codes: the A tile
     uint32_t dw[kM][kScaleWords];
+    // The slots' activation scales by block, so that the two slots of a C fragment's columns
+    // (2t, 2t + 1) come in one 8-byte load (4 distinct pairs per warp: one wavefront).
+    alignas(8) float xd[kChunkBlocks][kN];
   };
-  struct SlotSide {
-    float d[kChunkBlocks + 1];  // + 1: an odd stride spreads the slots over the banks
-  };
+  struct SlotSide {};
   struct Decoded {};
   __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
 #pragma unroll 4
@@ -190,7 +191,7 @@ struct ImmaQ8_0 {
     }
     for (int i = c.tid; i < c.live * kChunkBlocks; i += kThreads) {  // activation scales
       const int s = i / kChunkBlocks, j = i % kChunkBlocks;
-      if (j < kc) cp_async4(&st.ss[s].d[j], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
+      if (j < kc) cp_async4(&st.raw.xd[j][s], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
     }
   }
   // Weight scale of tile row r, block j of the chunk; first = c.block(r, b0) & 1.
@@ -377,7 +378,8 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (!kFull && nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
-        const float x0 = st.ss[s].d[ks], x1 = st.ss[s + 1].d[ks];
+        const float2 xs = *reinterpret_cast<const float2*>(&st.raw.xd[ks][s]);
+        const float x0 = xs.x, x1 = xs.y;
         o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
         o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
         o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
