@@ -5,9 +5,10 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
-#   chunk         one 512-row prefill chunk deep in a prompt: the chunk from position AT (default
-#                 7680, the last before 8k) of a PROMPT_BYTES (default 31000, ~9.6k tokens) prompt
-#                 of the fixture text (DS4_CUDA_PROFILE_AT opens the range): $OUT/ncu-chunk.csv.
+#   chunk         one CHUNK-row (default 512) prefill chunk deep in a prompt: the chunk from
+#                 position AT (default 7680, the last before 8k) of a PROMPT_BYTES (default 31000,
+#                 ~9.6k tokens) prompt of the fixture text (DS4_CUDA_PROFILE_AT opens the range):
+#                 $OUT/ncu-chunk.csv.
 #   deep          the decode run with a few more counters (DRAM bytes, instructions, shared-memory
 #                 wavefronts) for its first KERNELS launches (default 100, a few layers):
 #                 $OUT/ncu-deep.csv. Counters that need several replay passes are costly here:
@@ -52,7 +53,7 @@ else
 fi
 ncu --version | tail -1
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
-  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk 512 \
+  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-512}" \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
 wc -l "$out"/ncu-"$mode".*
