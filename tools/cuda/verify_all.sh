@@ -10,8 +10,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
-#   profchunk per-kernel GPU times (ncu) of the 512-row prefill chunk at 7,680 (~8k context)
-#   profchunk2k the same for the 2048-row chunk at 6,144
+#   profchunk per-kernel GPU times (ncu) of the 2048-row prefill chunk at 6,144 (up to 8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
@@ -220,11 +219,6 @@ fi
 if has profchunk; then
   OUT=$out step profchunk 300 bash tools/cuda/profile_flash.sh chunk
   tail -3 "$out/profchunk.log"
-fi
-if has profchunk2k; then  # its CSV under p2k/
-  mkdir -p "$out/p2k"
-  OUT=$out/p2k CHUNK=2048 AT=6144 step profchunk2k 300 bash tools/cuda/profile_flash.sh chunk
-  tail -3 "$out/profchunk2k.log"
 fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
