@@ -18,8 +18,10 @@
 namespace ds4 {
 
 struct SessionOptions {
-  int n_ctx = 4096;         // maximum tokens the session can hold
-  int prefill_chunk = 256;  // rows per batch when evaluating many tokens (does not change results)
+  int n_ctx = 4096;  // maximum tokens the session can hold
+  // Rows per batch when evaluating many tokens (does not change results; a GPU runs larger batches
+  // faster: each routed expert's weights serve more rows).
+  int prefill_chunk = 2048;
 };
 
 // What a sync/append did.

@@ -16,7 +16,7 @@ cat docs/engine.md docs/cli.md docs/gguf.md docs/quant.md | head -c 9000 > /tmp/
 nvidia-smi --query-gpu=memory.used --format=csv,noheader -l 2 > "$out/gpu_mem.log" &
 smi=$!
 DS4_CUDA_GRAPH_STATS=1 /usr/bin/time -f "ds4 wall %e s, max RSS %M KB" build-dev/bin/ds4 -m "$model" --backend cuda \
-  --prompt-file /tmp/prompt.txt -n "$gen" --nothink --temp 0 --ctx 4096 --prefill-chunk 512 \
+  --prompt-file /tmp/prompt.txt -n "$gen" --nothink --temp 0 --ctx 4096 --prefill-chunk 2048 \
   > "$out/flash_out.txt" 2> "$out/flash_err.txt" || true
 kill $smi || true
 tail -5 "$out/flash_err.txt"

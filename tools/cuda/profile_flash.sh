@@ -5,8 +5,8 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
-#   chunk         one CHUNK-row (default 512) prefill chunk deep in a prompt: the chunk from
-#                 position AT (default 7680, the last before 8k) of a PROMPT_BYTES (default 31000,
+#   chunk         one CHUNK-row (default 2048) prefill chunk deep in a prompt: the chunk from
+#                 position AT (default 6144, the last before 8k) of a PROMPT_BYTES (default 31000,
 #                 ~9.6k tokens) prompt of the fixture text (DS4_CUDA_PROFILE_AT opens the range):
 #                 $OUT/ncu-chunk.csv.
 #   deep          the decode run with a few more counters (DRAM bytes, instructions, shared-memory
@@ -39,7 +39,7 @@ elif [[ $mode == fill ]]; then
 fi
 if [[ $mode == chunk ]]; then
   head -c "${PROMPT_BYTES:-31000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
-  export DS4_CUDA_PROFILE_AT=${AT:-7680}
+  export DS4_CUDA_PROFILE_AT=${AT:-6144}
   range=(--profile-from-start off)
   n=1
 elif [[ $mode == decode || $mode == deep ]]; then
@@ -53,7 +53,7 @@ else
 fi
 ncu --version | tail -1
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
-  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-512}" \
+  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-2048}" \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
 wc -l "$out"/ncu-"$mode".*

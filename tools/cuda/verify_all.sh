@@ -10,8 +10,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
-#   profchunk per-kernel GPU times (ncu) of the 512-row prefill chunk at 7,680 (~8k context)
-#   profchunk2k the same for the 2048-row chunk at 6,144
+#   profchunk per-kernel GPU times (ncu) of the 2048-row prefill chunk at 6,144 (up to 8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
@@ -48,8 +47,9 @@
 #            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
 #   split    the same with prefill F16/F32 products of few output rows on one CTA per tile
 #            (DS4_CUDA_FLOAT_SPLIT=0) and with their rows' values split among CTAs (the default)
-#   dims2    the same with the prefill weighted sum on one dim per thread (DS4_CUDA_SUM_DIMS2=0)
-#            and on two (the default: 128-dim CTAs)
+#   dims2    the same with the prefill weighted sum on one dim per thread (DS4_CUDA_SUM_DIMS=1)
+#            and on two (128-dim CTAs)
+#   dims4    the same with two (DS4_CUDA_SUM_DIMS=2) and four (the default: 256-dim CTAs)
 #   chunk    the same with 512- and 2048-row prefill chunks (CHUNK; the probes must agree: the
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
@@ -202,7 +202,8 @@ has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$ou
 has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
 has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
 has split && step split 400 ab split DS4_CUDA_FLOAT_SPLIT && tail -4 "$out/split.log"
-has dims2 && step dims2 400 ab dims2 DS4_CUDA_SUM_DIMS2 && tail -4 "$out/dims2.log"
+has dims2 && step dims2 400 ab dims2 DS4_CUDA_SUM_DIMS 1 2 && tail -4 "$out/dims2.log"
+has dims4 && step dims4 400 ab dims4 DS4_CUDA_SUM_DIMS 2 4 && tail -4 "$out/dims4.log"
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
@@ -218,11 +219,6 @@ fi
 if has profchunk; then
   OUT=$out step profchunk 300 bash tools/cuda/profile_flash.sh chunk
   tail -3 "$out/profchunk.log"
-fi
-if has profchunk2k; then  # its CSV under p2k/
-  mkdir -p "$out/p2k"
-  OUT=$out/p2k CHUNK=2048 AT=6144 step profchunk2k 300 bash tools/cuda/profile_flash.sh chunk
-  tail -3 "$out/profchunk2k.log"
 fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill

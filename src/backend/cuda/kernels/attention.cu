@@ -572,8 +572,10 @@ __global__ void __launch_bounds__(kDmThreads)
 // thread serves kSumHeadsPerThread heads at kDims adjacent dims, so each staged value is read once
 // for them and each staged weight once for its dims, and their sums are independent chains (with
 // a thread per (head, dim), a CTA of 4 heads re-read every cached row 16 times per query row, and
-// each thread's adds were one dependent chain). kDims = 2 (batches, DS4_CUDA_SUM_DIMS2): half the
-// CTAs per row, so half the exponentials, and fewer loads per float operation.
+// each thread's adds were one dependent chain). kDims = 2 or 4 (batches, DS4_CUDA_SUM_DIMS): a half
+// or a quarter of the CTAs per row, so of the exponentials, and fewer loads per float operation
+// (with 4: a 16-byte value load and a 16-byte weight load feed 64 float operations). The outputs
+// are staged where the values were, once the rows are done.
 // split_den: thread k < kSumHeads alone adds head k's denominator (the same adds in the same
 // order), instead of every thread of the CTA for its heads, and the weights of 4 rows come in one
 // 16-byte load (a third of the float operations and most of the shared loads of the inner loop).
@@ -583,7 +585,8 @@ __global__ void __launch_bounds__(kSumThreads)
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                          const float* scratch, float* out_all, int64_t out_stride, bool split_den) {
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
-  static_assert(kDims == 1 || kDims == 2, "one or two dims per thread");
+  static_assert(kDims == 1 || kDims == 2 || kDims == 4, "one, two or four dims per thread");
+  static_assert(kSumHeads <= kSumRows, "the outputs fit where the values were staged");
   constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
   constexpr int kCtaDims = kSumDims * kDims;
   constexpr int kLoads = kSumLoads * kDims;  // float4 per thread per round
@@ -593,7 +596,7 @@ __global__ void __launch_bounds__(kSumThreads)
   __shared__ __align__(16) float wts[kSumHeads][kSumRows];
   __shared__ float mx[kSumHeads];
   __shared__ float den_sh[kSumHeads];
-  __shared__ float o[kSumHeads][kCtaDims];
+  float(*const o)[kCtaDims] = reinterpret_cast<float(*)[kCtaDims]>(vrows);  // after the rows
   const int t = static_cast<int>(blockIdx.z);
   const int pos = p0 + t;
   const RowGeometry rg(g, visible_all, pos, t);
@@ -627,7 +630,10 @@ __global__ void __launch_bounds__(kSumThreads)
   float my_den = den_thread ? sink_term(tid) : 0.0f;
   // The kDims values of staged row r at this thread's dims.
   const auto values = [&](int r, float(&v)[kDims]) {
-    if constexpr (kDims == 2) {
+    if constexpr (kDims == 4) {
+      const float4 p = reinterpret_cast<const float4*>(vrows + r * kCtaDims)[dd];
+      v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w;
+    } else if constexpr (kDims == 2) {
       const float2 p = reinterpret_cast<const float2*>(vrows + r * kCtaDims)[dd];
       v[0] = p.x, v[1] = p.y;
     } else {
@@ -973,12 +979,19 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
   // DS4_CUDA_SUM_SPLIT_DEN=0 adds the denominators on every thread (for comparisons; same results).
   static const bool split_den = env_switch("DS4_CUDA_SUM_SPLIT_DEN", true);
-  // DS4_CUDA_SUM_DIMS2=0 keeps batches on one dim per thread (for comparisons; same results).
-  static const bool dims2 = env_switch("DS4_CUDA_SUM_DIMS2", true);
-  if (rows.n >= kSumBatchRows && batch_heads && dims2) {
-    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / (2 * kSumDims), rows.n);
-    attention_sum_kernel<kSumHeadsBatch, 2><<<grid, kSumThreads, 0, s>>>(
-        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+  // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
+  // results).
+  static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
+  if (rows.n >= kSumBatchRows && batch_heads && sum_dims > 1) {
+    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / (sum_dims * kSumDims),
+                    rows.n);
+    if (sum_dims == 4) {
+      attention_sum_kernel<kSumHeadsBatch, 4><<<grid, kSumThreads, 0, s>>>(
+          g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+    } else {
+      attention_sum_kernel<kSumHeadsBatch, 2><<<grid, kSumThreads, 0, s>>>(
+          g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+    }
   } else if (rows.n >= kSumBatchRows && batch_heads) {
     const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
     attention_sum_kernel<kSumHeadsBatch, 1><<<grid, kSumThreads, 0, s>>>(
