@@ -34,7 +34,7 @@ struct BenchOptions {
   int step_incr = 2048;
   double step_mul = 1.0;
   int gen_tokens = 128;
-  int prefill_chunk = 2048;
+  int prefill_chunk = ds4::SessionOptions{}.prefill_chunk;
   std::string csv;  // empty: stdout
   int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;

@@ -26,7 +26,7 @@ struct CliOptions {
   std::string system = kDefaultSystem;
   int n_predict = 50000;
   int ctx = 32768;
-  int prefill_chunk = 2048;
+  int prefill_chunk = SessionOptions{}.prefill_chunk;
   SamplingParams sampling{
       .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
   chat::ThinkMode think = chat::ThinkMode::kHigh;

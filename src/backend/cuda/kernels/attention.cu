@@ -983,24 +983,21 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
   // results).
   static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
-  if (rows.n >= kSumBatchRows && batch_heads && sum_dims > 1) {
-    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / (sum_dims * kSumDims),
-                    rows.n);
-    if (sum_dims == 4) {
-      attention_sum_kernel<kSumHeadsBatch, 4><<<grid, kSumThreads, 0, s>>>(
-          g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
-    } else {
-      attention_sum_kernel<kSumHeadsBatch, 2><<<grid, kSumThreads, 0, s>>>(
-          g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
-    }
-  } else if (rows.n >= kSumBatchRows && batch_heads) {
-    const dim3 grid((g.n_head + kSumHeadsBatch - 1) / kSumHeadsBatch, kHd / kSumDims, rows.n);
-    attention_sum_kernel<kSumHeadsBatch, 1><<<grid, kSumThreads, 0, s>>>(
-        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+  const bool batch = rows.n >= kSumBatchRows && batch_heads;
+  const int heads = batch ? kSumHeadsBatch : kSumHeadsFew, dims = batch ? sum_dims : 1;
+  const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
+  const auto run = [&](auto kernel) {
+    kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
+                                        out_stride, split_den);
+  };
+  if (!batch) {
+    run(attention_sum_kernel<kSumHeadsFew, 1>);
+  } else if (dims == 4) {
+    run(attention_sum_kernel<kSumHeadsBatch, 4>);
+  } else if (dims == 2) {
+    run(attention_sum_kernel<kSumHeadsBatch, 2>);
   } else {
-    const dim3 grid((g.n_head + kSumHeadsFew - 1) / kSumHeadsFew, kHd / kSumDims, rows.n);
-    attention_sum_kernel<kSumHeadsFew, 1><<<grid, kSumThreads, 0, s>>>(
-        g, ring, comp, visible, sinks, rope, rows.p0, scratch, out, out_stride, split_den);
+    run(attention_sum_kernel<kSumHeadsBatch, 1>);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
