@@ -55,6 +55,7 @@
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
+#   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -141,11 +142,26 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
+# The SASS of every kernel object, and an opcode histogram per kernel (sass/<file>.hist).
+sass() {
+  local o name
+  mkdir -p "$out/sass"
+  for o in build-dev/src/backend/CMakeFiles/ds4_backend.dir/cuda/kernels/*.o; do
+    name=$(basename "$o" .cu.o)
+    "$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)" -sass "$o" > "$out/sass/$name.sass" || return 1
+    awk '/Function :/ { f = $3 } /^ +\/\*[0-9a-f]+\*\/ / { op = $2; if (op ~ /^@/) op = $3;
+      sub(/;$/, "", op); n[f " " op]++ } END { for (k in n) print n[k], k }' \
+      "$out/sass/$name.sass" | sort -k2,2 -k1,1nr > "$out/sass/$name.hist"
+  done
+  ls -l "$out/sass"
+}
+export -f sass
+has sass && step sass 60 sass && tail -3 "$out/sass.log"
 # Every step but the test-model ones runs on the Flash q2 file.
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | check | long | repl) ;;
+    kernels | check | long | repl | sass) ;;
     *) needs_flash=1 ;;
   esac
 done
