@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 
+#include "backend/cpu/axpy.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/indexer_scores.h"
 #include "backend/cpu/math.h"
@@ -174,6 +175,7 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
     const int k = i - c.n_raw;
     return &c.comp[size_t(visible != nullptr ? visible[k] : k) * kHd];
   };
+  static const AxpyFn axpy = best_axpy_fma();
   pool_.parallel_for(l.n_head, [&](int64_t h) {
     const float* qh = q + h * kHd;
     float* sc = &scores_[size_t(h) * n_rows];
@@ -185,11 +187,10 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
     float den = detmath::expf(sinks[h] - m);
     float* o = out + h * kHd;
     std::fill(o, o + kHd, 0.0f);
-    for (int i = 0; i < n_rows; ++i) {
+    for (int i = 0; i < n_rows; ++i) {  // o += w x row, one fused multiply-add per dim
       const float w = detmath::expf(sc[i] - m);
       den += w;
-      const float* rv = row_ptr(i);
-      for (int d = 0; d < kHd; ++d) o[d] += w * rv[d];
+      axpy(w, row_ptr(i), o, kHd);
     }
     const float inv = 1.0f / den;
     for (int d = 0; d < kHd; ++d) o[d] *= inv;

@@ -566,7 +566,8 @@ __global__ void __launch_bounds__(kDmThreads)
 // The softmax with sink and the weighted sum for heads blockIdx.x * kSumHeads .., dims
 // blockIdx.y * kCtaDims .. (kCtaDims = 64 kDims), of batch row blockIdx.z, then inverse RoPE (the
 // rotated tail, dims 448..511, lies in one dim range). Each (head, dim) output adds the rows in
-// order (the CPU's order) and forms its denominator the same way (the sink term first); the
+// order, each weight x value with one fused multiply-add (the CPU's axpy_fma), and forms its
+// denominator the same way as the CPU (plain adds, the sink term first); the
 // exponentials are recomputed by each CTA (the same function of the same inputs). Rows come
 // through shared memory in rounds of kSumRows, the next round's loads in flight meanwhile. A
 // thread serves kSumHeadsPerThread heads at kDims adjacent dims, so each staged value is read once
@@ -676,10 +677,10 @@ __global__ void __launch_bounds__(kSumThreads)
           const float4 w = *reinterpret_cast<const float4*>(&wts[hg + kSumGroups * k][r]);
 #pragma unroll
           for (int e = 0; e < kDims; ++e) {
-            acc[k][e] += w.x * v[0][e];
-            acc[k][e] += w.y * v[1][e];
-            acc[k][e] += w.z * v[2][e];
-            acc[k][e] += w.w * v[3][e];
+            acc[k][e] = fmaf(w.x, v[0][e], acc[k][e]);
+            acc[k][e] = fmaf(w.y, v[1][e], acc[k][e]);
+            acc[k][e] = fmaf(w.z, v[2][e], acc[k][e]);
+            acc[k][e] = fmaf(w.w, v[3][e], acc[k][e]);
           }
         }
       }
@@ -691,7 +692,7 @@ __global__ void __launch_bounds__(kSumThreads)
       for (int k = 0; k < kSumHeadsPerThread; ++k) {
         const float w = wts[hg + kSumGroups * k][r];
 #pragma unroll
-        for (int e = 0; e < kDims; ++e) acc[k][e] += w * v[e];
+        for (int e = 0; e < kDims; ++e) acc[k][e] = fmaf(w, v[e], acc[k][e]);
         if (!split_den) den[k] += w;
       }
     }
