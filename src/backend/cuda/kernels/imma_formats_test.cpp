@@ -215,10 +215,7 @@ void check_rows(GgufType t, int64_t nb, bool random_blocks, uint32_t seed) {
         const uint16_t wd = static_cast<uint16_t>(aux[0] | aux[1] << 8);
         const uint16_t wdmin = static_cast<uint16_t>(aux[2] | aux[3] << 8);
         ASSERT_TRUE(wd == wb.d && wdmin == wb.dmin);
-        // As the kernel: both sums read back from the bias.
-        acc += FmtQ2K::from_values(xb.d, planar::f16_bits(wd), planar::f16_bits(wdmin),
-                                   imma::unbias_sum(imma::kSumBias + isum),
-                                   imma::unbias_sum(imma::kSumBias + summs));
+        acc += FmtQ2K::from_sums(xb.d, planar::f16_bits(wd), planar::f16_bits(wdmin), isum, summs);
       } else {
         BlockIQ2_XXS wb;
         std::memcpy(&wb, src, sizeof(wb));

@@ -171,7 +171,6 @@ struct ImmaQ8_0 {
   using Fmt = FmtQ8_0;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
   static constexpr bool kTables = false, kDecodes = false;
-  static constexpr int kPartStart = 0;  // unused (each block's sums land in cc, biased)
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
   static constexpr int kScaleWords = 6;
@@ -225,8 +224,6 @@ struct ImmaIq2XxsT {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
-  // bsum can reach 8 * 31 * 32 * 43 * 127 > 2^22: it is converted, not biased.
-  static constexpr int kPartStart = 0;
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
   static constexpr int kRawPitch = 20;
@@ -280,9 +277,6 @@ inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns>> = true;
 struct ImmaQ2K {
   using Fmt = FmtQ2K;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
-  // A block's isum accumulates in the C fragment from imma::kSumBias (|isum| <= 256 * 45 * 127
-  // < 2^21), so its float value needs no conversion; so does summs (< 2^19).
-  static constexpr int kPartStart = imma::kSumBias;
   static constexpr bool kTables = false, kDecodes = true;
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
@@ -464,13 +458,11 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
 #pragma unroll
         for (int k = 0; k < 8; ++k) bs[k] = st.ss[s].bsums[k];
         const float xd = st.ss[s].d;
-        const auto term = [&](float d, float dmin, int biased_isum, int summs) {
-          return FmtQ2K::from_values(xd, d, dmin, imma::unbias_sum(biased_isum),
-                                     imma::unbias_sum(imma::kSumBias + summs));
-        };
-        o.acc[nt][j] += term(d_lo, dmin_lo, o.part[nt][j], imma::q2k_summs(m_lo, bs));
-        o.acc[nt][2 + j] += term(d_hi, dmin_hi, o.part[nt][2 + j], imma::q2k_summs(m_hi, bs));
-        o.part[nt][j] = o.part[nt][2 + j] = P::kPartStart;
+        o.acc[nt][j] +=
+            FmtQ2K::from_sums(xd, d_lo, dmin_lo, o.part[nt][j], imma::q2k_summs(m_lo, bs));
+        o.acc[nt][2 + j] +=
+            FmtQ2K::from_sums(xd, d_hi, dmin_hi, o.part[nt][2 + j], imma::q2k_summs(m_hi, bs));
+        o.part[nt][j] = o.part[nt][2 + j] = 0;
       }
     }
   }
@@ -539,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o.acc[nt][i] = 0.0f, o.part[nt][i] = P::kPartStart;
+    for (int i = 0; i < 4; ++i) o.acc[nt][i] = 0.0f, o.part[nt][i] = 0;
   }
 
   const int n_chunks = (p.nb + P::kChunkBlocks - 1) / P::kChunkBlocks;

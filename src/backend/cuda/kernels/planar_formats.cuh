@@ -179,13 +179,9 @@ struct FmtQ2K {
   // The block term from the activation scale, the weight's d and dmin (decoded) and the integer
   // sums (isum = sum of scale * sub-block dot, summs = sum of min * bsum).
   DS4_PF_HD static float from_sums(float xd, float d, float dmin, int isum, int summs) {
-    return from_values(xd, d, dmin, static_cast<float>(isum), static_cast<float>(summs));
-  }
-  // The same from the sums' float values (exact: |isum| < 2^21, |summs| < 2^19).
-  DS4_PF_HD static float from_values(float xd, float d, float dmin, float isum, float summs) {
     const float dall = xd * d;
     const float dm = xd * dmin;
-    return dall * isum - dm * summs;
+    return dall * static_cast<float>(isum) - dm * static_cast<float>(summs);
   }
   DS4_PF_HD static float finish(float s) { return s; }
 };
