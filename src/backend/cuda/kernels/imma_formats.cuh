@@ -23,21 +23,6 @@ namespace ds4::backend::cuda::imma {
 
 using planar::Iq2Lookup;
 
-// Integer sums read as floats without a conversion: an mma whose accumulator starts at kSumBias
-// (the bits of 1.5 * 2^23) ends with the bits of 1.5 * 2^23 + s for every sum |s| <= 2^22, and
-// subtracting 1.5 * 2^23 leaves (float)s exactly, with one float add. The H200 converts int32 to
-// float at 16 per clock and SM (the XU pipe), which bounded the Q8_0 kernel's block terms; float
-// adds run at 128. Q8_0 block sums are at most 32 * 128 * 127 < 2^19 in size.
-inline constexpr int32_t kSumBias = 0x4B400000;
-inline constexpr float kSumBiasValue = 12582912.0f;  // 1.5 * 2^23
-DS4_PF_HD inline float unbias_sum(int32_t biased) {
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(biased) - kSumBiasValue;
-#else
-  return std::bit_cast<float>(biased) - kSumBiasValue;
-#endif
-}
-
 // c + a.h0 * b.byte0 + a.h1 * b.byte1 (lo) or c + a.h0 * b.byte2 + a.h1 * b.byte3 (hi): two signed
 // 16-bit values of a against two signed bytes of b (the device's dp2a).
 DS4_PF_HD inline int dp2a_lo(int a, int b, int c) {

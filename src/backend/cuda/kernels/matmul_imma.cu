@@ -16,12 +16,10 @@
 //
 // Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
 //   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
-//     one K step per block gives isum, accumulated onto imma::kSumBias so that its float value
-//     comes from one exact float add (imma::unbias_sum), not a conversion. Q2_K: the weights are
-//     code x 4-bit scale (<= 45), so the block's 8 K steps accumulated in C give isum; summs = sum
-//     bsums x mins (dp2a, from the activation block's bsums, as the reference). IQ2_XXS: one K step
-//     per 32-value group into a zeroed C, times the group's 2s + 1 in int32, summed over the
-//     block's groups: bsum.
+//     one K step per block gives isum. Q2_K: the weights are code x 4-bit scale (<= 45), so the
+//     block's 8 K steps accumulated in C give isum; summs = sum bsums x mins (dp2a, from the
+//     activation block's bsums, as the reference). IQ2_XXS: one K step per 32-value group into a
+//     zeroed C, times the group's 2s + 1 in int32, summed over the block's groups: bsum.
 //   * float terms: each thread owns the C elements of its lanes (a fixed (row, slot) each); when
 //     a block's sums are complete it forms the block's term with Fmt*::from_sums (the expressions
 //     the planar kernel and dot_ref.cpp use; this file is built with -fmad=false) and adds it to
@@ -108,19 +106,6 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
   __trap();  // built for sm_90 only; int8 mma needs sm_80
-#endif
-}
-
-// d = A x B + imma::kSumBias in every element (d's bits read as a float: kSumBiasValue + the sum).
-__device__ __forceinline__ void mma_s8_biased(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                              uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%10, %10, %10, %10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(imma::kSumBias));
-#else
-  __trap();
 #endif
 }
 
@@ -378,8 +363,6 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
       if constexpr (std::is_same_v<P, ImmaQ2K>) {
         mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
-      } else if constexpr (std::is_same_v<P, ImmaQ8_0>) {
-        mma_s8_biased(cc[nt], a, b0w, b1w);  // the block's isum on the float bias
       } else {
         cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
         mma_s8(cc[nt], a, b0w, b1w);
@@ -398,13 +381,10 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float2 xs = *reinterpret_cast<const float2*>(&st.raw.xd[ks][s]);
         const float x0 = xs.x, x1 = xs.y;
-        const auto term = [&](float w, float x, int biased) {
-          return FmtQ8_0::from_value(w, x, imma::unbias_sum(biased));
-        };
-        o.acc[nt][0] = planar::add_term(o.acc[nt][0], term(w_lo, x0, cc[nt][0]));
-        o.acc[nt][1] = planar::add_term(o.acc[nt][1], term(w_lo, x1, cc[nt][1]));
-        o.acc[nt][2] = planar::add_term(o.acc[nt][2], term(w_hi, x0, cc[nt][2]));
-        o.acc[nt][3] = planar::add_term(o.acc[nt][3], term(w_hi, x1, cc[nt][3]));
+        o.acc[nt][0] = planar::add_term(o.acc[nt][0], FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]));
+        o.acc[nt][1] = planar::add_term(o.acc[nt][1], FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]));
+        o.acc[nt][2] = planar::add_term(o.acc[nt][2], FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]));
+        o.acc[nt][3] = planar::add_term(o.acc[nt][3], FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]));
       }
     } else if constexpr (kIsIq2<P>) {
       const int shift = 8 * (ks % 4);

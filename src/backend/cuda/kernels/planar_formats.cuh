@@ -131,10 +131,8 @@ struct FmtQ8_0 {
   }
   // The block term from the weight scale, the activation scale and the integer block dot.
   DS4_PF_HD static Term from_sums(float wd, float xd, int isum) {
-    return from_value(wd, xd, static_cast<float>(isum));
+    return {wd * xd, static_cast<float>(isum)};
   }
-  // The same from the block dot's float value (exact: |isum| < 2^19).
-  DS4_PF_HD static Term from_value(float wd, float xd, float isum) { return {wd * xd, isum}; }
   DS4_PF_HD static float finish(float s) { return s; }
 };
 
