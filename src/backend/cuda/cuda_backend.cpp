@@ -178,6 +178,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
   // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off),
   // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
+  // DS4_CUDA_HC_SPLIT=0 keeps the fused HC pre-step kernel for batches too;
   // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
   // are the same, for comparisons). DS4_CUDA_FAST_PREFILL=1 adds prefill attention sums in double
   // on the FP64 tensor cores instead of the CPU's float adds in order: as close to the Hugging Face
@@ -192,6 +193,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.imma = env_switch("DS4_CUDA_IMMA", true);
   o.fast_prefill = env_switch("DS4_CUDA_FAST_PREFILL", false);
+  o.hc_split = env_switch("DS4_CUDA_HC_SPLIT", o.hc_split);
   return new CudaBackend(o);
 }
 
@@ -456,7 +458,9 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
                             Act normed) {
   graph_.boundary(stream_);  // a sublayer starts: a recorded step may launch what it has so far
   const int n_hc = static_cast<int>(x.cols / cur.cols);
-  if (hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
+  constexpr int64_t kHcSplitRows = 32;  // hc_pre_rows_kernel's own threshold (launch_hc_pre)
+  const bool split = options_.hc_split && x.rows >= kHcSplitRows;
+  if (!split && hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     HcPreArgs a;
     a.x = x.data;
     a.rows = x.rows;

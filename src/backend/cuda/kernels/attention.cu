@@ -406,7 +406,13 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
   }
   __device__ const float* row(const AttentionGeometry& g, const float* ring, const float* comp,
                               int i) const {
-    if (i < n_raw) return ring + int64_t{(raw_head + i) % g.ring_cap} * kHd;
+    if (i < n_raw) {
+      // (raw_head + i) % ring_cap without a division (raw_head < ring_cap and i < n_raw <= raw_cap
+      // <= ring_cap, launch_attention's check): the division's conversions run on the XU pipe,
+      // once per staged row and thread of the weighted sum.
+      const int slot = raw_head + i;
+      return ring + int64_t{slot >= g.ring_cap ? slot - g.ring_cap : slot} * kHd;
+    }
     const int c = i - n_raw;
     return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
   }

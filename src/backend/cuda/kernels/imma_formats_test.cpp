@@ -183,7 +183,8 @@ void check_rows(GgufType t, int64_t nb, bool random_blocks, uint32_t seed) {
             static_cast<uint16_t>(planes[n_blocks * FmtQ8_0::kBody + blk * 2] |
                                   planes[n_blocks * FmtQ8_0::kBody + blk * 2 + 1] << 8);
         ASSERT_EQ(d, wb.d);
-        acc += FmtQ8_0::from_sums(planar::f16_bits(d), xb.d, dot_codes(words, xb.qs, 0, 32));
+        acc = planar::add_term(
+            acc, FmtQ8_0::from_sums(planar::f16_bits(d), xb.d, dot_codes(words, xb.qs, 0, 32)));
       } else if (t == GgufType::kQ2_K) {
         BlockQ2_K wb;
         std::memcpy(&wb, src, sizeof(wb));

@@ -23,8 +23,9 @@
 //   * float terms: each thread owns the C elements of its lanes (a fixed (row, slot) each); when
 //     a block's sums are complete it forms the block's term with Fmt*::from_sums (the expressions
 //     the planar kernel and dot_ref.cpp use; this file is built with -fmad=false) and adds it to
-//     that output's accumulator. Blocks arrive in order, so every output adds its terms in
-//     block order starting from 0, then Fmt::finish, as the reference does.
+//     that output's accumulator with planar::add_term (Q8_0: one fused multiply-add). Blocks arrive
+//     in order, so every output adds its terms in block order starting from 0, then Fmt::finish, as
+//     the reference does.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -380,10 +381,10 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float2 xs = *reinterpret_cast<const float2*>(&st.raw.xd[ks][s]);
         const float x0 = xs.x, x1 = xs.y;
-        o.acc[nt][0] += FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]);
-        o.acc[nt][1] += FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]);
-        o.acc[nt][2] += FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]);
-        o.acc[nt][3] += FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]);
+        o.acc[nt][0] = planar::add_term(o.acc[nt][0], FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]));
+        o.acc[nt][1] = planar::add_term(o.acc[nt][1], FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]));
+        o.acc[nt][2] = planar::add_term(o.acc[nt][2], FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]));
+        o.acc[nt][3] = planar::add_term(o.acc[nt][3], FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]));
       }
     } else if constexpr (kIsIq2<P>) {
       const int shift = 8 * (ks % 4);

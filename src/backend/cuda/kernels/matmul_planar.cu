@@ -9,11 +9,13 @@
 //
 // Kernel: a CTA owns 16 (8 or 4 for small one-slot products) consecutive output rows of one
 // matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of
-// kChunk: every thread computes the terms of some (row, block) items, reading each weight block
-// once for all of the CTA's slots, and parks them in shared memory; then one thread per (row, slot)
-// adds the chunk's terms to its accumulator in block order. The float terms use dot_ref.cpp's
-// expressions (planar_formats.cuh, checked on the host by planar_formats_test), integer sums are
-// exact, so the result equals the CPU reference bit for bit. Built with -fmad=false.
+// kChunk (half as many for Q8_0, whose terms are two floats): every thread computes the terms of
+// some (row, block) items, reading each weight block once for all of the CTA's slots, and parks
+// them in shared memory; then one thread per (row, slot) adds the chunk's terms to its accumulator
+// in block order (planar::add_term: Q8_0 by one fused multiply-add, as dot_ref.cpp). The float
+// terms use dot_ref.cpp's expressions (planar_formats.cuh, checked on the host by
+// planar_formats_test), integer sums are exact, so the result equals the CPU reference bit for bit.
+// Built with -fmad=false.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -44,11 +46,10 @@ using quant::ActQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
-constexpr int kRows = 16;           // output rows per CTA (fewer for small one-slot products)
-constexpr int kMaxSlots = 8;        // activation rows per CTA (weights read once for all of them)
-constexpr int kChunk = 64;          // blocks per shared-memory round
-constexpr int kMinCtas = 264;       // two CTAs per SM of an H100/H200: fewer rows per CTA below
-constexpr int kPitch = kChunk + 1;  // padded: the folding threads read different banks
+constexpr int kRows = 16;      // output rows per CTA (fewer for small one-slot products)
+constexpr int kMaxSlots = 8;   // activation rows per CTA (weights read once for all of them)
+constexpr int kChunk = 64;     // blocks per shared-memory round
+constexpr int kMinCtas = 264;  // two CTAs per SM of an H100/H200: fewer rows per CTA below
 
 struct PlanarArgs {
   const uint8_t* body;
@@ -118,7 +119,10 @@ struct SharedTables {
 // kTileRows output rows and up to kSlots slots per CTA.
 template <class F, int kTileRows, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
-  __shared__ float terms[kSlots][kTileRows][kPitch];
+  using Term = typename F::Term;
+  // Rounds of kC blocks: two-float terms (Q8_0) take half as many, in the same shared memory.
+  constexpr int kC = kChunk * static_cast<int>(sizeof(float)) / static_cast<int>(sizeof(Term));
+  __shared__ Term terms[kSlots][kTileRows][kC + 1];  // padded: the folding threads' banks differ
   const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
   int ids[kSlots];
   int ns = 0, e = 0;
@@ -140,8 +144,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   const bool folds = fold_slot < ns && o0 + fold_row < a.out;
   const int64_t row0 = static_cast<int64_t>(e) * a.mat_rows + o0;  // first row of the tile
   float acc = 0.0f;
-  for (int k0 = 0; k0 < a.nb; k0 += kChunk) {
-    const int kc = min(kChunk, a.nb - k0);
+  for (int k0 = 0; k0 < a.nb; k0 += kC) {
+    const int kc = min(kC, a.nb - k0);
 #pragma unroll 2
     for (int item = tid; item < kTileRows * kc; item += kThreads) {
       const int r = item / kc;
@@ -158,8 +162,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
     }
     __syncthreads();
     if (folds) {
-      const float* t = terms[fold_slot][fold_row];
-      for (int j = 0; j < kc; ++j) acc += t[j];
+      const Term* t = terms[fold_slot][fold_row];
+      for (int j = 0; j < kc; ++j) acc = planar::add_term(acc, t[j]);
     }
     __syncthreads();
   }
@@ -206,24 +210,25 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
+  using Term = typename F::Term;
   auto term = [&](const typename F::W& w, int b) {
-    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : 0.0f;
+    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
   };
   float acc = 0.0f;
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
-    const float t0 = term(wa, ba);
-    const float t1 = term(wb, bb);
+    const Term t0 = term(wa, ba);
+    const Term t1 = term(wb, bb);
     if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
 #pragma unroll
     for (int j = 0; j < kLanes; ++j) {
-      const float v = __shfl_sync(0xffffffffu, t0, j, kLanes);
-      if (b0 + j < a.nb) acc += v;
+      const Term v = planar::shfl_term(t0, j, kLanes);
+      if (b0 + j < a.nb) acc = planar::add_term(acc, v);
     }
 #pragma unroll
     for (int j = 0; j < kLanes; ++j) {
-      const float v = __shfl_sync(0xffffffffu, t1, j, kLanes);
-      if (b0 + kLanes + j < a.nb) acc += v;
+      const Term v = planar::shfl_term(t1, j, kLanes);
+      if (b0 + kLanes + j < a.nb) acc = planar::add_term(acc, v);
     }
   }
   if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);

@@ -12,10 +12,11 @@
 // Dot design: one warp per (slot, output row), eight warps per CTA. The lanes of a warp split the
 // row's blocks (for the 256-value formats, 8 lanes per block, each one sub-block; for Q8_0, 4 lanes
 // per block); a block's integer sums are reduced exactly across its lanes, then its leader lane
-// forms the block's float term with dot_ref.cpp's expression and adds it to a lane accumulator.
-// The warp then adds its 32 lane accumulators: only the order of adding block terms differs from
-// the CPU. F16 rows add f16(w) * x products per lane in float; F32 rows accumulate exact float
-// products in double and round once (as the reference does, up to the order of the double sum).
+// forms the block's float term with dot_ref.cpp's expression, and lane 0 folds the terms in block
+// order (as dot_ref.cpp: Q8_0 by one fused multiply-add); the warp's closing reduction adds the
+// other lanes' zeros to that sum, which leaves it unchanged. F16 rows add f16(w) * x products per
+// lane in float; F32 rows accumulate exact float products in double and round once (as the
+// reference does, up to the order of the double sum).
 #include <cuda_fp16.h>
 
 #include <climits>
@@ -28,6 +29,7 @@
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
+#include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
 
@@ -170,20 +172,21 @@ __global__ void __launch_bounds__(kCtaThreads)
 }
 
 // Adds this iteration's block terms (held by each group's leader lane) to lane 0's accumulator
-// in block order, so a row's float terms are summed exactly as the CPU reference sums them.
-template <int kLanes>
-__device__ __forceinline__ void add_in_block_order(float term, int base, int nb, int lane,
+// in block order, so a row's float terms are summed exactly as the CPU reference sums them
+// (planar::add_term: a float term added, a Q8_0 term by one fused multiply-add).
+template <int kLanes, class Term>
+__device__ __forceinline__ void add_in_block_order(Term term, int base, int nb, int lane,
                                                    float* acc) {
 #pragma unroll
   for (int g = 0; g < kWarpSize / kLanes; ++g) {
-    const float t = __shfl_sync(kFullMask, term, g * kLanes);
-    if (lane == 0 && base + g < nb) *acc += t;
+    const Term t = planar::shfl_term(term, g * kLanes, kWarpSize);
+    if (lane == 0 && base + g < nb) *acc = planar::add_term(*acc, t);
   }
 }
 
 // ---- dots: Dot::partial returns one lane's share of the row; Dot::finish maps the warp sum ----
 
-// Q8_0: 4 lanes per block, 8 values each; term = (f16(w.d) * x.d) * (float)isum.
+// Q8_0: 4 lanes per block, 8 values each; term = {f16(w.d) * x.d, (float)isum}, folded by fma.
 struct DotQ8_0 {
   using Acc = float;
   static constexpr int kLanes = 4;
@@ -204,11 +207,11 @@ struct DotQ8_0 {
         isum = __dp4a(static_cast<int>(pack2(wq[2], wq[3])), load_i32(xq + 4), isum);
       }
       isum = group_sum<kLanes>(isum);
-      float term = 0.0f;
+      planar::FmaTerm term{};
       if (valid && part == 0) {
         const float scale = f16_bits_to_float(load_u16(wb + offsetof(BlockQ8_0, d))) *
                             load_f32(xb + offsetof(ActQ8_0, d));
-        term = scale * static_cast<float>(isum);
+        term = {scale, static_cast<float>(isum)};
       }
       add_in_block_order<kLanes>(term, base, nb, lane, &acc);
     }

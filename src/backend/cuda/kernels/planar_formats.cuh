@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <vector_types.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -76,10 +77,37 @@ DS4_PF_HD inline void load_words(const uint8_t* p, uint32_t* dst) {
 }
 
 // ---- per-format block terms: load() reads one weight block, term() dots it with one
-// activation block exactly as dot_ref.cpp does; finish() maps the folded sum ----
+// activation block exactly as dot_ref.cpp does; add_term() folds it into a row's running sum;
+// finish() maps the folded sum ----
 
-// Q8_0: body = qs (32), aux = d. term = (f16(d) * x.d) * (float)isum.
+// A Q8_0 block's term keeps its two factors: the reference folds the last product and the add
+// into one fused multiply-add (acc = fma(scale, (float)isum, acc)). The other formats' terms are
+// one rounded float, added.
+struct FmaTerm {
+  float scale, value;
+};
+DS4_PF_HD inline float add_term(float acc, float t) { return acc + t; }
+DS4_PF_HD inline float add_term(float acc, FmaTerm t) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(t.scale, t.value, acc);
+#else
+  return std::fma(t.scale, t.value, acc);
+#endif
+}
+#if defined(__CUDACC__)
+// The term of lane src (within groups of width lanes), for folds that gather terms by shuffles.
+__device__ inline float shfl_term(float t, int src, int width) {
+  return __shfl_sync(0xffffffffu, t, src, width);
+}
+__device__ inline FmaTerm shfl_term(FmaTerm t, int src, int width) {
+  return {__shfl_sync(0xffffffffu, t.scale, src, width),
+          __shfl_sync(0xffffffffu, t.value, src, width)};
+}
+#endif
+
+// Q8_0: body = qs (32), aux = d. term = {f16(d) * x.d, (float)isum}, folded by one fma.
 struct FmtQ8_0 {
+  using Term = FmaTerm;
   static constexpr int kBody = 32, kAux = 2, kXBytes = sizeof(ActQ8_0);
   struct W {
     uint4 q0, q1;
@@ -89,7 +117,7 @@ struct FmtQ8_0 {
     const uint4* q = reinterpret_cast<const uint4*>(body);
     return {q[0], q[1], f16_bits(*reinterpret_cast<const uint16_t*>(aux))};
   }
-  DS4_PF_HD static float term(const W& w, const uint8_t* x, const Iq2Lookup&) {
+  DS4_PF_HD static Term term(const W& w, const uint8_t* x, const Iq2Lookup&) {
     int s = 0;
     s = dp4a(static_cast<int>(w.q0.x), x_word(x, 0), s);
     s = dp4a(static_cast<int>(w.q0.y), x_word(x, 1), s);
@@ -102,9 +130,8 @@ struct FmtQ8_0 {
     return from_sums(w.d, x_scale(x), s);
   }
   // The block term from the weight scale, the activation scale and the integer block dot.
-  DS4_PF_HD static float from_sums(float wd, float xd, int isum) {
-    const float scale = wd * xd;
-    return scale * static_cast<float>(isum);
+  DS4_PF_HD static Term from_sums(float wd, float xd, int isum) {
+    return {wd * xd, static_cast<float>(isum)};
   }
   DS4_PF_HD static float finish(float s) { return s; }
 };
@@ -113,6 +140,7 @@ struct FmtQ8_0 {
 // 32 * (s / 8) + 16 * (s % 2) + i at shift 2 * ((s % 8) / 2) (quant::q2_k_position).
 // term = (x.d * f16(d)) * (float)isum - (x.d * f16(dmin)) * (float)summs.
 struct FmtQ2K {
+  using Term = float;
   static constexpr int kBody = 80, kAux = 4, kXBytes = sizeof(BlockQ8_K);
   struct W {
     uint32_t sc[4];
@@ -159,6 +187,7 @@ struct FmtQ2K {
 // Q4_K: body = the whole 144-byte block. Sub-block j (32 values) is qs[(j / 2) * 32 + l], low
 // nibble for even j; 6-bit scale and min per sub-block (quant::q4_k_scale_min).
 struct FmtQ4K {
+  using Term = float;
   static constexpr int kBody = 144, kAux = 0, kXBytes = sizeof(BlockQ8_K);
   struct W {
     uint32_t h[4];  // d, dmin, scales
@@ -216,6 +245,7 @@ DS4_PF_HD inline int apply_signs(uint32_t mag, uint32_t bits4) {
 // 2 ib32 + 1 (four 7-bit sign indices, 4-bit scale on top); bsum = sum (2s + 1) * sumi;
 // term = (f16(d) * x.d) * (float)bsum; the row is 0.125 * the folded sum.
 struct FmtIq2Xxs {
+  using Term = float;
   static constexpr int kBody = 64, kAux = 2, kXBytes = sizeof(BlockQ8_K);
   struct W {
     uint32_t q[16];

@@ -34,7 +34,7 @@ float planar_row(const uint8_t* planes, int64_t n_blocks_total, int64_t row, int
     const int64_t blk = row * nb + b;
     const typename F::W w =
         F::load(planes + blk * F::kBody, planes + n_blocks_total * F::kBody + blk * F::kAux);
-    acc += F::term(w, x + b * F::kXBytes, t);
+    acc = planar::add_term(acc, F::term(w, x + b * F::kXBytes, t));
   }
   return F::finish(acc);
 }
