@@ -165,6 +165,63 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
   *out = den > 0.0f ? sum / den : 0.0f;
 }
 
+// Ratio 128, batches: the same pooling with the window's 128 (kv, score) pairs of kPoolCols
+// columns staged in shared memory by the whole CTA, the maxima and the exponentials formed in
+// parallel (the maximum is order-free; each weight is the same function of the same inputs),
+// and one thread per column adding den and sum in row order, as lane_pool_kernel does. That
+// kernel's thread per column walked its 256 dependent loads alone (16 CTAs of 128 threads for a
+// 2048-row chunk: ~146 us per launch on the H200).
+constexpr int kPoolRatio = 128, kPoolCols = 32, kPoolThreads = 256;
+__global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, float* dst) {
+  __shared__ float kv_s[kPoolRatio][kPoolCols + 1];
+  __shared__ float wt_s[kPoolRatio][kPoolCols + 1];  // scores, then weights
+  __shared__ float m_s[kPoolCols];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int j0 = static_cast<int>(blockIdx.x) * kPoolCols;
+  const int w = static_cast<int>(blockIdx.y);
+  const int first = lane_rules::window_end(a.p0, kPoolRatio, w) - kPoolRatio + 1;
+  const int n_cols = min(kPoolCols, a.hd - j0);
+  for (int i = tid; i < kPoolRatio * kPoolCols; i += kPoolThreads) {
+    const int r = i / kPoolCols, c = i % kPoolCols;
+    if (c < n_cols) lane_source(a, first + r, j0 + c, &kv_s[r][c], &wt_s[r][c]);
+  }
+  __syncthreads();
+  // The maximum of column c: 8 threads of 16 rows each, then their lanes combined.
+  const int c = tid % kPoolCols, part = tid / kPoolCols;
+  constexpr int kParts = kPoolThreads / kPoolCols, kPartRows = kPoolRatio / kParts;
+  float m = kNegInf;
+  if (c < n_cols) {
+    for (int r = part * kPartRows; r < (part + 1) * kPartRows; ++r) m = fmaxf(m, wt_s[r][c]);
+  }
+  __shared__ float m_part[kParts][kPoolCols];
+  m_part[part][c] = m;
+  __syncthreads();
+  if (tid < kPoolCols) {
+    float mc = kNegInf;
+    for (int p = 0; p < kParts; ++p) mc = fmaxf(mc, m_part[p][tid]);
+    m_s[tid] = mc;
+  }
+  __syncthreads();
+  for (int i = tid; i < kPoolRatio * kPoolCols; i += kPoolThreads) {
+    const int r = i / kPoolCols, cc = i % kPoolCols;
+    if (cc < n_cols && m_s[cc] > kEmptyBelow) wt_s[r][cc] = detmath::expf(wt_s[r][cc] - m_s[cc]);
+  }
+  __syncthreads();
+  if (tid >= n_cols) return;
+  float* out = dst + int64_t{w} * a.hd + j0 + tid;
+  if (m_s[tid] <= kEmptyBelow) {
+    *out = 0.0f;
+    return;
+  }
+  float den = 0.0f, sum = 0.0f;
+  for (int r = 0; r < kPoolRatio; ++r) {
+    const float wt = wt_s[r][tid];
+    den += wt;
+    sum += wt * kv_s[r][tid];
+  }
+  *out = den > 0.0f ? sum / den : 0.0f;
+}
+
 // The frontier after the batch, column col of every row: each row holds the last position
 // stored into it (ratio 4: row 4 + q % 4; ratio 128: row q % 128), and for ratio 4 rows 0..3 hold
 // the window completed at the batch's last boundary, when there is one. Old values are read
@@ -175,6 +232,7 @@ __global__ void lane_state_kernel(LaneArgs a) {
   const int end = a.p0 + a.n;  // the first position after the batch
   auto last_with_residue = [&](int r) { return lane_rules::last_with_residue(end, a.ratio, r); };
   if (a.ratio == 4) {
+    if (blockIdx.y != 0) return;  // one row of CTAs (ratio 4 launches one)
     const int b = lane_rules::last_boundary(end);
     const bool new_prev = b >= a.p0;
     float pk[4], ps[4], ck[4], cs[4];
@@ -197,8 +255,9 @@ __global__ void lane_state_kernel(LaneArgs a) {
     }
   } else {
     // Row s holds the last position with residue s (lane_rules::rewritten_rows; each row once,
-    // reading only the batch, so the order is free).
-    for (int i = 0; i < lane_rules::rewritten_rows(a.n, a.ratio); ++i) {
+    // reading only the batch, so the order is free: rows blockIdx.y, blockIdx.y + gridDim.y, ..).
+    for (int i = static_cast<int>(blockIdx.y); i < lane_rules::rewritten_rows(a.n, a.ratio);
+         i += static_cast<int>(gridDim.y)) {
       const int q = end - 1 - i;
       const int s = q % a.ratio;
       float kv, score;
@@ -904,13 +963,20 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   a.n = rows.n;
   const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
-    lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+    if (lane.ratio == kPoolRatio) {
+      lane_pool128_kernel<<<dim3((lane.hd + kPoolCols - 1) / kPoolCols, emitted), kPoolThreads, 0,
+                            s>>>(a, dst);
+    } else {
+      lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+    }
     DS4_CUDA_CHECK_LAUNCH();
     finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0, lane.ratio,
                                                lane.indexer_lane, qat, f16_rows);
     DS4_CUDA_CHECK_LAUNCH();
   }
-  lane_state_kernel<<<(a.width + 127) / 128, 128, 0, s>>>(a);
+  // Ratio 128: the rewritten rows side by side (each is written once, from the batch only).
+  const int state_rows = lane.ratio == 4 ? 1 : lane_rules::rewritten_rows(rows.n, lane.ratio);
+  lane_state_kernel<<<dim3((a.width + 127) / 128, state_rows), 128, 0, s>>>(a);
   DS4_CUDA_CHECK_LAUNCH();
   return emitted;
 }
