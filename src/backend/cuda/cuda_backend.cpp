@@ -458,8 +458,7 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
                             Act normed) {
   graph_.boundary(stream_);  // a sublayer starts: a recorded step may launch what it has so far
   const int n_hc = static_cast<int>(x.cols / cur.cols);
-  constexpr int64_t kHcSplitRows = 32;  // hc_pre_rows_kernel's own threshold (launch_hc_pre)
-  const bool split = options_.hc_split && x.rows >= kHcSplitRows;
+  const bool split = options_.hc_split && x.rows >= kHcPreBatchRows;
   if (!split && hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     HcPreArgs a;
     a.x = x.data;

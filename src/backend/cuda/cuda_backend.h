@@ -85,7 +85,7 @@ class CudaBackend final : public Backend {
     // Batches (prefill) add their attention sums in double on the FP64 tensor cores instead of
     // the CPU's float adds in order (launch_attention's exact off): not bit-identical to the CPU.
     bool fast_prefill = false;
-    // Batches of at least kHcSplitRows rows run the HC pre-step as separate launches (the row
+    // Batches of at least kHcPreBatchRows rows run the HC pre-step as separate launches (the row
     // norm, the mixing product on the FP64 tensor cores, the mix, the collapse, the norm) instead
     // of hc_pre_rows_kernel, whose CTA per row reads the 24 x 16,384 mixing weights once per row.
     bool hc_split = true;

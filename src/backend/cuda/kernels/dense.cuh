@@ -40,6 +40,9 @@ struct HcPreArgs {
   unsigned* tickets = nullptr;
 };
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows);
+// From this many rows the HC pre-step is a batch: launch_hc_pre gives each row a CTA of its own
+// (below, a CTA per mixing product and row), and the backend may split it into separate launches.
+inline constexpr int64_t kHcPreBatchRows = 32;
 void launch_hc_pre(const HcPreArgs& a, cudaStream_t s);
 // y[r][b][d] = f[r][d] post[b] + sum_a comb[a][b] x[r][a][d].
 void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,

@@ -191,10 +191,9 @@ void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
   DS4_CHECK_MSG(a.rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(a.rows));
   DS4_CHECK(a.norm == nullptr || a.normed != nullptr);
   if (a.rows == 0) return;
-  // From this many rows a CTA per row (kMix CTAs per row fill the GPU below it; a guess between
-  // decode's one row and prefill's 512, not yet tuned on the device).
-  constexpr int64_t kRowsKernelMin = 32;
-  if (a.rows >= kRowsKernelMin && hc_rows_kernel_enabled()) {
+  // kHcPreBatchRows: a guess between decode's one row and prefill's 512, not yet tuned on the
+  // device (kMix CTAs per row fill the GPU below it).
+  if (a.rows >= kHcPreBatchRows && hc_rows_kernel_enabled()) {
     hc_pre_rows_kernel<<<static_cast<unsigned>(a.rows), kHcThreads, 0, s>>>(a);
   } else {
     hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);
