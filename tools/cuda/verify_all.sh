@@ -57,6 +57,8 @@
 #            and on a CTA per row
 #   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
+#   idxwide  ds4-cuda-check with the prefill indexer scores on 128-row CTAs (DS4_CUDA_INDEXER_TILE=2),
+#            then the bench A/B of the 64-row (1, the default) and the 128-row kernel
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -226,6 +228,12 @@ has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$ou
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
+idxwide() {
+  DS4_CUDA_INDEXER_TILE=2 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+    ab idxwide DS4_CUDA_INDEXER_TILE 1 2
+}
+export -f idxwide
+has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
