@@ -145,13 +145,13 @@ __global__ void __launch_bounds__(256)
       combine_heads(dots + tid * (kMaxIndexerHeads + 1), w_all + t * w_stride, wscale, n_ih);
 }
 
-// Batches, DS4_CUDA_INDEXER_TILE=2: the same scores for kWideKeys = 128 compressed rows per CTA of
-// 8 warps. Warp w runs the dims chains of heads 8 w .. 8 w + 7 (all its lanes the same heads, so
-// their staged queries reach the warp as broadcasts) against keys lane, lane + 32, lane + 64 and
-// lane + 96: 32 chains per thread, each the same fused chain over the 128 dims in order (so
-// bit-identical to the kernels above), each key's and head's next 4 dims in one 16-byte load: 12
-// loads per 128 fmas, where the 64-row kernel makes 8 per 16. Shared memory (dynamic, kWideSmem
-// bytes): the queries, then the keys, whose space then holds the dots.
+// Batches (the default, DS4_CUDA_INDEXER_TILE=2): the same scores for kWideKeys = 128 compressed
+// rows per CTA of 8 warps. Warp w runs the dims chains of heads 8 w .. 8 w + 7 (all its lanes the
+// same heads, so their staged queries reach the warp as broadcasts) against keys lane, lane + 32,
+// lane + 64 and lane + 96: 32 chains per thread, each the same fused chain over the 128 dims in
+// order (so bit-identical to the kernels above), each key's and head's next 4 dims in one 16-byte
+// load: 12 loads per 128 fmas, where the 64-row kernel makes 8 per 16. Shared memory (dynamic,
+// kWideSmem bytes): the queries, then the keys, whose space then holds the dots.
 constexpr int kWideKeys = 128, kWideThreads = 256, kWideHeads = 8;  // kWideHeads per warp
 constexpr int kWidePitch = kIhd + 4;  // floats: a key's 16-byte reads by 8 lanes cover 32 banks
 constexpr size_t kWideSmem = sizeof(float) * (kMaxIndexerHeads + kWideKeys) * kWidePitch;
@@ -231,10 +231,11 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
   DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
-  // Batches (prefill, never captured in a graph) take the 64-row kernel; a decoded row keeps the
-  // 16-row kernel's 4x as many CTAs. DS4_CUDA_INDEXER_TILE=0 keeps batches on the 16-row kernel
-  // too, 2 moves them to the 128-row kernel (for comparisons; same results).
-  static const int tile = env_choice("DS4_CUDA_INDEXER_TILE", {0, 1, 2}, 1);
+  // Batches (prefill, never captured in a graph) take the 128-row kernel; a decoded row keeps the
+  // 16-row kernel's 8x as many CTAs. DS4_CUDA_INDEXER_TILE=1 moves batches to the 64-row kernel,
+  // 0 to the 16-row kernel (for comparisons; same results). On the H200 the 128-row kernel
+  // prefilled Flash q2 at 2,082 tokens/s at 8k against 2,014 with the 64-row one (bench/h200.md).
+  static const int tile = env_choice("DS4_CUDA_INDEXER_TILE", {0, 1, 2}, 2);
   const bool aligned16 = reinterpret_cast<uintptr_t>(keys) % 16 == 0 &&
                          reinterpret_cast<uintptr_t>(iq) % 16 == 0 && iq_stride % 4 == 0;
   if (tile == 2 && rows.n >= kBatchRows && aligned16) {
