@@ -364,7 +364,7 @@ constexpr int kSumGroups = kSumThreads / kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
 static_assert(kSumThreads % kSumDims == 0 && kSumLoads >= 1, "weighted sum: whole float4 loads");
 // Heads per weighted-sum CTA: 16 for batches (prefill), 4 for a few rows (decode: more CTAs).
-constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
+constexpr int kSumHeadsBatch = 16, kSumHeadsWide = 32, kSumHeadsFew = 4, kSumBatchRows = 16;
 
 // Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
 // of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
@@ -898,8 +898,15 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
   // results).
   static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
+  // DS4_CUDA_SUM_HEADS32=1: batches on 32 heads x 128 dims per CTA (8 heads x 2 dims per thread,
+  // 101 registers; 32 heads at 4 dims took 161, one CTA per SM), so each batch row's CTAs read a
+  // cached row's 512 dims from L2 twice instead of four times (the one KV head serves all 64
+  // heads). Every output's adds are the same, in the same order.
+  static const bool wide_heads = env_switch("DS4_CUDA_SUM_HEADS32", false);
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
-  const int heads = batch ? kSumHeadsBatch : kSumHeadsFew, dims = batch ? sum_dims : 1;
+  const bool wide = batch && wide_heads;
+  const int heads = wide ? kSumHeadsWide : batch ? kSumHeadsBatch : kSumHeadsFew;
+  const int dims = batch ? sum_dims : 1;
   const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
   const auto run = [&](auto kernel) {
     kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
@@ -907,6 +914,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   };
   if (!batch) {
     run(attention_sum_kernel<kSumHeadsFew, 1>);
+  } else if (wide) {
+    run(attention_sum_kernel<kSumHeadsWide, 2>);
   } else if (dims == 4) {
     run(attention_sum_kernel<kSumHeadsBatch, 4>);
   } else if (dims == 2) {
