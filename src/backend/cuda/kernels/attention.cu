@@ -904,24 +904,22 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // heads). Every output's adds are the same, in the same order.
   static const bool wide_heads = env_switch("DS4_CUDA_SUM_HEADS32", false);
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
-  const bool wide = batch && wide_heads;
-  const int heads = wide ? kSumHeadsWide : batch ? kSumHeadsBatch : kSumHeadsFew;
-  const int dims = batch ? sum_dims : 1;
-  const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
-  const auto run = [&](auto kernel) {
+  // The grid follows the kernel's heads and dims per CTA.
+  const auto run = [&](auto kernel, int heads, int dims) {
+    const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
     kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
                                         out_stride, split_den);
   };
   if (!batch) {
-    run(attention_sum_kernel<kSumHeadsFew, 1>);
-  } else if (wide) {
-    run(attention_sum_kernel<kSumHeadsWide, 2>);
-  } else if (dims == 4) {
-    run(attention_sum_kernel<kSumHeadsBatch, 4>);
-  } else if (dims == 2) {
-    run(attention_sum_kernel<kSumHeadsBatch, 2>);
+    run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);
+  } else if (wide_heads) {
+    run(attention_sum_kernel<kSumHeadsWide, 2>, kSumHeadsWide, 2);
+  } else if (sum_dims == 4) {
+    run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
+  } else if (sum_dims == 2) {
+    run(attention_sum_kernel<kSumHeadsBatch, 2>, kSumHeadsBatch, 2);
   } else {
-    run(attention_sum_kernel<kSumHeadsBatch, 1>);
+    run(attention_sum_kernel<kSumHeadsBatch, 1>, kSumHeadsBatch, 1);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
