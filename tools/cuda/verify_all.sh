@@ -59,8 +59,6 @@
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
 #   idxwide  ds4-cuda-check with the prefill indexer scores on 64-row CTAs (DS4_CUDA_INDEXER_TILE=1),
 #            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
-#   heads32  ds4-cuda-check with the prefill weighted sums on 32 heads x 128 dims per CTA
-#            (DS4_CUDA_SUM_HEADS32=1), then the bench A/B of 16 heads x 256 dims (0) and 32 x 128
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -236,12 +234,6 @@ idxwide() {
 }
 export -f idxwide
 has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
-heads32() {
-  DS4_CUDA_SUM_HEADS32=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
-    ab heads32 DS4_CUDA_SUM_HEADS32
-}
-export -f heads32
-has heads32 && step heads32 450 heads32 && tail -4 "$out/heads32.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh

@@ -364,7 +364,7 @@ constexpr int kSumGroups = kSumThreads / kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
 static_assert(kSumThreads % kSumDims == 0 && kSumLoads >= 1, "weighted sum: whole float4 loads");
 // Heads per weighted-sum CTA: 16 for batches (prefill), 4 for a few rows (decode: more CTAs).
-constexpr int kSumHeadsBatch = 16, kSumHeadsWide = 32, kSumHeadsFew = 4, kSumBatchRows = 16;
+constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
 
 // Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
 // of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
@@ -898,11 +898,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
   // results).
   static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
-  // DS4_CUDA_SUM_HEADS32=1: batches on 32 heads x 128 dims per CTA (8 heads x 2 dims per thread,
-  // 101 registers; 32 heads at 4 dims took 161, one CTA per SM), so each batch row's CTAs read a
-  // cached row's 512 dims from L2 twice instead of four times (the one KV head serves all 64
-  // heads). Every output's adds are the same, in the same order.
-  static const bool wide_heads = env_switch("DS4_CUDA_SUM_HEADS32", false);
+  // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
+  // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
   // The grid follows the kernel's heads and dims per CTA.
   const auto run = [&](auto kernel, int heads, int dims) {
@@ -912,8 +909,6 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   };
   if (!batch) {
     run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);
-  } else if (wide_heads) {
-    run(attention_sum_kernel<kSumHeadsWide, 2>, kSumHeadsWide, 2);
   } else if (sum_dims == 4) {
     run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
   } else if (sum_dims == 2) {
