@@ -39,7 +39,7 @@
 #   fdmma    the same with the prefill F16/F32 products on the float tile kernel
 #            (DS4_CUDA_FLOAT_DMMA=0) and on the FP64 tensor cores (the default)
 #   idxtile  the same with the prefill indexer scores on 16-row CTAs (DS4_CUDA_INDEXER_TILE=0)
-#            and on 64-row CTAs of 4 x 4 chains per thread (the default)
+#            and on 64-row CTAs of 4 x 4 chains per thread (1)
 #   fast     the same with prefill bit-identical to the CPU (the default) and with fast prefill
 #            (DS4_CUDA_FAST_PREFILL=1: attention sums in double on the FP64 tensor cores); the
 #            probes differ (the FP8 / int8 simulation turns last-bit differences into code flips)
@@ -57,6 +57,8 @@
 #            and on a CTA per row
 #   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
+#   idxwide  ds4-cuda-check with the prefill indexer scores on 64-row CTAs (DS4_CUDA_INDEXER_TILE=1),
+#            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -216,7 +218,7 @@ has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
 has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
 has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
 has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
-has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE && tail -4 "$out/idxtile.log"
+has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE 0 1 && tail -4 "$out/idxtile.log"
 has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
 has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
 has split && step split 400 ab split DS4_CUDA_FLOAT_SPLIT && tail -4 "$out/split.log"
@@ -226,6 +228,12 @@ has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$ou
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
+idxwide() {
+  DS4_CUDA_INDEXER_TILE=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+    ab idxwide DS4_CUDA_INDEXER_TILE 1 2
+}
+export -f idxwide
+has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh

@@ -165,6 +165,63 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
   *out = den > 0.0f ? sum / den : 0.0f;
 }
 
+// Ratio 128, batches: the same pooling with the window's 128 (kv, score) pairs of kPoolCols
+// columns staged in shared memory by the whole CTA, the maxima and the exponentials formed in
+// parallel (the maximum is order-free; each weight is the same function of the same inputs),
+// and one thread per column adding den and sum in row order, as lane_pool_kernel does. That
+// kernel's thread per column walked its 256 dependent loads alone (16 CTAs of 128 threads for a
+// 2048-row chunk: ~146 us per launch on the H200).
+constexpr int kPoolRatio = 128, kPoolCols = 32, kPoolThreads = 256;
+__global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, float* dst) {
+  __shared__ float kv_s[kPoolRatio][kPoolCols + 1];
+  __shared__ float wt_s[kPoolRatio][kPoolCols + 1];  // scores, then weights
+  __shared__ float m_s[kPoolCols];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int j0 = static_cast<int>(blockIdx.x) * kPoolCols;
+  const int w = static_cast<int>(blockIdx.y);
+  const int first = lane_rules::window_end(a.p0, kPoolRatio, w) - kPoolRatio + 1;
+  const int n_cols = min(kPoolCols, a.hd - j0);
+  for (int i = tid; i < kPoolRatio * kPoolCols; i += kPoolThreads) {
+    const int r = i / kPoolCols, c = i % kPoolCols;
+    if (c < n_cols) lane_source(a, first + r, j0 + c, &kv_s[r][c], &wt_s[r][c]);
+  }
+  __syncthreads();
+  // The maximum of column c: 8 threads of 16 rows each, then their lanes combined.
+  const int c = tid % kPoolCols, part = tid / kPoolCols;
+  constexpr int kParts = kPoolThreads / kPoolCols, kPartRows = kPoolRatio / kParts;
+  float m = kNegInf;
+  if (c < n_cols) {
+    for (int r = part * kPartRows; r < (part + 1) * kPartRows; ++r) m = fmaxf(m, wt_s[r][c]);
+  }
+  __shared__ float m_part[kParts][kPoolCols];
+  m_part[part][c] = m;
+  __syncthreads();
+  if (tid < kPoolCols) {
+    float mc = kNegInf;
+    for (int p = 0; p < kParts; ++p) mc = fmaxf(mc, m_part[p][tid]);
+    m_s[tid] = mc;
+  }
+  __syncthreads();
+  for (int i = tid; i < kPoolRatio * kPoolCols; i += kPoolThreads) {
+    const int r = i / kPoolCols, cc = i % kPoolCols;
+    if (cc < n_cols && m_s[cc] > kEmptyBelow) wt_s[r][cc] = detmath::expf(wt_s[r][cc] - m_s[cc]);
+  }
+  __syncthreads();
+  if (tid >= n_cols) return;
+  float* out = dst + int64_t{w} * a.hd + j0 + tid;
+  if (m_s[tid] <= kEmptyBelow) {
+    *out = 0.0f;
+    return;
+  }
+  float den = 0.0f, sum = 0.0f;
+  for (int r = 0; r < kPoolRatio; ++r) {
+    const float wt = wt_s[r][tid];
+    den += wt;
+    sum += wt * kv_s[r][tid];
+  }
+  *out = den > 0.0f ? sum / den : 0.0f;
+}
+
 // The frontier after the batch, column col of every row: each row holds the last position
 // stored into it (ratio 4: row 4 + q % 4; ratio 128: row q % 128), and for ratio 4 rows 0..3 hold
 // the window completed at the batch's last boundary, when there is one. Old values are read
@@ -175,6 +232,7 @@ __global__ void lane_state_kernel(LaneArgs a) {
   const int end = a.p0 + a.n;  // the first position after the batch
   auto last_with_residue = [&](int r) { return lane_rules::last_with_residue(end, a.ratio, r); };
   if (a.ratio == 4) {
+    if (blockIdx.y != 0) return;  // one row of CTAs (ratio 4 launches one)
     const int b = lane_rules::last_boundary(end);
     const bool new_prev = b >= a.p0;
     float pk[4], ps[4], ck[4], cs[4];
@@ -197,8 +255,9 @@ __global__ void lane_state_kernel(LaneArgs a) {
     }
   } else {
     // Row s holds the last position with residue s (lane_rules::rewritten_rows; each row once,
-    // reading only the batch, so the order is free).
-    for (int i = 0; i < lane_rules::rewritten_rows(a.n, a.ratio); ++i) {
+    // reading only the batch, so the order is free: rows blockIdx.y, blockIdx.y + gridDim.y, ..).
+    for (int i = static_cast<int>(blockIdx.y); i < lane_rules::rewritten_rows(a.n, a.ratio);
+         i += static_cast<int>(gridDim.y)) {
       const int q = end - 1 - i;
       const int s = q % a.ratio;
       float kv, score;
@@ -254,136 +313,6 @@ __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope
   __syncthreads();
   if (qat) hadamard_fp4(x);
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) head[i] = x[i];
-}
-
-// Compressed rows blockIdx.x * kScoreRows .. of batch row blockIdx.y, replicating the CPU's AVX2
-// kernel operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
-// multiply-add chain over the 128 dims, then per lane l of 8 a fused chain over heads 8j + l of
-// relu(dot) * w, then the same horizontal sum. The row's queries and the tile's keys are staged
-// in shared memory; thread (c, g) runs the dims chains of row c for heads g, g + 16, .. side by
-// side, and one thread per row then combines the heads in the CPU's order. n_ih is a multiple of
-// 8 and at most kMaxIndexerHeads.
-// The indexer's row score from its heads' dots, in the CPU's order: per lane l of 8 a fused chain
-// over heads 8j + l of relu(dot) * (w * wscale), then the horizontal sum.
-__device__ float combine_heads(const float* dots, const float* w, float wscale, int n_ih) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int j = 0; j < n_ih / 8; ++j) {
-    for (int l = 0; l < 8; ++l) {
-      const int h = 8 * j + l;
-      const float acc = dots[h];
-      s[l] = fmaf(acc > 0.0f ? acc : 0.0f, w[h] * wscale, s[l]);
-    }
-  }
-  const float t0 = s[0] + s[4], t1 = s[1] + s[5], t2 = s[2] + s[6], t3 = s[3] + s[7];
-  return (t0 + t2) + (t1 + t3);
-}
-
-constexpr int kScoreRows = 16;
-constexpr int kHeadGroups = 256 / kScoreRows;
-constexpr int kMaxIndexerHeads = 64;
-constexpr int kQPitch = kIhd + 1;  // padded: the two heads a warp reads sit in different banks
-
-__global__ void __launch_bounds__(256)
-    indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
-                          const float* w_all, int64_t w_stride, float wscale, int n_ih, int top_k,
-                          int p0, int n_stride, float* scores) {
-  __shared__ float qs[kMaxIndexerHeads * kQPitch];
-  __shared__ float ks[kScoreRows][kQPitch];
-  __shared__ float dots[kScoreRows][kMaxIndexerHeads + 1];
-  const int t = static_cast<int>(blockIdx.y);
-  const int n = (p0 + t + 1) / 4;
-  const int c0 = static_cast<int>(blockIdx.x) * kScoreRows;
-  if (n <= top_k || c0 >= n) return;  // uniform per CTA
-  const int tid = static_cast<int>(threadIdx.x);
-  const float* iq = iq_all + t * iq_stride;
-  for (int i = tid; i < n_ih * kIhd; i += blockDim.x) qs[(i / kIhd) * kQPitch + i % kIhd] = iq[i];
-  const int rows = min(kScoreRows, n - c0);
-  for (int i = tid; i < rows * kIhd; i += blockDim.x)
-    ks[i / kIhd][i % kIhd] = keys[int64_t{c0} * kIhd + i];
-  __syncthreads();
-  const int c = tid % kScoreRows, g = tid / kScoreRows;
-  if (c < rows) {
-    for (int h0 = g; h0 < n_ih; h0 += 4 * kHeadGroups) {
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int d = 0; d < kIhd; ++d) {
-        const float kd = ks[c][d];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int h = h0 + k * kHeadGroups;
-          if (h < n_ih) acc[k] = fmaf(kd, qs[h * kQPitch + d], acc[k]);
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int h = h0 + k * kHeadGroups;
-        if (h < n_ih) dots[c][h] = acc[k];
-      }
-    }
-  }
-  __syncthreads();
-  if (tid >= rows) return;
-  scores[int64_t{t} * n_stride + c0 + tid] =
-      combine_heads(dots[tid], w_all + t * w_stride, wscale, n_ih);
-}
-
-// The same scores for kTileRows = 64 compressed rows per CTA: thread (cg, g) runs the dims chains
-// of rows cg + 16 i and heads g + 16 k (4 x 4 chains side by side, each the same fused chain over
-// the 128 dims in order, so bit-identical to the kernel above), reading 8 staged values per 16
-// fmas instead of 5 per 4, and the queries are staged once for 4x as many rows. Shared memory
-// (dynamic, kTileSmem bytes): the queries, then the keys, whose space then holds the dots.
-constexpr int kTileRows = 64;
-constexpr size_t kTileSmem = size_t{2} * kMaxIndexerHeads * kQPitch * sizeof(float);
-static_assert(kTileRows == kMaxIndexerHeads &&
-                  kTileRows * (kMaxIndexerHeads + 1) <= kTileRows * kQPitch,
-              "the dots fit in the keys' space");
-
-__global__ void __launch_bounds__(256)
-    indexer_scores_tile_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
-                               const float* w_all, int64_t w_stride, float wscale, int n_ih,
-                               int top_k, int p0, int n_stride, float* scores) {
-  extern __shared__ float smem_f[];
-  float* qs = smem_f;                               // [kMaxIndexerHeads][kQPitch]
-  float* ks = smem_f + kMaxIndexerHeads * kQPitch;  // [kTileRows][kQPitch]
-  float* dots = ks;                                 // [kTileRows][kMaxIndexerHeads + 1], later
-  const int t = static_cast<int>(blockIdx.y);
-  const int n = (p0 + t + 1) / 4;
-  const int c0 = static_cast<int>(blockIdx.x) * kTileRows;
-  if (n <= top_k || c0 >= n) return;  // uniform per CTA
-  const int tid = static_cast<int>(threadIdx.x);
-  const float* iq = iq_all + t * iq_stride;
-  for (int i = tid; i < n_ih * kIhd; i += blockDim.x) qs[(i / kIhd) * kQPitch + i % kIhd] = iq[i];
-  const int rows = min(kTileRows, n - c0);
-  for (int i = tid; i < kTileRows * kIhd; i += blockDim.x) {
-    const int r = i / kIhd;
-    ks[r * kQPitch + i % kIhd] = r < rows ? keys[int64_t{c0} * kIhd + i] : 0.0f;
-  }
-  __syncthreads();
-  const int cg = tid % 16, g = tid / 16;
-  float acc[4][4] = {};
-  for (int d = 0; d < kIhd; ++d) {
-    float kd[4], qd[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) kd[i] = ks[(cg + 16 * i) * kQPitch + d];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) qd[k] = g + 16 * k < n_ih ? qs[(g + 16 * k) * kQPitch + d] : 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) acc[i][k] = fmaf(kd[i], qd[k], acc[i][k]);
-    }
-  }
-  __syncthreads();  // every thread is done with the keys: their space takes the dots
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      if (g + 16 * k < n_ih) dots[(cg + 16 * i) * (kMaxIndexerHeads + 1) + g + 16 * k] = acc[i][k];
-    }
-  }
-  __syncthreads();
-  if (tid >= rows) return;
-  scores[int64_t{t} * n_stride + c0 + tid] =
-      combine_heads(dots + tid * (kMaxIndexerHeads + 1), w_all + t * w_stride, wscale, n_ih);
 }
 
 // ---- sink attention, in two kernels ----
@@ -904,13 +833,20 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   a.n = rows.n;
   const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
-    lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+    if (lane.ratio == kPoolRatio) {
+      lane_pool128_kernel<<<dim3((lane.hd + kPoolCols - 1) / kPoolCols, emitted), kPoolThreads, 0,
+                            s>>>(a, dst);
+    } else {
+      lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+    }
     DS4_CUDA_CHECK_LAUNCH();
     finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0, lane.ratio,
                                                lane.indexer_lane, qat, f16_rows);
     DS4_CUDA_CHECK_LAUNCH();
   }
-  lane_state_kernel<<<(a.width + 127) / 128, 128, 0, s>>>(a);
+  // Ratio 128: the rewritten rows side by side (each is written once, from the batch only).
+  const int state_rows = lane.ratio == 4 ? 1 : lane_rules::rewritten_rows(rows.n, lane.ratio);
+  lane_state_kernel<<<dim3((a.width + 127) / 128, state_rows), 128, 0, s>>>(a);
   DS4_CUDA_CHECK_LAUNCH();
   return emitted;
 }
@@ -920,33 +856,6 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
   if (rows.n == 0) return;
   indexer_query_kernel<<<dim3(n_ih, rows.n), 128, 0, s>>>(iq, stride, rope, rows.p0, qat);
   DS4_CUDA_CHECK_LAUNCH();
-}
-
-void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride, const float* w,
-                           int64_t w_stride, float wscale, int n_ih, int top_k, RowSpan rows,
-                           int n_stride, float* scores, int32_t* out, cudaStream_t s) {
-  const int n_last = (rows.p0 + rows.n) / 4;
-  DS4_CHECK_MSG(n_stride >= n_last && n_ih % 8 == 0, "indexer: stride %d < %d rows, %d heads",
-                n_stride, n_last, n_ih);
-  if (rows.n == 0 || n_last <= top_k) return;
-  DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
-  // Batches (prefill, never captured in a graph) take the 64-row kernel; a decoded row keeps the
-  // 16-row kernel's 4x as many CTAs. DS4_CUDA_INDEXER_TILE=0 keeps batches on the 16-row kernel
-  // too (for comparisons; same results).
-  static const bool tile = env_switch("DS4_CUDA_INDEXER_TILE", true);
-  if (tile && rows.n >= kSumBatchRows) {
-    DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_tile_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kTileSmem)));
-    indexer_scores_tile_kernel<<<dim3((n_last + kTileRows - 1) / kTileRows, rows.n), 256, kTileSmem,
-                                 s>>>(keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k,
-                                      rows.p0, n_stride, scores);
-  } else {
-    indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
-        keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
-  }
-  DS4_CUDA_CHECK_LAUNCH();
-  launch_select_top_k_rows(scores, n_stride, rows.p0, rows.n, 4, top_k, out, s);
 }
 
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
@@ -989,21 +898,23 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
   // results).
   static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
+  // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
+  // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
-  const int heads = batch ? kSumHeadsBatch : kSumHeadsFew, dims = batch ? sum_dims : 1;
-  const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
-  const auto run = [&](auto kernel) {
+  // The grid follows the kernel's heads and dims per CTA.
+  const auto run = [&](auto kernel, int heads, int dims) {
+    const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
     kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
                                         out_stride, split_den);
   };
   if (!batch) {
-    run(attention_sum_kernel<kSumHeadsFew, 1>);
-  } else if (dims == 4) {
-    run(attention_sum_kernel<kSumHeadsBatch, 4>);
-  } else if (dims == 2) {
-    run(attention_sum_kernel<kSumHeadsBatch, 2>);
+    run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);
+  } else if (sum_dims == 4) {
+    run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
+  } else if (sum_dims == 2) {
+    run(attention_sum_kernel<kSumHeadsBatch, 2>, kSumHeadsBatch, 2);
   } else {
-    run(attention_sum_kernel<kSumHeadsBatch, 1>);
+    run(attention_sum_kernel<kSumHeadsBatch, 1>, kSumHeadsBatch, 1);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }

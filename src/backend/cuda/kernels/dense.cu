@@ -7,18 +7,33 @@ namespace ds4::backend::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int64_t kMaxGridY = 65535;
 
 int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 
+// Elementwise kernels over rows x cols: thread blockIdx.x * blockDim.x + threadIdx.x owns a
+// column, blockIdx.y is its first row (rows past 65,535 by a stride of gridDim.y), and blockIdx.z
+// a third index where a kernel has one. No thread divides a 64-bit index: that is a subroutine of
+// ~100 instructions on the GPU, and hc_post, whose thread per output took three of them, ran at
+// ~1 TB/s (295 us per 2048-row launch on the H200, bench/h200.md).
+dim3 grid_rows(int64_t rows, int64_t cols, int z = 1) {
+  return dim3(static_cast<unsigned>(blocks_for(cols)),
+              static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY), static_cast<unsigned>(z));
+}
+__device__ __forceinline__ int64_t grid_col() {
+  return blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+}
+
 __global__ void embed_kernel(const void* table, bool f16, int64_t n_embd, const int32_t* tokens,
                              int64_t rows, int copies, float* out) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * n_embd) return;
-  const int64_t r = i / n_embd, d = i % n_embd;
-  const int64_t src = int64_t{tokens[r]} * n_embd + d;
-  const float v = f16 ? __half2float(static_cast<const __half*>(table)[src])
-                      : static_cast<const float*>(table)[src];
-  for (int c = 0; c < copies; ++c) out[(r * copies + c) * n_embd + d] = v;
+  const int64_t d = grid_col();
+  if (d >= n_embd) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t src = int64_t{tokens[r]} * n_embd + d;
+    const float v = f16 ? __half2float(static_cast<const __half*>(table)[src])
+                        : static_cast<const float*>(table)[src];
+    for (int c = 0; c < copies; ++c) out[(r * copies + c) * n_embd + d] = v;
+  }
 }
 
 __global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, const float* w,
@@ -113,60 +128,69 @@ __global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scal
 
 __global__ void hc_collapse_kernel(const float* x, const float* mix, int64_t rows, int n,
                                    int64_t n_embd, float* cur) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * n_embd) return;
-  const int64_t r = i / n_embd, d = i % n_embd;
-  const float* pre = mix + r * (2 * n + n * n);
-  float acc = 0.0f;
-  for (int h = 0; h < n; ++h) acc += x[(r * n + h) * n_embd + d] * pre[h];
-  cur[i] = acc;
+  const int64_t d = grid_col();
+  if (d >= n_embd) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* pre = mix + r * (2 * n + n * n);
+    float acc = 0.0f;
+    for (int h = 0; h < n; ++h) acc += x[(r * n + h) * n_embd + d] * pre[h];
+    cur[r * n_embd + d] = acc;
+  }
 }
 
+// blockIdx.z: the HC copy b of the output.
 __global__ void hc_post_kernel(const float* x, const float* f, const float* mix, int64_t rows,
                                int n, int64_t n_embd, float* y) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * n * n_embd) return;
-  const int64_t d = i % n_embd, b = (i / n_embd) % n, r = i / (n_embd * n);
-  const float* post = mix + r * (2 * n + n * n) + n;
-  const float* comb = post + n;
-  float acc = f[r * n_embd + d] * post[b];
-  for (int a = 0; a < n; ++a) acc += comb[a * n + b] * x[(r * n + a) * n_embd + d];
-  y[i] = acc;
+  const int64_t d = grid_col();
+  if (d >= n_embd) return;
+  const int b = static_cast<int>(blockIdx.z);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* post = mix + r * (2 * n + n * n) + n;
+    const float* comb = post + n;
+    float acc = f[r * n_embd + d] * post[b];
+    for (int a = 0; a < n; ++a) acc += comb[a * n + b] * x[(r * n + a) * n_embd + d];
+    y[(r * n + b) * n_embd + d] = acc;
+  }
 }
 
 __global__ void head_collapse_kernel(const float* x, const float* pre, const float* scale,
                                      const float* base, int64_t rows, int n, int64_t n_embd,
                                      float* e) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * n_embd) return;
-  const int64_t r = i / n_embd, d = i % n_embd;
-  float acc = 0.0f;
-  for (int h = 0; h < n; ++h) {
-    const float w = sigmoid_stable(pre[r * n + h] * scale[0] + base[h]) + kEps;
-    acc += x[(r * n + h) * n_embd + d] * w;
+  const int64_t d = grid_col();
+  if (d >= n_embd) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    float acc = 0.0f;
+    for (int h = 0; h < n; ++h) {
+      const float w = sigmoid_stable(pre[r * n + h] * scale[0] + base[h]) + kEps;
+      acc += x[(r * n + h) * n_embd + d] * w;
+    }
+    e[r * n_embd + d] = acc;
   }
-  e[i] = acc;
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, const float* weights, int64_t rows,
                               int64_t cols, float* out) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * cols) return;
-  const float gv = fminf(g[i], 10.0f);
-  const float uv = fminf(fmaxf(u[i], -10.0f), 10.0f);
-  float v = silu(gv) * uv;
-  if (weights != nullptr) v *= weights[i / cols];
-  out[i] = v;
+  const int64_t d = grid_col();
+  if (d >= cols) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const int64_t i = r * cols + d;
+    const float gv = fminf(g[i], 10.0f);
+    const float uv = fminf(fmaxf(u[i], -10.0f), 10.0f);
+    float v = silu(gv) * uv;
+    if (weights != nullptr) v *= weights[r];
+    out[i] = v;
+  }
 }
 
 __global__ void sum_slots_kernel(const float* slots, int k, const float* shared, int64_t rows,
                                  int64_t cols, float* out) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= rows * cols) return;
-  const int64_t t = i / cols, d = i % cols;
-  float acc = 0.0f;
-  for (int s = 0; s < k; ++s) acc += slots[(t * k + s) * cols + d];
-  out[i] = acc + shared[i];
+  const int64_t d = grid_col();
+  if (d >= cols) return;
+  for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
+    float acc = 0.0f;
+    for (int s = 0; s < k; ++s) acc += slots[(t * k + s) * cols + d];
+    out[t * cols + d] = acc + shared[t * cols + d];
+  }
 }
 
 }  // namespace
@@ -174,8 +198,9 @@ __global__ void sum_slots_kernel(const float* slots, int k, const float* shared,
 void launch_embed(const void* table, gguf::GgufType type, int64_t n_embd, const int32_t* tokens,
                   int64_t rows, int copies, float* out, cudaStream_t s) {
   DS4_CHECK(type == gguf::GgufType::kF16 || type == gguf::GgufType::kF32);
-  embed_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(table, type == gguf::GgufType::kF16,
-                                                              n_embd, tokens, rows, copies, out);
+  if (rows == 0 || n_embd == 0) return;
+  embed_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(table, type == gguf::GgufType::kF16,
+                                                            n_embd, tokens, rows, copies, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -198,34 +223,39 @@ void launch_hc_mix(float* mix, int64_t rows, int n_hc, const float* scale, const
 
 void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc, int64_t n_embd,
                         float* cur, cudaStream_t s) {
-  hc_collapse_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(x, mix, rows, n_hc, n_embd,
-                                                                    cur);
+  if (rows == 0 || n_embd == 0) return;
+  hc_collapse_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, mix, rows, n_hc, n_embd, cur);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,
                     int64_t n_embd, float* y, cudaStream_t s) {
-  hc_post_kernel<<<blocks_for(rows * n_hc * n_embd), kThreads, 0, s>>>(x, f, mix, rows, n_hc,
-                                                                       n_embd, y);
+  if (rows == 0 || n_embd == 0) return;
+  DS4_CHECK(n_hc > 0 && n_hc <= 64);
+  hc_post_kernel<<<grid_rows(rows, n_embd, n_hc), kThreads, 0, s>>>(x, f, mix, rows, n_hc, n_embd,
+                                                                    y);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_head_collapse(const float* x, const float* pre, const float* scale, const float* base,
                           int64_t rows, int n_hc, int64_t n_embd, float* e, cudaStream_t s) {
-  head_collapse_kernel<<<blocks_for(rows * n_embd), kThreads, 0, s>>>(x, pre, scale, base, rows,
-                                                                      n_hc, n_embd, e);
+  if (rows == 0 || n_embd == 0) return;
+  head_collapse_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, pre, scale, base, rows, n_hc,
+                                                                    n_embd, e);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_swiglu(const float* g, const float* u, const float* weights, int64_t rows, int64_t cols,
                    float* out, cudaStream_t s) {
-  swiglu_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(g, u, weights, rows, cols, out);
+  if (rows == 0 || cols == 0) return;
+  swiglu_kernel<<<grid_rows(rows, cols), kThreads, 0, s>>>(g, u, weights, rows, cols, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_sum_slots(const float* slots, int k, const float* shared, int64_t rows, int64_t cols,
                       float* out, cudaStream_t s) {
-  sum_slots_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(slots, k, shared, rows, cols, out);
+  if (rows == 0 || cols == 0) return;
+  sum_slots_kernel<<<grid_rows(rows, cols), kThreads, 0, s>>>(slots, k, shared, rows, cols, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

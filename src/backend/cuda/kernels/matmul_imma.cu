@@ -109,6 +109,20 @@ __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint
 #endif
 }
 
+// d = A x B with a zero accumulator: the zeros come as one zero register operand (which ptxas may
+// read as RZ) instead of four moves into d before an accumulating product.
+__device__ __forceinline__ void mma_s8_fresh(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %10, %10, %10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
+#else
+  __trap();
+#endif
+}
+
 // One chunk's operands as they arrive: the slots' int8 codes (K innermost) and scales, and the
 // weight rows' bytes as stored (P::Raw: Q8_0's codes are the A tile itself; IQ2_XXS and Q2_K are
 // decoded into Decoded before the products).
@@ -138,14 +152,36 @@ __device__ __forceinline__ float half_of_word(uint32_t w, int64_t i) {
   return f16_bits(static_cast<uint16_t>(w >> (16 * (i & 1))));
 }
 
-// The 64 codes words of each live slot's Q8_K block b (IQ2_XXS, Q2_K).
+// Calls f(k) for the thread's items i = tid + k kThreads < kCount of a copy, k = 0, 1, ...: a
+// trip count known at compile time, so the copies unroll without a run-time remainder and each
+// item's address is the thread's fixed part plus a multiple of k (the first version's run-time
+// strided loops spent ~20 instructions per copied word, about as many as the products).
+template <int kCount, class F>
+__device__ __forceinline__ void each_item(int tid, F&& f) {
+#pragma unroll
+  for (int k = 0; k < (kCount + kThreads - 1) / kThreads; ++k) {
+    if (kCount % kThreads == 0 || tid + k * kThreads < kCount) f(k);
+  }
+}
+
+// The 64 codes words of each live slot's Q8_K block b (IQ2_XXS, Q2_K): word w = tid % 64 of
+// slots tid / 64 + 2 k.
 template <class P>
 __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
-#pragma unroll 4
-  for (int i = c.tid; i < c.live * 64; i += kThreads) {
-    const int s = i / 64, w = i % 64;
-    cp_async4(&st.b[s * kPitch + w], c.xrow[s] + b * kQ8KBytes + 4 + 4 * w);
-  }
+  constexpr int kWords = 64;
+  const int w = c.tid % kWords, s0 = c.tid / kWords;
+  const int64_t off = b * kQ8KBytes + 4 + 4 * w;
+  each_item<kN * kWords>(c.tid, [&](int k) {
+    const int s = s0 + k * (kThreads / kWords);
+    if (s < c.live) cp_async4(&st.b[s * kPitch + w], c.xrow[s] + off);
+  });
+}
+
+// Where block b (of block_bytes bytes) of tile row r starts in the body plane (rows past the
+// tile's last read the last again).
+__device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_bytes, int b,
+                                                    int r) {
+  return c.body + ((c.row0 + min(r, c.last)) * c.nb + b) * block_bytes;
 }
 
 // ---- formats. Each has: kChunkBlocks (blocks per chunk), kBlockSteps (K steps per block), Raw
@@ -168,31 +204,43 @@ struct ImmaQ8_0 {
   };
   struct SlotSide {};
   struct Decoded {};
+  // The thread's items: weight codes, half h = tid % 2 of block j = (tid / 2) % 8 of rows
+  // tid / 16 + 8 k; activation codes, word w = tid % 64 (block w / 8) of slots tid / 64 + 2 k;
+  // activation scales, block tid % 8 of slots tid / 8 + 16 k (the first version's strided loops
+  // gave every thread the same items).
   __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
-#pragma unroll 4
-    for (int i = c.tid; i < kM * kChunkBlocks * 2; i += kThreads) {  // weight codes, 16 bytes
-      const int r = i / (2 * kChunkBlocks), j = (i / 2) % kChunkBlocks, h = i % 2;
-      if (j < kc) {
-        cp_async16(&st.raw.a[r * kPitch + 8 * j + 4 * h],
-                   c.body + c.block(r, b0 + j) * 32 + 16 * h);
-      }
+    constexpr int kCodeHalves = 2 * kChunkBlocks, kCodeWords = 8 * kChunkBlocks;
+    const int j = (c.tid / 2) % kChunkBlocks, h = c.tid % 2;
+    if (j < kc) {  // weight codes, 16 bytes
+      const int r0 = c.tid / kCodeHalves;
+      each_item<kM * kCodeHalves>(c.tid, [&](int k) {
+        const int r = r0 + k * (kThreads / kCodeHalves);
+        cp_async16(&st.raw.a[r * kPitch + 8 * j + 4 * h], row_block(c, 32, b0 + j, r) + 16 * h);
+      });
     }
-    for (int i = c.tid; i < kM * kScaleWords; i += kThreads) {  // weight scales, as words
-      const int r = i / kScaleWords, k = i % kScaleWords;
+    each_item<kM * kScaleWords>(c.tid, [&](int k) {  // weight scales, as words
+      const int i = c.tid + k * kThreads, r = i / kScaleWords, w = i % kScaleWords;
       const int64_t h0 = c.block(r, b0);
-      if (k <= (h0 + kc - 1) / 2 - h0 / 2)
-        cp_async4(&st.raw.dw[r][k], c.aux_word_of_half(h0) + 4 * k);
+      if (w <= (h0 + kc - 1) / 2 - h0 / 2)
+        cp_async4(&st.raw.dw[r][w], c.aux_word_of_half(h0) + 4 * w);
+    });
+    const int w = c.tid % kCodeWords, jw = w / 8;
+    if (jw < kc) {  // activation codes
+      const int s0 = c.tid / kCodeWords;
+      const int64_t off = (b0 + jw) * kActQ8_0Bytes + 4 + 4 * (w % 8);
+      each_item<kN * kCodeWords>(c.tid, [&](int k) {
+        const int s = s0 + k * (kThreads / kCodeWords);
+        if (s < c.live) cp_async4(&st.b[s * kPitch + w], c.xrow[s] + off);
+      });
     }
-#pragma unroll 4
-    for (int i = c.tid; i < c.live * 8 * kChunkBlocks; i += kThreads) {  // activation codes
-      const int s = i / (8 * kChunkBlocks), w = i % (8 * kChunkBlocks), j = w / 8;
-      if (j < kc) {
-        cp_async4(&st.b[s * kPitch + w], c.xrow[s] + (b0 + j) * kActQ8_0Bytes + 4 + 4 * (w % 8));
-      }
-    }
-    for (int i = c.tid; i < c.live * kChunkBlocks; i += kThreads) {  // activation scales
-      const int s = i / kChunkBlocks, j = i % kChunkBlocks;
-      if (j < kc) cp_async4(&st.raw.xd[j][s], c.xrow[s] + (b0 + j) * kActQ8_0Bytes);
+    const int js = c.tid % kChunkBlocks;
+    if (js < kc) {  // activation scales
+      const int s0 = c.tid / kChunkBlocks;
+      const int64_t off = (b0 + js) * kActQ8_0Bytes;
+      each_item<kN * kChunkBlocks>(c.tid, [&](int k) {
+        const int s = s0 + k * (kThreads / kChunkBlocks);
+        if (s < c.live) cp_async4(&st.raw.xd[js][s], c.xrow[s] + off);
+      });
     }
   }
   // Weight scale of tile row r, block j of the chunk; first = c.block(r, b0) & 1.
@@ -230,11 +278,11 @@ struct ImmaIq2XxsT {
   __device__ static void copy(Stage<ImmaIq2XxsT>& st, const Cta& c, int b, int) {
     copy_q8k_codes(st, c, b);
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
-    for (int i = c.tid; i < kM * 4; i += kThreads) {
-      const int r = i / 4, k = i % 4;
-      cp_async16(&st.raw.q[r * kRawPitch + 4 * k],
-                 c.body + c.block(r, b) * FmtIq2Xxs::kBody + 16 * k);
-    }
+    const int q = c.tid % 4, r0 = c.tid / 4;  // 16 bytes q of rows tid / 4 + 32 k
+    each_item<kM * 4>(c.tid, [&](int k) {
+      const int r = r0 + k * (kThreads / 4);
+      cp_async16(&st.raw.q[r * kRawPitch + 4 * q], row_block(c, FmtIq2Xxs::kBody, b, r) + 16 * q);
+    });
     if (c.tid < kM) cp_async4(&st.raw.dw[c.tid], c.aux_word_of_half(c.block(c.tid, b)));
   }
   // Thread tid decodes half tid / 64 (groups 4h .. 4h + 3) of tile row tid % 64.
@@ -284,18 +332,19 @@ struct ImmaQ2K {
   };
   __device__ static void copy(Stage<ImmaQ2K>& st, const Cta& c, int b, int) {
     copy_q8k_codes(st, c, b);
-    for (int i = c.tid; i < c.live * 9; i += kThreads) {
-      const int s = i / 9, k = i % 9;
-      if (k == 0) {
+    each_item<kN * 9>(c.tid, [&](int k) {
+      const int i = c.tid + k * kThreads, s = i / 9, w = i % 9;
+      if (s >= c.live) return;
+      if (w == 0) {
         cp_async4(&st.ss[s].d, c.xrow[s] + b * kQ8KBytes);
       } else {
-        cp_async4(&st.ss[s].bsums[k - 1], c.xrow[s] + b * kQ8KBytes + kQ8KBsums + 4 * (k - 1));
+        cp_async4(&st.ss[s].bsums[w - 1], c.xrow[s] + b * kQ8KBytes + kQ8KBsums + 4 * (w - 1));
       }
-    }
-    for (int i = c.tid; i < kM * 5; i += kThreads) {
-      const int r = i / 5, k = i % 5;
-      cp_async16(&st.raw.q[r * kRawPitch + 4 * k], c.body + c.block(r, b) * FmtQ2K::kBody + 16 * k);
-    }
+    });
+    each_item<kM * 5>(c.tid, [&](int k) {
+      const int i = c.tid + k * kThreads, r = i / 5, q = i % 5;
+      cp_async16(&st.raw.q[r * kRawPitch + 4 * q], row_block(c, FmtQ2K::kBody, b, r) + 16 * q);
+    });
     if (c.tid < kM) cp_async4(&st.raw.dd[c.tid], c.aux + 4 * c.block(c.tid, b));
   }
   // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
@@ -364,8 +413,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       if constexpr (std::is_same_v<P, ImmaQ2K>) {
         mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
       } else {
-        cc[nt][0] = cc[nt][1] = cc[nt][2] = cc[nt][3] = 0;
-        mma_s8(cc[nt], a, b0w, b1w);
+        mma_s8_fresh(cc[nt], a, b0w, b1w);
       }
     }
   };

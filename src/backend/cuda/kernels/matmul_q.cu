@@ -91,37 +91,41 @@ __device__ __forceinline__ int group_sum(int v) {
 
 // ---- activation encoders ----
 
+// Encoder grids: warp w of CTA (x, y) encodes block 8 x + w of row y (rows past 65,535 by a
+// stride of gridDim.y), so no thread divides a 64-bit block index (a subroutine of ~100
+// instructions on the GPU: with a warp per block, the Q8_0 encoder spent most of its time there).
+dim3 encode_grid(int64_t n_rows, int64_t nb) {
+  constexpr int64_t kMaxGridY = 65535;
+  return dim3(static_cast<unsigned>((nb + kWarpsPerCta - 1) / kWarpsPerCta),
+              static_cast<unsigned>(n_rows < kMaxGridY ? n_rows : kMaxGridY));
+}
+__device__ __forceinline__ int encode_block() {
+  return static_cast<int>(blockIdx.x) * kWarpsPerCta + static_cast<int>(threadIdx.x / kWarpSize);
+}
+
 // One warp per 32-value block; lane i encodes value i (quantize_act_q8_0).
 __global__ void __launch_bounds__(kCtaThreads)
     encode_q8_0_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, ActQ8_0* out) {
-  const int64_t blk_id = (static_cast<int64_t>(blockIdx.x) * kCtaThreads + threadIdx.x) / kWarpSize;
+  const int b = encode_block();
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  if (blk_id >= n_rows * nb) return;  // uniform per warp
-  const int64_t r = blk_id / nb;
-  const int64_t b = blk_id - r * nb;
-  const float v = x[r * stride + b * kQ8_0Elems + lane];
-  // fmax ignores NaN, as std::fmax does; the maximum does not depend on the order.
-  float amax = fmaxf(0.0f, fabsf(v));
+  if (b >= nb) return;  // uniform per warp
+  for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
+    const float v = x[r * stride + int64_t{b} * kQ8_0Elems + lane];
+    // fmax ignores NaN, as std::fmax does; the maximum does not depend on the order.
+    float amax = fmaxf(0.0f, fabsf(v));
 #pragma unroll
-  for (int off = kWarpSize / 2; off > 0; off >>= 1)
-    amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  ActQ8_0& o = out[blk_id];
-  o.qs[lane] = round_clamp_i8(v * id);
-  if (lane == 0) o.d = d;
+    for (int off = kWarpSize / 2; off > 0; off >>= 1)
+      amax = fmaxf(amax, __shfl_xor_sync(kFullMask, amax, off));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    ActQ8_0& o = out[r * nb + b];
+    o.qs[lane] = round_clamp_i8(v * id);
+    if (lane == 0) o.d = d;
+  }
 }
 
-// One warp per 256-value block; lane i holds values i + 32k, k < 8 (quantize_act_q8_k).
-__global__ void __launch_bounds__(kCtaThreads)
-    encode_q8_k_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, BlockQ8_K* out) {
-  const int64_t blk_id = (static_cast<int64_t>(blockIdx.x) * kCtaThreads + threadIdx.x) / kWarpSize;
-  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  if (blk_id >= n_rows * nb) return;  // uniform per warp
-  const int64_t r = blk_id / nb;
-  const int64_t b = blk_id - r * nb;
-  const float* xb = x + r * stride + b * kSuperElems;
-
+// quantize_act_q8_k of one block xb into o, on a warp (lane = the lane).
+__device__ void encode_q8_k_block(const float* xb, int lane, BlockQ8_K& o) {
   // First element of largest magnitude: per lane in index order with a strict >, then across
   // lanes by (larger magnitude, smaller index), a total order, so every lane ends with the same
   // winner. NaN never compares greater, so it is skipped as on the CPU.
@@ -151,7 +155,6 @@ __global__ void __launch_bounds__(kCtaThreads)
     }
   }
 
-  BlockQ8_K& o = out[blk_id];
   if (amax == 0.0f) {  // uniform: every lane holds the same amax
 #pragma unroll
     for (int k = 0; k < 8; ++k) o.qs[lane + kWarpSize * k] = 0;
@@ -169,6 +172,17 @@ __global__ void __launch_bounds__(kCtaThreads)
     if (lane % 16 == 0) o.bsums[2 * k + lane / 16] = static_cast<int16_t>(s);
   }
   if (lane == 0) o.d = 1.0f / iscale;
+}
+
+// One warp per 256-value block; lane i holds values i + 32k, k < 8 (quantize_act_q8_k).
+__global__ void __launch_bounds__(kCtaThreads)
+    encode_q8_k_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, BlockQ8_K* out) {
+  const int b = encode_block();
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (b >= nb) return;  // uniform per warp
+  for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
+    encode_q8_k_block(x + r * stride + int64_t{b} * kSuperElems, lane, out[r * nb + b]);
+  }
 }
 
 // Adds this iteration's block terms (held by each group's leader lane) to lane 0's accumulator
@@ -837,16 +851,14 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
   if (t == GgufType::kQ8_0) {
     const int64_t nb = cols / kQ8_0Elems;
     DS4_CHECK(nb <= INT_MAX);
-    const int64_t ctas = ctas_for_warps(n_rows * nb);
-    encode_q8_0_kernel<<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(
+    encode_q8_0_kernel<<<encode_grid(n_rows, nb), kCtaThreads, 0, stream>>>(
         x, n_rows, static_cast<int>(nb), stride, static_cast<ActQ8_0*>(out));
     DS4_CUDA_CHECK_LAUNCH();
     return;
   }
   const int64_t nb = cols / kSuperElems;  // Q2_K, Q4_K, IQ2_XXS: Q8_K activations
   DS4_CHECK(nb <= INT_MAX);
-  const int64_t ctas = ctas_for_warps(n_rows * nb);
-  encode_q8_k_kernel<<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(
+  encode_q8_k_kernel<<<encode_grid(n_rows, nb), kCtaThreads, 0, stream>>>(
       x, n_rows, static_cast<int>(nb), stride, static_cast<BlockQ8_K*>(out));
   DS4_CUDA_CHECK_LAUNCH();
 }
