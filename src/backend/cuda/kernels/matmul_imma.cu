@@ -7,12 +7,13 @@
 // chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS
 // shared-memory stages (DS4_CUDA_IMMA_STAGES, default 2): while the warps multiply chunk c, chunks
 // c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the activations' codes and
-// scales. Q8_0's weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from
-// their stage into one int8 A tile before the chunk's products (the first version loaded them a
-// chunk ahead into registers). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes
-// so that a fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales, and
-// the chunk's weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile run
-// side by side and the tile comes from HBM about once.
+// scales (Q8_0 activations, where their chunks are 16-byte aligned, as whole stored chunks). Q8_0's
+// weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from their stage into
+// one int8 A tile before the chunk's products (the first version loaded them a chunk ahead into
+// registers). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes so that a
+// fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales, and the chunk's
+// weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile run side by side
+// and the tile comes from HBM about once.
 //
 // Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
 //   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
@@ -128,7 +129,7 @@ __device__ __forceinline__ void mma_s8_fresh(int (&d)[4], const uint32_t (&a)[4]
 // decoded into Decoded before the products).
 template <class P>
 struct alignas(16) Stage {
-  uint32_t b[kN * kPitch];
+  uint32_t b[kN * P::kBPitch];
   typename P::Raw raw;
   typename P::SlotSide ss[kN];
 };
@@ -173,7 +174,7 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
   const int64_t off = b * kQ8KBytes + 4 + 4 * w;
   each_item<kN * kWords>(c.tid, [&](int k) {
     const int s = s0 + k * (kThreads / kWords);
-    if (s < c.live) cp_async4(&st.b[s * kPitch + w], c.xrow[s] + off);
+    if (s < c.live) cp_async4(&st.b[s * P::kBPitch + w], c.xrow[s] + off);
   });
 }
 
@@ -188,10 +189,25 @@ __device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_
 // (a chunk's weight bytes in a stage), copy (the cp.async of a chunk into a stage), kDecodes and
 // decode (the stage's weights into the int8 A tile of Decoded), and the epilogues ----
 
-struct ImmaQ8_0 {
+// kRawX: the slots' rows are staged as the encoder wrote them, each chunk's 8 blocks (288 bytes:
+// a 4-byte scale, then 32 codes, per block) in 18 copies of 16 bytes per slot, instead of 64
+// copies of 4 bytes for the codes (which sit at offset 4 of their 36-byte block, too misaligned
+// for 16-byte copies); block j's codes are then words 9 j + 1 .. 9 j + 8 of the slot's row, read
+// in place by the B fragments. It needs 16-byte aligned chunks: every chunk whole (nb % 8 == 0)
+// and the encoded rows and groups at multiples of 16 bytes (raw_x_fits).
+template <bool kRawX>
+struct ImmaQ8_0T {
   using Fmt = FmtQ8_0;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
   static constexpr bool kTables = false, kDecodes = false;
+  static constexpr int kChunkBytes = kChunkBlocks * static_cast<int>(kActQ8_0Bytes);  // 288
+  // Words per staged slot row: the chunk plus 16 bytes (raw: 19 units of 16 bytes, an odd number,
+  // so the 8 rows x 4 words of a fragment load fall in 32 different banks).
+  static constexpr int kBPitch = kRawX ? kChunkBytes / 4 + 4 : kPitch;
+  static_assert(!kRawX || ((kBPitch / 4) % 2 == 1 && kChunkBytes % 16 == 0),
+                "raw rows: whole 16-byte units, an odd number per staged row");
+  // The first word of step ks's codes in a staged slot row.
+  __device__ static constexpr int b_word0(int ks) { return kRawX ? 9 * ks + 1 : 8 * ks; }
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
   static constexpr int kScaleWords = 6;
@@ -208,7 +224,7 @@ struct ImmaQ8_0 {
   // tid / 16 + 8 k; activation codes, word w = tid % 64 (block w / 8) of slots tid / 64 + 2 k;
   // activation scales, block tid % 8 of slots tid / 8 + 16 k (the first version's strided loops
   // gave every thread the same items).
-  __device__ static void copy(Stage<ImmaQ8_0>& st, const Cta& c, int b0, int kc) {
+  __device__ static void copy(Stage<ImmaQ8_0T>& st, const Cta& c, int b0, int kc) {
     constexpr int kCodeHalves = 2 * kChunkBlocks, kCodeWords = 8 * kChunkBlocks;
     const int j = (c.tid / 2) % kChunkBlocks, h = c.tid % 2;
     if (j < kc) {  // weight codes, 16 bytes
@@ -224,14 +240,23 @@ struct ImmaQ8_0 {
       if (w <= (h0 + kc - 1) / 2 - h0 / 2)
         cp_async4(&st.raw.dw[r][w], c.aux_word_of_half(h0) + 4 * w);
     });
-    const int w = c.tid % kCodeWords, jw = w / 8;
-    if (jw < kc) {  // activation codes
-      const int s0 = c.tid / kCodeWords;
-      const int64_t off = (b0 + jw) * kActQ8_0Bytes + 4 + 4 * (w % 8);
-      each_item<kN * kCodeWords>(c.tid, [&](int k) {
-        const int s = s0 + k * (kThreads / kCodeWords);
-        if (s < c.live) cp_async4(&st.b[s * kPitch + w], c.xrow[s] + off);
+    if constexpr (kRawX) {  // the slots' chunks as stored (kc is always kChunkBlocks here)
+      constexpr int kUnits = kChunkBytes / 16;
+      const int64_t off = b0 * kActQ8_0Bytes;
+      each_item<kN * kUnits>(c.tid, [&](int k) {
+        const int i = c.tid + k * kThreads, s = i / kUnits, u = i % kUnits;
+        if (s < c.live) cp_async16(&st.b[s * kBPitch + 4 * u], c.xrow[s] + off + 16 * u);
       });
+    } else {
+      const int w = c.tid % kCodeWords, jw = w / 8;
+      if (jw < kc) {  // activation codes
+        const int s0 = c.tid / kCodeWords;
+        const int64_t off = (b0 + jw) * kActQ8_0Bytes + 4 + 4 * (w % 8);
+        each_item<kN * kCodeWords>(c.tid, [&](int k) {
+          const int s = s0 + k * (kThreads / kCodeWords);
+          if (s < c.live) cp_async4(&st.b[s * kBPitch + w], c.xrow[s] + off);
+        });
+      }
     }
     const int js = c.tid % kChunkBlocks;
     if (js < kc) {  // activation scales
@@ -244,11 +269,15 @@ struct ImmaQ8_0 {
     }
   }
   // Weight scale of tile row r, block j of the chunk; first = c.block(r, b0) & 1.
-  __device__ static float row_scale(const Stage<ImmaQ8_0>& st, int r, int first, int j) {
+  __device__ static float row_scale(const Stage<ImmaQ8_0T>& st, int r, int first, int j) {
     const int i = first + j;
     return half_of_word(st.raw.dw[r][i / 2], i);
   }
 };
+template <class P>
+inline constexpr bool kIsQ8_0 = false;
+template <bool kRawX>
+inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX>> = true;
 
 // kAluSigns: the decode forms the sign patterns with a population count instead of reading the
 // 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes).
@@ -257,6 +286,8 @@ struct ImmaIq2XxsT {
   using Fmt = FmtIq2Xxs;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
+  static constexpr int kBPitch = kPitch;
+  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
   static constexpr int kRawPitch = 20;
@@ -311,6 +342,8 @@ struct ImmaQ2K {
   using Fmt = FmtQ2K;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = false, kDecodes = true;
+  static constexpr int kBPitch = kPitch;
+  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
   static constexpr int kRawPitch = 20;
@@ -395,7 +428,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
   const int r_lo = warp * 16 + imma::frag_c_row(lane, 0), r_hi = r_lo + 8;
   const int steps = kc * P::kBlockSteps;
   int first_lo = 0, first_hi = 0;  // Q8_0: the parity of the rows' first scale in its word
-  if constexpr (std::is_same_v<P, ImmaQ8_0>) {
+  if constexpr (kIsQ8_0<P>) {
     first_lo = static_cast<int>(c.block(r_lo, b0) & 1);
     first_hi = static_cast<int>(c.block(r_hi, b0) & 1);
   }
@@ -407,9 +440,9 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (!kFull && nt >= nv) break;
-      const uint32_t* bt = st.b + nt * 8 * kPitch + 8 * ks;
-      const uint32_t b0w = bt[imma::frag_b_word(lane, 0, kPitch)];
-      const uint32_t b1w = bt[imma::frag_b_word(lane, 1, kPitch)];
+      const uint32_t* bt = st.b + nt * 8 * P::kBPitch + P::b_word0(ks);
+      const uint32_t b0w = bt[imma::frag_b_word(lane, 0, P::kBPitch)];
+      const uint32_t b1w = bt[imma::frag_b_word(lane, 1, P::kBPitch)];
       if constexpr (std::is_same_v<P, ImmaQ2K>) {
         mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
       } else {
@@ -420,7 +453,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
   // What step ks's sums add to the outputs (Q8_0: block ks's float terms, in block order;
   // IQ2_XXS: group ks's sums times 2s + 1, exact integers).
   const auto terms = [&](int ks, const int(&cc)[kNTiles][4]) {
-    if constexpr (std::is_same_v<P, ImmaQ8_0>) {
+    if constexpr (kIsQ8_0<P>) {
       const float w_lo = P::row_scale(st, r_lo, first_lo, ks);
       const float w_hi = P::row_scale(st, r_hi, first_hi, ks);
 #pragma unroll
@@ -640,6 +673,14 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
   }
 }
 
+// Q8_0 activations can be staged as whole 16-byte aligned chunks (ImmaQ8_0T<true>): every chunk
+// whole and every slot's row, and its group's share, 16-byte aligned.
+bool raw_x_fits(const ImmaProduct& p) {
+  return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 &&
+         reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 && p.enc_row_bytes % 16 == 0 &&
+         p.enc_group_bytes % 16 == 0;
+}
+
 }  // namespace
 
 bool imma_has_format(gguf::GgufType t) {
@@ -661,7 +702,13 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
       reinterpret_cast<uintptr_t>(p.body) % 16 == 0 && reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
       "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
-    case GgufType::kQ8_0: launch<ImmaQ8_0>(p, stream); break;
+    case GgufType::kQ8_0:
+      if (raw_x_fits(p)) {
+        launch<ImmaQ8_0T<true>>(p, stream);
+      } else {
+        launch<ImmaQ8_0T<false>>(p, stream);
+      }
+      break;
     case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
     default:
       // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
