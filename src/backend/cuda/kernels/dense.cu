@@ -240,16 +240,15 @@ void launch_rms_norm(const float* x, int64_t rows, int64_t cols, int64_t segment
   // threads: a 256-thread CTA spent ~10 us on its 64 dependent additions per thread.
   const int64_t ctas = rows * (cols / segment);
   const int threads = ctas < 64 && segment >= 4096 ? 1024 : kThreads;
-  const int64_t per = segment % kThreads == 0 ? segment / kThreads : 0;
-  if (threads == kThreads && (per == 2 || per == 4 || per == 16 || per == 64)) {
-    switch (per) {  // the model's segments: 512, 1,024, 4,096 and 16,384 values
-      case 2: rms_norm_held_kernel<2><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-      case 4: rms_norm_held_kernel<4><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-      case 16: rms_norm_held_kernel<16><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-      default: rms_norm_held_kernel<64><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-    }
-  } else {
-    rms_norm_kernel<<<ctas, threads, 0, s>>>(x, cols, segment, w, y);
+  // The model's segments (512, 1,024, 4,096 and 16,384 values) on 256-thread CTAs hold their
+  // values in registers.
+  const int64_t per = threads == kThreads && segment % kThreads == 0 ? segment / kThreads : 0;
+  switch (per) {
+    case 2: rms_norm_held_kernel<2><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
+    case 4: rms_norm_held_kernel<4><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
+    case 16: rms_norm_held_kernel<16><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
+    case 64: rms_norm_held_kernel<64><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
+    default: rms_norm_kernel<<<ctas, threads, 0, s>>>(x, cols, segment, w, y); break;
   }
   DS4_CUDA_CHECK_LAUNCH();
 }

@@ -15,13 +15,6 @@ namespace {
 constexpr int kIhd = 128;       // indexer head dim
 constexpr int kBatchRows = 16;  // rows from which a launch is a batch (attention.cu's too)
 
-// Compressed rows blockIdx.x * kScoreRows .. of batch row blockIdx.y, replicating the CPU's AVX2
-// kernel operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
-// multiply-add chain over the 128 dims, then per lane l of 8 a fused chain over heads 8j + l of
-// relu(dot) * w, then the same horizontal sum. The row's queries and the tile's keys are staged
-// in shared memory; thread (c, g) runs the dims chains of row c for heads g, g + 16, .. side by
-// side, and one thread per row then combines the heads in the CPU's order. n_ih is a multiple of
-// 8 and at most kMaxIndexerHeads.
 // The indexer's row score from its heads' dots, in the CPU's order: per lane l of 8 a fused chain
 // over heads 8j + l of relu(dot) * (w * wscale), then the horizontal sum.
 __device__ float combine_heads(const float* dots, const float* w, float wscale, int n_ih) {
@@ -42,6 +35,13 @@ constexpr int kHeadGroups = 256 / kScoreRows;
 constexpr int kMaxIndexerHeads = 64;
 constexpr int kQPitch = kIhd + 1;  // padded: the two heads a warp reads sit in different banks
 
+// Compressed rows blockIdx.x * kScoreRows .. of batch row blockIdx.y, replicating the CPU's AVX2
+// kernel operation for operation (backend/cpu/x86/indexer_scores_avx2.cpp): per head a fused
+// multiply-add chain over the 128 dims, then per lane l of 8 a fused chain over heads 8j + l of
+// relu(dot) * w, then the same horizontal sum. The row's queries and the tile's keys are staged
+// in shared memory; thread (c, g) runs the dims chains of row c for heads g, g + 16, .. side by
+// side, and one thread per row then combines the heads in the CPU's order. n_ih is a multiple of
+// 8 and at most kMaxIndexerHeads.
 __global__ void __launch_bounds__(256)
     indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
                           const float* w_all, int64_t w_stride, float wscale, int n_ih, int top_k,

@@ -178,11 +178,11 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
   });
 }
 
-// Where block b (of block_bytes bytes) of tile row r starts in the body plane (rows past the
-// tile's last read the last again).
+// Where block b (of block_bytes bytes) of tile row r starts in the body plane (Cta::block: rows
+// past the tile's last read the last again).
 __device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_bytes, int b,
                                                     int r) {
-  return c.body + ((c.row0 + min(r, c.last)) * c.nb + b) * block_bytes;
+  return c.body + c.block(r, b) * block_bytes;
 }
 
 // ---- formats. Each has: kChunkBlocks (blocks per chunk), kBlockSteps (K steps per block), Raw
@@ -258,8 +258,10 @@ struct ImmaQ8_0T {
         });
       }
     }
+    // The activation scales by block, pairs of slots side by side for the terms' 8-byte loads
+    // (with kRawX they also arrive in the chunks above, a slot row apart).
     const int js = c.tid % kChunkBlocks;
-    if (js < kc) {  // activation scales
+    if (js < kc) {
       const int s0 = c.tid / kChunkBlocks;
       const int64_t off = (b0 + js) * kActQ8_0Bytes;
       each_item<kN * kChunkBlocks>(c.tid, [&](int k) {
