@@ -59,6 +59,8 @@
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
 #   idxwide  ds4-cuda-check with the prefill indexer scores on 64-row CTAs (DS4_CUDA_INDEXER_TILE=1),
 #            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
+#   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
+#            on the register-tiled 64-head kernel (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -234,6 +236,7 @@ idxwide() {
 }
 export -f idxwide
 has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
+has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
