@@ -13,6 +13,7 @@
 #   profchunk per-kernel GPU times (ncu) of the 2048-row prefill chunk at 6,144 (up to 8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
+#   fillchunk fill's sections for the chunk at 6,144 (profchunk's run; KREGEX, KERNELS)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -61,6 +62,10 @@
 #            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
 #   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
 #            on the register-tiled 64-head kernel (the default)
+#   scorerows the same with the prefill attention scores on 64-row CTAs (DS4_CUDA_SCORE_ROWS=64)
+#            and on 128-row CTAs (the default)
+#   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
+#            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -237,6 +242,10 @@ idxwide() {
 export -f idxwide
 has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
+has scorerows && step scorerows 400 ab scorerows DS4_CUDA_SCORE_ROWS 64 128 &&
+  tail -4 "$out/scorerows.log"
+has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
+  tail -4 "$out/floatrows.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
@@ -253,6 +262,10 @@ fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
   tail -3 "$out/fill.log"
+fi
+if has fillchunk; then
+  OUT=$out step fillchunk 300 bash tools/cuda/profile_flash.sh fillchunk
+  tail -3 "$out/fillchunk.log"
 fi
 if has deep; then
   OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep

@@ -15,32 +15,59 @@
 // Against attention.cu's kernel (16 heads x 256 dims, a thread 4 heads x 4 dims): a quarter of
 // the value loads from L2 (each cached row reaches two CTAs per batch row instead of eight) and
 // half the shared-memory wavefronts per fused multiply-add; the same exponentials per batch row.
-#include "backend/cuda/kernels/attention_sum_tile.cuh"
-
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/async_copy.cuh"
 #include "backend/cuda/kernels/attention_rows.cuh"
+#include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "base/check.h"
 
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kTHeads = 64;     // heads per CTA
-constexpr int kTDims = 256;     // dims per CTA
-constexpr int kTRows = 32;      // cached rows per round
-constexpr int kTThreads = 256;  // warp w: heads 32 (w % 2) .., dims 64 (w / 2) ..
-constexpr int kTWPitch = kTHeads + 4;  // floats per staged weight row (16-byte aligned rows)
-constexpr int kTValFloats = kTRows * kTDims;   // one stage of values
+constexpr int kTHeads = 64;                   // heads per CTA
+constexpr int kTDims = 256;                   // dims per CTA
+constexpr int kTRows = 32;                    // cached rows per round
+constexpr int kTThreads = 256;                // warp w: heads 32 (w % 2) .., dims 64 (w / 2) ..
+constexpr int kTWPitch = kTHeads + 4;         // floats per staged weight row (16-byte aligned rows)
+constexpr int kTValFloats = kTRows * kTDims;  // one stage of values
 constexpr int kTWtFloats = kTRows * kTWPitch;  // one stage of weights
 constexpr size_t kTSmem = sizeof(float) * (2 * (kTValFloats + kTWtFloats) + kTRows * kTHeads);
 constexpr int kTCopies = kTRows * kTDims / 4 / kTThreads;  // 16-byte value copies per round
 constexpr int kTScores = kTRows * kTHeads / kTThreads;     // scores per thread per round
-static_assert(kTCopies * 4 * kTThreads == kTRows * kTDims && kTScores * kTThreads == kTRows * kTHeads,
+static_assert(kTCopies * 4 * kTThreads == kTRows * kTDims &&
+                  kTScores * kTThreads == kTRows * kTHeads,
               "whole copies and scores per thread");
 static_assert(kTHeads * kTDims <= 2 * kTValFloats, "the outputs fit where the values were staged");
 static_assert(kHd % kTDims == 0 && kHd - kNope <= kTDims && kNope / kTDims == (kHd - 1) / kTDims,
               "the rotated tail lies in one CTA's dims");
+
+// mx[h] = the maximum over head h's sink and its n scores (at sc + h * stride), for h < n_here:
+// warp w takes heads w + 8 j and loads a row of all 8 at once (the maximum is order-free). Kept
+// out of line, so that its registers do not weigh on the product's allocation.
+__device__ __noinline__ void tile_maxima(const float* sc, int64_t stride, int n, int n_here,
+                                         const float* sinks, float* mx) {
+  constexpr int kWarps = kTThreads / 32, kPerWarp = kTHeads / kWarps;
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  float m[kPerWarp];
+#pragma unroll
+  for (int j = 0; j < kPerWarp; ++j) m[j] = __int_as_float(0xff800000u);  // -inf
+#pragma unroll 2
+  for (int i = lane; i < n; i += 32) {
+#pragma unroll
+    for (int j = 0; j < kPerWarp; ++j) {
+      const int h = warp + kWarps * j;
+      if (h < n_here) m[j] = fmaxf(m[j], sc[h * stride + i]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerWarp; ++j) {
+    for (int off = 16; off > 0; off /= 2)
+      m[j] = fmaxf(m[j], __shfl_xor_sync(0xffffffffu, m[j], off));
+    const int h = warp + kWarps * j;
+    if (lane == 0 && h < n_here) mx[h] = fmaxf(sinks[h], m[j]);
+  }
+}
 
 __global__ void __launch_bounds__(kTThreads, 2)
     attention_sum_tile_kernel(AttentionGeometry g, const float* ring, const float* comp,
@@ -60,10 +87,7 @@ __global__ void __launch_bounds__(kTThreads, 2)
   const int n_here = min(kTHeads, g.n_head - hbase);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const float* const sc0 = scratch + (int64_t{t} * g.n_head + hbase) * g.max_rows;
-  for (int h = warp; h < n_here; h += kTThreads / 32) {
-    const float m = head_max(sc0 + int64_t{h} * g.max_rows, rg.n_rows, sinks[hbase + h], lane);
-    if (lane == 0) mx[h] = m;
-  }
+  tile_maxima(sc0, g.max_rows, rg.n_rows, n_here, sinks + hbase, mx);
   __syncthreads();
 
   // Staging: this thread's scores are row ks of the round, heads hs + 8 j (a warp's load covers
