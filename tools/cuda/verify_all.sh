@@ -54,6 +54,7 @@
 #   chunk    the same with 512- and 2048-row prefill chunks (CHUNK; the probes must agree: the
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
+#   chunk24  the same with 2048- and 4096-row prefill chunks
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 #   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
@@ -62,8 +63,6 @@
 #            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
 #   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
 #            on the register-tiled 64-head kernel (the default)
-#   scorerows the same with the prefill attention scores on 64-row CTAs (DS4_CUDA_SCORE_ROWS=64)
-#            and on 128-row CTAs (the default)
 #   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
 #            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
@@ -147,7 +146,7 @@ kernels() {
     DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
 }
 export -f kernels
-has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
+has kernels && step kernels 200 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
@@ -234,6 +233,7 @@ has dims4 && step dims4 400 ab dims4 DS4_CUDA_SUM_DIMS 2 4 && tail -4 "$out/dims
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
+has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 idxwide() {
   DS4_CUDA_INDEXER_TILE=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
@@ -242,8 +242,6 @@ idxwide() {
 export -f idxwide
 has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
-has scorerows && step scorerows 400 ab scorerows DS4_CUDA_SCORE_ROWS 64 128 &&
-  tail -4 "$out/scorerows.log"
 has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
   tail -4 "$out/floatrows.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"

@@ -388,75 +388,60 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
 // so the scores are exact products summed in double in another order, then rounded to float:
 // the contract of the per-warp kernel above (and of the CPU's f32 dot). Batches only; the
 // per-warp kernel serves decode, whose one row gives few CTAs here.
-// kRows = 64: warps of 16 heads x 32 rows (2 x 4 tiles), 32 dims per chunk. kRows = 128: warps
-// of 32 heads x 32 rows (4 x 4 tiles: 8 fragment loads per 16 products instead of 6 per 8, so
-// half the shared-memory wavefronts per product), 16 dims per chunk (the staging registers and
-// the static shared memory of a taller tile stay within two CTAs per SM).
-constexpr int kDmHeads = 64, kDmThreads = 256;
-template <int kRows>
-struct DmScores {
-  static constexpr int kChunk = kRows == 64 ? 32 : 16;  // dims per staged chunk
-  static constexpr int kPitch = kChunk + 4;  // doubles: a fragment's 8 x 4 reads hit distinct banks
-  static constexpr int kWn = kRows / 32, kWm = 8 / kWn;  // warps across rows, across heads
-  static constexpr int kMt = kDmHeads / 8 / kWm;         // m8 tiles (of heads) per warp
-  static constexpr int kQLoads = kDmHeads * kChunk / kDmThreads;
-  static constexpr int kKLoads = kRows * kChunk / kDmThreads;
-  static constexpr int kStride = kDmThreads / kChunk;  // staged rows per load
-  static_assert((kRows == 64 || kRows == 128) && kStride * kQLoads == kDmHeads &&
-                    kStride * kKLoads == kRows,
-                "a thread stages kQLoads query and kKLoads row values per chunk");
-};
+constexpr int kDmHeads = 64, kDmRows = 64, kDmChunk = 32, kDmThreads = 256;
+constexpr int kDmPitch = kDmChunk + 4;  // doubles: a fragment's 8 x 4 reads hit distinct banks
+constexpr int kDmLoads = kDmHeads * kDmChunk / kDmThreads;
+static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
+                  kDmThreads / kDmChunk * kDmLoads == kDmHeads,
+              "a thread stages kDmLoads query and row values per chunk");
 
-template <int kRows>
-__global__ void __launch_bounds__(kDmThreads, 2)
+__global__ void __launch_bounds__(kDmThreads)
     attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
                                  const float* ring, const float* comp, const int32_t* visible_all,
                                  int p0, float* scratch) {
-  using D = DmScores<kRows>;
-  __shared__ double qs[kDmHeads][D::kPitch];
-  __shared__ double ks[kRows][D::kPitch];
+  __shared__ double qs[kDmHeads][kDmPitch];
+  __shared__ double ks[kDmRows][kDmPitch];
   const int t = static_cast<int>(blockIdx.z);
   const RowGeometry rg(g, visible_all, p0 + t, t);
-  const int i0 = static_cast<int>(blockIdx.x) * kRows;
+  const int i0 = static_cast<int>(blockIdx.x) * kDmRows;
   if (i0 >= rg.n_rows) return;  // uniform per CTA
   const int hbase = static_cast<int>(blockIdx.y) * kDmHeads;
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int wm = warp % D::kWm, wn = warp / D::kWm;
+  const int wm = warp % 4, wn = warp / 4;
   const int gq = lane / 4, tq = lane % 4;
-  // Staging: value m of this thread is tile row srow + kStride m, dim sdim of the chunk.
-  const int srow = tid / D::kChunk, sdim = tid % D::kChunk;
+  // Staging: value m of this thread is tile row (tid / 32) + 8 m, dim (tid % 32) of the chunk.
+  const int srow = tid / kDmChunk, sdim = tid % kDmChunk;
   const float* qt = q_all + t * q_stride;
-  const float* rows[D::kKLoads];
+  const float* rows[kDmLoads];
 #pragma unroll
-  for (int m = 0; m < D::kKLoads; ++m) {
-    const int i = i0 + srow + D::kStride * m;
+  for (int m = 0; m < kDmLoads; ++m) {
+    const int i = i0 + srow + 8 * m;
     rows[m] = i < rg.n_rows ? rg.row(g, ring, comp, i) : nullptr;
   }
-  float qn[D::kQLoads], kn[D::kKLoads];
+  float qn[kDmLoads], kn[kDmLoads];
   const auto fetch = [&](int c) {
-    const int d = c * D::kChunk + sdim;
 #pragma unroll
-    for (int m = 0; m < D::kQLoads; ++m) {
-      const int h = hbase + srow + D::kStride * m;
+    for (int m = 0; m < kDmLoads; ++m) {
+      const int h = hbase + srow + 8 * m, d = c * kDmChunk + sdim;
       qn[m] = h < g.n_head ? qt[int64_t{h} * kHd + d] : 0.0f;
+      kn[m] = rows[m] != nullptr ? rows[m][d] : 0.0f;
     }
-#pragma unroll
-    for (int m = 0; m < D::kKLoads; ++m) kn[m] = rows[m] != nullptr ? rows[m][d] : 0.0f;
   };
-  double acc[D::kMt][4][2] = {};
+  double acc[2][4][2] = {};
   fetch(0);
-  for (int c = 0; c < kHd / D::kChunk; ++c) {
+  for (int c = 0; c < kHd / kDmChunk; ++c) {
 #pragma unroll
-    for (int m = 0; m < D::kQLoads; ++m) qs[srow + D::kStride * m][sdim] = qn[m];
-#pragma unroll
-    for (int m = 0; m < D::kKLoads; ++m) ks[srow + D::kStride * m][sdim] = kn[m];
+    for (int m = 0; m < kDmLoads; ++m) {
+      qs[srow + 8 * m][sdim] = static_cast<double>(qn[m]);
+      ks[srow + 8 * m][sdim] = static_cast<double>(kn[m]);
+    }
     __syncthreads();
-    if (c + 1 < kHd / D::kChunk) fetch(c + 1);
+    if (c + 1 < kHd / kDmChunk) fetch(c + 1);
 #pragma unroll
-    for (int kk = 0; kk < D::kChunk / 4; ++kk) {
-      double a[D::kMt], b[4];
+    for (int kk = 0; kk < kDmChunk / 4; ++kk) {
+      double a[2], b[4];
 #pragma unroll
-      for (int i = 0; i < D::kMt; ++i) a[i] = qs[8 * (D::kMt * wm + i) + gq][4 * kk + tq];
+      for (int i = 0; i < 2; ++i) a[i] = qs[16 * wm + 8 * i + gq][4 * kk + tq];
 #pragma unroll
       for (int j = 0; j < 4; ++j) b[j] = ks[32 * wn + 8 * j + gq][4 * kk + tq];
       mma_f64_tiles(acc, a, b);
@@ -465,8 +450,8 @@ __global__ void __launch_bounds__(kDmThreads, 2)
   }
   const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
 #pragma unroll
-  for (int i = 0; i < D::kMt; ++i) {
-    const int h = hbase + 8 * (D::kMt * wm + i) + gq;
+  for (int i = 0; i < 2; ++i) {
+    const int h = hbase + 16 * wm + 8 * i + gq;
     if (h >= g.n_head) continue;
     float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
 #pragma unroll
@@ -850,20 +835,11 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
   // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
   static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
-  // DS4_CUDA_SCORE_ROWS=64 keeps batches on CTAs of 64 cached rows (for comparisons; same
-  // results), instead of 128.
-  static const int score_rows = env_choice("DS4_CUDA_SCORE_ROWS", {64, 128}, 128);
   if (rows.n >= kSumBatchRows && dmma_scores) {
-    const auto run = [&](auto kernel, int tile_rows) {
-      const dim3 grid((g.max_rows + tile_rows - 1) / tile_rows,
-                      (g.n_head + kDmHeads - 1) / kDmHeads, rows.n);
-      kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible, rows.p0, scratch);
-    };
-    if (score_rows == 128) {
-      run(attention_scores_dmma_kernel<128>, 128);
-    } else {
-      run(attention_scores_dmma_kernel<64>, 64);
-    }
+    const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
+                    rows.n);
+    attention_scores_dmma_kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible,
+                                                             rows.p0, scratch);
   } else {
     const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
                     (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);

@@ -506,7 +506,7 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .n_enc_rows = 96,
        .wants_imma = true},
       {.name = "640 slots, 1800 rows",  // F16/F32: 128-row tiles (enough CTAs for every SM)
-       .cols = col_sizes[1],
+       .cols = col_sizes[0],
        .out = 1800,
        .n_slots = 640,
        .n_enc_rows = 640,
