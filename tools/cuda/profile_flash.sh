@@ -19,6 +19,9 @@
 #                 (tensor-core and float products, HC pre-step, attention): $OUT/ncu-fill.csv.
 #                 24 launches did not finish in 226 s on the H200 (each section replays a
 #                 launch several times, saving and restoring the memory it may write).
+#                 KREGEX replaces the kernel-name pattern; LSKIP skips that many matching
+#                 launches first.
+#   fillchunk     fill's sections in the chunk run (the chunk at AT): $OUT/ncu-fillchunk.csv.
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -32,12 +35,13 @@ if [[ $mode == deep ]]; then
   metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
   metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
   metrics+=(--launch-count "${KERNELS:-100}")
-elif [[ $mode == fill ]]; then
+elif [[ $mode == fill || $mode == fillchunk ]]; then
   metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
-    --kernel-name "regex:imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores"
-    --launch-count "${KERNELS:-8}" --csv --page raw --log-file "$out/ncu-$mode.csv")
+    --kernel-name "regex:${KREGEX:-imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores}"
+    --launch-skip "${LSKIP:-0}" --launch-count "${KERNELS:-8}" --csv --page raw
+    --log-file "$out/ncu-$mode.csv")
 fi
-if [[ $mode == chunk ]]; then
+if [[ $mode == chunk || $mode == fillchunk ]]; then
   head -c "${PROMPT_BYTES:-31000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
   export DS4_CUDA_PROFILE_AT=${AT:-6144}
   range=(--profile-from-start off)

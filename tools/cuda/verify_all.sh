@@ -13,6 +13,7 @@
 #   profchunk per-kernel GPU times (ncu) of the 2048-row prefill chunk at 6,144 (up to 8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
+#   fillchunk fill's sections for the chunk at 6,144 (profchunk's run; KREGEX, KERNELS)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -53,12 +54,17 @@
 #   chunk    the same with 512- and 2048-row prefill chunks (CHUNK; the probes must agree: the
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
+#   chunk24  the same with 2048- and 4096-row prefill chunks
 #   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
 #            and on a CTA per row
 #   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
 #   idxwide  ds4-cuda-check with the prefill indexer scores on 64-row CTAs (DS4_CUDA_INDEXER_TILE=1),
 #            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
+#   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
+#            on the register-tiled 64-head kernel (the default)
+#   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
+#            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -140,7 +146,7 @@ kernels() {
     DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
 }
 export -f kernels
-has kernels && step kernels 150 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
+has kernels && step kernels 200 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
@@ -227,6 +233,7 @@ has dims4 && step dims4 400 ab dims4 DS4_CUDA_SUM_DIMS 2 4 && tail -4 "$out/dims
 has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
+has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 idxwide() {
   DS4_CUDA_INDEXER_TILE=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
@@ -234,6 +241,9 @@ idxwide() {
 }
 export -f idxwide
 has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
+has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
+has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
+  tail -4 "$out/floatrows.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
@@ -250,6 +260,10 @@ fi
 if has fill; then
   OUT=$out step fill 300 bash tools/cuda/profile_flash.sh fill
   tail -3 "$out/fill.log"
+fi
+if has fillchunk; then
+  OUT=$out step fillchunk 300 bash tools/cuda/profile_flash.sh fillchunk
+  tail -3 "$out/fillchunk.log"
 fi
 if has deep; then
   OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep

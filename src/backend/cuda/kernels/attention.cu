@@ -7,6 +7,8 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/attention_rows.cuh"
+#include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
 #include "backend/cuda/kernels/topk.cuh"
@@ -14,8 +16,6 @@
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kHd = 512;
-constexpr int kNope = 448;
 constexpr int kIhd = 128;
 
 // One warp simulates FP8 on a block of 64 values (amax floor 1e-4, power-of-two scale).
@@ -321,39 +321,6 @@ __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope
 // every cached row once per head (84 MB from L2 per layer at 2k context). Here the scores kernel
 // has a CTA per (tile of cached rows, group of heads) and the weighted-sum kernel a CTA per
 // (group of heads, range of dims): each cached value reaches a CTA once for several heads.
-
-struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
-  int n_raw, raw_head, n_rows;
-  const int32_t* visible;  // the indexer's picks, or nullptr: compressed rows 0 ..
-  __device__ RowGeometry(const AttentionGeometry& g, const int32_t* visible_all, int pos, int t) {
-    n_raw = min(g.raw_cap, pos + 1);
-    raw_head = (pos + 1 - n_raw) % g.ring_cap;
-    const int n_all = g.ratio != 0 ? (pos + 1) / g.ratio : 0;
-    const bool indexed = g.ratio == 4 && n_all > g.top_k;
-    visible = indexed ? visible_all + int64_t{t} * g.top_k : nullptr;
-    n_rows = n_raw + (indexed ? g.top_k : n_all);
-  }
-  __device__ const float* row(const AttentionGeometry& g, const float* ring, const float* comp,
-                              int i) const {
-    if (i < n_raw) {
-      // (raw_head + i) % ring_cap without a division (raw_head < ring_cap and i < n_raw <= raw_cap
-      // <= ring_cap, launch_attention's check): the division's conversions run on the XU pipe,
-      // once per staged row and thread of the weighted sum.
-      const int slot = raw_head + i;
-      return ring + int64_t{slot >= g.ring_cap ? slot - g.ring_cap : slot} * kHd;
-    }
-    const int c = i - n_raw;
-    return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
-  }
-};
-
-// The maximum over a head's sink and its n scores, on every lane of the calling warp.
-__device__ float head_max(const float* sc, int n, float sink, int lane) {
-  float m = sink;
-  for (int i = lane; i < n; i += 32) m = fmaxf(m, sc[i]);
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  return m;
-}
 
 constexpr int kScoreTile = 16;    // cached rows per scores CTA
 constexpr int kScoreHeads = 8;    // heads per scores CTA: a warp each
@@ -901,6 +868,15 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
   // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
+  // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
+  // aligned; DS4_CUDA_SUM_TILE=0 keeps them on the kernels below (for comparisons; same results).
+  static const bool sum_tile = env_switch("DS4_CUDA_SUM_TILE", true);
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (batch && sum_tile && aligned(ring) && aligned(comp) && aligned(out) && out_stride % 4 == 0) {
+    launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, out, out_stride,
+                              s);
+    return;
+  }
   // The grid follows the kernel's heads and dims per CTA.
   const auto run = [&](auto kernel, int heads, int dims) {
     const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);

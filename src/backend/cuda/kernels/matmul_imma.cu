@@ -37,6 +37,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/env_switch.h"
+#include "backend/cuda/kernels/async_copy.cuh"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/matmul_imma.cuh"
@@ -76,26 +77,6 @@ static_assert(offsetof(BlockQ8_K, qs) == 4 && offsetof(ActQ8_0, qs) == 4 && kQ8K
               "activation codes and bsums at 4-byte aligned offsets");
 
 // ---- asynchronous copies and the product ----
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Waits until at most kPending of this thread's newest copy groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
 
 // d += A (16 x 32, s8) x B (32 x 8, s8) in int32 (fragments: imma_formats.cuh).
 __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,

@@ -619,17 +619,24 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const Ma
 // a.partials (few output rows: too few CTAs for the SMs), CTA z of the grid's third dimension
 // covers values z k_part .. of the rows and stores its double sums; float_parts_kernel then adds
 // the parts in order and rounds once.
-constexpr int kDmmaSlots = 64, kDmmaK = 32, kDmmaPitch = kDmmaK + 4;
+// kRows = 128: warps of 32 rows x 32 slots (4 x 4 tiles: 8 fragment loads per 16 products
+// instead of 6 per 8) and 16 values per chunk (the staging registers and static shared memory of
+// the taller tile stay within two CTAs per SM).
+constexpr int kDmmaSlots = 64, kDmmaK = 32;
 template <bool kF16, int kRows>
-__global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const MatmulArgs a) {
-  static_assert(kCtaThreads == 256 && (kRows == 16 || kRows == 32 || kRows == 64),
+__global__ void __launch_bounds__(kCtaThreads, 2) matmul_float_dmma_kernel(const MatmulArgs a) {
+  static_assert(kCtaThreads == 256 && (kRows == 16 || kRows == 32 || kRows == 64 || kRows == 128),
                 "8 warps; 1, 2 or 4 warps across the rows");
-  constexpr int kWm = kRows / 16, kWn = 8 / kWm;  // warps across rows, across slots
-  constexpr int kNTiles = kDmmaSlots / kWn / 8;   // n8 tiles per warp
-  constexpr int kWLoads = kRows * kDmmaK / kCtaThreads;
-  constexpr int kXLoads = kDmmaSlots * kDmmaK / kCtaThreads;
-  __shared__ double ws[kRows][kDmmaPitch];
-  __shared__ double xs[kDmmaSlots][kDmmaPitch];
+  constexpr int kChunk = kRows == 128 ? kDmmaK / 2 : kDmmaK;  // values per staged chunk
+  constexpr int kPitch = kChunk + 4;         // doubles: a fragment's 8 x 4 reads hit distinct banks
+  constexpr int kMt = kRows == 128 ? 4 : 2;  // m8 tiles per warp
+  constexpr int kWm = kRows / (8 * kMt), kWn = 8 / kWm;  // warps across rows, across slots
+  constexpr int kNTiles = kDmmaSlots / kWn / 8;          // n8 tiles per warp
+  constexpr int kWLoads = kRows * kChunk / kCtaThreads;
+  constexpr int kXLoads = kDmmaSlots * kChunk / kCtaThreads;
+  constexpr int kStride = kCtaThreads / kChunk;  // staged rows per load
+  __shared__ double ws[kRows][kPitch];
+  __shared__ double xs[kDmmaSlots][kPitch];
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int wm = warp % kWm, wn = warp / kWm;
   const int gq = lane / 4, tq = lane % 4;
@@ -637,19 +644,19 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
   const int s0 = static_cast<int>(blockIdx.y) * kDmmaSlots;
   const int kz = a.partials != nullptr ? static_cast<int>(blockIdx.z) * a.k_part : 0;
   const int n = a.partials != nullptr ? min(a.n_blocks, kz + a.k_part) : a.n_blocks;  // values end
-  // Staging: value m of this thread is tile row (or slot) tid / 32 + 8 m, value tid % 32 of the
-  // chunk, so a warp reads 32 consecutive values of one row.
-  const int srow = tid / kDmmaK, sk = tid % kDmmaK;
+  // Staging: value m of this thread is tile row (or slot) srow + kStride m, value sk of the chunk,
+  // so a warp reads kChunk consecutive values of each of 32 / kChunk rows.
+  const int srow = tid / kChunk, sk = tid % kChunk;
   const uint8_t* wrow[kWLoads];
 #pragma unroll
   for (int m = 0; m < kWLoads; ++m) {
-    const int64_t o = o0 + srow + 8 * m;
+    const int64_t o = o0 + srow + kStride * m;
     wrow[m] = o < a.out ? a.w + o * a.row_bytes : nullptr;
   }
   const float* xrow[kXLoads];
 #pragma unroll
   for (int m = 0; m < kXLoads; ++m) {
-    const int s = s0 + srow + 8 * m;
+    const int s = s0 + srow + kStride * m;
     const int64_t r = s < a.n_slots ? (a.rows != nullptr ? a.rows[s] : s) : -1;
     xrow[m] = r >= 0 ? reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes) : nullptr;
   }
@@ -668,20 +675,20 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
 #pragma unroll
     for (int m = 0; m < kXLoads; ++m) xn[m] = xrow[m] != nullptr && k < n ? xrow[m][k] : 0.0f;
   };
-  double acc[2][kNTiles][2] = {};
+  double acc[kMt][kNTiles][2] = {};
   fetch(kz);
-  for (int k0 = kz; k0 < n; k0 += kDmmaK) {
+  for (int k0 = kz; k0 < n; k0 += kChunk) {
 #pragma unroll
-    for (int m = 0; m < kWLoads; ++m) ws[srow + 8 * m][sk] = static_cast<double>(wn_[m]);
+    for (int m = 0; m < kWLoads; ++m) ws[srow + kStride * m][sk] = static_cast<double>(wn_[m]);
 #pragma unroll
-    for (int m = 0; m < kXLoads; ++m) xs[srow + 8 * m][sk] = static_cast<double>(xn[m]);
+    for (int m = 0; m < kXLoads; ++m) xs[srow + kStride * m][sk] = static_cast<double>(xn[m]);
     __syncthreads();
-    if (k0 + kDmmaK < n) fetch(k0 + kDmmaK);
+    if (k0 + kChunk < n) fetch(k0 + kChunk);
 #pragma unroll
-    for (int kk = 0; kk < kDmmaK / 4; ++kk) {
-      double av[2], bv[kNTiles];
+    for (int kk = 0; kk < kChunk / 4; ++kk) {
+      double av[kMt], bv[kNTiles];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) av[i] = ws[16 * wm + 8 * i + gq][4 * kk + tq];
+      for (int i = 0; i < kMt; ++i) av[i] = ws[8 * (kMt * wm + i) + gq][4 * kk + tq];
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) bv[j] = xs[8 * (kNTiles * wn + j) + gq][4 * kk + tq];
       mma_f64_tiles(acc, av, bv);
@@ -689,8 +696,8 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_dmma_kernel(const Ma
     __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t o = o0 + 16 * wm + 8 * i + gq;
+  for (int i = 0; i < kMt; ++i) {
+    const int64_t o = o0 + 8 * (kMt * wm + i) + gq;
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
 #pragma unroll
@@ -758,7 +765,10 @@ struct FloatTiles {
 FloatTiles float_tiles(int64_t out, int64_t n_slots, int64_t cols) {
   static const bool split = env_switch("DS4_CUDA_FLOAT_SPLIT", true);
   constexpr int64_t kSms = 132;
+  // DS4_CUDA_FLOAT_ROWS=64 keeps the tiles at 64 rows or fewer (for comparisons; same results).
+  static const int max_rows = env_choice("DS4_CUDA_FLOAT_ROWS", {64, 128}, 128);
   FloatTiles t;
+  t.rows = max_rows;
   t.slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
   while (t.rows > 16 && (out + t.rows - 1) / t.rows * t.slot_tiles < kSms) t.rows /= 2;
   const int64_t ctas = (out + t.rows - 1) / t.rows * t.slot_tiles;
@@ -781,7 +791,9 @@ void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_s
   a.k_part = t.k_part;
   const dim3 grid(static_cast<unsigned>((out + t.rows - 1) / t.rows),
                   static_cast<unsigned>(t.slot_tiles), static_cast<unsigned>(parts));
-  if (t.rows == 64) {
+  if (t.rows == 128) {
+    matmul_float_dmma_kernel<kF16, 128><<<grid, kCtaThreads, 0, stream>>>(a);
+  } else if (t.rows == 64) {
     matmul_float_dmma_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
   } else if (t.rows == 32) {
     matmul_float_dmma_kernel<kF16, 32><<<grid, kCtaThreads, 0, stream>>>(a);

@@ -368,7 +368,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
 // groups); a wide row; random valid blocks. Then prefill sizes, where the default path takes the
 // tensor-core kernel: 64, 200 and 512 slots (output rows not a multiple of its 64-row tiles, a row
 // map, row groups of 128 rows), random blocks with 96 slots, 96 slots of 64 long rows (F16/F32
-// tiles split the rows' values among CTAs when given scratch), and an expert stack of 300 slots
+// tiles split the rows' values among CTAs when given scratch), 640 slots of 1800 rows (F16/F32 on
+// 128-row tiles), and an expert stack of 300 slots
 // whose experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots. col_sizes are
 // per-type row lengths, smallest first (Q8_0's are multiples of its kernel's 8-block chunks and
 // not).
@@ -503,6 +504,12 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .out = 64,
        .n_slots = 96,
        .n_enc_rows = 96,
+       .wants_imma = true},
+      {.name = "640 slots, 1800 rows",  // F16/F32: 128-row tiles (enough CTAs for every SM)
+       .cols = col_sizes[0],
+       .out = 1800,
+       .n_slots = 640,
+       .n_enc_rows = 640,
        .wants_imma = true},
       {.name = "expert stack, 300 slots",
        .cols = col_sizes[1],
