@@ -65,6 +65,8 @@
 #            on the register-tiled 64-head kernel (the default)
 #   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
 #            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
+#   q8rows   ds4-cuda-check with Q8_0 on two row tiles per warp (DS4_CUDA_Q8_ROW_TILES=2), then
+#            the bench A/B of one and two
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -134,8 +136,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, and
-# with the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, with
+# the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, and with
+# Q8_0 on two row tiles per warp.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
@@ -143,7 +146,8 @@ kernels() {
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
+    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_Q8_ROW_TILES=2 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 200 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -244,6 +248,12 @@ has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
 has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
   tail -4 "$out/floatrows.log"
+q8rows() {
+  DS4_CUDA_Q8_ROW_TILES=2 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+    ab q8rows DS4_CUDA_Q8_ROW_TILES 1 2
+}
+export -f q8rows
+has q8rows && step q8rows 450 q8rows && tail -4 "$out/q8rows.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
