@@ -67,6 +67,8 @@
 #            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
 #   q8rows   ds4-cuda-check with Q8_0 on two row tiles per warp (DS4_CUDA_Q8_ROW_TILES=2), then
 #            the bench A/B of one and two
+#   maxima   ds4-cuda-check with the scores kernel handing the weighted sum its maxima
+#            (DS4_CUDA_SCORE_MAXIMA=1), then the bench A/B of off and on
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -254,6 +256,12 @@ q8rows() {
 }
 export -f q8rows
 has q8rows && step q8rows 450 q8rows && tail -4 "$out/q8rows.log"
+maxima() {
+  DS4_CUDA_SCORE_MAXIMA=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
+    ab maxima DS4_CUDA_SCORE_MAXIMA 0 1
+}
+export -f maxima
+has maxima && step maxima 450 maxima && tail -4 "$out/maxima.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
