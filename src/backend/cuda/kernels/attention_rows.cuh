@@ -1,11 +1,12 @@
 // src/backend/cuda/kernels/attention_rows.cuh: what the sink-attention kernels (attention.cu,
-// attention_sum_tile.cu) share: the head width, the cached rows a batch row attends to, the
-// maximum over a head's scores and the ordered keys that carry maxima between kernels.
+// attention_sum_tile.cu) share: the head width, the cached rows a batch row attends to, and the
+// maximum over a head's scores (ordered_key.h carries maxima between kernels).
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/ordered_key.h"
 
 namespace ds4::backend::cuda {
 
@@ -51,16 +52,6 @@ __device__ inline float head_max(const float* sc, int n, float sink, int lane) {
   float r = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
   for (int off = 16; off > 0; off /= 2) r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, off));
   return r;
-}
-
-// A float's key for an unsigned maximum that orders as the floats do (NaN excluded): the sign bit
-// set on non-negative values, every bit flipped on negative ones. 0 is below every key.
-__device__ inline uint32_t ordered_key(float v) {
-  const uint32_t b = __float_as_uint(v);
-  return (b & 0x80000000u) != 0 ? ~b : b | 0x80000000u;
-}
-__device__ inline float key_value(uint32_t k) {
-  return __uint_as_float((k & 0x80000000u) != 0 ? k & 0x7fffffffu : ~k);
 }
 
 }  // namespace ds4::backend::cuda
