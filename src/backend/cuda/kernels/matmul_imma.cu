@@ -161,6 +161,35 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
   });
 }
 
+// The Q8_K-side B layout (IQ2_XXS, Q2_K). kRawX = false: each slot's 64 codes words of the block,
+// word by word (copy_q8k_codes), at words 8 ks .. of step ks. kRawX = true: the slot's whole
+// 292-byte block in 16-byte copies (copy_q8k_blocks), which takes a quarter of the copies: in a
+// row of nb % 4 == 0 blocks, 16-byte aligned, block b starts 4 (b % 4) bytes past a 16-byte
+// boundary, so 19 copies from that boundary hold it (the last block of a row, b % 4 == 3, ends
+// exactly at the 19th; the others' 19th reaches into the next block of the same row), and its
+// codes are words (b % 4) + 1 + 8 ks .. of the staged row; 19 units per row, an odd number, so the
+// 8 rows x 4 words of a fragment load fall in 32 different banks.
+template <bool kRawX>
+struct Q8KSide {
+  static constexpr int kUnits = 19;
+  static constexpr int kBPitch = kRawX ? 4 * kUnits : kPitch;
+  static_assert(!kRawX || (kUnits % 2 == 1 && 16 * kUnits >= kQ8KBytes + 12),
+                "whole blocks at any 4-byte phase, an odd number of 16-byte units per row");
+  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
+  // The words to add to b_word0 for block b.
+  __device__ static int b_shift(int b) { return kRawX ? b % 4 + 1 : 0; }
+};
+
+template <class P>
+__device__ void copy_q8k_blocks(Stage<P>& st, const Cta& c, int b) {
+  constexpr int kUnits = P::kUnits;
+  const int64_t start = b * kQ8KBytes - 4 * (b % 4);  // 16-byte aligned (raw_q8k_fits)
+  each_item<kN * kUnits>(c.tid, [&](int k) {
+    const int i = c.tid + k * kThreads, s = i / kUnits, u = i % kUnits;
+    if (s < c.live) cp_async16(&st.b[s * P::kBPitch + 4 * u], c.xrow[s] + start + 16 * u);
+  });
+}
+
 // Where block b (of block_bytes bytes) of tile row r starts in the body plane (Cta::block: rows
 // past the tile's last read the last again).
 __device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_bytes, int b,
@@ -194,6 +223,7 @@ struct ImmaQ8_0T {
                 "raw rows: whole 16-byte units, an odd number per staged row");
   // The first word of step ks's codes in a staged slot row.
   __device__ static constexpr int b_word0(int ks) { return kRawX ? 9 * ks + 1 : 8 * ks; }
+  __device__ static int b_shift(int) { return 0; }
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
   static constexpr int kScaleWords = 6;
@@ -268,15 +298,13 @@ template <bool kRawX, int kRowTiles>
 inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX, kRowTiles>> = true;
 
 // kAluSigns: the decode forms the sign patterns with a population count instead of reading the
-// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes).
-template <bool kAluSigns>
-struct ImmaIq2XxsT {
+// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes). kRawX: whole Q8_K blocks (Q8KSide).
+template <bool kAluSigns, bool kRawX = false>
+struct ImmaIq2XxsT : Q8KSide<kRawX> {
   using Fmt = FmtIq2Xxs;
   static constexpr int kRowTiles = 1, kRows = kM;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
-  static constexpr int kBPitch = kPitch;
-  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
   static constexpr int kRawPitch = 20;
@@ -296,7 +324,11 @@ struct ImmaIq2XxsT {
     RowSide rs[kM];
   };
   __device__ static void copy(Stage<ImmaIq2XxsT>& st, const Cta& c, int b, int) {
-    copy_q8k_codes(st, c, b);
+    if constexpr (kRawX) {
+      copy_q8k_blocks(st, c, b);
+    } else {
+      copy_q8k_codes(st, c, b);
+    }
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
     const int q = c.tid % 4, r0 = c.tid / 4;  // 16 bytes q of rows tid / 4 + 32 k
     each_item<kM * 4>(c.tid, [&](int k) {
@@ -324,16 +356,16 @@ struct ImmaIq2XxsT {
 using ImmaIq2Xxs = ImmaIq2XxsT<false>;
 template <class P>
 inline constexpr bool kIsIq2 = false;
-template <bool kAluSigns>
-inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns>> = true;
+template <bool kAluSigns, bool kRawX>
+inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns, kRawX>> = true;
 
-struct ImmaQ2K {
+// kRawX: whole Q8_K blocks (Q8KSide).
+template <bool kRawX>
+struct ImmaQ2KT : Q8KSide<kRawX> {
   using Fmt = FmtQ2K;
   static constexpr int kRowTiles = 1, kRows = kM;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = false, kDecodes = true;
-  static constexpr int kBPitch = kPitch;
-  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
   static constexpr int kRawPitch = 20;
@@ -353,8 +385,12 @@ struct ImmaQ2K {
     uint32_t a[kM * kPitch];
     RowSide rs[kM];
   };
-  __device__ static void copy(Stage<ImmaQ2K>& st, const Cta& c, int b, int) {
-    copy_q8k_codes(st, c, b);
+  __device__ static void copy(Stage<ImmaQ2KT>& st, const Cta& c, int b, int) {
+    if constexpr (kRawX) {
+      copy_q8k_blocks(st, c, b);
+    } else {
+      copy_q8k_codes(st, c, b);
+    }
     each_item<kN * 9>(c.tid, [&](int k) {
       const int i = c.tid + k * kThreads, s = i / 9, w = i % 9;
       if (s >= c.live) return;
@@ -371,7 +407,7 @@ struct ImmaQ2K {
     if (c.tid < kM) cp_async4(&st.raw.dd[c.tid], c.aux + 4 * c.block(c.tid, b));
   }
   // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
-  __device__ static void decode(const Stage<ImmaQ2K>& st, Decoded& dec, const Cta& c, int,
+  __device__ static void decode(const Stage<ImmaQ2KT>& st, Decoded& dec, const Cta& c, int,
                                 const Iq2Lookup&) {
     const int r = c.tid % kM, h = c.tid / kM;
     const uint32_t* row = &st.raw.q[r * kRawPitch];  // scales (4 words), then the codes
@@ -395,6 +431,12 @@ struct ImmaQ2K {
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
   }
 };
+
+using ImmaQ2K = ImmaQ2KT<false>;
+template <class P>
+inline constexpr bool kIsQ2K = false;
+template <bool kRawX>
+inline constexpr bool kIsQ2K<ImmaQ2KT<kRawX>> = true;
 
 // The thread's outputs of one row tile rt of its warp: acc[nt][i] is C element i of slot tile nt
 // (row 16 (kRowTiles warp + rt) + frag_c_row(lane, i), slot 8 nt + frag_c_col(lane, i));
@@ -437,6 +479,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     }
   }
   const int steps = kc * P::kBlockSteps;
+  const int bshift = P::b_shift(b0);  // where block b0's codes start in the staged slot rows
   // The products of step ks into cc (Q2_K: into the block's accumulator); each B fragment is
   // loaded once for the warp's row tiles.
   const auto products = [&](int ks, int(&cc)[kRt][kNTiles][4]) {
@@ -449,12 +492,12 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (!kFull && nt >= nv) break;
-      const uint32_t* bt = st.b + nt * 8 * P::kBPitch + P::b_word0(ks);
+      const uint32_t* bt = st.b + nt * 8 * P::kBPitch + P::b_word0(ks) + bshift;
       const uint32_t b0w = bt[imma::frag_b_word(lane, 0, P::kBPitch)];
       const uint32_t b1w = bt[imma::frag_b_word(lane, 1, P::kBPitch)];
 #pragma unroll
       for (int rt = 0; rt < kRt; ++rt) {
-        if constexpr (std::is_same_v<P, ImmaQ2K>) {
+        if constexpr (kIsQ2K<P>) {
           mma_s8(ot[rt].part[nt], a[rt], b0w, b1w);  // the block's isum accumulates over 8 steps
         } else {
           mma_s8_fresh(cc[rt][nt], a[rt], b0w, b1w);
@@ -526,7 +569,7 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       o.acc[nt][3] += FmtIq2Xxs::from_sums(w_hi, x1, o.part[nt][3]);
       o.part[nt][0] = o.part[nt][1] = o.part[nt][2] = o.part[nt][3] = 0;
     }
-  } else if constexpr (std::is_same_v<P, ImmaQ2K>) {
+  } else if constexpr (kIsQ2K<P>) {
     static_assert(kRt == 1, "Q2_K: one row tile per warp");
     Outputs& o = ot[0];
     uint32_t m_lo[4], m_hi[4];
@@ -714,6 +757,15 @@ bool raw_x_fits(const ImmaProduct& p) {
          p.enc_group_bytes % 16 == 0;
 }
 
+// Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
+// slot's row and its group's share 16-byte aligned. DS4_CUDA_Q8K_RAW=1 (not yet measured on the
+// device: off by default).
+bool raw_q8k_fits(const ImmaProduct& p) {
+  static const bool on = env_switch("DS4_CUDA_Q8K_RAW", false);
+  return on && p.nb % 4 == 0 && reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 &&
+         p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
+}
+
 // Q8_0 row tiles per warp: DS4_CUDA_Q8_ROW_TILES=2 gives 128-row CTAs (not yet measured on the
 // device: off by default), where the output row groups allow them (groups of a multiple of 128
 // rows, or one group).
@@ -755,11 +807,19 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
         launch<ImmaQ8_0T<false>>(p, stream);
       }
       break;
-    case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
+    case GgufType::kQ2_K:
+      if (raw_q8k_fits(p)) {
+        launch<ImmaQ2KT<true>>(p, stream);
+      } else {
+        launch<ImmaQ2K>(p, stream);
+      }
+      break;
     default:
       // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
       static const bool alu_signs = env_switch("DS4_CUDA_IQ2_ALU_SIGNS", true);
-      if (alu_signs) {
+      if (alu_signs && raw_q8k_fits(p)) {
+        launch<ImmaIq2XxsT<true, true>>(p, stream);
+      } else if (alu_signs) {
         launch<ImmaIq2XxsT<true>>(p, stream);
       } else {
         launch<ImmaIq2Xxs>(p, stream);
