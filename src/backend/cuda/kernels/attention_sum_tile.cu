@@ -6,11 +6,11 @@
 // since each thread walks the rows one after another for all of its outputs. A CTA takes 64 heads
 // x 256 dims of one batch row (two CTAs per row for Flash), a thread 8 heads x 8 dims, so each
 // row step is four 16-byte shared loads (one wavefront each) for 64 fused multiply-adds. The
-// values come a round of 32 rows ahead by cp.async, zero-filled past the last row, and the next
-// round's scores are loaded into registers meanwhile and turned into weights after the round's
-// products. A zero weight times a zero value leaves an accumulator as it is (an accumulator that
-// starts at +0 and adds finite products is never -0), and a zero weight leaves a positive
-// denominator as it is, so the padded rows of the last round change nothing.
+// values come a round of 32 rows ahead by cp.async, zero-filled past the last row, the next
+// round's scores with them (into each thread's own shared slots), and those scores become
+// weights after the round's products. A zero weight times a zero value leaves an accumulator as it
+// is (an accumulator that starts at +0 and adds finite products is never -0), and a zero weight
+// leaves a positive denominator as it is, so the padded rows of the last round change nothing.
 //
 // Against attention.cu's kernel (16 heads x 256 dims, a thread 4 heads x 4 dims): a quarter of
 // the value loads from L2 (each cached row reaches two CTAs per batch row instead of eight) and
@@ -43,8 +43,8 @@ static_assert(kHd % kTDims == 0 && kHd - kNope <= kTDims && kNope / kTDims == (k
               "the rotated tail lies in one CTA's dims");
 
 // mx[h] = the maximum over head h's sink and its n scores (at sc + h * stride), for h < n_here:
-// warp w takes heads w + 8 j and loads a row of all 8 at once (the maximum is order-free). Kept
-// out of line, so that its registers do not weigh on the product's allocation.
+// warp w takes heads w + 8 j and loads a row of all 8 at once (the maximum is order-free). Out
+// of line: the call saves 16 register pairs of the caller, once per CTA.
 __device__ __noinline__ void tile_maxima(const float* sc, int64_t stride, int n, int n_here,
                                          const float* sinks, float* mx) {
   constexpr int kWarps = kTThreads / 32, kPerWarp = kTHeads / kWarps;
