@@ -871,8 +871,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
   // aligned; DS4_CUDA_SUM_TILE=0 keeps them on the kernels below (for comparisons; same results).
   static const bool sum_tile = env_switch("DS4_CUDA_SUM_TILE", true);
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (batch && sum_tile && aligned(ring) && aligned(comp) && aligned(out) && out_stride % 4 == 0) {
+  if (batch && sum_tile && attention_sum_tile_fits(ring, comp, out, out_stride)) {
     launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, out, out_stride,
                               s);
     return;
