@@ -904,10 +904,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
   // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
-  // aligned (sum_tile_wanted).
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (batch && sum_tile_wanted() && aligned(ring) && aligned(comp) && aligned(out) &&
-      out_stride % 4 == 0) {
+  // aligned (sum_tile_wanted, attention_sum_tile_fits).
+  if (batch && sum_tile_wanted() && attention_sum_tile_fits(ring, comp, out, out_stride)) {
     launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, maxima, out,
                               out_stride, s);
     return;

@@ -210,12 +210,18 @@ __global__ void __launch_bounds__(kTThreads, 2)
 
 }  // namespace
 
+// The 16-byte copies and stores: ring, comp and output rows at 16-byte boundaries.
+bool attention_sum_tile_fits(const float* ring, const float* comp, const float* out,
+                             int64_t out_stride) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return aligned(ring) && aligned(comp) && aligned(out) && out_stride % 4 == 0;
+}
+
 void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, const float* comp,
                                const int32_t* visible, const float* sinks, const RopeArg& rope,
                                RowSpan rows, const float* scratch, const uint32_t* maxima,
                                float* out, int64_t out_stride, cudaStream_t s) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  DS4_CHECK_MSG(aligned(ring) && aligned(comp) && aligned(out) && out_stride % 4 == 0,
+  DS4_CHECK_MSG(attention_sum_tile_fits(ring, comp, out, out_stride),
                 "attention sum: rows not 16-byte aligned");
   if (rows.n == 0) return;
   DS4_CUDA_CHECK(cudaFuncSetAttribute(attention_sum_tile_kernel,

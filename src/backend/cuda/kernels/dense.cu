@@ -167,6 +167,21 @@ __global__ void hc_collapse_kernel(const float* x, const float* mix, int64_t row
   }
 }
 
+// blockIdx.z: the HC copy b of the output.
+__global__ void hc_post_kernel(const float* x, const float* f, const float* mix, int64_t rows,
+                               int n, int64_t n_embd, float* y) {
+  const int64_t d = grid_col();
+  if (d >= n_embd) return;
+  const int b = static_cast<int>(blockIdx.z);
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* post = mix + r * (2 * n + n * n) + n;
+    const float* comb = post + n;
+    float acc = f[r * n_embd + d] * post[b];
+    for (int a = 0; a < n; ++a) acc += comb[a * n + b] * x[(r * n + a) * n_embd + d];
+    y[(r * n + b) * n_embd + d] = acc;
+  }
+}
+
 // The same for kN copies known at compile time: a thread forms every copy of its (row, dim) from
 // one read of the row's kN streams and f (the kernel above, with a CTA per copy in z, read each
 // stream value n times, mostly from device memory: the copies' CTAs run one after another).
@@ -189,21 +204,6 @@ __global__ void hc_post_all_kernel(const float* x, const float* f, const float* 
       for (int a = 0; a < kN; ++a) acc += comb[a * kN + b] * xv[a];
       y[(r * kN + b) * n_embd + d] = acc;
     }
-  }
-}
-
-// blockIdx.z: the HC copy b of the output.
-__global__ void hc_post_kernel(const float* x, const float* f, const float* mix, int64_t rows,
-                               int n, int64_t n_embd, float* y) {
-  const int64_t d = grid_col();
-  if (d >= n_embd) return;
-  const int b = static_cast<int>(blockIdx.z);
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float* post = mix + r * (2 * n + n * n) + n;
-    const float* comb = post + n;
-    float acc = f[r * n_embd + d] * post[b];
-    for (int a = 0; a < n; ++a) acc += comb[a * n + b] * x[(r * n + a) * n_embd + d];
-    y[(r * n + b) * n_embd + d] = acc;
   }
 }
 
@@ -295,7 +295,7 @@ void launch_hc_post(const float* x, const float* f, const float* mix, int64_t ro
                     int64_t n_embd, float* y, cudaStream_t s) {
   if (rows == 0 || n_embd == 0) return;
   DS4_CHECK(n_hc > 0 && n_hc <= 64);
-  if (n_hc == 4) {  // the model's streams
+  if (n_hc == 4) {  // the model's streams (the CTA-per-copy kernel serves any other count)
     hc_post_all_kernel<4><<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, f, mix, rows, n_embd, y);
     DS4_CUDA_CHECK_LAUNCH();
     return;

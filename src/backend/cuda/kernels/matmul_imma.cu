@@ -78,7 +78,7 @@ constexpr int64_t kActQ8_0Bytes = sizeof(ActQ8_0);
 static_assert(offsetof(BlockQ8_K, qs) == 4 && offsetof(ActQ8_0, qs) == 4 && kQ8KBsums % 4 == 0,
               "activation codes and bsums at 4-byte aligned offsets");
 
-// ---- asynchronous copies and the product ----
+// ---- the product (the asynchronous copies: async_copy.cuh) ----
 
 // d += A (16 x 32, s8) x B (32 x 8, s8) in int32 (fragments: imma_formats.cuh).
 __device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
