@@ -65,12 +65,14 @@
 #            on the register-tiled 64-head kernel (the default)
 #   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
 #            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
-#   q8rows   ds4-cuda-check with Q8_0 on two row tiles per warp (DS4_CUDA_Q8_ROW_TILES=2), then
-#            the bench A/B of one and two
+#   q8rows   ds4-cuda-check with Q8_0 on one row tile per warp (DS4_CUDA_Q8_ROW_TILES=1), then
+#            the bench A/B of one and two (the default)
 #   q8kraw   the bench A/B of IQ2_XXS / Q2_K products with Q8_K activation codes copied word by
-#            word and as whole blocks (DS4_CUDA_Q8K_RAW=1; the test shapes' rows are too short)
-#   maxima   ds4-cuda-check with the scores kernel handing the weighted sum its maxima
-#            (DS4_CUDA_SCORE_MAXIMA=1), then the bench A/B of off and on
+#            word (DS4_CUDA_Q8K_RAW=0) and as whole blocks (the default; the test shapes' rows
+#            are too short for them)
+#   maxima   ds4-cuda-check with the weighted sum finding its own maxima
+#            (DS4_CUDA_SCORE_MAXIMA=0), then the bench A/B of that and the scores kernel handing
+#            them over (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -151,8 +153,8 @@ kernels() {
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_Q8_ROW_TILES=2 build-dev/bin/matmul_check &&
-    DS4_CUDA_Q8K_RAW=1 build-dev/bin/matmul_check
+    DS4_CUDA_Q8_ROW_TILES=1 build-dev/bin/matmul_check &&
+    DS4_CUDA_Q8K_RAW=0 build-dev/bin/matmul_check
 }
 export -f kernels
 has kernels && step kernels 260 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
@@ -254,9 +256,9 @@ has idxwide && step idxwide 450 checked_ab idxwide DS4_CUDA_INDEXER_TILE 1 2 &&
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
 has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
   tail -4 "$out/floatrows.log"
-has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 1 2 &&
+has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 2 1 &&
   tail -4 "$out/q8rows.log"
-has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 0 1 &&
+has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&
   tail -4 "$out/maxima.log"
 has q8kraw && step q8kraw 400 ab q8kraw DS4_CUDA_Q8K_RAW && tail -4 "$out/q8kraw.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"

@@ -861,10 +861,10 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
   // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
   static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
-  // DS4_CUDA_SCORE_MAXIMA=1: the batch scores kernel also leaves each (row, head)'s maximum for
-  // the register-tiled sum, as ordered keys in the scratch's last n x n_head floats (not yet
-  // measured on the device: off by default).
-  static const bool score_maxima = env_switch("DS4_CUDA_SCORE_MAXIMA", false);
+  // The batch scores kernel also leaves each (row, head)'s maximum for the register-tiled sum, as
+  // ordered keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 ->
+  // 2,586 tokens/s). DS4_CUDA_SCORE_MAXIMA=0 lets the sum find them itself.
+  static const bool score_maxima = env_switch("DS4_CUDA_SCORE_MAXIMA", true);
   uint32_t* maxima = nullptr;
   if (rows.n >= kSumBatchRows && dmma_scores) {
     if (exact && score_maxima && sum_tile_wanted()) {

@@ -542,7 +542,7 @@ TEST(CudaMatmulQ, Q8_0) {
 }
 
 // Q2_K and IQ2_XXS: 1024 and 7168 values (4 and 28 blocks) give rows of whole 16-byte units, which
-// take the whole-block activation copies when DS4_CUDA_Q8K_RAW=1; 256 and 768 (1 and 3 blocks)
+// take the whole-block activation copies (unless DS4_CUDA_Q8K_RAW=0); 256 and 768 (1 and 3 blocks)
 // keep the word copies.
 TEST(CudaMatmulQ, Q2_K) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
