@@ -65,6 +65,14 @@
 #            on the register-tiled 64-head kernel (the default)
 #   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
 #            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
+#   q8rows   ds4-cuda-check with Q8_0 on one row tile per warp (DS4_CUDA_Q8_ROW_TILES=1), then
+#            the bench A/B of one and two (the default)
+#   q8kraw   the bench A/B of IQ2_XXS / Q2_K products with Q8_K activation codes copied word by
+#            word (DS4_CUDA_Q8K_RAW=0) and as whole blocks (the default; the test shapes' rows
+#            are too short for them)
+#   maxima   ds4-cuda-check with the weighted sum finding its own maxima
+#            (DS4_CUDA_SCORE_MAXIMA=0), then the bench A/B of that and the scores kernel handing
+#            them over (the default)
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -134,8 +142,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, and
-# with the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores.
+# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, with
+# the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, and with
+# Q8_0 on two row tiles per warp, and with whole-block Q8_K activation copies.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
@@ -143,10 +152,12 @@ kernels() {
     DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
     DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check
+    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check &&
+    DS4_CUDA_Q8_ROW_TILES=1 build-dev/bin/matmul_check &&
+    DS4_CUDA_Q8K_RAW=0 build-dev/bin/matmul_check
 }
 export -f kernels
-has kernels && step kernels 200 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
+has kernels && step kernels 260 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
@@ -235,15 +246,21 @@ has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
-idxwide() {
-  DS4_CUDA_INDEXER_TILE=1 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
-    ab idxwide DS4_CUDA_INDEXER_TILE 1 2
+# checked_ab NAME VAR A B: ds4-cuda-check with VAR=B, then the bench A/B of A and B.
+checked_ab() {
+  env "$2=$4" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 && ab "$@"
 }
-export -f idxwide
-has idxwide && step idxwide 450 idxwide && tail -4 "$out/idxwide.log"
+export -f checked_ab
+has idxwide && step idxwide 450 checked_ab idxwide DS4_CUDA_INDEXER_TILE 1 2 &&
+  tail -4 "$out/idxwide.log"
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
 has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
   tail -4 "$out/floatrows.log"
+has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 2 1 &&
+  tail -4 "$out/q8rows.log"
+has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&
+  tail -4 "$out/maxima.log"
+has q8kraw && step q8kraw 400 ab q8kraw DS4_CUDA_Q8K_RAW && tail -4 "$out/q8kraw.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh

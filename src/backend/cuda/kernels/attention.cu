@@ -398,9 +398,10 @@ static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
 __global__ void __launch_bounds__(kDmThreads)
     attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
                                  const float* ring, const float* comp, const int32_t* visible_all,
-                                 int p0, float* scratch) {
+                                 int p0, float* scratch, uint32_t* maxima) {
   __shared__ double qs[kDmHeads][kDmPitch];
   __shared__ double ks[kDmRows][kDmPitch];
+  __shared__ float tile_max[kDmRows / 32][kDmHeads];  // per warp column: its 32 rows' maxima
   const int t = static_cast<int>(blockIdx.z);
   const RowGeometry rg(g, visible_all, p0 + t, t);
   const int i0 = static_cast<int>(blockIdx.x) * kDmRows;
@@ -452,16 +453,34 @@ __global__ void __launch_bounds__(kDmThreads)
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int h = hbase + 16 * wm + 8 * i + gq;
-    if (h >= g.n_head) continue;
-    float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
+    float m = __int_as_float(0xff800000u);  // -inf: the maximum of this lane's stored scores
+    float* sc = scratch + (int64_t{t} * g.n_head + min(h, g.n_head - 1)) * g.max_rows;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int r = i0 + 32 * wn + 8 * j + 2 * tq + e;
-        if (r < rg.n_rows) sc[r] = static_cast<float>(acc[i][j][e]) * scale;
+        const float v = static_cast<float>(acc[i][j][e]) * scale;
+        if (r < rg.n_rows && h < g.n_head) {
+          sc[r] = v;
+          if (v == v) m = fmaxf(m, v);  // NaN is skipped, as the maxima over stored scores do
+        }
       }
     }
+    if (maxima != nullptr) {
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      if (tq == 0) tile_max[wn][16 * wm + 8 * i + gq] = m;
+    }
+  }
+  if (maxima == nullptr) return;  // uniform per launch
+  __syncthreads();
+  // One atomic maximum per head and CTA, on keys that order as the floats do.
+  if (tid < kDmHeads && hbase + tid < g.n_head) {
+    float m = tile_max[0][tid];
+#pragma unroll
+    for (int w = 1; w < kDmRows / 32; ++w) m = fmaxf(m, tile_max[w][tid]);
+    atomicMax(maxima + int64_t{t} * g.n_head + hbase + tid, ordered_key(m));
   }
 }
 
@@ -767,6 +786,13 @@ __global__ void __launch_bounds__(kDsThreads)
   }
 }
 
+// DS4_CUDA_SUM_TILE=0 keeps batches on the 16-head weighted-sum kernels (for comparisons; same
+// results).
+bool sum_tile_wanted() {
+  static const bool on = env_switch("DS4_CUDA_SUM_TILE", true);
+  return on;
+}
+
 }  // namespace
 
 void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
@@ -835,11 +861,20 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
   // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
   static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
+  // The batch scores kernel also leaves each (row, head)'s maximum for the register-tiled sum, as
+  // ordered keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 ->
+  // 2,586 tokens/s). DS4_CUDA_SCORE_MAXIMA=0 lets the sum find them itself.
+  static const bool score_maxima = env_switch("DS4_CUDA_SCORE_MAXIMA", true);
+  uint32_t* maxima = nullptr;
   if (rows.n >= kSumBatchRows && dmma_scores) {
+    if (exact && score_maxima && sum_tile_wanted()) {
+      maxima = reinterpret_cast<uint32_t*>(scratch + int64_t{rows.n} * g.n_head * g.max_rows);
+      DS4_CUDA_CHECK(cudaMemsetAsync(maxima, 0, sizeof(uint32_t) * rows.n * g.n_head, s));
+    }
     const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
                     rows.n);
     attention_scores_dmma_kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible,
-                                                             rows.p0, scratch);
+                                                             rows.p0, scratch, maxima);
   } else {
     const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
                     (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
@@ -869,11 +904,10 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows && batch_heads;
   // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
-  // aligned; DS4_CUDA_SUM_TILE=0 keeps them on the kernels below (for comparisons; same results).
-  static const bool sum_tile = env_switch("DS4_CUDA_SUM_TILE", true);
-  if (batch && sum_tile && attention_sum_tile_fits(ring, comp, out, out_stride)) {
-    launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, out, out_stride,
-                              s);
+  // aligned (sum_tile_wanted, attention_sum_tile_fits).
+  if (batch && sum_tile_wanted() && attention_sum_tile_fits(ring, comp, out, out_stride)) {
+    launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, maxima, out,
+                              out_stride, s);
     return;
   }
   // The grid follows the kernel's heads and dims per CTA.

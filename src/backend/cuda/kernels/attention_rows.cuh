@@ -1,11 +1,12 @@
 // src/backend/cuda/kernels/attention_rows.cuh: what the sink-attention kernels (attention.cu,
 // attention_sum_tile.cu) share: the head width, the cached rows a batch row attends to, and the
-// maximum over a head's scores.
+// maximum over a head's scores (ordered_key.h carries maxima between kernels).
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/ordered_key.h"
 
 namespace ds4::backend::cuda {
 

@@ -72,7 +72,8 @@ __device__ __noinline__ void tile_maxima(const float* sc, int64_t stride, int n,
 __global__ void __launch_bounds__(kTThreads, 2)
     attention_sum_tile_kernel(AttentionGeometry g, const float* ring, const float* comp,
                               const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
-                              const float* scratch, float* out_all, int64_t out_stride) {
+                              const float* scratch, const uint32_t* maxima, float* out_all,
+                              int64_t out_stride) {
   extern __shared__ __align__(16) float smem[];
   float* const vals = smem;                   // [2][kTRows][kTDims]
   float* const wts = smem + 2 * kTValFloats;  // [2][kTRows][kTWPitch]
@@ -87,7 +88,13 @@ __global__ void __launch_bounds__(kTThreads, 2)
   const int n_here = min(kTHeads, g.n_head - hbase);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const float* const sc0 = scratch + (int64_t{t} * g.n_head + hbase) * g.max_rows;
-  tile_maxima(sc0, g.max_rows, rg.n_rows, n_here, sinks + hbase, mx);
+  if (maxima != nullptr) {  // handed over by the scores kernel (uniform per launch)
+    if (tid < n_here) {
+      mx[tid] = fmaxf(sinks[hbase + tid], key_value(maxima[int64_t{t} * g.n_head + hbase + tid]));
+    }
+  } else {
+    tile_maxima(sc0, g.max_rows, rg.n_rows, n_here, sinks + hbase, mx);
+  }
   __syncthreads();
 
   // Staging: this thread's scores are row ks of the round, heads hs + 8 j (a warp's load covers
@@ -212,8 +219,8 @@ bool attention_sum_tile_fits(const float* ring, const float* comp, const float* 
 
 void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, const float* comp,
                                const int32_t* visible, const float* sinks, const RopeArg& rope,
-                               RowSpan rows, const float* scratch, float* out, int64_t out_stride,
-                               cudaStream_t s) {
+                               RowSpan rows, const float* scratch, const uint32_t* maxima,
+                               float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK_MSG(attention_sum_tile_fits(ring, comp, out, out_stride),
                 "attention sum: rows not 16-byte aligned");
   if (rows.n == 0) return;
@@ -221,8 +228,8 @@ void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, co
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kTSmem)));
   const dim3 grid(kHd / kTDims, (g.n_head + kTHeads - 1) / kTHeads, rows.n);
-  attention_sum_tile_kernel<<<grid, kTThreads, kTSmem, s>>>(g, ring, comp, visible, sinks, rope,
-                                                            rows.p0, scratch, out, out_stride);
+  attention_sum_tile_kernel<<<grid, kTThreads, kTSmem, s>>>(
+      g, ring, comp, visible, sinks, rope, rows.p0, scratch, maxima, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

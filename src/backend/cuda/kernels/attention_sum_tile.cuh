@@ -16,12 +16,14 @@ namespace ds4::backend::cuda {
 // the rows' weight x value products added in row order with fused multiply-adds, divided by the
 // denominator (the sink term, then each weight, plain adds), and inverse RoPE on the tail: the
 // float operations of the CPU's sink attention in its order, so bit-identical results. Output row
-// t at out + t * out_stride. Needs attention_sum_tile_fits.
+// t at out + t * out_stride. Needs attention_sum_tile_fits. maxima: nullptr, or the maximum of row
+// t's head h scores at maxima[t * n_head + h] as an ordered key (ordered_key.h), which spares the
+// kernel its pass over the scores.
 bool attention_sum_tile_fits(const float* ring, const float* comp, const float* out,
                              int64_t out_stride);
 void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, const float* comp,
                                const int32_t* visible, const float* sinks, const RopeArg& rope,
-                               RowSpan rows, const float* scratch, float* out, int64_t out_stride,
-                               cudaStream_t s);
+                               RowSpan rows, const float* scratch, const uint32_t* maxima,
+                               float* out, int64_t out_stride, cudaStream_t s);
 
 }  // namespace ds4::backend::cuda

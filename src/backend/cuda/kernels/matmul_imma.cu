@@ -3,7 +3,9 @@
 //
 // Tiles: 128 threads (4 warps); a CTA owns kM = 64 weight rows and kN = 32 slots, warp w the rows
 // 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, and
-// its slots' codes are not copied, so a small expert group costs few products). The K loop walks
+// its slots' codes are not copied, so a small expert group costs few products; Q8_0 takes two
+// row tiles per warp where the row groups allow: 128 rows, warp w the rows 32 w .., each B
+// fragment used twice; DS4_CUDA_Q8_ROW_TILES=1 keeps one). The K loop walks
 // chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS
 // shared-memory stages (DS4_CUDA_IMMA_STAGES, default 2): while the warps multiply chunk c, chunks
 // c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the activations' codes and
@@ -159,6 +161,35 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
   });
 }
 
+// The Q8_K-side B layout (IQ2_XXS, Q2_K). kRawX = false: each slot's 64 codes words of the block,
+// word by word (copy_q8k_codes), at words 8 ks .. of step ks. kRawX = true: the slot's whole
+// 292-byte block in 16-byte copies (copy_q8k_blocks), which takes a quarter of the copies: in a
+// row of nb % 4 == 0 blocks, 16-byte aligned, block b starts 4 (b % 4) bytes past a 16-byte
+// boundary, so 19 copies from that boundary hold it (the last block of a row, b % 4 == 3, ends
+// exactly at the 19th; the others' 19th reaches into the next block of the same row), and its
+// codes are words (b % 4) + 1 + 8 ks .. of the staged row; 19 units per row, an odd number, so the
+// 8 rows x 4 words of a fragment load fall in 32 different banks.
+template <bool kRawX>
+struct Q8KSide {
+  static constexpr int kUnits = 19;
+  static constexpr int kBPitch = kRawX ? 4 * kUnits : kPitch;
+  static_assert(!kRawX || (kUnits % 2 == 1 && 16 * kUnits >= kQ8KBytes + 12),
+                "whole blocks at any 4-byte phase, an odd number of 16-byte units per row");
+  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
+  // The words to add to b_word0 for block b.
+  __device__ static int b_shift(int b) { return kRawX ? b % 4 + 1 : 0; }
+};
+
+template <class P>
+__device__ void copy_q8k_blocks(Stage<P>& st, const Cta& c, int b) {
+  constexpr int kUnits = P::kUnits;
+  const int64_t start = b * kQ8KBytes - 4 * (b % 4);  // 16-byte aligned (raw_q8k_fits)
+  each_item<kN * kUnits>(c.tid, [&](int k) {
+    const int i = c.tid + k * kThreads, s = i / kUnits, u = i % kUnits;
+    if (s < c.live) cp_async16(&st.b[s * P::kBPitch + 4 * u], c.xrow[s] + start + 16 * u);
+  });
+}
+
 // Where block b (of block_bytes bytes) of tile row r starts in the body plane (Cta::block: rows
 // past the tile's last read the last again).
 __device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_bytes, int b,
@@ -176,9 +207,12 @@ __device__ __forceinline__ const uint8_t* row_block(const Cta& c, int64_t block_
 // for 16-byte copies); block j's codes are then words 9 j + 1 .. 9 j + 8 of the slot's row, read
 // in place by the B fragments. It needs 16-byte aligned chunks: every chunk whole (nb % 8 == 0)
 // and the encoded rows and groups at multiples of 16 bytes (raw_x_fits).
-template <bool kRawX>
+// kRowTiles: 16-row tiles per warp (1: a 64-row CTA; 2: a 128-row CTA, each B fragment and pair
+// of activation scales loaded once for two products).
+template <bool kRawX, int kRowTiles_ = 1>
 struct ImmaQ8_0T {
   using Fmt = FmtQ8_0;
+  static constexpr int kRowTiles = kRowTiles_, kRows = kM * kRowTiles;
   static constexpr int kChunkBlocks = 8, kBlockSteps = 1;
   static constexpr bool kTables = false, kDecodes = false;
   static constexpr int kChunkBytes = kChunkBlocks * static_cast<int>(kActQ8_0Bytes);  // 288
@@ -189,12 +223,13 @@ struct ImmaQ8_0T {
                 "raw rows: whole 16-byte units, an odd number per staged row");
   // The first word of step ks's codes in a staged slot row.
   __device__ static constexpr int b_word0(int ks) { return kRawX ? 9 * ks + 1 : 8 * ks; }
+  __device__ static int b_shift(int) { return 0; }
   // The words holding a row's f16 scales of a chunk: at most 5 (the first may start at an odd
   // half); 6 for an even stride that still spreads 8 rows over different banks.
   static constexpr int kScaleWords = 6;
   struct Raw {
-    uint32_t a[kM * kPitch];  // the weight codes: the A tile
-    uint32_t dw[kM][kScaleWords];
+    uint32_t a[kRows * kPitch];  // the weight codes: the A tile
+    uint32_t dw[kRows][kScaleWords];
     // The slots' activation scales by block, so that the two slots of a C fragment's columns
     // (2t, 2t + 1) come in one 8-byte load (4 distinct pairs per warp: one wavefront).
     alignas(8) float xd[kChunkBlocks][kN];
@@ -210,12 +245,12 @@ struct ImmaQ8_0T {
     const int j = (c.tid / 2) % kChunkBlocks, h = c.tid % 2;
     if (j < kc) {  // weight codes, 16 bytes
       const int r0 = c.tid / kCodeHalves;
-      each_item<kM * kCodeHalves>(c.tid, [&](int k) {
+      each_item<kRows * kCodeHalves>(c.tid, [&](int k) {
         const int r = r0 + k * (kThreads / kCodeHalves);
         cp_async16(&st.raw.a[r * kPitch + 8 * j + 4 * h], row_block(c, 32, b0 + j, r) + 16 * h);
       });
     }
-    each_item<kM * kScaleWords>(c.tid, [&](int k) {  // weight scales, as words
+    each_item<kRows * kScaleWords>(c.tid, [&](int k) {  // weight scales, as words
       const int i = c.tid + k * kThreads, r = i / kScaleWords, w = i % kScaleWords;
       const int64_t h0 = c.block(r, b0);
       if (w <= (h0 + kc - 1) / 2 - h0 / 2)
@@ -259,18 +294,17 @@ struct ImmaQ8_0T {
 };
 template <class P>
 inline constexpr bool kIsQ8_0 = false;
-template <bool kRawX>
-inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX>> = true;
+template <bool kRawX, int kRowTiles>
+inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX, kRowTiles>> = true;
 
 // kAluSigns: the decode forms the sign patterns with a population count instead of reading the
-// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes).
-template <bool kAluSigns>
-struct ImmaIq2XxsT {
+// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes). kRawX: whole Q8_K blocks (Q8KSide).
+template <bool kAluSigns, bool kRawX = false>
+struct ImmaIq2XxsT : Q8KSide<kRawX> {
   using Fmt = FmtIq2Xxs;
+  static constexpr int kRowTiles = 1, kRows = kM;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = true, kDecodes = true;
-  static constexpr int kBPitch = kPitch;
-  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 64-byte body plus 16 bytes, so that 8 rows' 16-byte reads fall in
   // different banks.
   static constexpr int kRawPitch = 20;
@@ -290,7 +324,11 @@ struct ImmaIq2XxsT {
     RowSide rs[kM];
   };
   __device__ static void copy(Stage<ImmaIq2XxsT>& st, const Cta& c, int b, int) {
-    copy_q8k_codes(st, c, b);
+    if constexpr (kRawX) {
+      copy_q8k_blocks(st, c, b);
+    } else {
+      copy_q8k_codes(st, c, b);
+    }
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
     const int q = c.tid % 4, r0 = c.tid / 4;  // 16 bytes q of rows tid / 4 + 32 k
     each_item<kM * 4>(c.tid, [&](int k) {
@@ -318,15 +356,16 @@ struct ImmaIq2XxsT {
 using ImmaIq2Xxs = ImmaIq2XxsT<false>;
 template <class P>
 inline constexpr bool kIsIq2 = false;
-template <bool kAluSigns>
-inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns>> = true;
+template <bool kAluSigns, bool kRawX>
+inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns, kRawX>> = true;
 
-struct ImmaQ2K {
+// kRawX: whole Q8_K blocks (Q8KSide).
+template <bool kRawX>
+struct ImmaQ2KT : Q8KSide<kRawX> {
   using Fmt = FmtQ2K;
+  static constexpr int kRowTiles = 1, kRows = kM;
   static constexpr int kChunkBlocks = 1, kBlockSteps = 8;
   static constexpr bool kTables = false, kDecodes = true;
-  static constexpr int kBPitch = kPitch;
-  __device__ static constexpr int b_word0(int ks) { return 8 * ks; }
   // Words per staged row: the 80-byte body (scales, then codes); 8 rows' 16-byte reads at a
   // 20-word stride fall in different banks.
   static constexpr int kRawPitch = 20;
@@ -346,8 +385,12 @@ struct ImmaQ2K {
     uint32_t a[kM * kPitch];
     RowSide rs[kM];
   };
-  __device__ static void copy(Stage<ImmaQ2K>& st, const Cta& c, int b, int) {
-    copy_q8k_codes(st, c, b);
+  __device__ static void copy(Stage<ImmaQ2KT>& st, const Cta& c, int b, int) {
+    if constexpr (kRawX) {
+      copy_q8k_blocks(st, c, b);
+    } else {
+      copy_q8k_codes(st, c, b);
+    }
     each_item<kN * 9>(c.tid, [&](int k) {
       const int i = c.tid + k * kThreads, s = i / 9, w = i % 9;
       if (s >= c.live) return;
@@ -364,7 +407,7 @@ struct ImmaQ2K {
     if (c.tid < kM) cp_async4(&st.raw.dd[c.tid], c.aux + 4 * c.block(c.tid, b));
   }
   // Thread tid decodes half tid / 64 (sub-blocks 8h .. 8h + 7) of tile row tid % 64.
-  __device__ static void decode(const Stage<ImmaQ2K>& st, Decoded& dec, const Cta& c, int,
+  __device__ static void decode(const Stage<ImmaQ2KT>& st, Decoded& dec, const Cta& c, int,
                                 const Iq2Lookup&) {
     const int r = c.tid % kM, h = c.tid / kM;
     const uint32_t* row = &st.raw.q[r * kRawPitch];  // scales (4 words), then the codes
@@ -389,84 +432,123 @@ struct ImmaQ2K {
   }
 };
 
-// The thread's outputs: acc[nt][i] is C element i of slot tile nt (row 16 warp +
-// frag_c_row(lane, i), slot 8 nt + frag_c_col(lane, i)); part[nt][i] the integer sums of the
-// current block (IQ2_XXS: bsum so far; Q2_K: the C accumulator itself).
+using ImmaQ2K = ImmaQ2KT<false>;
+template <class P>
+inline constexpr bool kIsQ2K = false;
+template <bool kRawX>
+inline constexpr bool kIsQ2K<ImmaQ2KT<kRawX>> = true;
+
+// The thread's outputs of one row tile rt of its warp: acc[nt][i] is C element i of slot tile nt
+// (row 16 (kRowTiles warp + rt) + frag_c_row(lane, i), slot 8 nt + frag_c_col(lane, i));
+// part[nt][i] the integer sums of the current block (IQ2_XXS: bsum so far; Q2_K: the C
+// accumulator itself).
 struct Outputs {
   float acc[kNTiles][4];
   int part[kNTiles][4];
 };
 
+// The first tile row of row tile rt of a warp.
+template <class P>
+__device__ __forceinline__ int tile_row0(int warp, int rt) {
+  return 16 * (P::kRowTiles * warp + rt);
+}
+
 // The products of one chunk (kc blocks from block b0) and, as each block completes, its terms.
 // kFull: every slot tile is live and the chunk is whole (no run-time bounds in the loops).
 template <class P, bool kFull>
 __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& dec, const Cta& c,
-                               int b0, int kc, int nv, int warp, int lane, Outputs& o) {
-  const uint32_t* at;
-  if constexpr (P::kDecodes) {
-    at = dec.a + warp * 16 * kPitch;
-  } else {
-    at = st.raw.a + warp * 16 * kPitch;
-  }
-  const int r_lo = warp * 16 + imma::frag_c_row(lane, 0), r_hi = r_lo + 8;
-  const int steps = kc * P::kBlockSteps;
-  int first_lo = 0, first_hi = 0;  // Q8_0: the parity of the rows' first scale in its word
-  if constexpr (kIsQ8_0<P>) {
-    first_lo = static_cast<int>(c.block(r_lo, b0) & 1);
-    first_hi = static_cast<int>(c.block(r_hi, b0) & 1);
-  }
-  // The products of step ks into cc (Q2_K: into the block's accumulator).
-  const auto products = [&](int ks, int(&cc)[kNTiles][4]) {
-    uint32_t a[4];
+                               int b0, int kc, int nv, int warp, int lane,
+                               Outputs (&ot)[P::kRowTiles]) {
+  constexpr int kRt = P::kRowTiles;
+  const uint32_t* at[kRt];
+  int r_lo[kRt], r_hi[kRt];
+  int first_lo[kRt] = {}, first_hi[kRt] = {};  // Q8_0: the parity of the rows' first scale
 #pragma unroll
-    for (int r = 0; r < 4; ++r) a[r] = at[imma::frag_a_word(lane, r, kPitch) + 8 * ks];
+  for (int rt = 0; rt < kRt; ++rt) {
+    const int base = tile_row0<P>(warp, rt);
+    if constexpr (P::kDecodes) {
+      at[rt] = dec.a + base * kPitch;
+    } else {
+      at[rt] = st.raw.a + base * kPitch;
+    }
+    r_lo[rt] = base + imma::frag_c_row(lane, 0);
+    r_hi[rt] = r_lo[rt] + 8;
+    if constexpr (kIsQ8_0<P>) {
+      first_lo[rt] = static_cast<int>(c.block(r_lo[rt], b0) & 1);
+      first_hi[rt] = static_cast<int>(c.block(r_hi[rt], b0) & 1);
+    }
+  }
+  const int steps = kc * P::kBlockSteps;
+  const int bshift = P::b_shift(b0);  // where block b0's codes start in the staged slot rows
+  // The products of step ks into cc (Q2_K: into the block's accumulator); each B fragment is
+  // loaded once for the warp's row tiles.
+  const auto products = [&](int ks, int(&cc)[kRt][kNTiles][4]) {
+    uint32_t a[kRt][4];
+#pragma unroll
+    for (int rt = 0; rt < kRt; ++rt) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a[rt][r] = at[rt][imma::frag_a_word(lane, r, kPitch) + 8 * ks];
+    }
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (!kFull && nt >= nv) break;
-      const uint32_t* bt = st.b + nt * 8 * P::kBPitch + P::b_word0(ks);
+      const uint32_t* bt = st.b + nt * 8 * P::kBPitch + P::b_word0(ks) + bshift;
       const uint32_t b0w = bt[imma::frag_b_word(lane, 0, P::kBPitch)];
       const uint32_t b1w = bt[imma::frag_b_word(lane, 1, P::kBPitch)];
-      if constexpr (std::is_same_v<P, ImmaQ2K>) {
-        mma_s8(o.part[nt], a, b0w, b1w);  // the block's isum accumulates over its 8 steps
-      } else {
-        mma_s8_fresh(cc[nt], a, b0w, b1w);
+#pragma unroll
+      for (int rt = 0; rt < kRt; ++rt) {
+        if constexpr (kIsQ2K<P>) {
+          mma_s8(ot[rt].part[nt], a[rt], b0w, b1w);  // the block's isum accumulates over 8 steps
+        } else {
+          mma_s8_fresh(cc[rt][nt], a[rt], b0w, b1w);
+        }
       }
     }
   };
   // What step ks's sums add to the outputs (Q8_0: block ks's float terms, in block order;
   // IQ2_XXS: group ks's sums times 2s + 1, exact integers).
-  const auto terms = [&](int ks, const int(&cc)[kNTiles][4]) {
+  const auto terms = [&](int ks, const int(&cc)[kRt][kNTiles][4]) {
     if constexpr (kIsQ8_0<P>) {
-      const float w_lo = P::row_scale(st, r_lo, first_lo, ks);
-      const float w_hi = P::row_scale(st, r_hi, first_hi, ks);
+      float w_lo[kRt], w_hi[kRt];
+#pragma unroll
+      for (int rt = 0; rt < kRt; ++rt) {
+        w_lo[rt] = P::row_scale(st, r_lo[rt], first_lo[rt], ks);
+        w_hi[rt] = P::row_scale(st, r_hi[rt], first_hi[rt], ks);
+      }
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (!kFull && nt >= nv) break;
         const int s = nt * 8 + imma::frag_c_col(lane, 0);
         const float2 xs = *reinterpret_cast<const float2*>(&st.raw.xd[ks][s]);
         const float x0 = xs.x, x1 = xs.y;
-        o.acc[nt][0] = planar::add_term(o.acc[nt][0], FmtQ8_0::from_sums(w_lo, x0, cc[nt][0]));
-        o.acc[nt][1] = planar::add_term(o.acc[nt][1], FmtQ8_0::from_sums(w_lo, x1, cc[nt][1]));
-        o.acc[nt][2] = planar::add_term(o.acc[nt][2], FmtQ8_0::from_sums(w_hi, x0, cc[nt][2]));
-        o.acc[nt][3] = planar::add_term(o.acc[nt][3], FmtQ8_0::from_sums(w_hi, x1, cc[nt][3]));
+#pragma unroll
+        for (int rt = 0; rt < kRt; ++rt) {
+          float(&acc)[4] = ot[rt].acc[nt];
+          const int(&sums)[4] = cc[rt][nt];
+          acc[0] = planar::add_term(acc[0], FmtQ8_0::from_sums(w_lo[rt], x0, sums[0]));
+          acc[1] = planar::add_term(acc[1], FmtQ8_0::from_sums(w_lo[rt], x1, sums[1]));
+          acc[2] = planar::add_term(acc[2], FmtQ8_0::from_sums(w_hi[rt], x0, sums[2]));
+          acc[3] = planar::add_term(acc[3], FmtQ8_0::from_sums(w_hi[rt], x1, sums[3]));
+        }
       }
     } else if constexpr (kIsIq2<P>) {
+      static_assert(kRt == 1, "IQ2_XXS: one row tile per warp");
       const int shift = 8 * (ks % 4);
-      const int g_lo = static_cast<int>((dec.rs[r_lo].scales[ks / 4] >> shift) & 255u);
-      const int g_hi = static_cast<int>((dec.rs[r_hi].scales[ks / 4] >> shift) & 255u);
+      const int g_lo = static_cast<int>((dec.rs[r_lo[0]].scales[ks / 4] >> shift) & 255u);
+      const int g_hi = static_cast<int>((dec.rs[r_hi[0]].scales[ks / 4] >> shift) & 255u);
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt) {
         if (!kFull && nt >= nv) break;
-        o.part[nt][0] += g_lo * cc[nt][0];
-        o.part[nt][1] += g_lo * cc[nt][1];
-        o.part[nt][2] += g_hi * cc[nt][2];
-        o.part[nt][3] += g_hi * cc[nt][3];
+        ot[0].part[nt][0] += g_lo * cc[0][nt][0];
+        ot[0].part[nt][1] += g_lo * cc[0][nt][1];
+        ot[0].part[nt][2] += g_hi * cc[0][nt][2];
+        ot[0].part[nt][3] += g_hi * cc[0][nt][3];
       }
     }
   };
   // (Issuing step ks + 1's Q8_0 products before step ks's terms measured 1.2-1.5% slower at
   // prefill on the H200, bench/h200.md, and was removed.)
-  int cc[kNTiles][4];
+  int cc[kRt][kNTiles][4];
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
     if (!kFull && ks >= steps) break;
@@ -474,7 +556,8 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
     terms(ks, cc);
   }
   if constexpr (kIsIq2<P>) {  // the block (the chunk) is complete
-    const float w_lo = dec.rs[r_lo].d, w_hi = dec.rs[r_hi].d;
+    Outputs& o = ot[0];
+    const float w_lo = dec.rs[r_lo[0]].d, w_hi = dec.rs[r_hi[0]].d;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (!kFull && nt >= nv) break;
@@ -486,12 +569,15 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       o.acc[nt][3] += FmtIq2Xxs::from_sums(w_hi, x1, o.part[nt][3]);
       o.part[nt][0] = o.part[nt][1] = o.part[nt][2] = o.part[nt][3] = 0;
     }
-  } else if constexpr (std::is_same_v<P, ImmaQ2K>) {
+  } else if constexpr (kIsQ2K<P>) {
+    static_assert(kRt == 1, "Q2_K: one row tile per warp");
+    Outputs& o = ot[0];
     uint32_t m_lo[4], m_hi[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) m_lo[k] = dec.rs[r_lo].mins[k], m_hi[k] = dec.rs[r_hi].mins[k];
-    const float d_lo = dec.rs[r_lo].d, dmin_lo = dec.rs[r_lo].dmin;
-    const float d_hi = dec.rs[r_hi].d, dmin_hi = dec.rs[r_hi].dmin;
+    for (int k = 0; k < 4; ++k)
+      m_lo[k] = dec.rs[r_lo[0]].mins[k], m_hi[k] = dec.rs[r_hi[0]].mins[k];
+    const float d_lo = dec.rs[r_lo[0]].d, dmin_lo = dec.rs[r_lo[0]].dmin;
+    const float d_hi = dec.rs[r_hi[0]].d, dmin_hi = dec.rs[r_hi[0]].dmin;
 #pragma unroll
     for (int nt = 0; nt < kNTiles; ++nt) {
       if (!kFull && nt >= nv) break;
@@ -532,7 +618,7 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
   __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t o0 = static_cast<int64_t>(blockIdx.y) * kM;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.y) * P::kRows;
 
   // The CTA's slots: order[start ..] (or start ..), ns of them, all of matrix e.
   int start = 0, ns = 0, e = 0;
@@ -566,16 +652,19 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
               p.aux,
               p.nb,
               static_cast<int64_t>(e) * p.mat_rows + o0,
-              static_cast<int>(p.mat_rows - o0 < kM ? p.mat_rows - o0 : kM) - 1,
+              static_cast<int>(p.mat_rows - o0 < P::kRows ? p.mat_rows - o0 : P::kRows) - 1,
               xrow,
               8 * nv,
               tid};
   const int warp = tid / 32, lane = tid % 32;
-  Outputs o;
+  Outputs o[P::kRowTiles];
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
+  for (int rt = 0; rt < P::kRowTiles; ++rt) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o.acc[nt][i] = 0.0f, o.part[nt][i] = 0;
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) o[rt].acc[nt][i] = 0.0f, o[rt].part[nt][i] = 0;
+    }
   }
 
   const int n_chunks = (p.nb + P::kChunkBlocks - 1) / P::kChunkBlocks;
@@ -611,14 +700,18 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   cp_async_wait<0>();  // no copy outlives the CTA (the groups past the last chunk are empty)
 
 #pragma unroll
-  for (int nt = 0; nt < kNTiles; ++nt) {
-    if (nt >= nv) break;
+  for (int rt = 0; rt < P::kRowTiles; ++rt) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = warp * 16 + imma::frag_c_row(lane, i);
-      const int s = nt * 8 + imma::frag_c_col(lane, i);
-      if (s < ns && o0 + row < p.mat_rows)
-        p.y[static_cast<int64_t>(ids[s]) * p.y_stride + o0 + row] = P::Fmt::finish(o.acc[nt][i]);
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      if (nt >= nv) break;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = tile_row0<P>(warp, rt) + imma::frag_c_row(lane, i);
+        const int s = nt * 8 + imma::frag_c_col(lane, i);
+        if (s < ns && o0 + row < p.mat_rows)
+          p.y[static_cast<int64_t>(ids[s]) * p.y_stride + o0 + row] =
+              P::Fmt::finish(o[rt].acc[nt][i]);
+      }
     }
   }
 }
@@ -642,7 +735,7 @@ int imma_stages() {
 
 template <class P>
 void launch(const ImmaProduct& p, cudaStream_t stream) {
-  const int64_t tiles = (p.mat_rows + kM - 1) / kM;
+  const int64_t tiles = (p.mat_rows + P::kRows - 1) / P::kRows;
   const int64_t slot_tiles =
       p.groups.order != nullptr ? p.groups.max_wide_groups : (p.n_slots + kN - 1) / kN;
   DS4_CHECK_MSG(tiles <= 65535 && slot_tiles >= 1 && slot_tiles <= INT_MAX,
@@ -662,6 +755,24 @@ bool raw_x_fits(const ImmaProduct& p) {
   return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 &&
          reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 && p.enc_row_bytes % 16 == 0 &&
          p.enc_group_bytes % 16 == 0;
+}
+
+// Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
+// slot's row and its group's share 16-byte aligned (on the H200, prefill at 8k 2,577 -> 2,691
+// tokens/s). DS4_CUDA_Q8K_RAW=0 keeps the word copies.
+bool raw_q8k_fits(const ImmaProduct& p) {
+  static const bool on = env_switch("DS4_CUDA_Q8K_RAW", true);
+  return on && p.nb % 4 == 0 && reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 &&
+         p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
+}
+
+// Q8_0 row tiles per warp: 2 gives 128-row CTAs where the output row groups allow them (groups of
+// a multiple of 128 rows, or one group; on the H200, prefill at 8k 2,578 -> 2,623 tokens/s).
+// DS4_CUDA_Q8_ROW_TILES=1 keeps 64-row CTAs.
+int q8_row_tiles(const ImmaProduct& p) {
+  static const int tiles = env_choice("DS4_CUDA_Q8_ROW_TILES", {1, 2}, 2);
+  const int rows = kM * tiles;
+  return p.rows_per_group % rows == 0 || p.rows_per_group >= p.mat_rows ? tiles : 1;
 }
 
 }  // namespace
@@ -686,17 +797,29 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
       "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
     case GgufType::kQ8_0:
-      if (raw_x_fits(p)) {
+      if (q8_row_tiles(p) == 2 && raw_x_fits(p)) {
+        launch<ImmaQ8_0T<true, 2>>(p, stream);
+      } else if (q8_row_tiles(p) == 2) {
+        launch<ImmaQ8_0T<false, 2>>(p, stream);
+      } else if (raw_x_fits(p)) {
         launch<ImmaQ8_0T<true>>(p, stream);
       } else {
         launch<ImmaQ8_0T<false>>(p, stream);
       }
       break;
-    case GgufType::kQ2_K: launch<ImmaQ2K>(p, stream); break;
+    case GgufType::kQ2_K:
+      if (raw_q8k_fits(p)) {
+        launch<ImmaQ2KT<true>>(p, stream);
+      } else {
+        launch<ImmaQ2K>(p, stream);
+      }
+      break;
     default:
       // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
       static const bool alu_signs = env_switch("DS4_CUDA_IQ2_ALU_SIGNS", true);
-      if (alu_signs) {
+      if (alu_signs && raw_q8k_fits(p)) {
+        launch<ImmaIq2XxsT<true, true>>(p, stream);
+      } else if (alu_signs) {
         launch<ImmaIq2XxsT<true>>(p, stream);
       } else {
         launch<ImmaIq2Xxs>(p, stream);
