@@ -11,6 +11,7 @@
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
 
 namespace ds4::backend::cuda {
@@ -858,7 +859,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
-  DS4_CHECK_MSG(rows.n <= 65535, "attention: %d rows in one launch", rows.n);
+  DS4_CHECK_MSG(rows.n <= kMaxGridYZ, "attention: %d rows in one launch", rows.n);
   // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
   static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
   // The batch scores kernel also leaves each (row, head)'s maximum for the register-tiled sum, as

@@ -20,6 +20,7 @@
 #include "backend/cuda/kernels/attention_rows.cuh"
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "base/check.h"
 
 namespace ds4::backend::cuda {
@@ -213,8 +214,7 @@ __global__ void __launch_bounds__(kTThreads, 2)
 // The 16-byte copies and stores: ring, comp and output rows at 16-byte boundaries.
 bool attention_sum_tile_fits(const float* ring, const float* comp, const float* out,
                              int64_t out_stride) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return aligned(ring) && aligned(comp) && aligned(out) && out_stride % 4 == 0;
+  return aligned16(ring) && aligned16(comp) && aligned16(out) && out_stride % 4 == 0;
 }
 
 void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, const float* comp,

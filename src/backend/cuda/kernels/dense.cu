@@ -2,12 +2,12 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 
 namespace ds4::backend::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kMaxGridY = 65535;
 
 int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 
@@ -17,8 +17,7 @@ int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 // ~100 instructions on the GPU, and hc_post, whose thread per output took three of them, ran at
 // ~1 TB/s (295 us per 2048-row launch on the H200, bench/h200.md).
 dim3 grid_rows(int64_t rows, int64_t cols, int z = 1) {
-  return dim3(static_cast<unsigned>(blocks_for(cols)),
-              static_cast<unsigned>(rows < kMaxGridY ? rows : kMaxGridY), static_cast<unsigned>(z));
+  return dim3(static_cast<unsigned>(blocks_for(cols)), grid_y_for(rows), static_cast<unsigned>(z));
 }
 __device__ __forceinline__ int64_t grid_col() {
   return blockIdx.x * int64_t{blockDim.x} + threadIdx.x;

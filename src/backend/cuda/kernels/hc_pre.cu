@@ -11,6 +11,7 @@
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -188,7 +189,8 @@ bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
 }
 
 void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
-  DS4_CHECK_MSG(a.rows <= 65535, "hc pre: %lld rows in one launch", static_cast<long long>(a.rows));
+  DS4_CHECK_MSG(a.rows <= kMaxGridYZ, "hc pre: %lld rows in one launch",
+                static_cast<long long>(a.rows));
   DS4_CHECK(a.norm == nullptr || a.normed != nullptr);
   if (a.rows == 0) return;
   // kHcPreBatchRows: a guess between decode's one row and prefill's 512, not yet tuned on the

@@ -7,6 +7,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
 
 namespace ds4::backend::cuda {
@@ -236,9 +237,8 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
   // 0 to the 16-row kernel (for comparisons; same results). On the H200 the 128-row kernel
   // prefilled Flash q2 at 2,082 tokens/s at 8k against 2,014 with the 64-row one (bench/h200.md).
   static const int tile = env_choice("DS4_CUDA_INDEXER_TILE", {0, 1, 2}, 2);
-  const bool aligned16 = reinterpret_cast<uintptr_t>(keys) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(iq) % 16 == 0 && iq_stride % 4 == 0;
-  if (tile == 2 && rows.n >= kBatchRows && aligned16) {
+  const bool rows16 = aligned16(keys) && aligned16(iq) && iq_stride % 4 == 0;
+  if (tile == 2 && rows.n >= kBatchRows && rows16) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_wide_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kWideSmem)));

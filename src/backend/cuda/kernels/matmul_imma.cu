@@ -42,6 +42,7 @@
 #include "backend/cuda/kernels/async_copy.cuh"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
@@ -738,7 +739,7 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
   const int64_t tiles = (p.mat_rows + P::kRows - 1) / P::kRows;
   const int64_t slot_tiles =
       p.groups.order != nullptr ? p.groups.max_wide_groups : (p.n_slots + kN - 1) / kN;
-  DS4_CHECK_MSG(tiles <= 65535 && slot_tiles >= 1 && slot_tiles <= INT_MAX,
+  DS4_CHECK_MSG(tiles <= kMaxGridYZ && slot_tiles >= 1 && slot_tiles <= INT_MAX,
                 "imma matmul: grid %lld x %lld", static_cast<long long>(slot_tiles),
                 static_cast<long long>(tiles));
   const dim3 grid(static_cast<unsigned>(slot_tiles), static_cast<unsigned>(tiles));
@@ -752,9 +753,8 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
 // Q8_0 activations can be staged as whole 16-byte aligned chunks (ImmaQ8_0T<true>): every chunk
 // whole and every slot's row, and its group's share, 16-byte aligned.
 bool raw_x_fits(const ImmaProduct& p) {
-  return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 &&
-         reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 && p.enc_row_bytes % 16 == 0 &&
-         p.enc_group_bytes % 16 == 0;
+  return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 && aligned16(p.enc) &&
+         p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
 }
 
 // Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
@@ -762,8 +762,8 @@ bool raw_x_fits(const ImmaProduct& p) {
 // tokens/s). DS4_CUDA_Q8K_RAW=0 keeps the word copies.
 bool raw_q8k_fits(const ImmaProduct& p) {
   static const bool on = env_switch("DS4_CUDA_Q8K_RAW", true);
-  return on && p.nb % 4 == 0 && reinterpret_cast<uintptr_t>(p.enc) % 16 == 0 &&
-         p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
+  return on && p.nb % 4 == 0 && aligned16(p.enc) && p.enc_row_bytes % 16 == 0 &&
+         p.enc_group_bytes % 16 == 0;
 }
 
 // Q8_0 row tiles per warp: 2 gives 128-row CTAs where the output row groups allow them (groups of
@@ -792,9 +792,8 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(
       p.groups.order == nullptr || (p.groups.first != nullptr && p.groups.wide_first != nullptr),
       "imma matmul: slot groups without wide groups");
-  DS4_CHECK_MSG(
-      reinterpret_cast<uintptr_t>(p.body) % 16 == 0 && reinterpret_cast<uintptr_t>(p.aux) % 16 == 0,
-      "imma matmul: planes not 16-byte aligned (cp.async)");
+  DS4_CHECK_MSG(aligned16(p.body) && aligned16(p.aux),
+                "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
     case GgufType::kQ8_0:
       if (q8_row_tiles(p) == 2 && raw_x_fits(p)) {

@@ -27,6 +27,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -321,8 +322,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
   // lane a block at a time (planar_rows_kernel).
   if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
-    DS4_CHECK_MSG(a.n_slots <= 65535 && a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots,
-                  a.out);
+    DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ && a.out > 0, "planar matmul: %d slots, %d rows",
+                  a.n_slots, a.out);
     const int per_lane = rows_blocks_per_lane();
     const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
@@ -332,8 +333,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
     static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
     a.stage_x = stage_x_enabled() && a.rows_per_group % (kThreads / lanes) == 0 &&
-                x_bytes <= kMaxStagedBytes && reinterpret_cast<uintptr_t>(a.enc) % 4 == 0 &&
-                a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
+                x_bytes <= kMaxStagedBytes && aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 &&
+                a.enc_group_bytes % 4 == 0;
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     if (lanes == 32) {
       planar_rows_kernel<F, 32><<<grid, kThreads, smem, stream>>>(a);
@@ -352,7 +353,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     while (rows > 4 && (a.out + rows - 1) / rows * slot_tiles < kMinCtas) rows /= 2;
   }
   const int64_t tiles = (a.out + rows - 1) / rows;
-  DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= 65535, "planar matmul: grid %lld x %lld",
+  DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= kMaxGridYZ, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
   if (a.slots_per_cta > 1 || a.groups.order != nullptr) {
@@ -378,7 +379,7 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
                         cudaStream_t stream) {
   DS4_CHECK_MSG(has_planar_layout(t), "pack: no planar layout for %.*s",
                 static_cast<int>(gguf::to_string(t).size()), gguf::to_string(t).data());
-  DS4_CHECK_MSG(n_blocks >= 0 && reinterpret_cast<uintptr_t>(dst) % 16 == 0,
+  DS4_CHECK_MSG(n_blocks >= 0 && aligned16(dst),
                 "pack: %lld blocks, destination not 16-byte aligned",
                 static_cast<long long>(n_blocks));
   if (n_blocks == 0) return;

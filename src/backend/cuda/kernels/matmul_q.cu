@@ -27,6 +27,7 @@
 #include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -95,9 +96,7 @@ __device__ __forceinline__ int group_sum(int v) {
 // stride of gridDim.y), so no thread divides a 64-bit block index (a subroutine of ~100
 // instructions on the GPU: with a warp per block, the Q8_0 encoder spent most of its time there).
 dim3 encode_grid(int64_t n_rows, int64_t nb) {
-  constexpr int64_t kMaxGridY = 65535;
-  return dim3(static_cast<unsigned>((nb + kWarpsPerCta - 1) / kWarpsPerCta),
-              static_cast<unsigned>(n_rows < kMaxGridY ? n_rows : kMaxGridY));
+  return dim3(static_cast<unsigned>((nb + kWarpsPerCta - 1) / kWarpsPerCta), grid_y_for(n_rows));
 }
 __device__ __forceinline__ int encode_block() {
   return static_cast<int>(blockIdx.x) * kWarpsPerCta + static_cast<int>(threadIdx.x / kWarpSize);
@@ -785,7 +784,7 @@ template <bool kF16>
 void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_scratch,
                        cudaStream_t stream) {
   const FloatTiles t = float_tiles(out, n_slots, a.n_blocks);
-  DS4_CHECK(t.slot_tiles <= 65535);
+  DS4_CHECK(t.slot_tiles <= kMaxGridYZ);
   const int parts = split_scratch != nullptr ? t.parts : 1;
   a.partials = parts > 1 ? static_cast<double*>(split_scratch) : nullptr;
   a.k_part = t.k_part;
@@ -807,8 +806,6 @@ void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_s
     DS4_CUDA_CHECK_LAUNCH();
   }
 }
-
-bool aligned(const void* p, int64_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
 
 int64_t ctas_for_warps(int64_t warps) {
   const int64_t ctas = (warps + kWarpsPerCta - 1) / kWarpsPerCta;
@@ -849,7 +846,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
                 static_cast<long long>(cols), static_cast<long long>(stride));
   const int64_t row_bytes = encoded_row_bytes(t, cols);  // checks t and cols
   if (n_rows == 0 || cols == 0) return;
-  DS4_CHECK_MSG(x != nullptr && out != nullptr && aligned(x, 4) && aligned(out, 4),
+  DS4_CHECK_MSG(x != nullptr && out != nullptr && aligned_to(x, 4) && aligned_to(out, 4),
                 "encode: null or misaligned buffer");
   if (t == GgufType::kF32 || t == GgufType::kF16) {
     const int64_t src_pitch =
@@ -904,10 +901,10 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
                 static_cast<long long>(enc_row_bytes), groups, static_cast<long long>(group_bytes));
   DS4_CHECK_MSG(n_slots == 1 || y_stride >= out, "matmul: y_stride=%lld < out=%lld",
                 static_cast<long long>(y_stride), static_cast<long long>(out));
-  DS4_CHECK_MSG(w.data != nullptr && aligned(w.data, kWeightAlign),
+  DS4_CHECK_MSG(w.data != nullptr && aligned_to(w.data, kWeightAlign),
                 "matmul: weight data null or not %lld-byte aligned",
                 static_cast<long long>(kWeightAlign));
-  DS4_CHECK_MSG(enc != nullptr && aligned(enc, 4) && y != nullptr && aligned(y, 4),
+  DS4_CHECK_MSG(enc != nullptr && aligned_to(enc, 4) && y != nullptr && aligned_to(y, 4),
                 "matmul: null or misaligned buffer");
 
   if (w.layout == kLayoutPlanar) {
@@ -947,7 +944,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
       return;
     }
     const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;
-    DS4_CHECK(slot_tiles <= 65535);
+    DS4_CHECK(slot_tiles <= kMaxGridYZ);
     // The largest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
     int rpt = 4;
     while (rpt > 1 && (out + 16 * rpt - 1) / (16 * rpt) * slot_tiles < 132) rpt /= 2;
