@@ -143,8 +143,8 @@ step models 120 models
 # matmul_check on the default paths, then with the rows kernel's global activation reads, with
 # the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
 # one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, with
-# the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, and with
-# Q8_0 on two row tiles per warp, and with whole-block Q8_K activation copies.
+# the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, with
+# Q8_0 on one row tile per warp, and with Q8_K activation codes copied word by word.
 kernels() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&

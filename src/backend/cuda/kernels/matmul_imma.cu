@@ -172,6 +172,7 @@ __device__ void copy_q8k_codes(Stage<P>& st, const Cta& c, int b) {
 // 8 rows x 4 words of a fragment load fall in 32 different banks.
 template <bool kRawX>
 struct Q8KSide {
+  static constexpr bool kRawQ8K = kRawX;
   static constexpr int kUnits = 19;
   static constexpr int kBPitch = kRawX ? 4 * kUnits : kPitch;
   static_assert(!kRawX || (kUnits % 2 == 1 && 16 * kUnits >= kQ8KBytes + 12),
@@ -189,6 +190,16 @@ __device__ void copy_q8k_blocks(Stage<P>& st, const Cta& c, int b) {
     const int i = c.tid + k * kThreads, s = i / kUnits, u = i % kUnits;
     if (s < c.live) cp_async16(&st.b[s * P::kBPitch + 4 * u], c.xrow[s] + start + 16 * u);
   });
+}
+
+// The live slots' Q8_K codes of block b, in P's layout (Q8KSide).
+template <class P>
+__device__ void copy_q8k(Stage<P>& st, const Cta& c, int b) {
+  if constexpr (P::kRawQ8K) {
+    copy_q8k_blocks(st, c, b);
+  } else {
+    copy_q8k_codes(st, c, b);
+  }
 }
 
 // Where block b (of block_bytes bytes) of tile row r starts in the body plane (Cta::block: rows
@@ -325,11 +336,7 @@ struct ImmaIq2XxsT : Q8KSide<kRawX> {
     RowSide rs[kM];
   };
   __device__ static void copy(Stage<ImmaIq2XxsT>& st, const Cta& c, int b, int) {
-    if constexpr (kRawX) {
-      copy_q8k_blocks(st, c, b);
-    } else {
-      copy_q8k_codes(st, c, b);
-    }
+    copy_q8k(st, c, b);
     if (c.tid < c.live) cp_async4(&st.ss[c.tid].d, c.xrow[c.tid] + b * kQ8KBytes);
     const int q = c.tid % 4, r0 = c.tid / 4;  // 16 bytes q of rows tid / 4 + 32 k
     each_item<kM * 4>(c.tid, [&](int k) {
@@ -387,11 +394,7 @@ struct ImmaQ2KT : Q8KSide<kRawX> {
     RowSide rs[kM];
   };
   __device__ static void copy(Stage<ImmaQ2KT>& st, const Cta& c, int b, int) {
-    if constexpr (kRawX) {
-      copy_q8k_blocks(st, c, b);
-    } else {
-      copy_q8k_codes(st, c, b);
-    }
+    copy_q8k(st, c, b);
     each_item<kN * 9>(c.tid, [&](int k) {
       const int i = c.tid + k * kThreads, s = i / 9, w = i % 9;
       if (s >= c.live) return;
@@ -750,11 +753,15 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
   }
 }
 
+// Whether every slot's encoded activation row, and its group's share, starts 16-byte aligned.
+bool enc_rows_aligned16(const ImmaProduct& p) {
+  return aligned16(p.enc) && p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
+}
+
 // Q8_0 activations can be staged as whole 16-byte aligned chunks (ImmaQ8_0T<true>): every chunk
-// whole and every slot's row, and its group's share, 16-byte aligned.
+// whole and the rows 16-byte aligned.
 bool raw_x_fits(const ImmaProduct& p) {
-  return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 && aligned16(p.enc) &&
-         p.enc_row_bytes % 16 == 0 && p.enc_group_bytes % 16 == 0;
+  return p.nb % ImmaQ8_0T<true>::kChunkBlocks == 0 && enc_rows_aligned16(p);
 }
 
 // Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
@@ -762,8 +769,7 @@ bool raw_x_fits(const ImmaProduct& p) {
 // tokens/s). DS4_CUDA_Q8K_RAW=0 keeps the word copies.
 bool raw_q8k_fits(const ImmaProduct& p) {
   static const bool on = env_switch("DS4_CUDA_Q8K_RAW", true);
-  return on && p.nb % 4 == 0 && aligned16(p.enc) && p.enc_row_bytes % 16 == 0 &&
-         p.enc_group_bytes % 16 == 0;
+  return on && p.nb % 4 == 0 && enc_rows_aligned16(p);
 }
 
 // Q8_0 row tiles per warp: 2 gives 128-row CTAs where the output row groups allow them (groups of
@@ -795,17 +801,15 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(aligned16(p.body) && aligned16(p.aux),
                 "imma matmul: planes not 16-byte aligned (cp.async)");
   switch (p.type) {
-    case GgufType::kQ8_0:
-      if (q8_row_tiles(p) == 2 && raw_x_fits(p)) {
-        launch<ImmaQ8_0T<true, 2>>(p, stream);
-      } else if (q8_row_tiles(p) == 2) {
-        launch<ImmaQ8_0T<false, 2>>(p, stream);
-      } else if (raw_x_fits(p)) {
-        launch<ImmaQ8_0T<true>>(p, stream);
+    case GgufType::kQ8_0: {
+      const bool two = q8_row_tiles(p) == 2, raw = raw_x_fits(p);
+      if (two) {
+        raw ? launch<ImmaQ8_0T<true, 2>>(p, stream) : launch<ImmaQ8_0T<false, 2>>(p, stream);
       } else {
-        launch<ImmaQ8_0T<false>>(p, stream);
+        raw ? launch<ImmaQ8_0T<true>>(p, stream) : launch<ImmaQ8_0T<false>>(p, stream);
       }
       break;
+    }
     case GgufType::kQ2_K:
       if (raw_q8k_fits(p)) {
         launch<ImmaQ2KT<true>>(p, stream);
