@@ -56,6 +56,7 @@ struct SynthCmdOptions {
   bool mtp = false;
   int threads = 0;
   std::string hf_dir;  // instead of a GGUF: the f32 weights as a Hugging Face checkpoint directory
+  bool decisive_routing = false;
 };
 int run_synth(const SynthCmdOptions& opts);
 

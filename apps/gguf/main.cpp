@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   synth_out->excludes(synth_hf);
   synth_cmd->require_option(1, 0);
   synth_cmd->add_flag("--mtp", synth.mtp, "write the optional MTP file's tensors");
+  synth_cmd->add_flag("--decisive-routing", synth.decisive_routing,
+                      "selection biases in wide tiers: every engine picks the same experts");
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 

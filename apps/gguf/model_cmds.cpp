@@ -23,6 +23,7 @@ int run_check(const CheckOptions& opts) {
                 int(c.shape.name.size()), c.shape.name.data(), c.mtp ? " (MTP file)" : "",
                 file->tensors().size());
   }
+  for (const std::string& n : c.notes) std::printf("note: %s\n", n.c_str());
   for (const std::string& p : c.problems) std::printf("problem: %s\n", p.c_str());
   if (!c.problems.empty()) {
     std::fprintf(stderr, "ds4-gguf check: %s: %zu problem%s\n", opts.path.c_str(),
@@ -64,6 +65,7 @@ int run_synth(const SynthCmdOptions& opts) {
   s.output = opts.output;
   s.mtp = opts.mtp;
   s.threads = opts.threads;
+  s.decisive_routing = opts.decisive_routing;
   if (opts.output.empty() == opts.hf_dir.empty()) {
     std::fprintf(stderr, "ds4-gguf synth: give exactly one of -o FILE.gguf and --hf-dir DIR\n");
     return 2;

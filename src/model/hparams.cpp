@@ -43,19 +43,24 @@ constexpr U32Key kU32Keys[] = {
     {"hyper_connection.sinkhorn_iterations", &Shape::n_sinkhorn},
 };
 
+// Every shape has one KV head (multi-query attention); ds4 requires the key to say so.
+constexpr uint32_t kHeadCountKv = 1;
+
 struct FloatKey {
   const char* name;
   double value;
+  bool required;  // ds4 refuses a file without it; an optional key falls back to its value
 };
-// Constants every shape shares; expert_weights_scale varies and is handled separately.
+// Constants every shape shares (f32-like: f32, f64, u32 or i32); expert_weights_scale varies and
+// is handled separately. ds4 reads the three YaRN keys only when present with such a type.
 constexpr FloatKey kFloatKeys[] = {
-    {"rope.freq_base", kRopeFreqBase},
-    {"rope.scaling.factor", kYarnFactor},
-    {"rope.scaling.yarn_beta_fast", kYarnBetaFast},
-    {"rope.scaling.yarn_beta_slow", kYarnBetaSlow},
-    {"attention.compress_rope_freq_base", kCompressRopeFreqBase},
-    {"attention.layer_norm_rms_epsilon", kRmsEps},
-    {"hyper_connection.epsilon", kHcEps},
+    {"rope.freq_base", kRopeFreqBase, true},
+    {"rope.scaling.factor", kYarnFactor, false},
+    {"rope.scaling.yarn_beta_fast", kYarnBetaFast, false},
+    {"rope.scaling.yarn_beta_slow", kYarnBetaSlow, false},
+    {"attention.compress_rope_freq_base", kCompressRopeFreqBase, true},
+    {"attention.layer_norm_rms_epsilon", kRmsEps, true},
+    {"hyper_connection.epsilon", kHcEps, true},
 };
 
 bool close(double got, double want) {
@@ -86,6 +91,7 @@ std::vector<std::pair<std::string, Value>> shape_metadata(const Shape& s) {
     kv.emplace_back(std::string(kShapeNameKey), Value::string(std::string(s.name)));
   for (const U32Key& k : kU32Keys)
     kv.emplace_back(key(k.name), Value::u32(static_cast<uint32_t>(s.*k.field)));
+  kv.emplace_back(key("attention.head_count_kv"), Value::u32(kHeadCountKv));
   kv.emplace_back(key("context_length"), Value::u32(kMaxContext));
   std::vector<uint32_t> ratios;
   std::vector<float> clamps;
@@ -138,15 +144,22 @@ Result<Shape> shape_from_metadata(const gguf::Reader& file) {
   return s;
 }
 
-std::vector<std::string> metadata_problems(const gguf::Reader& file, const Shape& s) {
-  std::vector<std::string> out;
+MetadataCheck check_metadata(const gguf::Reader& file, const Shape& s) {
+  MetadataCheck out;
+  std::vector<std::string>& bad = out.problems;
   for (const U32Key& k : kU32Keys) {
     const auto v = file.get_u32(key(k.name));
     if (!v) {
-      out.push_back(v.status().message());
+      bad.push_back(v.status().message());
     } else if (static_cast<int>(*v) != s.*k.field) {
-      out.push_back(fmt("%s is %.0f, expected %.0f", key(k.name), *v, s.*k.field));
+      bad.push_back(fmt("%s is %.0f, expected %.0f", key(k.name), *v, s.*k.field));
     }
+  }
+  if (const auto v = file.get_u32(key("attention.head_count_kv")); !v) {
+    bad.push_back(v.status().message());
+  } else if (*v != kHeadCountKv) {
+    bad.push_back(
+        fmt("%s is %.0f, expected %.0f", key("attention.head_count_kv"), *v, kHeadCountKv));
   }
   const Value* ratios = file.find(key("attention.compress_ratios"));
   const auto r =
@@ -154,12 +167,12 @@ std::vector<std::string> metadata_problems(const gguf::Reader& file, const Shape
           ? ratios->as_i64_array()
           : std::nullopt;
   if (!r || static_cast<int>(r->size()) < s.n_layer) {
-    out.push_back(fmt("%s must be a u32/i32 array of at least %.0f entries",
+    bad.push_back(fmt("%s must be a u32/i32 array of at least %.0f entries",
                       key("attention.compress_ratios"), s.n_layer));
   } else {
     for (int il = 0; il < s.n_layer; ++il) {
       if ((*r)[static_cast<size_t>(il)] != s.compress_ratio(il)) {
-        out.push_back(fmt("%s[%.0f] is %.0f", key("attention.compress_ratios"), il,
+        bad.push_back(fmt("%s[%.0f] is %.0f", key("attention.compress_ratios"), il,
                           static_cast<double>((*r)[static_cast<size_t>(il)])) +
                       " (expected " + std::to_string(s.compress_ratio(il)) + ")");
       }
@@ -171,50 +184,63 @@ std::vector<std::string> metadata_problems(const gguf::Reader& file, const Shape
           ? clamps->as_f64_array()
           : std::nullopt;
   if (!c || static_cast<int>(c->size()) < s.n_layer) {
-    out.push_back(fmt("%s must be an f32/f64 array of at least %.0f entries",
+    bad.push_back(fmt("%s must be an f32/f64 array of at least %.0f entries",
                       key("swiglu_clamp_exp"), s.n_layer));
   } else {
     for (int il = 0; il < s.n_layer; ++il) {
       if (!close((*c)[static_cast<size_t>(il)], kSwigluClamp)) {
-        out.push_back(fmt("%s[%.0f] is %g (expected 10)", key("swiglu_clamp_exp"), il,
+        bad.push_back(fmt("%s[%.0f] is %g (expected 10)", key("swiglu_clamp_exp"), il,
                           (*c)[static_cast<size_t>(il)]));
       }
     }
   }
-  if (const auto v = file.get_u64_like(key("rope.scaling.original_context_length")); !v) {
-    out.push_back(v.status().message());
-  } else if (*v != static_cast<uint64_t>(kYarnOrigContext)) {
-    out.push_back(fmt("%s is %.0f, expected %.0f", key("rope.scaling.original_context_length"),
-                      static_cast<double>(*v), kYarnOrigContext));
-  }
-  for (const FloatKey& k : kFloatKeys) {
-    const auto v = file.get_f64_like(key(k.name));
-    if (!v) {
-      out.push_back(v.status().message());
-    } else if (!close(*v, k.value)) {
-      out.push_back(fmt("%s is %g, expected %g", key(k.name), *v, k.value));
+  // Optional keys: absent, or present with a type ds4 does not read, the engine's value applies.
+  auto ignored = [&](const std::string& k, const char* types) {
+    out.notes.push_back("ignored metadata key " + k + " (not " + types + "; the value " +
+                        "the engine uses applies)");
+  };
+  const std::string orig_ctx = key("rope.scaling.original_context_length");
+  if (const Value* v = file.find(orig_ctx); v != nullptr) {
+    if (const auto n = file.get_u64_like(orig_ctx); !n) {
+      ignored(orig_ctx, "u32 or u64");
+    } else if (*n != static_cast<uint64_t>(kYarnOrigContext)) {
+      bad.push_back(
+          fmt("%s is %.0f, expected %.0f", orig_ctx, static_cast<double>(*n), kYarnOrigContext));
     }
   }
-  if (const auto v = file.get_f64_like(key("expert_weights_scale")); !v) {
-    out.push_back(v.status().message());
-  } else if (!close(*v, s.expert_weights_scale)) {
-    out.push_back(
-        fmt("%s is %g, expected %g", key("expert_weights_scale"), *v, s.expert_weights_scale));
-  }
+  auto check_float = [&](const std::string& k, double want, bool required) {
+    if (!required && file.find(k) == nullptr) return;
+    if (const auto v = file.get_f64_like(k); !v) {
+      if (required) {
+        bad.push_back(v.status().message());
+      } else {
+        ignored(k, "f32, f64, u32 or i32");
+      }
+    } else if (!close(*v, want)) {
+      bad.push_back(fmt("%s is %g, expected %g", k, *v, want));
+    }
+  };
+  for (const FloatKey& k : kFloatKeys) check_float(key(k.name), k.value, k.required);
+  check_float(key("expert_weights_scale"), s.expert_weights_scale, true);
   if (const auto v = file.get_bool(key("expert_weights_norm")); !v) {
-    out.push_back(v.status().message());
+    bad.push_back(v.status().message());
   } else if (!*v) {
-    out.push_back(key("expert_weights_norm") + " must be true");
+    bad.push_back(key("expert_weights_norm") + " must be true");
   }
+  // ds4 reads the group keys only as u32 (a value of another type is never looked at).
   for (const char* optional : {"expert_group_count", "expert_group_used_count"}) {
     const Value* v = file.find(key(optional));
-    if (v != nullptr && (v->type() != ValueType::kU32 || v->raw_u64() != 0)) {
-      out.push_back(key(optional) + " must be the u32 0 when present");
+    if (v == nullptr) continue;
+    if (v->type() != ValueType::kU32) {
+      ignored(key(optional), "u32");
+    } else if (v->raw_u64() != 0) {
+      bad.push_back(key(optional) +
+                    " must be 0 when present as u32 (expert groups are unsupported)");
     }
   }
   if (s.kind == ShapeKind::kTest) {
     if (const std::string_view p = shape_problem(s); !p.empty())
-      out.push_back("test shape: " + std::string(p));
+      bad.push_back("test shape: " + std::string(p));
   }
   return out;
 }

@@ -25,9 +25,15 @@ std::vector<std::pair<std::string, gguf::Value>> shape_metadata(const Shape& sha
 // Reconstructs the shape from the deepseek4.* keys and classifies it (Flash, Pro or test).
 Result<Shape> shape_from_metadata(const gguf::Reader& file);
 
-// Every metadata problem of `file` for `shape` (empty when valid): missing keys, wrong GGUF types,
-// wrong values. Flash/Pro must match model.md §2.2 exactly; test shapes must be self-consistent
-// and keep the fixed constants (RoPE, YaRN, epsilons, clamp).
-std::vector<std::string> metadata_problems(const gguf::Reader& file, const Shape& shape);
+struct MetadataCheck {
+  std::vector<std::string> problems;  // the file is refused when not empty
+  std::vector<std::string> notes;     // accepted but ignored: optional keys of types not read
+};
+
+// Checks `file`'s metadata for `shape` by ds4's loader rules (model.md §2.2): every problem
+// (missing required keys, wrong GGUF types, wrong values) and every ignored optional key.
+// Flash/Pro must match the published constants; test shapes must be self-consistent and keep the
+// fixed constants (RoPE, YaRN, epsilons, clamp).
+MetadataCheck check_metadata(const gguf::Reader& file, const Shape& shape);
 
 }  // namespace ds4::model

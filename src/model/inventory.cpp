@@ -36,8 +36,10 @@ GgufType type_for(Storage st, Recipe r) {
 class Builder {
  public:
   Builder(Recipe r, std::vector<TensorSpec>* out) : recipe_(r), out_(out) {}
-  void add(std::string name, Storage st, Dims dims, TensorRole role, int layer) {
-    out_->push_back({std::move(name), type_for(st, recipe_), std::move(dims), role, layer});
+  void add(std::string name, Storage st, Dims dims, TensorRole role, int layer,
+           Presence presence = Presence::kRequired) {
+    out_->push_back(
+        {std::move(name), type_for(st, recipe_), std::move(dims), role, layer, presence});
   }
 
  private:
@@ -46,6 +48,14 @@ class Builder {
 };
 
 uint64_t u(int v) { return static_cast<uint64_t>(v); }
+
+constexpr std::string_view kIndexerQuery = "indexer.attn_q_b.weight";
+
+bool is_indexer_query(const TensorSpec& spec) {
+  const std::string_view n = spec.name;
+  return n.size() >= kIndexerQuery.size() &&
+         n.substr(n.size() - kIndexerQuery.size()) == kIndexerQuery;
+}
 
 // The tensors every block has (main layers and the MTP block alike), under prefix `p`.
 void add_block_common(Builder& b, const Shape& s, const std::string& p, int il) {
@@ -73,12 +83,12 @@ void add_block_common(Builder& b, const Shape& s, const std::string& p, int il) 
         {u(s.n_out_group * s.n_lora_o), u(s.n_embd)}, TensorRole::kMatrix, il);
 }
 
-void add_block_ffn(Builder& b, const Shape& s, const std::string& p, int il, bool bias) {
+void add_block_ffn(Builder& b, const Shape& s, const std::string& p, int il, Presence bias) {
   b.add(p + "ffn_norm.weight", Storage::kVector, {u(s.n_embd)}, TensorRole::kNormWeight, il);
   b.add(p + "ffn_gate_inp.weight", Storage::kF16Matrix, {u(s.n_embd), u(s.n_expert)},
         TensorRole::kRouter, il);
-  if (bias)
-    b.add(p + "exp_probs_b.bias", Storage::kVector, {u(s.n_expert)}, TensorRole::kRouterBias, il);
+  b.add(p + "exp_probs_b.bias", Storage::kVector, {u(s.n_expert)}, TensorRole::kRouterBias, il,
+        bias);
   b.add(p + "ffn_gate_exps.weight", Storage::kExpertGateUp,
         {u(s.n_embd), u(s.n_ff_exp), u(s.n_expert)}, TensorRole::kRoutedExpert, il);
   b.add(p + "ffn_up_exps.weight", Storage::kExpertGateUp,
@@ -154,8 +164,9 @@ std::vector<TensorSpec> model_tensors(const Shape& s, Recipe recipe) {
       b.add(p + "indexer_compressor_norm.weight", Storage::kVector, {u(s.indexer_head_dim)},
             TensorRole::kNormWeight, il);
     }
-    // Hash-routed layers have no selection bias (the official checkpoint has gate.bias for N >= 3).
-    add_block_ffn(b, s, p, il, !s.hash_routed(il));
+    // The selection bias is optional everywhere; a hash-routed layer's is never read (its table
+    // picks the experts) but the published files carry it (the official checkpoint does not).
+    add_block_ffn(b, s, p, il, s.hash_routed(il) ? Presence::kIgnored : Presence::kOptional);
     if (s.hash_routed(il)) {
       b.add(p + "ffn_gate_tid2eid.weight", Storage::kI32, {u(s.n_expert_used), u(s.n_vocab)},
             TensorRole::kTokenToExpert, il);
@@ -187,7 +198,7 @@ std::vector<TensorSpec> mtp_tensors(const Shape& s, Recipe recipe) {
     b.add(p + n + ".weight", Storage::kVector, {u(s.n_embd)}, TensorRole::kNormWeight, il);
   }
   add_block_common(b, s, p, il);
-  add_block_ffn(b, s, p, il, /*bias=*/true);
+  add_block_ffn(b, s, p, il, Presence::kRequired);  // ds4 requires the MTP block's bias
   return out;
 }
 
@@ -203,7 +214,9 @@ bool type_accepted(const TensorSpec& spec, GgufType type) {
   // Vectors are F32 in every recipe; matrices may be stored wider than published.
   if (spec.dims.size() == 1) return type == GgufType::kF32;
   if (spec.type == GgufType::kQ8_0) return type == GgufType::kF16 || type == GgufType::kF32;
-  if (spec.type == GgufType::kF16) return type == GgufType::kF32;
+  // ds4 also reads the indexer's query projection as Q8_0 (files quantised further than published).
+  if (spec.type == GgufType::kF16)
+    return type == GgufType::kF32 || (type == GgufType::kQ8_0 && is_indexer_query(spec));
   return false;
 }
 

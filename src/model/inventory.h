@@ -44,16 +44,25 @@ enum class TensorRole {
   kTokenToExpert,  // hash-routing table (I32)
 };
 
+// Whether a file must hold a tensor, and whether the engine reads it (ds4's loader, model.md §2.3).
+enum class Presence {
+  kRequired,  // must be present
+  kOptional,  // may be absent; read when present (the selection bias of a top-k layer)
+  kIgnored,   // may be absent; never read when present (the selection bias of a hash layer, which
+              // the published files carry although the table decides the experts)
+};
+
 struct TensorSpec {
   std::string name;
   gguf::GgufType type;
   std::vector<uint64_t> dims;  // GGUF ne (row length first)
   TensorRole role;
   int layer;  // -1 for top-level tensors
+  Presence presence = Presence::kRequired;
   uint64_t n_elements() const;
 };
 
-// The main model file's tensors, in file order.
+// The main model file's tensors, in file order: the published layout, optional tensors included.
 std::vector<TensorSpec> model_tensors(const Shape& shape, Recipe recipe);
 // The optional MTP file's tensors (model.md §2.4).
 std::vector<TensorSpec> mtp_tensors(const Shape& shape, Recipe recipe);

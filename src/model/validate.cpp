@@ -28,7 +28,11 @@ FileCheck check_model_file(const gguf::Reader& file) {
   out.shape = *shape;
   out.mtp = file.find_tensor("mtp.0.e_proj.weight") != nullptr;
   // An MTP file carries no validated metadata in the published layout (model.md §2.4).
-  if (!out.mtp) out.problems = metadata_problems(file, out.shape);
+  if (!out.mtp) {
+    MetadataCheck m = check_metadata(file, out.shape);
+    out.problems = std::move(m.problems);
+    out.notes = std::move(m.notes);
+  }
 
   const std::vector<TensorSpec> specs =
       out.mtp ? mtp_tensors(out.shape, Recipe::kQ2) : model_tensors(out.shape, Recipe::kQ2);
@@ -37,11 +41,11 @@ FileCheck check_model_file(const gguf::Reader& file) {
     expected.insert(spec.name);
     const gguf::TensorInfo* t = file.find_tensor(spec.name);
     if (t == nullptr) {
-      // The selection bias is optional in the main file (model.md §2.3).
-      if (spec.role != TensorRole::kRouterBias || out.mtp)
+      if (spec.presence == Presence::kRequired)
         out.problems.push_back("missing tensor '" + spec.name + "'");
       continue;
     }
+    // Present tensors are checked even when ignored: ds4 checks every tensor it looks up.
     if (!type_accepted(spec, t->type)) {
       out.problems.push_back("tensor '" + spec.name + "' has type " +
                              std::string(gguf::to_string(t->type)) + ", expected " +
@@ -50,6 +54,10 @@ FileCheck check_model_file(const gguf::Reader& file) {
     if (t->dims != spec.dims) {
       out.problems.push_back("tensor '" + spec.name + "' has shape " + dims_string(t->dims) +
                              ", expected " + dims_string(spec.dims));
+    }
+    if (spec.presence == Presence::kIgnored) {
+      out.notes.push_back("ignored optional tensor '" + spec.name +
+                          "' (a hash-routed layer: its table picks the experts)");
     }
   }
   // Routed gate and up must share a type (one fused kernel reads both).
@@ -60,8 +68,10 @@ FileCheck check_model_file(const gguf::Reader& file) {
     if (g && u && g->type != u->type)
       out.problems.push_back(p + "ffn_gate_exps and ffn_up_exps differ in type");
   }
+  // ds4 binds tensors by name and never looks at others; so does the engine.
   for (const gguf::TensorInfo& t : file.tensors()) {
-    if (expected.count(t.name) == 0) out.problems.push_back("unexpected tensor '" + t.name + "'");
+    if (expected.count(t.name) == 0)
+      out.notes.push_back("ignored tensor '" + t.name + "' (not part of the model)");
   }
   return out;
 }

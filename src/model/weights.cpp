@@ -74,9 +74,11 @@ Status bind_layer(Binder& b, const Shape& s, int il, LayerWeights& L) {
   m.n_expert_used = s.n_expert_used;
   m.weight_scale = s.expert_weights_scale;
   DS4_ASSIGN_OR_RETURN(m.router, b.get(p + "ffn_gate_inp.weight"));
-  DS4_ASSIGN_OR_RETURN(m.bias, b.get(p + "exp_probs_b.bias", /*optional=*/true));
   if (s.hash_routed(il)) {
+    // The table picks the experts; a selection bias in the file is never read (inventory.h).
     DS4_ASSIGN_OR_RETURN(m.tid2eid, b.get(p + "ffn_gate_tid2eid.weight"));
+  } else {
+    DS4_ASSIGN_OR_RETURN(m.bias, b.get(p + "exp_probs_b.bias", /*optional=*/true));
   }
   DS4_ASSIGN_OR_RETURN(m.gate_exps, b.get(p + "ffn_gate_exps.weight"));
   DS4_ASSIGN_OR_RETURN(m.up_exps, b.get(p + "ffn_up_exps.weight"));

@@ -64,6 +64,8 @@ Status write_hf_checkpoint(const SynthOptions& opts, const std::string& dir) {
   const auto specs = model::model_tensors(opts.shape, model::Recipe::kF32);
   std::map<std::string, convert::TensorData> out;  // HF tensors, filled segment by segment
   for (const model::TensorSpec& spec : specs) {
+    // Hugging Face's hash-routed layers hold no selection bias (the engine never reads one).
+    if (spec.presence == model::Presence::kIgnored) continue;
     DS4_ASSIGN_OR_RETURN(const auto plan,
                          convert::source_plan(spec, opts.shape, convert::Layout::kHuggingFace));
     const uint64_t row_elems = spec.dims[0], rows = spec.n_elements() / row_elems;

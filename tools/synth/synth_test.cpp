@@ -133,6 +133,27 @@ std::string vocab_path() {
 #endif
 }
 
+// --decisive-routing: each layer's biases are the tiers 0, -4, -8, ... in some order, so the six
+// highest are kRouterTier apart from the rest -- more than any sqrt(softplus) score can make up.
+TEST(Synth, DecisiveBiasesArePermutedTiers) {
+  for (const int n : {8, 12, 256, 384}) {
+    const uint64_t key = tensor_key("blk.5.exp_probs_b.bias", 3);
+    std::set<float> seen;
+    for (int e = 0; e < n; ++e) seen.insert(tiered_bias(key, static_cast<uint64_t>(e), n));
+    ASSERT_EQ(seen.size(), static_cast<size_t>(n)) << n;
+    EXPECT_EQ(*seen.rbegin(), 0.0f);
+    EXPECT_EQ(*seen.begin(), -kRouterTier * static_cast<float>(n - 1));
+  }
+  EXPECT_GT(kRouterTier, std::sqrt(std::log1p(std::exp(15.0f))));  // router logits below 15
+  const model::TensorSpec bias{
+      "blk.5.exp_probs_b.bias", gguf::GgufType::kF32, {8}, model::TensorRole::kRouterBias, 5};
+  std::vector<float> plain(8), tiered(8);
+  generate_rows(bias, model::kTiny, 3, 0, 1, reinterpret_cast<uint8_t*>(plain.data()));
+  generate_rows(bias, model::kTiny, 3, 0, 1, reinterpret_cast<uint8_t*>(tiered.data()), true);
+  EXPECT_EQ(tiered[0], tiered_bias(tensor_key(bias.name, 3), 0, 8));
+  EXPECT_LE(std::fabs(plain[0]), 0.125f);  // the default law is untouched
+}
+
 TEST(Synth, EveryRecipeOfTheTestShapesPassesCheck) {
   const std::string vocab = vocab_path();
   if (vocab.empty()) GTEST_SKIP() << "vocabulary fixture missing (run through ctest)";
@@ -212,8 +233,11 @@ TEST(ReferenceVectors, MatchTheShapesTheyWereRecordedFor) {
     EXPECT_EQ(d.at("n_indexer_head"), shape.n_indexer_head);
     EXPECT_EQ(d.at("indexer_top_k"), shape.indexer_top_k);
     EXPECT_EQ(j.at("seed"), 1);
-    EXPECT_EQ(j.at("tensors_verified_against_cpp_synth"),
-              model::model_tensors(shape, model::Recipe::kF32).size());
+    // Every tensor Hugging Face's model holds (the hash layers' ignored biases it has not).
+    size_t hf_tensors = 0;
+    for (const model::TensorSpec& spec : model::model_tensors(shape, model::Recipe::kF32))
+      hf_tensors += spec.presence != model::Presence::kIgnored ? 1 : 0;
+    EXPECT_EQ(j.at("tensors_verified_against_cpp_synth"), hf_tensors);
     const auto& cases = j.at("cases");
     std::ifstream logits(base + ".logits.f32", std::ios::binary | std::ios::ate);
     EXPECT_EQ(static_cast<size_t>(logits.tellg()),
@@ -257,10 +281,19 @@ TEST(Synth, ConvertedHfCheckpointEqualsTheDirectFile) {
   auto a = gguf::Reader::open(o.output);
   auto b = gguf::Reader::open(c.output);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
-  ASSERT_EQ(a->tensors().size(), b->tensors().size());
-  for (const gguf::TensorInfo& t : a->tensors()) {
-    const gguf::TensorInfo* u = b->find_tensor(t.name);
-    ASSERT_NE(u, nullptr) << t.name;
+  // The direct file also carries the hash layers' selection biases, which no checkpoint of
+  // Hugging Face's holds and the engine never reads; every other tensor is the same.
+  size_t ignored = 0;
+  for (const model::TensorSpec& spec : model::model_tensors(o.shape, o.recipe)) {
+    if (spec.presence != model::Presence::kIgnored) continue;
+    ++ignored;
+    EXPECT_EQ(b->find_tensor(spec.name), nullptr) << spec.name;
+  }
+  EXPECT_EQ(ignored, 3u);
+  ASSERT_EQ(a->tensors().size(), b->tensors().size() + ignored);
+  for (const gguf::TensorInfo& u_info : b->tensors()) {
+    const gguf::TensorInfo* u = &u_info;
+    const gguf::TensorInfo& t = *a->find_tensor(u->name);
     EXPECT_EQ(u->type, t.type) << t.name;
     EXPECT_EQ(u->dims, t.dims) << t.name;
     const auto x = a->tensor_data(t), y = b->tensor_data(*u);
