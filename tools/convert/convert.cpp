@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -52,24 +53,48 @@ Result<std::string> read_text(const std::string& path) {
   return ss.str();
 }
 
+// The checkpoint's tensors by canonical (official) name: one lookup whatever the spelling.
+class NameIndex {
+ public:
+  static Result<NameIndex> build(const CheckpointDir& dir) {
+    NameIndex idx;
+    for (const std::string& n : dir.names()) {
+      const auto [it, fresh] = idx.by_canonical_.emplace(canonical_name(n), n);
+      if (!fresh)
+        return Status::invalid_model("'%s' holds both '%s' and '%s', which name the same tensor",
+                                     dir.dir().c_str(), it->second.c_str(), n.c_str());
+    }
+    return idx;
+  }
+  // The checkpoint's own name for `name` (any spelling), or nullptr.
+  const std::string* find(const std::string& name) const {
+    const auto it = by_canonical_.find(canonical_name(name));
+    return it == by_canonical_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::string> by_canonical_;
+};
+
 // The scale companion of a quantised weight: official `X.scale`, or HF-FP8 `X.weight_scale_inv`.
-const TensorView* find_scale(const CheckpointDir& dir, const std::string& weight,
-                             std::unordered_set<std::string>* used) {
+const TensorView* find_scale(const CheckpointDir& dir, const NameIndex& names,
+                             const std::string& weight, std::unordered_set<std::string>* used) {
   const std::string suffix = ".weight";
   if (weight.size() <= suffix.size() ||
       weight.compare(weight.size() - suffix.size(), suffix.size(), suffix) != 0)
     return nullptr;
   const std::string base = weight.substr(0, weight.size() - suffix.size());
   for (const std::string& name : {base + ".scale", weight + "_scale_inv"}) {
-    if (const TensorView* t = dir.find(name)) {
-      used->insert(name);
+    const std::string* actual = names.find(name);
+    if (const TensorView* t = actual ? dir.find(*actual) : nullptr) {
+      used->insert(*actual);
       return t;
     }
   }
   return nullptr;
 }
 
-Result<Job> resolve(const CheckpointDir& dir, const model::TensorSpec& spec,
+Result<Job> resolve(const CheckpointDir& dir, const NameIndex& names, const model::TensorSpec& spec,
                     const model::Shape& shape, Layout layout,
                     std::unordered_set<std::string>* used) {
   DS4_ASSIGN_OR_RETURN(std::vector<SourceSegment> plan, source_plan(spec, shape, layout));
@@ -77,11 +102,12 @@ Result<Job> resolve(const CheckpointDir& dir, const model::TensorSpec& spec,
   job.spec = &spec;
   const bool integer = spec.type == gguf::GgufType::kI32;
   for (const SourceSegment& seg : plan) {
-    const TensorView* w = dir.find(seg.name);
+    const std::string* actual = names.find(seg.name);
+    const TensorView* w = actual ? dir.find(*actual) : nullptr;
     if (w == nullptr)
       return Status::not_found("source tensor '%s' (for %s) is not in the checkpoint",
                                seg.name.c_str(), spec.name.c_str());
-    used->insert(seg.name);
+    used->insert(*actual);
     ResolvedSegment r;
     r.row0 = seg.row0;
     r.n_rows = seg.n_rows;
@@ -96,7 +122,7 @@ Result<Job> resolve(const CheckpointDir& dir, const model::TensorSpec& spec,
       job.segments.push_back(r);
       continue;
     }
-    DS4_ASSIGN_OR_RETURN(r.src, describe_source(*w, find_scale(dir, seg.name, used)));
+    DS4_ASSIGN_OR_RETURN(r.src, describe_source(*w, find_scale(dir, names, seg.name, used)));
     std::vector<int64_t> logical = w->shape;
     if (r.src.kind == SourceMatrix::Kind::kFp4Group) logical.back() *= 2;
     // A 1-element vector may be stored as a scalar.
@@ -198,10 +224,12 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
   DS4_ASSIGN_OR_RETURN(CheckpointDir dir, CheckpointDir::open(opts.src_dir));
   const std::string config_path = (fs::path(opts.src_dir) / "config.json").string();
   DS4_ASSIGN_OR_RETURN(std::string config_text, read_text(config_path));
-  auto shape_or = shape_from_config(config_text);
+  std::vector<std::string> unknown_keys;
+  auto shape_or = shape_from_config(config_text, &unknown_keys);
   if (!shape_or) return shape_or.status().with_context(config_path);
   const model::Shape shape = *shape_or;
   DS4_ASSIGN_OR_RETURN(Layout layout, detect_layout(dir));
+  DS4_ASSIGN_OR_RETURN(NameIndex by_name, NameIndex::build(dir));
 
   MetadataList tok;
   if (!opts.vocab_gguf.empty()) {
@@ -215,15 +243,24 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
     DS4_ASSIGN_OR_RETURN(tok, tokenizer_metadata_from_json(tj, shape.n_vocab));
   }
 
-  // Resolve and check every source before creating the output.
-  const std::vector<model::TensorSpec> specs = model::model_tensors(shape, opts.recipe);
+  // Resolve and check every source before creating the output. An optional tensor (the selection
+  // bias) is written when the checkpoint has it; the official one has none on hash layers.
+  const std::vector<model::TensorSpec> all = model::model_tensors(shape, opts.recipe);
+  std::vector<model::TensorSpec> specs;
   std::unordered_set<std::string> used;
   std::vector<Job> jobs;
-  jobs.reserve(specs.size());
-  for (const model::TensorSpec& spec : specs) {
-    DS4_ASSIGN_OR_RETURN(Job job, resolve(dir, spec, shape, layout, &used));
-    jobs.push_back(std::move(job));
+  jobs.reserve(all.size());
+  specs.reserve(all.size());
+  for (const model::TensorSpec& spec : all) {
+    auto job = resolve(dir, by_name, spec, shape, layout, &used);
+    if (!job && job.status().code() == StatusCode::kNotFound &&
+        spec.presence != model::Presence::kRequired)
+      continue;
+    if (!job) return job.status();
+    specs.push_back(spec);
+    jobs.push_back(std::move(job).value());
   }
+  for (size_t k = 0; k < jobs.size(); ++k) jobs[k].spec = &specs[k];
 
   DS4_ASSIGN_OR_RETURN(gguf::Writer writer, gguf::Writer::create(opts.output));
   for (auto& [key, value] : model::shape_metadata(shape)) DS4_TRY(writer.add_metadata(key, value));
@@ -248,7 +285,8 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
   }
   DS4_TRY(writer.finish());
   if (report != nullptr) {
-    report->layout = std::string(to_string(layout));
+    report->layout = naming_of(dir);
+    report->unknown_config_keys = unknown_keys;
     report->shape = std::string(shape.name);
     report->n_tensors = specs.size();
     const std::vector<std::string> names = dir.names();
@@ -264,6 +302,9 @@ int run_convert(const ConvertOptions& opts) {
     std::fprintf(stderr, "convert: %s\n", s.to_string().c_str());
     return 1;
   }
+  for (const std::string& k : report.unknown_config_keys)
+    std::fprintf(stderr, "convert: note: config.json key '%s' is not understood and was ignored\n",
+                 k.c_str());
   std::printf(
       "wrote %s: %zu tensors (%s recipe, shape %s) from a %s checkpoint, %zu source tensors "
       "unused, %llu bytes\n",

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ds4/status.h"
 #include "model/inventory.h"
@@ -26,12 +27,13 @@ struct ConvertOptions {
 };
 
 struct ConvertReport {
-  std::string layout;    // "huggingface" or "official"
+  std::string layout;    // naming: "huggingface", "official" or "transformers-saved"
   std::string shape;     // builtin shape name or "custom"
   size_t n_tensors = 0;  // GGUF tensors written
   size_t n_unused =
       0;  // source tensors (scales included) not read, e.g. mtp.* of the official layout
   uint64_t output_bytes = 0;
+  std::vector<std::string> unknown_config_keys;  // config.json keys the reader does not know
 };
 
 // Converts a checkpoint to a complete GGUF (metadata from model::shape_metadata + tokenizer keys,

@@ -217,7 +217,8 @@ TEST(ConvertNames, MatchesTheSpecTable) {
   }
   // Every kind of tensor of layers 2 and 3 and the top level is covered by the table.
   size_t expected = 0;
-  for (const auto& t : specs) expected += (t.layer == 2 || t.layer == -1) ? 1 : 0;
+  for (const auto& t : specs)
+    expected += (t.layer == 2 || t.layer == -1) && t.presence != model::Presence::kIgnored ? 1 : 0;
   EXPECT_EQ(checked, expected + 1);  // + blk.3.exp_probs_b.bias
   // HF experts: gate = first F rows of each expert's 2F, up = the next F.
   auto gate = source_plan(*by_name["blk.2.ffn_gate_exps.weight"], s, Layout::kHuggingFace);
@@ -452,7 +453,7 @@ TEST_P(ConvertCheckpoint, F32IsExactAndQuantisedIsValid) {
   EXPECT_EQ(report.n_unused, 1u);
   auto r = gguf::Reader::open(o.output);
   ASSERT_TRUE(r) << r.status().to_string();
-  EXPECT_TRUE(model::metadata_problems(*r, s).empty());
+  EXPECT_TRUE(model::check_metadata(*r, s).problems.empty());
   ASSERT_NE(r->find("tokenizer.ggml.tokens"), nullptr);
   EXPECT_EQ(r->find("tokenizer.ggml.tokens")->size(), 512u);
   EXPECT_EQ(r->find("tokenizer.ggml.tokens")->at(layout == Layout::kHuggingFace ? 5 : 2).str(),
@@ -482,7 +483,7 @@ TEST_P(ConvertCheckpoint, F32IsExactAndQuantisedIsValid) {
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     auto qr = gguf::Reader::open(q.output);
     ASSERT_TRUE(qr) << qr.status().to_string();
-    const auto problems = model::metadata_problems(*qr, s);
+    const auto problems = model::check_metadata(*qr, s).problems;
     EXPECT_TRUE(problems.empty()) << problems.front();
     for (const model::TensorSpec& spec : model::model_tensors(s, recipe)) {
       const gguf::TensorInfo* t = qr->find_tensor(spec.name);

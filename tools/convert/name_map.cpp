@@ -146,30 +146,224 @@ bool same_dims(const model::Shape& a, const model::Shape& b) {
          a.expert_weights_scale == b.expert_weights_scale;
 }
 
+// transformers 5.x writes per-layer type lists instead of the counts and ratios older configs
+// carry; derive those (when absent) so one reader serves every config.
+Status derive_legacy_fields(json& j) {
+  if (!j.contains("num_hash_layers") && !j.contains("n_hash_layers") &&
+      j.contains("mlp_layer_types")) {
+    const json& t = j["mlp_layer_types"];
+    if (!t.is_array()) return Status::invalid_model("config.json 'mlp_layer_types' is not a list");
+    int hash = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const std::string v = t[i].is_string() ? t[i].get<std::string>() : "";
+      if (v != "hash_moe" && v != "moe")
+        return Status::invalid_model(
+            "config.json mlp_layer_types[%zu] = %s: expected hash_moe or moe", i,
+            t[i].dump().c_str());
+      if (v == "hash_moe" && hash != static_cast<int>(i))
+        return Status::invalid_model(
+            "config.json mlp_layer_types[%zu] is hash_moe after a moe layer; the engine "
+            "hash-routes only the first layers",
+            i);
+      if (v == "hash_moe") ++hash;
+    }
+    j["num_hash_layers"] = hash;
+  }
+  if (!j.contains("compress_ratios") && j.contains("layer_types")) {
+    const json& t = j["layer_types"];
+    if (!t.is_array()) return Status::invalid_model("config.json 'layer_types' is not a list");
+    json rates = {{"compressed_sparse_attention", 4}, {"heavily_compressed_attention", 128}};
+    if (j.contains("compress_rates")) {
+      if (!j["compress_rates"].is_object())
+        return Status::invalid_model("config.json 'compress_rates' is not an object");
+      rates.update(j["compress_rates"]);
+    }
+    json ratios = json::array();
+    for (size_t i = 0; i < t.size(); ++i) {
+      const std::string v = t[i].is_string() ? t[i].get<std::string>() : "";
+      if (v == "sliding_attention") {
+        ratios.push_back(0);
+      } else if (rates.contains(v) && rates[v].is_number_integer()) {
+        ratios.push_back(rates[v]);
+      } else {
+        return Status::invalid_model("config.json layer_types[%zu] = %s is not a known layer type",
+                                     i, t[i].dump().c_str());
+      }
+    }
+    j["compress_ratios"] = ratios;
+  }
+  if (!j.contains("qk_rope_head_dim") && !j.contains("rope_head_dim") &&
+      j.contains("partial_rotary_factor") && j["partial_rotary_factor"].is_number() &&
+      j.contains("head_dim") && j["head_dim"].is_number_integer()) {
+    j["qk_rope_head_dim"] = static_cast<int64_t>(
+        std::lround(j["head_dim"].get<double>() * j["partial_rotary_factor"].get<double>()));
+  }
+  return Status::ok();
+}
+
+// Keys whose value changes the model's function: when present they must hold what the engine
+// implements (semantics-diff.md D.2).
+Status check_semantic_keys(const json& j) {
+  struct Want {
+    std::string_view key;
+    json value;
+  };
+  const Want wants[] = {
+      {"scoring_func", "sqrtsoftplus"},
+      {"score_func", "sqrtsoftplus"},
+      {"hidden_act", "silu"},
+      {"num_key_value_heads", 1},
+      {"tie_word_embeddings", false},
+      {"attention_bias", false},
+      {"mlp_bias", false},
+      {"norm_topk_prob", true},
+  };
+  for (const Want& w : wants) {
+    const auto it = j.find(std::string(w.key));
+    if (it == j.end() || it->is_null()) continue;
+    if (*it != w.value)
+      return Status::invalid_model("config.json '%.*s' = %s; the engine supports only %s",
+                                   static_cast<int>(w.key.size()), w.key.data(), it->dump().c_str(),
+                                   w.value.dump().c_str());
+  }
+  // YaRN of the compressed layers, wherever the config states it.
+  struct YarnKey {
+    std::string_view key;
+    double value;
+  };
+  constexpr YarnKey kYarn[] = {{"factor", model::kYarnFactor},
+                               {"rope_factor", model::kYarnFactor},
+                               {"original_max_position_embeddings", model::kYarnOrigContext},
+                               {"original_seq_len", model::kYarnOrigContext},
+                               {"beta_fast", model::kYarnBetaFast},
+                               {"beta_slow", model::kYarnBetaSlow}};
+  std::vector<std::pair<std::string, const json*>> scopes = {{"", &j}};
+  for (const char* k : {"rope_scaling", "rope_parameters"}) {
+    const auto it = j.find(k);
+    if (it == j.end() || !it->is_object()) continue;
+    scopes.emplace_back(std::string(k) + ".", &*it);
+    if (const auto c = it->find("compress"); c != it->end() && c->is_object())
+      scopes.emplace_back(std::string(k) + ".compress.", &*c);
+  }
+  for (const auto& [where, obj] : scopes) {
+    for (const YarnKey& y : kYarn) {
+      const auto it = obj->find(std::string(y.key));
+      if (it == obj->end() || it->is_null()) continue;
+      if (!it->is_number() || std::fabs(it->get<double>() - y.value) > 1e-6 * y.value)
+        return Status::invalid_model("config.json '%s%.*s' = %s; the engine supports only %g",
+                                     where.c_str(), static_cast<int>(y.key.size()), y.key.data(),
+                                     it->dump().c_str(), y.value);
+    }
+  }
+  return Status::ok();
+}
+
+// Every top-level key some DeepSeek V4 config carries that the reader either uses, checks, or
+// knows to be irrelevant to the weights (training, generation, loading and bookkeeping fields).
+bool known_config_key(std::string_view k) {
+  for (const Field& f : kIntFields) {
+    if (k == f.hf || (!f.official.empty() && k == f.official)) return true;
+  }
+  for (const FixedFloat& f : kFixedFloats) {
+    if (k == f.hf || (!f.official.empty() && k == f.official)) return true;
+  }
+  constexpr std::string_view kOthers[] = {
+      // read or derived here
+      "routed_scaling_factor", "route_scale", "compress_ratios", "layer_types", "mlp_layer_types",
+      "compress_rates", "partial_rotary_factor", "rope_scaling", "rope_parameters", "rope_factor",
+      "original_seq_len", "beta_fast", "beta_slow", "scoring_func", "score_func", "hidden_act",
+      "num_key_value_heads", "tie_word_embeddings", "attention_bias", "mlp_bias", "norm_topk_prob",
+      // no bearing on the converted weights
+      "architectures", "model_type", "transformers_version", "dtype", "torch_dtype",
+      "initializer_range", "use_cache", "output_router_logits", "router_aux_loss_coef",
+      "router_jitter_noise", "attention_dropout", "pad_token_id", "bos_token_id", "eos_token_id",
+      "max_position_embeddings", "num_nextn_predict_layers", "n_mtp_layers", "quantization_config",
+      "auto_map", "_name_or_path", "max_batch_size", "max_seq_len", "scale_fmt", "expert_dtype"};
+  for (std::string_view o : kOthers) {
+    if (k == o) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string_view to_string(Layout l) {
   return l == Layout::kHuggingFace ? "huggingface" : "official";
 }
 
-Result<Layout> detect_layout(const CheckpointDir& dir) {
-  bool hf = false, official = false;
-  for (const std::string& n : dir.names()) {
-    if (n == "model.embed_tokens.weight" || starts_with(n, "model.layers.")) hf = true;
-    if (n == "embed.weight" || starts_with(n, "layers.")) official = true;
+std::string canonical_name(std::string_view name) {
+  for (const NameRow& r : kTopNames) {
+    if (name == r.hf) return std::string(r.official);
   }
-  if (hf && official)
-    return Status::invalid_model(
-        "'%s' mixes Hugging Face (model.layers.*) and official (layers.*) tensor names",
-        dir.dir().c_str());
-  if (!hf && !official)
-    return Status::invalid_model(
-        "'%s' holds neither Hugging Face (model.layers.*) nor official (layers.*) tensors",
-        dir.dir().c_str());
-  return hf ? Layout::kHuggingFace : Layout::kOfficial;
+  std::string_view n = name;
+  if (starts_with(n, "model.")) n.remove_prefix(6);
+  for (const NameRow& r : kTopNames) {
+    // A top-level name as written, or the Hugging Face name without its `model.` prefix.
+    if (n == r.official || (starts_with(r.hf, "model.") && n == r.hf.substr(6)))
+      return std::string(r.official);
+  }
+  if (!starts_with(n, "layers.")) return std::string(name);
+  const size_t dot = n.find('.', 7);
+  if (dot == std::string_view::npos) return std::string(name);
+  const std::string prefix(n.substr(0, dot + 1));  // "layers.N."
+  std::string_view suffix = n.substr(dot + 1);
+  constexpr std::string_view kScaleInv = "_scale_inv";  // HF's FP8 scale companion of X.weight
+  const bool scale_inv = suffix.size() > kScaleInv.size() &&
+                         suffix.substr(suffix.size() - kScaleInv.size()) == kScaleInv;
+  if (scale_inv) suffix.remove_suffix(kScaleInv.size());
+  const std::string tail = scale_inv ? std::string(kScaleInv) : std::string();
+  for (const NameRow& r : kLayerNames) {
+    if (!r.hf.empty() && suffix == r.hf) return prefix + std::string(r.official) + tail;
+  }
+  // transformers 5.17's save_pretrained writes the KV norm as attn.norm (its reverse renaming
+  // of compressor.kv_norm -> compressor.norm also catches self_attn.kv_norm).
+  if (suffix == "attn.norm.weight") return prefix + "attn.kv_norm.weight" + tail;
+  for (const std::string_view fused : {"gate_up_proj", "down_proj"}) {
+    if (suffix == "mlp.experts." + std::string(fused))
+      return prefix + "ffn.experts." + std::string(fused) + tail;
+  }
+  return prefix + std::string(suffix) + tail;
 }
 
-Result<model::Shape> shape_from_config(std::string_view text) {
+Result<Layout> detect_layout(const CheckpointDir& dir) {
+  bool model = false, fused = false, per_expert = false;
+  for (const std::string& raw : dir.names()) {
+    const std::string n = canonical_name(raw);
+    if (n == "embed.weight" || starts_with(n, "layers.")) model = true;
+    const size_t at = n.find(".ffn.experts.");
+    if (!starts_with(n, "layers.") || at == std::string::npos) continue;
+    const std::string_view rest = std::string_view(n).substr(at + 13);
+    if (rest == "gate_up_proj" || rest == "down_proj") fused = true;
+    if (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') per_expert = true;
+  }
+  if (!model)
+    return Status::invalid_model(
+        "'%s' holds no DeepSeek V4 tensors (neither an embedding nor layers.* / model.layers.*)",
+        dir.dir().c_str());
+  if (fused && per_expert)
+    return Status::invalid_model(
+        "'%s' stores routed experts both fused (experts.gate_up_proj) and per expert "
+        "(experts.E.w1)",
+        dir.dir().c_str());
+  return fused ? Layout::kHuggingFace : Layout::kOfficial;
+}
+
+std::string naming_of(const CheckpointDir& dir) {
+  bool hf = false, prefixed_official = false;
+  for (const std::string& n : dir.names()) {
+    if (!starts_with(n, "model.layers.")) continue;
+    const size_t dot = n.find('.', 13);
+    if (dot == std::string::npos) continue;
+    const std::string_view sub = std::string_view(n).substr(dot + 1);
+    if (starts_with(sub, "self_attn.") || starts_with(sub, "mlp.")) hf = true;
+    if (starts_with(sub, "attn.") || starts_with(sub, "ffn.")) prefixed_official = true;
+  }
+  if (hf) return "huggingface";
+  return prefixed_official ? "transformers-saved" : "official";
+}
+
+Result<model::Shape> shape_from_config(std::string_view text,
+                                       std::vector<std::string>* unknown_keys) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
@@ -177,6 +371,13 @@ Result<model::Shape> shape_from_config(std::string_view text) {
     return Status::invalid_file("config.json is not valid JSON: %s", e.what());
   }
   if (!j.is_object()) return Status::invalid_file("config.json is not a JSON object");
+  if (unknown_keys != nullptr) {
+    for (const auto& [k, v] : j.items()) {
+      if (!known_config_key(k)) unknown_keys->push_back(k);
+    }
+  }
+  DS4_TRY(derive_legacy_fields(j));
+  DS4_TRY(check_semantic_keys(j));
   model::Shape s{};
   s.name = "custom";
   s.kind = model::ShapeKind::kTest;
