@@ -93,7 +93,7 @@ Status copy_tokenizer_keys(const std::string& vocab_path, int n_vocab, gguf::Wri
 }  // namespace
 
 void generate_rows(const model::TensorSpec& spec, const model::Shape& shape, uint64_t seed,
-                   uint64_t row_begin, uint64_t row_end, uint8_t* out) {
+                   uint64_t row_begin, uint64_t row_end, uint8_t* out, bool decisive_routing) {
   const uint64_t key = tensor_key(spec.name, seed);
   const uint64_t row_elems = spec.dims[0];
   const uint64_t first = row_begin * row_elems, n = (row_end - row_begin) * row_elems;
@@ -101,6 +101,10 @@ void generate_rows(const model::TensorSpec& spec, const model::Shape& shape, uin
   switch (spec.type) {
     case GgufType::kF32: {
       auto* f = reinterpret_cast<float*>(out);
+      if (decisive_routing && spec.role == model::TensorRole::kRouterBias) {
+        for (uint64_t k = 0; k < n; ++k) f[k] = tiered_bias(key, first + k, shape.n_expert);
+        return;
+      }
       for (uint64_t k = 0; k < n; ++k) f[k] = element_value(key, first + k, law);
       return;
     }
@@ -163,7 +167,8 @@ Status synthesize(const SynthOptions& opts, SynthReport* report) {
     const model::TensorSpec& spec = specs[c.tensor];
     const uint64_t rb = row_bytes(spec);
     std::vector<uint8_t> buf((c.row_end - c.row_begin) * rb);
-    generate_rows(spec, opts.shape, opts.seed, c.row_begin, c.row_end, buf.data());
+    generate_rows(spec, opts.shape, opts.seed, c.row_begin, c.row_end, buf.data(),
+                  opts.decisive_routing);
     const Status s = w.write_tensor_data(c.tensor, buf, c.row_begin * rb);
     if (!s.is_ok()) {
       std::lock_guard<std::mutex> lock(mu);

@@ -21,6 +21,10 @@ struct SynthOptions {
   std::string output;
   bool mtp = false;  // write the optional MTP file's tensors instead of the main model's
   int threads = 0;   // 0: one per hardware thread
+  // Selection biases in tiers kRouterTier apart (synth_values.h), so every top-k layer's choice
+  // of experts is decided by the bias with a wide margin: engines that round differently still
+  // pick the same experts, which makes them comparable on a random-weight file.
+  bool decisive_routing = false;
 };
 
 struct SynthReport {
@@ -33,6 +37,7 @@ Status synthesize(const SynthOptions& opts, SynthReport* report);
 
 // Fills `out` with the bytes of rows [row_begin, row_end) of `spec` (exposed for tests).
 void generate_rows(const model::TensorSpec& spec, const model::Shape& shape, uint64_t seed,
-                   uint64_t row_begin, uint64_t row_end, uint8_t* out);
+                   uint64_t row_begin, uint64_t row_end, uint8_t* out,
+                   bool decisive_routing = false);
 
 }  // namespace ds4::synth

@@ -2,6 +2,7 @@
 #include "tools/synth/synth_values.h"
 
 #include <cmath>
+#include <numeric>
 
 namespace ds4::synth {
 namespace {
@@ -41,6 +42,15 @@ ValueLaw value_law(const model::TensorSpec& spec) {
     case TensorRole::kTokenToExpert: return {0.0f, 0.0f};
   }
   return {0.0f, 0.0f};
+}
+
+float tiered_bias(uint64_t key, uint64_t e, int n_expert) {
+  const uint64_t n = static_cast<uint64_t>(n_expert);
+  // rank(e) = (a * e + b) mod n is a permutation when gcd(a, n) == 1.
+  uint64_t a = (element_bits(key, 0) % n) | 1;
+  while (std::gcd(a, n) != 1) a += 2;
+  const uint64_t b = element_bits(key, 1) % n;
+  return -kRouterTier * static_cast<float>((a * e + b) % n);
 }
 
 int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert) {

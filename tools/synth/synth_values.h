@@ -41,6 +41,14 @@ inline float element_value(uint64_t key, uint64_t i, ValueLaw law) {
   return law.center + unit_uniform(element_bits(key, i)) * law.scale;
 }
 
+// The spacing of decisive selection biases: wider than the whole range of the router's scores
+// (sqrt(softplus(logit)) stays below 4 for logits below 15), so the bias alone orders the experts.
+inline constexpr float kRouterTier = 4.0f;
+
+// Expert e's decisive selection bias: -kRouterTier * rank(e), with rank a permutation of the
+// experts drawn from the tensor's key (each layer prefers its own experts).
+float tiered_bias(uint64_t key, uint64_t e, int n_expert);
+
 // Entry i of a token -> experts table with `n_used` entries per token: token t = i / n_used picks
 // n_used consecutive experts starting at a random one, so they are distinct.
 int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert);
