@@ -19,6 +19,7 @@ using std::chrono::milliseconds;
 constexpr const char* kJson = "application/json";
 // Non-streaming requests wait in slices this long (nothing is sent meanwhile).
 constexpr milliseconds kWaitSlice(1000);
+constexpr time_t kKeepAliveSeconds = 2;
 
 void send_error(httplib::Response& res, const api::ApiError& e) {
   res.status = e.status;
@@ -212,6 +213,8 @@ struct HttpServer::Impl {
                                   {"Access-Control-Allow-Headers", "*"}});
     }
     server.set_payload_max_length(options.max_body_bytes);
+    // An idle keep-alive connection holds its thread this long, and stop() waits for it.
+    server.set_keep_alive_timeout(kKeepAliveSeconds);
     const int threads = options.threads;
     server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   }
