@@ -47,6 +47,7 @@ struct Flags {
   bool disable_exact_replay = false;
   int max_queue = 32;
   size_t max_body = 64u << 20;
+  std::string forced_output;
 };
 
 std::string model_name(const std::string& shape) {
@@ -77,22 +78,26 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", f.prefill_chunk, "tokens per prefill batch")
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
-  app.add_flag("--cors", f.cors, "add Access-Control-Allow-* headers to every response");
+  app.add_flag("--cors", f.cors,
+               "add Access-Control-Allow-* headers to every response (default: off)");
   app.add_option("--api-key", f.api_key,
                  "require 'Authorization: Bearer KEY' on /v1/* (default: none)");
-  app.add_option("--trace", f.trace, "write one JSON line per request to FILE");
+  app.add_option("--trace", f.trace, "write one JSON line per request to FILE (default: none)");
   app.add_option("--tool-memory-max-ids", f.tool_memory_max_ids,
                  "tool-call ids whose exact DSML is remembered")
       ->check(CLI::Range(0, 100000000))
       ->capture_default_str();
   app.add_flag("--disable-exact-dsml-tool-replay", f.disable_exact_replay,
-               "render earlier tool calls canonically instead of as sampled");
+               "render earlier tool calls canonically instead of as sampled (default: off)");
   app.add_option("--max-queue", f.max_queue, "requests that may wait; more get 429")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_option("--max-body", f.max_body, "largest request body in bytes; larger get 413")
       ->check(CLI::Range(size_t{1}, size_t{1} << 34))
       ->capture_default_str();
+  app.add_option("--test-forced-output", f.forced_output,
+                 "tests only: the first output of chat requests with tools")
+      ->group("");  // hidden from --help
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -122,9 +127,14 @@ int main(int argc, char** argv) {
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return fatal(engine.status().to_string());
   const std::string shape = (*engine)->info().shape;
+  // Exact DSML replay (features.md §2.4); without it earlier tool calls render canonically.
+  std::unique_ptr<ds4::serve::ReplayMap> replay;
+  if (!f.disable_exact_replay) {
+    replay = std::make_unique<ds4::serve::ReplayMap>(static_cast<size_t>(f.tool_memory_max_ids));
+  }
   auto scheduler = ds4::serve::Scheduler::start(
       std::move(*engine), *tok,
-      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue});
+      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue}, replay.get());
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 
   ds4::api::ApiConfig config{
@@ -137,8 +147,9 @@ int main(int argc, char** argv) {
                             .max_body_bytes = f.max_body,
                             .threads = f.max_queue + 16,
                             .trace_path = f.trace,
-                            .model_name = model_name(shape)};
-  auto server = ds4::http::HttpServer::bind(**scheduler, *tok, config, ho);
+                            .model_name = model_name(shape),
+                            .forced_output = f.forced_output};
+  auto server = ds4::http::HttpServer::bind(**scheduler, *tok, config, ho, replay.get());
   if (!server.is_ok()) return fatal(server.status().to_string());
 
   std::atomic<bool> finished{false};

@@ -276,6 +276,18 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body, const Ap
   return r;
 }
 
+// Exact replay: only when every call id of the message maps to the same remembered block.
+void replay_tool_calls(serve::ReplayMap& replay, chat::Message* m) {
+  if (m->role != chat::Role::kAssistant || m->tool_calls.empty()) return;
+  std::optional<std::string> block;
+  for (const auto& c : m->tool_calls) {
+    auto b = c.id.empty() ? std::nullopt : replay.find(c.id);
+    if (!b || (block && *b != *block)) return;
+    block = std::move(b);
+  }
+  m->raw_tool_calls = std::move(*block);
+}
+
 }  // namespace
 
 bool known_model(std::string_view id) {
@@ -294,9 +306,13 @@ ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
 }
 
 ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
-                                        const ApiConfig& config) {
+                                        const ApiConfig& config, serve::ReplayMap* replay) {
+  std::vector<chat::Message> messages = r.messages;
+  if (replay) {
+    for (auto& m : messages) replay_tool_calls(*replay, &m);
+  }
   chat::RenderOptions ro{.think = r.think, .context_size = config.n_ctx};
-  auto text = chat::render(r.messages, ro);
+  auto text = chat::render(messages, ro);
   if (!text.is_ok()) return bad_request(text.status().message(), "messages");
   serve::Request out;
   out.rendered = std::move(*text);

@@ -12,6 +12,7 @@
 #include "api/errors.h"
 #include "ds4/chat.h"
 #include "ds4/tokenizer.h"
+#include "serve/replay_map.h"
 #include "serve/request.h"
 
 namespace ds4::api {
@@ -47,9 +48,12 @@ bool known_model(std::string_view id);
 ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
                                     const ApiConfig& config);
 
-// Renders and tokenizes. Errors: rendering rejects the messages (400), the prompt does not fit
-// in the context (400 context_length_exceeded).
+// Renders and tokenizes. With `replay`, an assistant message whose call ids all map to one
+// remembered block renders that block byte for byte (exact replay); otherwise, and without
+// `replay`, its calls render canonically. Errors: rendering rejects the messages (400), the prompt
+// does not fit in the context (400 context_length_exceeded).
 ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
-                                        const ApiConfig& config);
+                                        const ApiConfig& config,
+                                        serve::ReplayMap* replay = nullptr);
 
 }  // namespace ds4::api

@@ -187,5 +187,28 @@ TEST_F(BuildTest, PromptLongerThanTheContextNamesBothNumbers) {
   EXPECT_NE(e.message.find(std::to_string(e.n_prompt_tokens) + " tokens"), std::string::npos);
 }
 
+TEST_F(BuildTest, RememberedToolCallsReplayExactly) {
+  const std::string body = R"({"model":"deepseek-chat","messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":"","tool_calls":[{"id":"call_k","type":"function",
+        "function":{"name":"f","arguments":"{\"n\":3}"}}]},
+      {"role":"tool","tool_call_id":"call_k","content":"ok"}]})";
+  const std::string sampled =
+      "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"n\" "
+      "string=\"false\"> 3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  serve::ReplayMap replay(8);
+  const ApiRequest req = ok(body);
+  auto canonical = build_request(req, *tok_, kConfig, &replay);  // id unknown: canonical
+  ASSERT_TRUE(std::holds_alternative<serve::Request>(canonical));
+  EXPECT_EQ(std::get<serve::Request>(canonical).rendered.find(sampled), std::string::npos);
+  replay.remember(std::vector<std::string>{"call_k"}, sampled);
+  auto exact = build_request(req, *tok_, kConfig, &replay);
+  ASSERT_TRUE(std::holds_alternative<serve::Request>(exact));
+  EXPECT_NE(std::get<serve::Request>(exact).rendered.find(sampled + "<｜end▁of▁sentence｜>"),
+            std::string::npos);
+  auto off = build_request(req, *tok_, kConfig, nullptr);  // replay disabled
+  EXPECT_EQ(std::get<serve::Request>(off).rendered, std::get<serve::Request>(canonical).rendered);
+}
+
 }  // namespace
 }  // namespace ds4::api

@@ -65,11 +65,11 @@ struct Stream {
       e = std::move(more);
       out += encoder.encode(*e);
     }
+    const bool done = e->kind == serve::EventKind::kDone;
+    // The trace line is written before the client can see the end of the stream.
+    if (done && trace) trace->write(id, endpoint_name(endpoint), model, true, rendered, *e);
     if (!out.empty() && !write(sink, out)) return false;
-    if (e->kind == serve::EventKind::kDone) {
-      if (trace) trace->write(id, endpoint_name(endpoint), model, true, rendered, *e);
-      sink.done();
-    }
+    if (done) sink.done();
     return true;
   }
   bool write(httplib::DataSink& sink, const std::string& bytes) {
@@ -86,6 +86,8 @@ struct HttpServer::Impl {
   const Tokenizer* tok;
   api::ApiConfig config;
   HttpOptions options;
+  serve::ReplayMap* replay = nullptr;
+  std::vector<TokenId> forced;
   std::unique_ptr<TraceFile> trace;
   httplib::Server server;
   int port = 0;
@@ -96,9 +98,10 @@ struct HttpServer::Impl {
     auto parsed = api::parse_request(ep, req.body, config);
     if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e);
     const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
-    auto built = api::build_request(ar, *tok, config);
+    auto built = api::build_request(ar, *tok, config, replay);
     if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e);
     serve::Request& sr = std::get<serve::Request>(built);
+    if (sr.tools) sr.forced = forced;
     const std::string rendered = trace ? sr.rendered : std::string();
     const std::string id = serve::new_tool_id(ep == api::Endpoint::kChat ? "chatcmpl-" : "cmpl-");
     api::ResponseMeta meta{.endpoint = ep,
@@ -223,8 +226,11 @@ struct HttpServer::Impl {
 Result<std::unique_ptr<HttpServer>> HttpServer::bind(serve::Scheduler& scheduler,
                                                      const Tokenizer& tok,
                                                      const api::ApiConfig& config,
-                                                     const HttpOptions& options) {
+                                                     const HttpOptions& options,
+                                                     serve::ReplayMap* replay) {
   auto impl = std::make_unique<Impl>();
+  impl->replay = replay;
+  impl->forced = tok.encode(options.forced_output, SpecialTokens::kRecognize);
   impl->scheduler = &scheduler;
   impl->tok = &tok;
   impl->config = config;

@@ -2,8 +2,8 @@
 // Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
 // the optional Bearer check, CORS headers, SSE streaming with keepalive comments, turning a
 // failed write into a cancelled request, the trace file, and stopping.
-// Does not own: the scheduler or the tokenizer (borrowed; they must outlive the server), JSON
-// shapes (api/).
+// Does not own: the scheduler, the tokenizer or the replay map (borrowed; they must outlive the
+// server), JSON shapes (api/).
 #pragma once
 
 #include <memory>
@@ -26,6 +26,9 @@ struct HttpOptions {
   int threads = 40;                   // connections served at once
   std::string trace_path;             // non-empty: one JSON line per generation request
   std::string model_name = "DeepSeek V4";
+  // Test hook (hidden flag --test-forced-output): chat requests that declare tools take these
+  // bytes' tokens as their first output tokens; the model still evaluates each.
+  std::string forced_output;
 };
 
 class HttpServer {
@@ -34,7 +37,8 @@ class HttpServer {
   // file cannot be opened.
   static Result<std::unique_ptr<HttpServer>> bind(serve::Scheduler& scheduler, const Tokenizer& tok,
                                                   const api::ApiConfig& config,
-                                                  const HttpOptions& options);
+                                                  const HttpOptions& options,
+                                                  serve::ReplayMap* replay = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

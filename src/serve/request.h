@@ -38,6 +38,9 @@ struct Request {
   bool parse_output = true;       // split reasoning / content / tool calls; false: all text
   bool thinking = false;          // output starts inside reasoning (closed by </think>)
   bool tools = false;             // recognise DSML tool-call blocks
+  // Test hook: these tokens are taken in place of the first sampled ones (the model still
+  // evaluates each), so a test can make the tiny model emit a particular tool call.
+  std::vector<TokenId> forced;
 };
 
 enum class EventKind {

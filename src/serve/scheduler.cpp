@@ -37,12 +37,13 @@ struct Scheduler::Slot {
 
 Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engine,
                                                     const Tokenizer& tok,
-                                                    const SchedulerOptions& options) {
+                                                    const SchedulerOptions& options,
+                                                    ReplayMap* replay) {
   if (options.max_queue < 0 || options.sessions < 1) {
     return Status::invalid_argument("scheduler: max_queue %d and sessions %d must be >= 0 and >= 1",
                                     options.max_queue, options.sessions);
   }
-  std::unique_ptr<Scheduler> s(new Scheduler(std::move(engine), tok, options));
+  std::unique_ptr<Scheduler> s(new Scheduler(std::move(engine), tok, options, replay));
   for (int i = 0; i < options.sessions; ++i) {
     DS4_ASSIGN_OR_RETURN(auto session,
                          s->engine_->create_session(
@@ -56,8 +57,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
 }
 
 Scheduler::Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok,
-                     const SchedulerOptions& options)
-    : engine_(std::move(engine)), tok_(&tok), options_(options) {}
+                     const SchedulerOptions& options, ReplayMap* replay)
+    : engine_(std::move(engine)), tok_(&tok), options_(options), replay_(replay) {}
 
 Scheduler::~Scheduler() {
   shutdown();
@@ -192,7 +193,9 @@ void Scheduler::prefill_step(Slot& slot) {
 void Scheduler::decode_step(Slot& slot) {
   Active& a = *slot.active;
   Session& s = *slot.session;
-  const TokenId id = s.sample(a.request.sampling, a.rng);
+  const size_t i = static_cast<size_t>(a.generated);
+  const TokenId id =
+      i < a.request.forced.size() ? a.request.forced[i] : s.sample(a.request.sampling, a.rng);
   ++a.generated;
   if (id == tok_->special_ids().eos) {
     return finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);
@@ -210,6 +213,9 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   Active& a = *slot.active;
   std::vector<Event> events;
   a.gen.finish(&events);
+  if (replay_ && a.gen.tool_calls() > 0) {
+    replay_->remember(a.gen.tool_ids(), sampled_tool_block(a.gen.raw(), a.request.thinking));
+  }
   Event done{.kind = EventKind::kDone, .text = a.gen.raw(), .finish = reason};
   const size_t prompt = a.planned ? a.prompt.size() : a.request.prompt.size();
   done.usage = {.prompt_tokens = static_cast<int>(prompt),

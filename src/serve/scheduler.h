@@ -18,6 +18,7 @@
 
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
+#include "serve/replay_map.h"
 #include "serve/request.h"
 #include "serve/ticket.h"
 
@@ -39,9 +40,12 @@ class Scheduler {
  public:
   // Creates the sessions and starts the thread. The tokenizer is borrowed: it must outlive the
   // scheduler. Errors: bad options, a session that does not fit in memory.
+  // `replay` (may be null: exact replay off) is borrowed too; each tool-call turn's sampled
+  // block is remembered there under its call ids.
   static Result<std::unique_ptr<Scheduler>> start(std::unique_ptr<Engine> engine,
                                                   const Tokenizer& tok,
-                                                  const SchedulerOptions& options);
+                                                  const SchedulerOptions& options,
+                                                  ReplayMap* replay = nullptr);
   ~Scheduler();  // shutdown(), then joins the thread
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -61,7 +65,8 @@ class Scheduler {
  private:
   struct Active;
   struct Slot;
-  Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok, const SchedulerOptions& options);
+  Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok, const SchedulerOptions& options,
+            ReplayMap* replay);
   void run();
   void admit();  // moves waiting requests into free slots (lock held)
   void step(Slot& slot);
@@ -72,6 +77,7 @@ class Scheduler {
   std::unique_ptr<Engine> engine_;
   const Tokenizer* tok_;
   SchedulerOptions options_;
+  ReplayMap* replay_;
   std::vector<std::unique_ptr<Slot>> slots_;  // scheduler thread only
 
   mutable std::mutex mu_;
