@@ -4,9 +4,10 @@
 #   make run        build, then answer one prompt with ./ds4flash.gguf, or with the built-in
 #                   random-weight test model when there is no real model (scripts/run_demo.sh)
 #   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader and DSV4 snapshot
-#                   parser, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB: its valid
-#                   seed payload is ~1.8 MB and a shorter limit would truncate it)
+#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot
+#                   parser and OpenAI request parser, FUZZ_SECONDS each (the snapshot fuzzer takes
+#                   -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter limit would
+#                   truncate it)
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -48,9 +49,10 @@ fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
-	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds
+	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz
 	mkdir -p build-fuzz/corpus/gguf build-fuzz/corpus/dsml build-fuzz/corpus/safetensors \
-	  build-fuzz/corpus/snapshot
+	  build-fuzz/corpus/snapshot build-fuzz/corpus/openai
+	cp tests/fuzz/openai_request_seeds/* build-fuzz/corpus/openai/
 	./build-fuzz/bin/gguf_fuzz_seeds build-fuzz/corpus/gguf
 	./build-fuzz/bin/safetensors_fuzz_seeds build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz_seeds build-fuzz/corpus/snapshot
@@ -62,6 +64,8 @@ fuzz: setup
 	  -print_final_stats=1 build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=2097152 \
 	  -print_final_stats=1 build-fuzz/corpus/snapshot
+	./build-fuzz/bin/openai_request_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  -print_final_stats=1 build-fuzz/corpus/openai
 
 bench: build
 	./build/bin/ds4-kernel-bench

@@ -30,7 +30,8 @@ Generation::Generation(const Tokenizer& tok, const Request& request)
       parse_output_(request.parse_output),
       tools_(request.tools),
       parser_(chat::OutputParserOptions{.thinking = request.thinking,
-                                        .parse_tool_calls = request.tools}) {}
+                                        .parse_tool_calls = request.tools}),
+      syntax_(request.thinking) {}
 
 void Generation::convert(std::vector<chat::OutputEvent>* parsed, std::vector<Event>* out) {
   for (auto& p : *parsed) {
@@ -60,6 +61,7 @@ bool Generation::push(TokenId id, std::vector<Event>* out) {
   const std::string bytes = decoder_.push(id);
   const size_t before = raw_.size();
   raw_ += bytes;
+  if (tools_) syntax_.feed(bytes);
   emit(stop_.feed(bytes), out);
   if (tools_ && parse_output_ && !tool_ids_.empty()) {
     // The closing marker may straddle tokens: search from just before the new bytes.

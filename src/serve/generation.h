@@ -1,6 +1,7 @@
 // src/serve/generation.h: what one request's sampled tokens mean, as serve events.
 // Owns: the request's incremental detokenizer, its stop strings, the chat output parser
-// (reasoning / content / DSML tool calls), the ids given to tool calls, and the raw output bytes.
+// (reasoning / content / DSML tool calls), the DSML syntax tracker, the ids given to tool calls,
+// and the raw output bytes.
 // Does not own: sampling or the session (scheduler.cpp), protocol framing (api/).
 #pragma once
 
@@ -9,6 +10,7 @@
 
 #include "ds4/chat.h"
 #include "ds4/tokenizer.h"
+#include "serve/dsml_syntax.h"
 #include "serve/request.h"
 #include "serve/stop_matcher.h"
 
@@ -25,6 +27,8 @@ class Generation {
   // adds it with the usage).
   void finish(std::vector<Event>* out);
 
+  // True when the next token is DSML structure (sample it greedily, features.md §2.5).
+  bool dsml_greedy() const { return tools_ && parse_output_ && syntax_.greedy(); }
   bool stop_hit() const { return stop_.hit(); }
   bool tool_block_closed() const { return tool_block_closed_; }
   int tool_calls() const { return static_cast<int>(tool_ids_.size()); }
@@ -41,6 +45,7 @@ class Generation {
   bool parse_output_;
   bool tools_;
   chat::OutputParser parser_;
+  DsmlSyntax syntax_;
   std::vector<std::string> tool_ids_;
   std::string raw_;
   bool tool_block_closed_ = false;

@@ -110,5 +110,18 @@ TEST_F(GenerationTest, ToolIdsDiffer) {
   EXPECT_NE(ia, ib);
 }
 
+TEST_F(GenerationTest, DsmlStructureIsGreedyOnlyWithTools) {
+  const std::string head = "ok\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f";
+  Request with{.tools = true}, without{.tools = false};
+  Generation a(*tok_, with), b(*tok_, without);
+  std::vector<Event> ev;
+  for (TokenId id : tok_->encode(head, SpecialTokens::kRecognize)) {
+    a.push(id, &ev);
+    b.push(id, &ev);
+  }
+  EXPECT_TRUE(a.dsml_greedy());
+  EXPECT_FALSE(b.dsml_greedy());
+}
+
 }  // namespace
 }  // namespace ds4::serve

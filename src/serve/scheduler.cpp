@@ -194,8 +194,9 @@ void Scheduler::decode_step(Slot& slot) {
   Active& a = *slot.active;
   Session& s = *slot.session;
   const size_t i = static_cast<size_t>(a.generated);
-  const TokenId id =
-      i < a.request.forced.size() ? a.request.forced[i] : s.sample(a.request.sampling, a.rng);
+  SamplingParams params = a.request.sampling;
+  if (a.gen.dsml_greedy()) params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
+  const TokenId id = i < a.request.forced.size() ? a.request.forced[i] : s.sample(params, a.rng);
   ++a.generated;
   if (id == tok_->special_ids().eos) {
     return finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);
