@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# tests/server/sse_framing_test.sh DS4_SERVER MODEL: the raw bytes of a ds4-server stream, read
-# with curl: status line, SSE and CORS headers, every event a `data: ` line ended by a blank line
+# tests/server/sse_framing_test.sh DS4_SERVER MODEL: --help and a bad flag, then the raw bytes of
+# a ds4-server stream, read with curl: status line, SSE and CORS headers, every event a `data: ` line ended by a blank line
 # or a `:` comment (keepalive), the role chunk first, [DONE] last; keepalives keep coming while a
 # request waits in the queue; OPTIONS answers 204; SIGINT exits 0.
 set -euo pipefail
 server=$1 model=$2
 tmp=$(mktemp -d)
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Flags: --help lists each with its default; a bad flag is one line on stderr and status 2.
+"$server" --help >"$tmp/help" || fail "--help exit status"
+for want in '--host TEXT=127.0.0.1' '=8000' '--tool-memory-max-ids' '=100000' \
+    '--disable-exact-dsml-tool-replay' '--api-key' '--trace' '--prefill-chunk' '--cors'; do
+  grep -qF -- "$want" "$tmp/help" || fail "--help lacks '$want'"
+done
+grep -q 'test-forced-output' "$tmp/help" && fail "the test hook is listed in --help"
+status=0
+"$server" --port nope 2>"$tmp/bad" >/dev/null || status=$?
+[[ $status == 2 && $(wc -l <"$tmp/bad") == 1 ]] || fail "bad flag: status $status, $(cat "$tmp/bad")"
+
 "$server" -m "$model" --port 0 -t 2 --ctx 4096 --cors >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
@@ -14,7 +27,6 @@ for _ in $(seq 100); do grep -q listening "$tmp/out" && break; sleep 0.05; done
 port=$(grep -o '127\.0\.0\.1:[0-9]*' "$tmp/out" | cut -d: -f2)
 [[ -n $port ]] || { echo "server did not start: $(cat "$tmp/err")"; exit 1; }
 base=http://127.0.0.1:$port
-fail() { echo "FAIL: $*"; exit 1; }
 
 body='{"model":"deepseek-chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":6,"stream":true,"seed":1}'
 curl -sS -N -D "$tmp/headers" -o "$tmp/body" "$base/v1/chat/completions" -d "$body"
