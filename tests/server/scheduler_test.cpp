@@ -1,7 +1,8 @@
 // The scheduler on the tiny model (CPU): requests run in FIFO order with usage that counts what
 // was really evaluated, a continued conversation reuses the live session (cached tokens), cancel
 // stops a request within a step and leaves the session usable, the bounded queue refuses the
-// request beyond it, shutdown ends everything with an error, and a fixed seed repeats exactly.
+// request beyond it, waiting requests run in arrival order, shutdown ends everything with an
+// error, and a fixed seed repeats exactly.
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -158,6 +159,19 @@ TEST_F(SchedulerTest, PromptLongerThanTheContextIsRefused) {
   ASSERT_FALSE(t.is_ok());
   EXPECT_EQ(t.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(t.status().message().find("1024"), std::string::npos);
+}
+
+TEST_F(SchedulerTest, WaitingRequestsRunInArrivalOrder) {
+  auto s = start();
+  std::vector<std::shared_ptr<Ticket>> tickets;
+  for (int i = 0; i < 4; ++i) {
+    auto t = s->submit(chat("request " + std::to_string(i), 3));
+    ASSERT_TRUE(t.is_ok());
+    tickets.push_back(*t);
+  }
+  EXPECT_EQ(drain(*tickets[3]).usage.completion_tokens, 3);
+  // One session: the last request ran after every earlier one had finished.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(tickets[i]->finished()) << i;
 }
 
 }  // namespace
