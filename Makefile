@@ -4,6 +4,7 @@
 #   make run        build, then answer one prompt with ./ds4flash.gguf, or with the built-in
 #                   random-weight test model when there is no real model (scripts/run_demo.sh)
 #   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make test-tsan  the serve, api and server tests under ThreadSanitizer (build-tsan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot
 #                   parser and OpenAI request parser, FUZZ_SECONDS each (the snapshot fuzzer takes
 #                   -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter limit would
@@ -16,7 +17,7 @@ BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test run test-asan fuzz bench lint format clean
+.PHONY: all setup configure build test run test-asan test-tsan fuzz bench lint format clean
 
 all: build
 
@@ -44,6 +45,16 @@ test-asan: setup
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L unit
+
+# ThreadSanitizer on the serving stack: HTTP threads, the scheduler thread and cancellation race
+# by design. Only the targets those tests need are built.
+TSAN_TARGETS = ds4-gguf ds4-server serve_test api_test scheduler_test
+test-tsan: setup
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_TSAN=ON -DDS4_CUDA=OFF \
+	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TARGETS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan \
+	  --output-on-failure -j $(JOBS) -R '^(tokenizer_vocab_fixture|server_|Scheduler|Ticket|StopMatcher|PrefixMatch|Generation|ReplayMap|SampledToolBlock|DsmlSyntax|ParseRequest|BuildTest|StreamEncoder|ResponseCollector|Errors|Models)'
 
 fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
@@ -77,4 +88,4 @@ format:
 	git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz
