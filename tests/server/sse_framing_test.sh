@@ -19,7 +19,7 @@ status=0
 "$server" --port nope 2>"$tmp/bad" >/dev/null || status=$?
 [[ $status == 2 && $(wc -l <"$tmp/bad") == 1 ]] || fail "bad flag: status $status, $(cat "$tmp/bad")"
 
-"$server" -m "$model" --port 0 -t 2 --ctx 4096 --cors >"$tmp/out" 2>"$tmp/err" &
+"$server" -m "$model" --port 0 -t 2 --ctx 8192 --cors >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -58,7 +58,7 @@ assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
 PY
 
 # A request waiting behind a long one receives keepalive comments (the queue is FIFO).
-long='{"model":"deepseek-chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":3000,"stream":true}'
+long='{"model":"deepseek-chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":8000,"stream":true}'
 curl -sS -N -o /dev/null --max-time 20 "$base/v1/chat/completions" -d "$long" &
 first=$!
 sleep 0.3
