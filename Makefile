@@ -3,7 +3,8 @@
 #   make test       build, then run the test suites with ctest (what CI runs)
 #   make run        build, then answer one prompt with ./ds4flash.gguf, or with the built-in
 #                   random-weight test model when there is no real model (scripts/run_demo.sh)
-#   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make test-asan  unit and server tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#                   (build-asan/; the server tests run the real ds4-server with leak checks)
 #   make test-tsan  the serve, api and server tests under ThreadSanitizer (build-tsan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot
 #                   parser and OpenAI request parser, FUZZ_SECONDS each (the snapshot fuzzer takes
@@ -44,7 +45,7 @@ test-asan: setup
 	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L unit
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L 'unit|server'
 
 # ThreadSanitizer on the serving stack: HTTP threads, the scheduler thread and cancellation race
 # by design. Only the targets those tests need are built.
