@@ -175,8 +175,10 @@ void Scheduler::prefill_step(Slot& slot) {
                                          "is %d tokens",
                                          a.prompt.size(), options_.n_ctx));
     }
-    // The first chunk starts where the live tokens stop matching; the session reuses what it can.
-    target = std::min(a.prompt.size(), common_prefix(live, a.prompt) + options_.prefill_chunk);
+    // A session keeps its tokens only when they are a prefix of the prompt; otherwise it rebuilds
+    // from position 0 (session.h), so the first chunk starts there and stays one chunk long.
+    const size_t start = common_prefix(live, a.prompt) == live.size() ? live.size() : 0;
+    target = std::min(a.prompt.size(), start + options_.prefill_chunk);
   } else {
     target = std::min(a.prompt.size(), live.size() + options_.prefill_chunk);
   }
