@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,17 @@ const char* endpoint_name(api::Endpoint ep) {
   return ep == api::Endpoint::kChat ? "chat.completions" : "completions";
 }
 
+// One stderr line per finished generation request (a single fprintf: lines never interleave).
+void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve::Event& done,
+              std::chrono::steady_clock::time_point t0) {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(
+      stderr, "ds4-server: %s %s%s prompt=%d cached=%d completion=%d finish=%s %.2fs%s%s\n",
+      id.c_str(), endpoint_name(ep), stream ? " stream" : "", done.usage.prompt_tokens,
+      done.usage.cached_tokens, done.usage.completion_tokens, serve::to_string(done.finish), s,
+      done.error.is_ok() ? "" : " error: ", done.error.is_ok() ? "" : done.error.message().c_str());
+}
+
 // One streaming response: pulls events from the ticket and writes SSE bytes.
 struct Stream {
   std::shared_ptr<serve::Ticket> ticket;
@@ -45,6 +57,7 @@ struct Stream {
   TraceFile* trace;
   std::string id, model, rendered;
   api::Endpoint endpoint;
+  std::chrono::steady_clock::time_point t0;
   bool started = false;
 
   bool pump(httplib::DataSink& sink) {
@@ -68,6 +81,7 @@ struct Stream {
     const bool done = e->kind == serve::EventKind::kDone;
     // The trace line is written before the client can see the end of the stream.
     if (done && trace) trace->write(id, endpoint_name(endpoint), model, true, rendered, *e);
+    if (done) log_done(id, endpoint, true, *e, t0);
     if (!out.empty() && !write(sink, out)) return false;
     if (done) sink.done();
     return true;
@@ -95,6 +109,7 @@ struct HttpServer::Impl {
   api::ModelCard card() const { return {.name = options.model_name, .n_ctx = config.n_ctx}; }
 
   void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
     auto parsed = api::parse_request(ep, req.body, config);
     if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e);
     const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
@@ -125,6 +140,7 @@ struct HttpServer::Impl {
         }
       }
       if (trace) trace->write(id, endpoint_name(ep), ar.model, false, rendered, last);
+      log_done(id, ep, false, last, t0);
       res.status = c.status();
       res.set_content(c.body(), kJson);
       return;
@@ -136,7 +152,8 @@ struct HttpServer::Impl {
                                                   .id = id,
                                                   .model = ar.model,
                                                   .rendered = rendered,
-                                                  .endpoint = ep});
+                                                  .endpoint = ep,
+                                                  .t0 = t0});
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",

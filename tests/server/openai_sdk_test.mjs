@@ -3,7 +3,7 @@
 // text both ways), reasoning in thinking mode, usage with cached tokens when a conversation
 // continues, stop sequences, completions, OpenAI-style errors, a client aborting mid-stream
 // (the request stops within a token and the server keeps serving), 16 concurrent clients, the
-// bounded queue's 429, the API key, the body limit, and a clean SIGTERM exit.
+// bounded queue's 429, the API key, the body limit, and a clean SIGTERM exit (also mid-stream).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -228,4 +228,23 @@ test("--api-key and --max-body", async () => {
   } finally {
     await s.stop();
   }
+});
+
+test("SIGTERM during a stream ends it and the server exits 0", async () => {
+  const s = await startServer(["--ctx", "8192"]);
+  const c = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: "x", maxRetries: 0 });
+  const stream = await c.chat.completions.create(chat({ max_tokens: 8000, stream: true }));
+  const it = stream[Symbol.asyncIterator]();
+  await it.next();
+  const t0 = Date.now();
+  const stopped = s.stop(); // asserts exit code 0
+  let more = 0;
+  try {
+    while (!(await it.next()).done) more++;
+  } catch {
+    // a connection closed mid-stream is an acceptable end
+  }
+  await stopped;
+  assert.ok(more < 8000, "the stream was cut short");
+  assert.ok(Date.now() - t0 < 10000, "stopping took too long");
 });
