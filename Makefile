@@ -3,10 +3,13 @@
 #   make test       build, then run the test suites with ctest (what CI runs)
 #   make run        build, then answer one prompt with ./ds4flash.gguf, or with the built-in
 #                   random-weight test model when there is no real model (scripts/run_demo.sh)
-#   make test-asan  unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader and DSV4 snapshot
-#                   parser, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB: its valid
-#                   seed payload is ~1.8 MB and a shorter limit would truncate it)
+#   make test-asan  unit and server tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#                   (build-asan/; the server tests run the real ds4-server with leak checks)
+#   make test-tsan  the serve, api and server tests under ThreadSanitizer (build-tsan/)
+#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot
+#                   parser and OpenAI request parser, FUZZ_SECONDS each (the snapshot fuzzer takes
+#                   -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter limit would
+#                   truncate it)
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -15,7 +18,7 @@ BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build test run test-asan fuzz bench lint format clean
+.PHONY: all setup configure build test run test-asan test-tsan fuzz bench lint format clean
 
 all: build
 
@@ -42,15 +45,26 @@ test-asan: setup
 	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L unit
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L 'unit|server'
+
+# ThreadSanitizer on the serving stack: HTTP threads, the scheduler thread and cancellation race
+# by design. Only the targets those tests need are built.
+TSAN_TARGETS = ds4-gguf ds4-server serve_test api_test scheduler_test
+test-tsan: setup
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_TSAN=ON -DDS4_CUDA=OFF \
+	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TARGETS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan \
+	  --output-on-failure -j $(JOBS) -R '^(tokenizer_vocab_fixture|server_|Scheduler|Ticket|StopMatcher|PrefixMatch|Generation|ReplayMap|SampledToolBlock|DsmlSyntax|ParseRequest|BuildTest|StreamEncoder|ResponseCollector|Errors|Models)'
 
 fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
-	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds
+	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz
 	mkdir -p build-fuzz/corpus/gguf build-fuzz/corpus/dsml build-fuzz/corpus/safetensors \
-	  build-fuzz/corpus/snapshot
+	  build-fuzz/corpus/snapshot build-fuzz/corpus/openai
+	cp tests/fuzz/openai_request_seeds/* build-fuzz/corpus/openai/
 	./build-fuzz/bin/gguf_fuzz_seeds build-fuzz/corpus/gguf
 	./build-fuzz/bin/safetensors_fuzz_seeds build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz_seeds build-fuzz/corpus/snapshot
@@ -62,6 +76,8 @@ fuzz: setup
 	  -print_final_stats=1 build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=2097152 \
 	  -print_final_stats=1 build-fuzz/corpus/snapshot
+	./build-fuzz/bin/openai_request_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  -print_final_stats=1 build-fuzz/corpus/openai
 
 bench: build
 	./build/bin/ds4-kernel-bench
@@ -73,4 +89,4 @@ format:
 	git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   clang clang-format libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for clang
   libgtest-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev
+  libcli11-dev nlohmann-json3-dev libcpp-httplib-dev   # flags, JSON, ds4-server's HTTP
   libedit-dev tmux curl   # the ds4 REPL (line editing), its pty test, download_model.sh
 )
 
@@ -37,4 +37,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [[ ! -d "$root/tests/oracle/node_modules/@huggingface/gguf" ]]; then
   echo "setup: installing npm oracles into tests/oracle/node_modules"
   (cd "$root/tests/oracle" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The OpenAI SDK that drives ds4-server in tests/server (pinned by its package-lock.json).
+if [[ ! -d "$root/tests/server/node_modules/openai" ]]; then
+  echo "setup: installing the openai SDK into tests/server/node_modules"
+  (cd "$root/tests/server" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -65,6 +65,10 @@ struct Message {
   // Assistant messages only.
   std::string reasoning;
   std::vector<ToolCall> tool_calls;
+  // Assistant messages only: when non-empty, rendered verbatim instead of
+  // encode_tool_calls(tool_calls) -- the DSML block exactly as it was sampled, so a server's next
+  // prompt repeats the bytes its session already holds (features.md §2.2, exact replay).
+  std::string raw_tool_calls;
   // Tool messages only: which call this result answers.
   std::string tool_call_id;
   // System/developer messages only: OpenAI tool objects, one JSON text each

@@ -75,7 +75,8 @@ Status validate(const Message& m, size_t index) {
     return Status::invalid_argument("message %zu (%s): content blocks belong on user messages",
                                     index, role);
   }
-  if ((!m.reasoning.empty() || !m.tool_calls.empty()) && m.role != Role::kAssistant) {
+  if ((!m.reasoning.empty() || !m.tool_calls.empty() || !m.raw_tool_calls.empty()) &&
+      m.role != Role::kAssistant) {
     return Status::invalid_argument("message %zu (%s): reasoning/tool_calls belong on assistant",
                                     index, role);
   }
@@ -259,7 +260,7 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
           out += kThinkEnd;
         }
         out += m.content;
-        out += encode_tool_calls(m.tool_calls);
+        out += m.raw_tool_calls.empty() ? encode_tool_calls(m.tool_calls) : m.raw_tool_calls;
         out += kEos;
         break;
       case Role::kTool: break;  // merged into user turns above

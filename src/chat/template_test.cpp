@@ -413,5 +413,24 @@ TEST(ChatRender, RoleNames) {
   EXPECT_EQ(role_from_string("function"), std::nullopt);
 }
 
+// Exact replay: an assistant message's raw_tool_calls are written as given, in place of the
+// canonical block, and only assistant messages may carry them.
+TEST(ChatRender, RawToolCallsReplaceTheCanonicalBlock) {
+  Message a = msg(Role::kAssistant, "Sure.");
+  a.tool_calls = {{.id = "call_1", .name = "f", .arguments_json = R"({"n":3})"}};
+  const std::string canonical = encode_tool_calls(a.tool_calls);
+  a.raw_tool_calls =
+      "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n"
+      "<｜DSML｜parameter name=\"n\" string=\"false\"> 3</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  ASSERT_NE(a.raw_tool_calls, canonical);
+  const std::string out = render_ok({msg(Role::kUser, "Hi"), a});
+  EXPECT_NE(out.find("Sure." + a.raw_tool_calls + E), std::string::npos);
+  EXPECT_EQ(out.find(canonical), std::string::npos);
+  Message u = msg(Role::kUser, "x");
+  u.raw_tool_calls = "y";
+  EXPECT_FALSE(render(std::vector<Message>{u}, {}).is_ok());
+}
+
 }  // namespace
 }  // namespace ds4::chat

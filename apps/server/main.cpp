@@ -1,0 +1,175 @@
+// apps/server/main.cpp: `ds4-server` -- flags (each declared once with its help and default),
+// wiring engine -> scheduler -> HTTP server, and signals: the first SIGINT/SIGTERM ends queued and
+// running requests and stops the server (exit 0); a second one exits at once (130).
+// Usage errors print one line and exit with code 2.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "api/openai_request.h"
+#include "ds4/engine.h"
+#include "ds4/tokenizer.h"
+#include "http/server.h"
+#include "serve/scheduler.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "ds4-server: %s (see ds4-server --help)\n", msg.c_str());
+  return kUsageError;
+}
+
+int fatal(const std::string& msg) {
+  std::fprintf(stderr, "ds4-server: %s\n", msg.c_str());
+  return 1;
+}
+
+struct Flags {
+  std::string model = "ds4flash.gguf";
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int ctx = 32768;
+  std::string backend = "cpu";
+  int threads = 0;
+  int prefill_chunk = ds4::SessionOptions{}.prefill_chunk;
+  bool cors = false;
+  std::string api_key;
+  std::string trace;
+  int tool_memory_max_ids = 100000;
+  bool disable_exact_replay = false;
+  int max_queue = 32;
+  size_t max_body = 64u << 20;
+  std::string forced_output;
+};
+
+std::string model_name(const std::string& shape) {
+  if (shape == "flash") return "DeepSeek V4 Flash";
+  if (shape == "pro") return "DeepSeek V4 Pro";
+  return "DeepSeek V4 (" + shape + " test shape)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"ds4-server: OpenAI-compatible HTTP server for DeepSeek V4 (docs/server.md)"};
+  app.add_option("-m,--model", f.model, "model GGUF")->capture_default_str();
+  app.add_option("--host", f.host, "address to bind (0.0.0.0 for the LAN)")->capture_default_str();
+  app.add_option("--port", f.port, "TCP port (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("-c,--ctx", f.ctx, "context size in tokens")
+      ->check(CLI::Range(16, 1048576))
+      ->capture_default_str();
+  app.add_option("--backend", f.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("-t,--threads", f.threads, "CPU threads (0: all)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--prefill-chunk", f.prefill_chunk, "tokens per prefill batch")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_flag("--cors", f.cors,
+               "add Access-Control-Allow-* headers to every response (default: off)");
+  app.add_option("--api-key", f.api_key,
+                 "require 'Authorization: Bearer KEY' on /v1/* (default: none)");
+  app.add_option("--trace", f.trace, "write one JSON line per request to FILE (default: none)");
+  app.add_option("--tool-memory-max-ids", f.tool_memory_max_ids,
+                 "tool-call ids whose exact DSML is remembered")
+      ->check(CLI::Range(0, 100000000))
+      ->capture_default_str();
+  app.add_flag("--disable-exact-dsml-tool-replay", f.disable_exact_replay,
+               "render earlier tool calls canonically instead of as sampled (default: off)");
+  app.add_option("--max-queue", f.max_queue, "requests that may wait; more get 429")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--max-body", f.max_body, "largest request body in bytes; larger get 413")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--test-forced-output", f.forced_output,
+                 "tests only: the first output of chat requests with tools")
+      ->group("");  // hidden from --help
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (!std::filesystem::exists(f.model)) {
+    return usage_error("model file '" + f.model +
+                       "' not found: get one with scripts/download_model.sh q2-imatrix");
+  }
+
+  // Signals go to the watcher thread below only (blocked here, before any thread starts).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto tok = ds4::Tokenizer::open(f.model);
+  if (!tok.is_ok()) return fatal(tok.status().to_string());
+  ds4::EngineOptions eo{
+      .model_path = f.model,
+      .backend = f.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu,
+      .threads = f.threads};
+  auto engine = ds4::Engine::open(eo);
+  if (!engine.is_ok()) return fatal(engine.status().to_string());
+  const std::string shape = (*engine)->info().shape;
+  // Exact DSML replay (features.md §2.4); without it earlier tool calls render canonically.
+  std::unique_ptr<ds4::serve::ReplayMap> replay;
+  if (!f.disable_exact_replay) {
+    replay = std::make_unique<ds4::serve::ReplayMap>(static_cast<size_t>(f.tool_memory_max_ids));
+  }
+  auto scheduler = ds4::serve::Scheduler::start(
+      std::move(*engine), *tok,
+      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue}, replay.get());
+  if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
+
+  ds4::api::ApiConfig config{
+      .n_ctx = f.ctx,
+      .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId)};
+  ds4::http::HttpOptions ho{.host = f.host,
+                            .port = f.port,
+                            .api_key = f.api_key,
+                            .cors = f.cors,
+                            .max_body_bytes = f.max_body,
+                            .threads = f.max_queue + 16,
+                            .trace_path = f.trace,
+                            .model_name = model_name(shape),
+                            .forced_output = f.forced_output};
+  auto server = ds4::http::HttpServer::bind(**scheduler, *tok, config, ho, replay.get());
+  if (!server.is_ok()) return fatal(server.status().to_string());
+
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    int stops = 0;
+    const timespec tick{0, 200 * 1000 * 1000};
+    while (!finished.load()) {
+      if (sigtimedwait(&signals, nullptr, &tick) < 0) continue;
+      if (++stops > 1) _exit(130);
+      std::fprintf(stderr, "ds4-server: stopping\n");
+      (*scheduler)->shutdown();
+      (*server)->stop();
+    }
+  });
+  std::printf("ds4-server: listening on http://%s:%d (model %s, ctx %d, backend %s)\n",
+              f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, f.backend.c_str());
+  std::fflush(stdout);
+  const ds4::Status st = (*server)->run();
+  finished = true;
+  watcher.join();
+  if (!st.is_ok()) return fatal(st.to_string());
+  return 0;
+}

@@ -1,0 +1,59 @@
+// src/api/openai_request.h: OpenAI chat-completions and completions request bodies -> serve.
+// Owns: every protocol default (features.md §1.4-§1.6): field types and validation, the thinking
+// resolution (thinking / think / reasoning_effort / the deepseek-chat alias), the fixed sampling
+// of thinking mode, tool_choice, stop strings; then rendering (chat.h) and tokenization into a
+// serve::Request. Never throws: malformed input is an ApiError.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/errors.h"
+#include "ds4/chat.h"
+#include "ds4/tokenizer.h"
+#include "serve/replay_map.h"
+#include "serve/request.h"
+
+namespace ds4::api {
+
+inline constexpr std::string_view kFlashId = "deepseek-v4-flash";
+inline constexpr std::string_view kProId = "deepseek-v4-pro";
+// The fixed system text /v1/completions wraps its prompt in (features.md §1.4.4).
+inline constexpr std::string_view kCompletionsSystem = "You are a helpful assistant";
+
+enum class Endpoint { kChat, kCompletions };
+
+struct ApiConfig {
+  int n_ctx = 32768;
+  std::string model_id = std::string(kFlashId);  // echoed when a request names no model
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;
+  std::vector<chat::Message> messages;             // completions: the wrapped prompt
+  chat::ThinkMode think = chat::ThinkMode::kHigh;  // after the Think-Max context rule
+  bool tools = false;                              // tool schemas rendered and DSML parsed
+  SamplingParams sampling;
+  int max_tokens = 0;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// True for the model ids the server answers to (the loaded model's aliases).
+bool known_model(std::string_view id);
+
+ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
+                                    const ApiConfig& config);
+
+// Renders and tokenizes. With `replay`, an assistant message whose call ids all map to one
+// remembered block renders that block byte for byte (exact replay); otherwise, and without
+// `replay`, its calls render canonically. Errors: rendering rejects the messages (400), the prompt
+// does not fit in the context (400 context_length_exceeded).
+ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
+                                        const ApiConfig& config,
+                                        serve::ReplayMap* replay = nullptr);
+
+}  // namespace ds4::api

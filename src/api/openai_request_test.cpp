@@ -1,0 +1,214 @@
+// OpenAI request bodies -> ApiRequest -> serve::Request (features.md §1.4-§1.6, §1.9): defaults,
+// the thinking resolution and its fixed sampling, tools and tool_choice, stop strings, the
+// completions wrapper, and an OpenAI-style error (status, message, param) for each bad input.
+#include "api/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ds4::api {
+namespace {
+
+using nlohmann::json;
+
+const ApiConfig kConfig{.n_ctx = 32768};
+
+ApiRequest ok(std::string_view body, Endpoint ep = Endpoint::kChat, ApiConfig c = kConfig) {
+  auto r = parse_request(ep, body, c);
+  if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << ": " << e->message;
+  return std::holds_alternative<ApiRequest>(r) ? std::get<ApiRequest>(r) : ApiRequest{};
+}
+
+ApiError err(std::string_view body, Endpoint ep = Endpoint::kChat) {
+  auto r = parse_request(ep, body, kConfig);
+  if (!std::holds_alternative<ApiError>(r)) ADD_FAILURE() << body << " was accepted";
+  return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r) : ApiError{};
+}
+
+class BuildTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    tok_ = new Tokenizer(std::move(*t));
+  }
+  static void TearDownTestSuite() { delete tok_; }
+  static serve::Request build(const ApiRequest& r, ApiConfig c = kConfig) {
+    auto b = build_request(r, *tok_, c);
+    if (auto* e = std::get_if<ApiError>(&b)) ADD_FAILURE() << e->message;
+    return std::holds_alternative<serve::Request>(b) ? std::get<serve::Request>(b)
+                                                     : serve::Request{};
+  }
+  static Tokenizer* tok_;
+};
+Tokenizer* BuildTest::tok_ = nullptr;
+
+TEST(ParseRequest, DefaultsThinkHighAndIgnoreClientSampling) {
+  const ApiRequest r =
+      ok(R"({"messages":[{"role":"user","content":"Hi"}],"temperature":0.2,"top_k":5,"seed":9})");
+  EXPECT_EQ(r.model, "deepseek-v4-flash");
+  EXPECT_EQ(r.think, chat::ThinkMode::kHigh);
+  EXPECT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.min_p, 0.05f);
+  EXPECT_EQ(r.sampling.seed, 9u);  // the seed still makes a run repeatable
+  EXPECT_EQ(r.max_tokens, 32768);
+  EXPECT_FALSE(r.stream);
+}
+
+TEST(ParseRequest, DeepseekChatAliasTurnsThinkingOffAndUsesClientSampling) {
+  const ApiRequest r = ok(R"({"model":"deepseek-chat","messages":[{"content":"Hi"}],
+      "temperature":0.5,"top_p":0.9,"min_p":0,"top_k":40,"max_tokens":7,"stream":true,
+      "stream_options":{"include_usage":true}})");
+  EXPECT_EQ(r.think, chat::ThinkMode::kNone);
+  EXPECT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.min_p, 0.0f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, chat::Role::kUser);  // a missing role is a user turn
+}
+
+TEST(ParseRequest, ThinkingControls) {
+  const char* msgs = R"("messages":[{"role":"user","content":"x"}])";
+  auto mode = [&](const std::string& extra, ApiConfig c = kConfig) {
+    return ok("{" + std::string(msgs) + "," + extra + "}", Endpoint::kChat, c).think;
+  };
+  EXPECT_EQ(mode(R"("reasoning_effort":"max")"), chat::ThinkMode::kHigh);  // ctx too small
+  EXPECT_EQ(mode(R"("reasoning_effort":"max")", {.n_ctx = 393216}), chat::ThinkMode::kMax);
+  EXPECT_EQ(mode(R"("reasoning_effort":"xhigh")"), chat::ThinkMode::kHigh);
+  EXPECT_EQ(mode(R"("reasoning_effort":"none")"), chat::ThinkMode::kNone);
+  EXPECT_EQ(mode(R"("thinking":{"type":"disabled"},"model":"deepseek-reasoner")"),
+            chat::ThinkMode::kNone);
+  EXPECT_EQ(mode(R"("think":true,"model":"deepseek-chat")"), chat::ThinkMode::kHigh);
+  EXPECT_EQ(mode(R"("thinking":false)"), chat::ThinkMode::kNone);
+}
+
+TEST(ParseRequest, StopStrings) {
+  EXPECT_EQ(ok(R"({"messages":[{"content":"x"}],"stop":"END"})").stop,
+            std::vector<std::string>{"END"});
+  EXPECT_EQ(ok(R"({"messages":[{"content":"x"}],"stop":["a","","b"]})").stop,
+            (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(ParseRequest, BadInputIsA400WithTheField) {
+  EXPECT_EQ(err("{not json").message, "invalid JSON request");
+  EXPECT_EQ(err("[1,2]").status, 400);
+  EXPECT_EQ(err(R"({"model":"deepseek-v4-flash"})").message, "missing messages");
+  EXPECT_EQ(err(R"({"messages":[]})").param, "messages");
+  EXPECT_EQ(err(R"({"messages":"hi"})").param, "messages");
+  const ApiError role = err(R"({"messages":[{"role":"wizard","content":"x"}]})");
+  EXPECT_EQ(role.status, 400);
+  EXPECT_NE(role.message.find("wizard"), std::string::npos);
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"temperature":"hot"})").param, "temperature");
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"max_tokens":1.5})").param, "max_tokens");
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"stream":"yes"})").param, "stream");
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"stop":[1]})").param, "stop");
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"reasoning_effort":"huge"})").param,
+            "reasoning_effort");
+  EXPECT_EQ(err(R"({"messages":[{"content":42}]})").status, 400);
+  EXPECT_EQ(err(R"({"prompt":3})", Endpoint::kCompletions).param, "prompt");
+  EXPECT_EQ(err(R"({})", Endpoint::kCompletions).message, "missing prompt");
+}
+
+TEST(ParseRequest, UnknownModelIsA404) {
+  const ApiError e = err(R"({"model":"gpt-4o","messages":[{"content":"x"}]})");
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.code, "model_not_found");
+}
+
+TEST(ParseRequest, ToolChoiceNoneHidesTheTools) {
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}])";
+  const ApiRequest on = ok(R"({"messages":[{"content":"x"}],)" + tools + "}");
+  EXPECT_TRUE(on.tools);
+  ASSERT_EQ(on.messages.size(), 2u);  // a system message carries the schemas
+  EXPECT_EQ(on.messages[0].role, chat::Role::kSystem);
+  const ApiRequest off = ok(R"({"messages":[{"content":"x"}],"tool_choice":"none",)" + tools + "}");
+  EXPECT_FALSE(off.tools);
+  EXPECT_EQ(off.messages.size(), 1u);
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"tools":[{"type":"function"}]})").param, "tools");
+}
+
+TEST_F(BuildTest, ChatRendersTheOfficialTemplate) {
+  const serve::Request r = build(ok(
+      R"({"model":"deepseek-chat","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image_url"}]}]})"));
+  EXPECT_EQ(r.rendered, "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜></think>");
+  EXPECT_EQ(r.prompt, tok_->encode(r.rendered, SpecialTokens::kRecognize));
+  EXPECT_FALSE(r.thinking);
+  EXPECT_TRUE(r.parse_output);
+}
+
+TEST_F(BuildTest, ToolHistoryRendersAsDsml) {
+  const serve::Request r = build(ok(R"({"messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"sunny"}],
+      "tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}]})"));
+  EXPECT_TRUE(r.tools);
+  EXPECT_TRUE(r.thinking);
+  const std::string block = chat::encode_tool_calls(std::vector<chat::ToolCall>{
+      {.name = "get_weather", .arguments_json = R"({"city":"Paris"})"}});
+  EXPECT_NE(r.rendered.find(block), std::string::npos);
+  EXPECT_NE(r.rendered.find("<tool_result>sunny</tool_result>"), std::string::npos);
+  EXPECT_NE(r.rendered.find("get_weather"), r.rendered.rfind("get_weather"));  // schema + call
+}
+
+TEST_F(BuildTest, CompletionsWrapThePromptAndKeepRawText) {
+  const serve::Request r =
+      build(ok(R"({"prompt":["Once upon"],"thinking":false})", Endpoint::kCompletions));
+  EXPECT_EQ(r.rendered,
+            "<｜begin▁of▁sentence｜>You are a helpful assistant<｜User｜>Once "
+            "upon<｜Assistant｜></think>");
+  EXPECT_FALSE(r.parse_output);
+}
+
+TEST_F(BuildTest, PromptLongerThanTheContextNamesBothNumbers) {
+  const ApiConfig small{.n_ctx = 8};
+  const ApiRequest req =
+      ok(R"({"messages":[{"content":"a rather long message here"}]})", Endpoint::kChat, small);
+  auto b = build_request(req, *tok_, small);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(b));
+  const ApiError e = std::get<ApiError>(b);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(e.n_ctx, 8);
+  EXPECT_GE(e.n_prompt_tokens, 8);
+  const json body = json::parse(error_body(e));
+  EXPECT_EQ(body["error"]["n_ctx"], 8);
+  EXPECT_EQ(body["error"]["param"], "messages");
+  EXPECT_NE(e.message.find(std::to_string(e.n_prompt_tokens) + " tokens"), std::string::npos);
+}
+
+TEST_F(BuildTest, RememberedToolCallsReplayExactly) {
+  const std::string body = R"({"model":"deepseek-chat","messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":"","tool_calls":[{"id":"call_k","type":"function",
+        "function":{"name":"f","arguments":"{\"n\":3}"}}]},
+      {"role":"tool","tool_call_id":"call_k","content":"ok"}]})";
+  const std::string sampled =
+      "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"n\" "
+      "string=\"false\"> 3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  serve::ReplayMap replay(8);
+  const ApiRequest req = ok(body);
+  auto canonical = build_request(req, *tok_, kConfig, &replay);  // id unknown: canonical
+  ASSERT_TRUE(std::holds_alternative<serve::Request>(canonical));
+  EXPECT_EQ(std::get<serve::Request>(canonical).rendered.find(sampled), std::string::npos);
+  replay.remember(std::vector<std::string>{"call_k"}, sampled);
+  auto exact = build_request(req, *tok_, kConfig, &replay);
+  ASSERT_TRUE(std::holds_alternative<serve::Request>(exact));
+  EXPECT_NE(std::get<serve::Request>(exact).rendered.find(sampled + "<｜end▁of▁sentence｜>"),
+            std::string::npos);
+  auto off = build_request(req, *tok_, kConfig, nullptr);  // replay disabled
+  EXPECT_EQ(std::get<serve::Request>(off).rendered, std::get<serve::Request>(canonical).rendered);
+}
+
+}  // namespace
+}  // namespace ds4::api

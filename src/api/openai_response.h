@@ -1,0 +1,72 @@
+// src/api/openai_response.h: serve events -> OpenAI response bodies and SSE chunks
+// (features.md §1.11-§1.12), and the model list.
+// Owns: chat.completion / text_completion objects, chat.completion.chunk / text_completion
+// stream chunks (role, reasoning_content and content deltas, tool-call headers then argument
+// deltas, the final finish_reason, the optional usage chunk, [DONE]), usage with cached tokens,
+// finish-reason names, and the /v1/models objects.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "api/openai_request.h"
+#include "serve/request.h"
+
+namespace ds4::api {
+
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string id;     // chatcmpl-... / cmpl-...
+  std::string model;  // as the request named it
+  long long created = 0;
+  bool include_usage = false;
+};
+
+// "stop", "length", "tool_calls"; errors and cancellations have no OpenAI name ("error").
+const char* finish_reason_name(serve::FinishReason reason);
+
+// Non-streaming: gathers a request's events into its response.
+class ResponseCollector {
+ public:
+  explicit ResponseCollector(ResponseMeta meta) : meta_(std::move(meta)) {}
+  void add(const serve::Event& e);
+  bool done() const { return done_; }
+  // After kDone: 200 and the completion object, or the error status and body.
+  int status() const;
+  std::string body() const;
+
+ private:
+  struct Call {
+    std::string id, name, arguments;
+  };
+  ResponseMeta meta_;
+  std::string content_, reasoning_;
+  std::vector<Call> calls_;
+  serve::Event done_event_;
+  bool done_ = false;
+};
+
+// Streaming: turns each event into the SSE bytes to send (possibly none).
+class StreamEncoder {
+ public:
+  explicit StreamEncoder(ResponseMeta meta) : meta_(std::move(meta)) {}
+  // The first bytes of the stream (chat: the assistant role chunk).
+  std::string start();
+  std::string encode(const serve::Event& e);
+
+ private:
+  // chat: `payload` is the delta object; completions: the text.
+  std::string chunk(const nlohmann::json& payload, const char* finish) const;
+  ResponseMeta meta_;
+};
+
+struct ModelCard {
+  std::string name;  // human-readable, e.g. "DeepSeek V4 Flash"
+  int n_ctx = 0;
+};
+std::string models_list_json(const ModelCard& card);
+// nullopt-like: "" when `id` is not one of the listed ids.
+std::string model_json(std::string_view id, const ModelCard& card);
+
+}  // namespace ds4::api

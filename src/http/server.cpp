@@ -1,0 +1,287 @@
+// src/http/server.cpp: routes, auth, CORS, limits, streaming and shutdown on cpp-httplib.
+#include "http/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "api/openai_response.h"
+#include "api/sse.h"
+#include "http/trace.h"
+#include "serve/tool_id.h"
+
+namespace ds4::http {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr const char* kJson = "application/json";
+// Non-streaming requests wait in slices this long (nothing is sent meanwhile).
+constexpr milliseconds kWaitSlice(1000);
+constexpr time_t kKeepAliveSeconds = 2;
+
+void send_error(httplib::Response& res, const api::ApiError& e) {
+  res.status = e.status;
+  res.set_content(api::error_body(e), kJson);
+}
+
+// Compares in time independent of where the strings differ.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+const char* endpoint_name(api::Endpoint ep) {
+  return ep == api::Endpoint::kChat ? "chat.completions" : "completions";
+}
+
+// One stderr line per finished generation request (a single fprintf: lines never interleave).
+void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve::Event& done,
+              std::chrono::steady_clock::time_point t0) {
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(
+      stderr, "ds4-server: %s %s%s prompt=%d cached=%d completion=%d finish=%s %.2fs%s%s\n",
+      id.c_str(), endpoint_name(ep), stream ? " stream" : "", done.usage.prompt_tokens,
+      done.usage.cached_tokens, done.usage.completion_tokens, serve::to_string(done.finish), s,
+      done.error.is_ok() ? "" : " error: ", done.error.is_ok() ? "" : done.error.message().c_str());
+}
+
+// One streaming response: pulls events from the ticket and writes SSE bytes.
+struct Stream {
+  std::shared_ptr<serve::Ticket> ticket;
+  api::StreamEncoder encoder;
+  milliseconds keepalive;
+  TraceFile* trace;
+  std::string id, model, rendered;
+  api::Endpoint endpoint;
+  std::chrono::steady_clock::time_point t0;
+  bool started = false;
+
+  bool pump(httplib::DataSink& sink) {
+    std::string out;
+    if (!started) {
+      started = true;
+      out = encoder.start();
+      out += api::kSseKeepalive;  // the client sees bytes before the prefill ends
+      return write(sink, out);
+    }
+    auto e = ticket->next(keepalive);
+    if (!e) return write(sink, std::string(api::kSseKeepalive));
+    out = encoder.encode(*e);
+    // Send what else is ready in the same write.
+    while (e->kind != serve::EventKind::kDone) {
+      auto more = ticket->next(milliseconds(0));
+      if (!more) break;
+      e = std::move(more);
+      out += encoder.encode(*e);
+    }
+    const bool done = e->kind == serve::EventKind::kDone;
+    // The trace line is written before the client can see the end of the stream.
+    if (done && trace) trace->write(id, endpoint_name(endpoint), model, true, rendered, *e);
+    if (done) log_done(id, endpoint, true, *e, t0);
+    if (!out.empty() && !write(sink, out)) return false;
+    if (done) sink.done();
+    return true;
+  }
+  bool write(httplib::DataSink& sink, const std::string& bytes) {
+    if (sink.write(bytes.data(), bytes.size())) return true;
+    ticket->cancel();  // the client is gone: stop generating for it
+    return false;
+  }
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  serve::Scheduler* scheduler;
+  const Tokenizer* tok;
+  api::ApiConfig config;
+  HttpOptions options;
+  serve::ReplayMap* replay = nullptr;
+  std::vector<TokenId> forced;
+  std::unique_ptr<TraceFile> trace;
+  httplib::Server server;
+  int port = 0;
+
+  api::ModelCard card() const { return {.name = options.model_name, .n_ctx = config.n_ctx}; }
+
+  void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto parsed = api::parse_request(ep, req.body, config);
+    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e);
+    const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
+    auto built = api::build_request(ar, *tok, config, replay);
+    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e);
+    serve::Request& sr = std::get<serve::Request>(built);
+    if (sr.tools) sr.forced = forced;
+    const std::string rendered = trace ? sr.rendered : std::string();
+    const std::string id = serve::new_tool_id(ep == api::Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    api::ResponseMeta meta{.endpoint = ep,
+                           .id = id,
+                           .model = ar.model,
+                           .created = static_cast<long long>(std::time(nullptr)),
+                           .include_usage = ar.include_usage};
+    auto ticket = scheduler->submit(std::move(sr));
+    if (!ticket.is_ok()) {
+      const api::ApiError e = api::from_status(ticket.status());
+      if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
+      return send_error(res, e);
+    }
+    if (!ar.stream) {
+      api::ResponseCollector c(meta);
+      serve::Event last;
+      while (!c.done()) {
+        if (auto e = (*ticket)->next(kWaitSlice)) {
+          c.add(*e);
+          if (e->kind == serve::EventKind::kDone) last = std::move(*e);
+        }
+      }
+      if (trace) trace->write(id, endpoint_name(ep), ar.model, false, rendered, last);
+      log_done(id, ep, false, last, t0);
+      res.status = c.status();
+      res.set_content(c.body(), kJson);
+      return;
+    }
+    auto stream = std::make_shared<Stream>(Stream{.ticket = *ticket,
+                                                  .encoder = api::StreamEncoder(meta),
+                                                  .keepalive = milliseconds(options.keepalive_ms),
+                                                  .trace = trace.get(),
+                                                  .id = id,
+                                                  .model = ar.model,
+                                                  .rendered = rendered,
+                                                  .endpoint = ep,
+                                                  .t0 = t0});
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
+        [stream](bool success) {
+          if (!success) stream->ticket->cancel();  // connection dropped or server stopping
+        });
+  }
+
+  httplib::Server::HandlerResponse check(const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.method == "OPTIONS" || !req.path.starts_with("/v1/")) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    std::string given = req.get_header_value("Authorization");
+    if (given.starts_with("Bearer ")) {
+      given.erase(0, 7);
+    } else {
+      given = req.get_header_value("x-api-key");
+    }
+    if (same_secret(given, options.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, api::ApiError{.status = 401,
+                                  .message = "invalid or missing API key",
+                                  .code = "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  void routes() {
+    using httplib::Request;
+    using httplib::Response;
+    server.set_pre_routing_handler([this](const Request& q, Response& r) { return check(q, r); });
+    server.Get("/health", [this](const Request&, Response& res) {
+      const auto s = scheduler->stats();
+      const nlohmann::json j = {{"status", "ok"}, {"queued", s.queued}, {"running", s.running}};
+      res.set_content(j.dump(), kJson);
+    });
+    server.Get("/v1/models", [this](const Request&, Response& res) {
+      res.set_content(api::models_list_json(card()), kJson);
+    });
+    server.Get(R"(/v1/models/(.+))", [this](const Request& req, Response& res) {
+      const std::string body = api::model_json(req.matches[1].str(), card());
+      if (body.empty()) {
+        return send_error(res,
+                          api::not_found("The model '" + req.matches[1].str() + "' does not exist",
+                                         "model_not_found"));
+      }
+      res.set_content(body, kJson);
+    });
+    server.Post("/v1/chat/completions", [this](const Request& req, Response& res) {
+      generate(api::Endpoint::kChat, req, res);
+    });
+    server.Post("/v1/completions", [this](const Request& req, Response& res) {
+      generate(api::Endpoint::kCompletions, req, res);
+    });
+    server.Options(R"(.*)", [](const Request&, Response& res) { res.status = 204; });
+    // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request) get an
+    // OpenAI-style body; handlers' own errors already have one.
+    server.set_error_handler(
+        httplib::Server::HandlerWithResponse([](const Request& req, Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          api::ApiError e{.status = res.status, .message = "bad HTTP request"};
+          if (res.status == 404)
+            e = api::not_found("unknown endpoint " + req.method + " " + req.path);
+          if (res.status == 413) {
+            e.message = "request body is larger than the limit";
+            e.code = "request_too_large";
+          }
+          send_error(res, e);
+          return httplib::Server::HandlerResponse::Handled;
+        }));
+    server.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
+      send_error(res,
+                 api::ApiError{.status = 500, .message = "internal error", .type = "server_error"});
+    });
+    if (options.cors) {
+      server.set_default_headers({{"Access-Control-Allow-Origin", "*"},
+                                  {"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                                  {"Access-Control-Allow-Headers", "*"}});
+    }
+    server.set_payload_max_length(options.max_body_bytes);
+    // An idle keep-alive connection holds its thread this long, and stop() waits for it.
+    server.set_keep_alive_timeout(kKeepAliveSeconds);
+    const int threads = options.threads;
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  }
+};
+
+Result<std::unique_ptr<HttpServer>> HttpServer::bind(serve::Scheduler& scheduler,
+                                                     const Tokenizer& tok,
+                                                     const api::ApiConfig& config,
+                                                     const HttpOptions& options,
+                                                     serve::ReplayMap* replay) {
+  auto impl = std::make_unique<Impl>();
+  impl->replay = replay;
+  impl->forced = tok.encode(options.forced_output, SpecialTokens::kRecognize);
+  impl->scheduler = &scheduler;
+  impl->tok = &tok;
+  impl->config = config;
+  impl->options = options;
+  if (!options.trace_path.empty()) {
+    DS4_ASSIGN_OR_RETURN(impl->trace, TraceFile::open(options.trace_path));
+  }
+  impl->routes();
+  const std::string host = options.host == "localhost" ? "127.0.0.1" : options.host;
+  if (options.port == 0) {
+    impl->port = impl->server.bind_to_any_port(host);
+    if (impl->port <= 0) return Status::unavailable("cannot bind %s on any port", host.c_str());
+  } else {
+    if (!impl->server.bind_to_port(host, options.port)) {
+      return Status::unavailable("cannot bind %s:%d (in use, or not a local address)", host.c_str(),
+                                 options.port);
+    }
+    impl->port = options.port;
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() = default;
+
+int HttpServer::port() const { return impl_->port; }
+
+Status HttpServer::run() {
+  if (!impl_->server.listen_after_bind() && impl_->server.is_running()) {
+    return Status::io_error("the listening socket failed");
+  }
+  return Status::ok();
+}
+
+void HttpServer::stop() { impl_->server.stop(); }
+
+}  // namespace ds4::http

@@ -1,0 +1,59 @@
+// src/http/server.h: the HTTP transport of ds4-server (cpp-httplib), the only module with sockets.
+// Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
+// the optional Bearer check, CORS headers, SSE streaming with keepalive comments, turning a
+// failed write into a cancelled request, the trace file, and stopping.
+// Does not own: the scheduler, the tokenizer or the replay map (borrowed; they must outlive the
+// server), JSON shapes (api/).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "api/openai_request.h"
+#include "ds4/status.h"
+#include "ds4/tokenizer.h"
+#include "serve/scheduler.h"
+
+namespace ds4::http {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";  // "localhost" means 127.0.0.1
+  int port = 8000;                 // 0: any free port (see HttpServer::port)
+  std::string api_key;             // non-empty: /v1/* needs "Authorization: Bearer KEY"
+  bool cors = false;
+  size_t max_body_bytes = 64u << 20;  // larger bodies get 413
+  int keepalive_ms = 2000;            // SSE comment after this long without an event
+  int threads = 40;                   // connections served at once
+  std::string trace_path;             // non-empty: one JSON line per generation request
+  std::string model_name = "DeepSeek V4";
+  // Test hook (hidden flag --test-forced-output): chat requests that declare tools take these
+  // bytes' tokens as their first output tokens; the model still evaluates each.
+  std::string forced_output;
+};
+
+class HttpServer {
+ public:
+  // Sets up the routes and binds the socket. Errors: the address cannot be bound, the trace
+  // file cannot be opened.
+  static Result<std::unique_ptr<HttpServer>> bind(serve::Scheduler& scheduler, const Tokenizer& tok,
+                                                  const api::ApiConfig& config,
+                                                  const HttpOptions& options,
+                                                  serve::ReplayMap* replay = nullptr);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const;  // the bound port
+  // Serves until stop(); returns after in-flight connections have ended.
+  Status run();
+  // Closes the listening socket and ends open streams; safe from any thread.
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ds4::http

@@ -1,0 +1,38 @@
+// src/http/trace.cpp: trace lines.
+#include "http/trace.h"
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace ds4::http {
+
+Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return Status::io_error("cannot open trace file '%s': %s", path.c_str(), strerror(errno));
+  return std::unique_ptr<TraceFile>(new TraceFile(f));
+}
+
+TraceFile::~TraceFile() { std::fclose(f_); }
+
+void TraceFile::write(const std::string& id, const char* endpoint, const std::string& model,
+                      bool stream, const std::string& rendered, const serve::Event& done) {
+  using nlohmann::json;
+  const json line = {{"id", id},
+                     {"endpoint", endpoint},
+                     {"model", model},
+                     {"stream", stream},
+                     {"prompt_tokens", done.usage.prompt_tokens},
+                     {"cached_tokens", done.usage.cached_tokens},
+                     {"completion_tokens", done.usage.completion_tokens},
+                     {"finish", serve::to_string(done.finish)},
+                     {"error", done.error.is_ok() ? json(nullptr) : json(done.error.message())},
+                     {"rendered", rendered},
+                     {"output", done.text}};
+  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::lock_guard lock(mu_);
+  std::fwrite(text.data(), 1, text.size(), f_);
+  std::fflush(f_);
+}
+
+}  // namespace ds4::http

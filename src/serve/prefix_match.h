@@ -1,0 +1,31 @@
+// src/serve/prefix_match.h: which part of a request's prompt a live session already holds
+// (features.md §1.13, the memory-token and memory-text rules).
+// Owns: the choice of the effective prompt: the request's own tokens when the live tokens are a
+// token prefix of them, else the live tokens plus the tokenized rest of the rendered text when the
+// live tokens' decoded text is a byte prefix of it (BPE may spell a continued transcript
+// differently), else the request's tokens unchanged (a miss).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "ds4/tokenizer.h"
+#include "serve/request.h"
+
+namespace ds4::serve {
+
+enum class CacheSource { kMiss, kTokens, kText };
+const char* to_string(CacheSource source);
+
+struct PromptPlan {
+  std::vector<TokenId> tokens;  // the prompt to sync the session to
+  CacheSource source = CacheSource::kMiss;
+  size_t reusable = 0;  // leading tokens of `tokens` equal to the live ones
+};
+
+size_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b);
+
+PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok, const Request& request);
+
+}  // namespace ds4::serve

@@ -1,0 +1,52 @@
+// tests/server/harness.mjs: starts the real ds4-server binary on a free loopback port and stops
+// it with SIGTERM (asserting a clean exit). Paths come from the environment CTest sets.
+import { spawn } from "node:child_process";
+import assert from "node:assert/strict";
+
+export const SERVER = process.env.DS4_SERVER;
+export const MODEL = process.env.DS4_SERVER_MODEL;
+
+export async function startServer(args = []) {
+  assert.ok(SERVER && MODEL, "DS4_SERVER and DS4_SERVER_MODEL must be set");
+  const proc = spawn(SERVER, ["-m", MODEL, "--port", "0", "-t", "2", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr.on("data", (d) => (stderr += d));
+  const port = await new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (d) => {
+      out += d;
+      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on("exit", (code) => reject(new Error(`ds4-server exited ${code}: ${stderr}`)));
+  });
+  const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  return {
+    port,
+    base: `http://127.0.0.1:${port}`,
+    stderr: () => stderr,
+    async stop() {
+      proc.kill("SIGTERM");
+      const { code, signal } = await exited;
+      assert.equal(signal, null, `killed by ${signal}: ${stderr}`);
+      assert.equal(code, 0, `exit code ${code}: ${stderr}`);
+    },
+  };
+}
+
+export async function health(base) {
+  return (await fetch(`${base}/health`)).json();
+}
+
+// Polls /health until nothing runs or waits; returns the milliseconds it took.
+export async function waitIdle(base, limitMs = 20000) {
+  const t0 = Date.now();
+  for (;;) {
+    const h = await health(base);
+    if (h.running === 0 && h.queued === 0) return Date.now() - t0;
+    if (Date.now() - t0 > limitMs) throw new Error(`still busy after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
