@@ -112,6 +112,14 @@ struct RenderOptions {
 // an empty developer message.
 Result<std::string> render(std::span<const Message> messages, const RenderOptions& options);
 
+// The prompt text the ds4 engine's own server renders for the same conversation (model.md §6.6
+// "Server rendering"): the tools block in its wording first, every system/developer text in one
+// system region, text parts joined directly, the tool-result sentinel escaped, earlier reasoning
+// kept in tool context. For measuring those choices against ds4 (bench/compat.md); the engine's
+// servers render the official format with render(). Fails like render() on a malformed tool.
+Result<std::string> render_ds4_server(std::span<const Message> messages,
+                                      const RenderOptions& options);
+
 // ---- DSML tool calls ----
 // The assistant-side block "\n\n<｜DSML｜tool_calls>\n...\n</｜DSML｜tool_calls>" ("" for no
 // calls). String arguments are written raw (string="true"), others as JSON (string="false");

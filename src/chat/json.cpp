@@ -364,7 +364,7 @@ void append_quoted(std::string_view raw, std::string* out) {
   out->push_back('"');
 }
 
-void dump_to(const Value& value, std::string* out) {
+void dump_to(const Value& value, std::string* out, const Separators& sep) {
   switch (value.type) {
     case Type::kNull: *out += "null"; return;
     case Type::kBool: *out += value.boolean ? "true" : "false"; return;
@@ -373,27 +373,27 @@ void dump_to(const Value& value, std::string* out) {
     case Type::kArray:
       out->push_back('[');
       for (size_t i = 0; i < value.items.size(); ++i) {
-        if (i > 0) *out += ", ";
-        dump_to(value.items[i], out);
+        if (i > 0) *out += sep.item;
+        dump_to(value.items[i], out, sep);
       }
       out->push_back(']');
       return;
     case Type::kObject:
       out->push_back('{');
       for (size_t i = 0; i < value.members.size(); ++i) {
-        if (i > 0) *out += ", ";
+        if (i > 0) *out += sep.item;
         append_quoted(value.members[i].key, out);
-        *out += ": ";
-        dump_to(value.members[i].value, out);
+        *out += sep.key;
+        dump_to(value.members[i].value, out, sep);
       }
       out->push_back('}');
       return;
   }
 }
 
-std::string dump(const Value& value) {
+std::string dump(const Value& value, const Separators& sep) {
   std::string out;
-  dump_to(value, &out);
+  dump_to(value, &out, sep);
   return out;
 }
 

@@ -44,9 +44,17 @@ inline constexpr int kMaxDepth = 256;
 // Parses one JSON document (surrounding whitespace allowed). Never throws.
 Result<Value> parse(std::string_view text, int max_depth = kMaxDepth);
 
-// json.dumps(value, ensure_ascii=False).
-std::string dump(const Value& value);
-void dump_to(const Value& value, std::string* out);
+// The text between array items / object members and between a key and its value.
+struct Separators {
+  std::string_view item;
+  std::string_view key;
+};
+inline constexpr Separators kPythonSeparators{", ", ": "};  // json.dumps' defaults
+inline constexpr Separators kCompactSeparators{",", ":"};   // JSON.stringify, minified JSON
+
+// json.dumps(value, ensure_ascii=False), or with other separators.
+std::string dump(const Value& value, const Separators& sep = kPythonSeparators);
+void dump_to(const Value& value, std::string* out, const Separators& sep = kPythonSeparators);
 
 // A JSON string literal of raw bytes, escaped like json.dumps(ensure_ascii=False).
 void append_quoted(std::string_view raw, std::string* out);

@@ -1,0 +1,162 @@
+// src/chat/ds4_template.cpp: render_ds4_server() -- the prompt text the ds4 engine's server builds
+// for a conversation (model.md §6.6 "Server rendering", features.md §1.5). It differs from the
+// official encoder (template.cpp) in the tools block (its own wording, first in the prompt, the
+// function schemas as compact JSON), in gathering every system/developer text into one system
+// region, in escaping the tool-result sentinel and in its tool-context rule for keeping reasoning.
+// It exists to measure those choices against ds4 (bench/compat.md); servers render render().
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "chat/json.h"
+#include "ds4/chat.h"
+
+namespace ds4::chat {
+namespace {
+
+// ds4_server.c's tools preamble and suffix (model.md §6.6, data).
+constexpr std::string_view kDs4ToolsHead =
+    "## Tools\n\n"
+    "You have access to a set of tools to help answer the user question. You can invoke tools by "
+    "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n"
+    "<｜DSML｜tool_calls>\n"
+    "<｜DSML｜invoke name=\"$TOOL_NAME\">\n"
+    "<｜DSML｜parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE"
+    "</｜DSML｜parameter>\n"
+    "...\n"
+    "</｜DSML｜invoke>\n"
+    "<｜DSML｜invoke name=\"$TOOL_NAME2\">\n"
+    "...\n"
+    "</｜DSML｜invoke>\n"
+    "</｜DSML｜tool_calls>\n\n"
+    "String parameters should be specified as raw text and set `string=\"true\"`. Preserve "
+    "characters such as `>`, `&`, and `&&` exactly; never replace normal string characters with "
+    "XML or HTML entity escapes. Only if a string value itself contains the exact closing "
+    "parameter tag `</｜DSML｜parameter>`, write that tag as `&lt;/｜DSML｜parameter>` inside the "
+    "value. For all other types (numbers, booleans, arrays, objects), pass the value in JSON "
+    "format and set `string=\"false\"`.\n\n"
+    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning "
+    "inside <think>...</think> BEFORE any tool calls or final response.\n\n"
+    "Otherwise, output directly after </think> with tool calls or final response.\n\n"
+    "### Available Tool Schemas\n\n";
+constexpr std::string_view kDs4ToolsTail =
+    "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to invoke tool "
+    "calls. Use the exact parameter names from the schemas.";
+
+constexpr std::string_view kToolResultEnd = "</tool_result>";
+
+// One schema line per tool: the OpenAI {"type": "function", "function": X} unwrapped to X.
+Status append_schemas(const Message& m, size_t index, std::string* out) {
+  for (const std::string& tool : m.tools) {
+    auto parsed = json::parse(tool);
+    if (!parsed.is_ok() || !parsed->is_object())
+      return Status::invalid_argument("message %zu: a tool is not a JSON object", index);
+    const json::Value* function = &parsed.value();
+    for (const json::Member& member : parsed->members) {
+      if (member.key == "function" && member.value.is_object()) function = &member.value;
+    }
+    if (!out->empty()) out->push_back('\n');
+    json::dump_to(*function, out, json::kCompactSeparators);
+  }
+  return Status::ok();
+}
+
+// Only the exact closing sentinel is neutralised, by writing its '<' as "&lt;".
+void append_tool_result(std::string_view content, std::string* out) {
+  *out += "<tool_result>";
+  for (size_t pos = 0;;) {
+    const size_t hit = content.find(kToolResultEnd, pos);
+    if (hit == std::string_view::npos) {
+      *out += content.substr(pos);
+      break;
+    }
+    *out += content.substr(pos, hit - pos);
+    *out += "&lt;";
+    pos = hit + 1;
+  }
+  *out += kToolResultEnd;
+}
+
+std::string user_text(const Message& m) {
+  if (m.blocks.empty()) return m.content;
+  std::string text;
+  for (const ContentBlock& b : m.blocks) text += b.text;  // ds4 joins text parts directly
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> render_ds4_server(std::span<const Message> messages,
+                                      const RenderOptions& options) {
+  const ThinkMode mode = effective_think_mode(options.think, options.context_size);
+  const bool thinking = mode != ThinkMode::kNone;
+
+  std::string schemas;
+  std::vector<std::string> system_parts;
+  bool tool_context = false;
+  int last_user = -1;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    DS4_TRY(append_schemas(m, i, &schemas));
+    // (A system message with no text that only carries the tools adds no part of its own.)
+    const bool carrier = m.content.empty() && !m.tools.empty();
+    if ((m.role == Role::kSystem || m.role == Role::kDeveloper) && !carrier)
+      system_parts.push_back(m.content);
+    if (m.role == Role::kTool || !m.tool_calls.empty()) tool_context = true;
+    if (m.role == Role::kUser || m.role == Role::kTool) last_user = static_cast<int>(i);
+  }
+  if (!schemas.empty()) {
+    tool_context = true;
+    system_parts.insert(system_parts.begin(),
+                        std::string(kDs4ToolsHead) + schemas + std::string(kDs4ToolsTail));
+  }
+
+  std::string out(kBos);
+  if (thinking) out += effort_prefix(options.variant, mode);
+  for (size_t i = 0; i < system_parts.size(); ++i) {
+    if (i > 0) out += "\n\n";
+    out += system_parts[i];
+  }
+  bool pending = false;  // a user or tool turn waits for the assistant's opening
+  Role previous = Role::kSystem;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    switch (m.role) {
+      case Role::kSystem:
+      case Role::kDeveloper: continue;
+      case Role::kUser:
+      case Role::kLatestReminder:
+        out += kUserTag;
+        out += user_text(m);
+        pending = true;
+        break;
+      case Role::kTool:
+        if (previous != Role::kTool) out += kUserTag;
+        append_tool_result(m.content, &out);
+        pending = true;
+        break;
+      case Role::kAssistant:
+        if (pending) {
+          out += kAssistantTag;
+          if (thinking && (tool_context || static_cast<int>(i) > last_user)) {
+            out += kThinkStart;
+            out += m.reasoning;
+          }
+          out += kThinkEnd;
+          pending = false;
+        }
+        out += m.content;
+        out += m.raw_tool_calls.empty() ? encode_tool_calls(m.tool_calls) : m.raw_tool_calls;
+        out += kEos;
+        break;
+    }
+    previous = m.role;
+  }
+  if (pending) {
+    out += kAssistantTag;
+    out += thinking ? kThinkStart : kThinkEnd;
+  }
+  return out;
+}
+
+}  // namespace ds4::chat
