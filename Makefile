@@ -6,10 +6,10 @@
 #   make test-asan  unit and server tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #                   (build-asan/; the server tests run the real ds4-server with leak checks)
 #   make test-tsan  the serve, api and server tests under ThreadSanitizer (build-tsan/)
-#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot
-#                   parser and OpenAI request parser, FUZZ_SECONDS each (the snapshot fuzzer takes
-#                   -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter limit would
-#                   truncate it)
+#   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot,
+#                   KVC cache-file and OpenAI request parsers, FUZZ_SECONDS each (the snapshot
+#                   fuzzer takes -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter
+#                   limit would truncate it)
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -61,13 +61,15 @@ fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
 	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
-	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz
+	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
+	  kvc_fuzz kvc_fuzz_seeds
 	mkdir -p build-fuzz/corpus/gguf build-fuzz/corpus/dsml build-fuzz/corpus/safetensors \
-	  build-fuzz/corpus/snapshot build-fuzz/corpus/openai
+	  build-fuzz/corpus/snapshot build-fuzz/corpus/openai build-fuzz/corpus/kvc
 	cp tests/fuzz/openai_request_seeds/* build-fuzz/corpus/openai/
 	./build-fuzz/bin/gguf_fuzz_seeds build-fuzz/corpus/gguf
 	./build-fuzz/bin/safetensors_fuzz_seeds build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz_seeds build-fuzz/corpus/snapshot
+	./build-fuzz/bin/kvc_fuzz_seeds build-fuzz/corpus/kvc
 	./build-fuzz/bin/gguf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -print_final_stats=1 build-fuzz/corpus/gguf
 	./build-fuzz/bin/dsml_parser_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
@@ -78,6 +80,8 @@ fuzz: setup
 	  -print_final_stats=1 build-fuzz/corpus/snapshot
 	./build-fuzz/bin/openai_request_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	  -print_final_stats=1 build-fuzz/corpus/openai
+	./build-fuzz/bin/kvc_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	  -print_final_stats=1 build-fuzz/corpus/kvc
 
 bench: build
 	./build/bin/ds4-kernel-bench

@@ -1,0 +1,187 @@
+// src/kv/kvc_file.cpp: KVC version 1 encoding and decoding (see kvc_file.h).
+#include "kv/kvc_file.h"
+
+#include <cinttypes>
+#include <cstring>
+
+namespace ds4::kv {
+namespace {
+
+constexpr uint8_t kMagic[3] = {'K', 'V', 'C'};
+constexpr uint8_t kToolMapMagic[3] = {'K', 'T', 'M'};
+constexpr uint8_t kToolMapVersion = 1;
+
+void put_u32(std::vector<uint8_t>* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void put_u64(std::vector<uint8_t>* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+// Little-endian reads at a checked position.
+class Cursor {
+ public:
+  explicit Cursor(std::span<const uint8_t> b) : b_(b) {}
+  size_t pos() const { return pos_; }
+  size_t left() const { return b_.size() - pos_; }
+  bool u32(uint32_t* v) {
+    if (left() < 4) return false;
+    *v = 0;
+    for (int i = 3; i >= 0; --i) *v = (*v << 8) | b_[pos_ + static_cast<size_t>(i)];
+    pos_ += 4;
+    return true;
+  }
+  bool bytes(size_t n, std::span<const uint8_t>* out) {
+    if (left() < n) return false;
+    *out = b_.subspan(pos_, n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  std::span<const uint8_t> b_;
+  size_t pos_ = 0;
+};
+
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+uint64_t le64(const uint8_t* p) {
+  return static_cast<uint64_t>(le32(p)) | static_cast<uint64_t>(le32(p + 4)) << 32;
+}
+
+std::string_view as_text(std::span<const uint8_t> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// The KTM section from `c` to the end of the file: entries until the first malformed one.
+void decode_tool_map(Cursor& c, const KvcLimits& limits, KvcView* out) {
+  std::span<const uint8_t> head;
+  uint32_t count = 0;
+  if (!c.bytes(4, &head) || std::memcmp(head.data(), kToolMapMagic, 3) != 0 ||
+      head[3] != kToolMapVersion || !c.u32(&count)) {
+    out->tool_map_error = "the tool-id map section has no KTM version 1 header";
+    return;
+  }
+  if (count > 4 * static_cast<uint64_t>(limits.max_tool_ids)) {
+    out->tool_map_error = "the tool-id map claims " + std::to_string(count) + " entries";
+    return;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t id_len = 0, dsml_len = 0;
+    std::span<const uint8_t> id, dsml;
+    if (!c.u32(&id_len) || !c.u32(&dsml_len) || id_len == 0 || id_len > kMaxToolIdBytes ||
+        dsml_len == 0 || dsml_len > kMaxDsmlBytes || !c.bytes(id_len, &id) ||
+        !c.bytes(dsml_len, &dsml)) {
+      out->tool_map_error = "tool-id map entry " + std::to_string(i) + " of " +
+                            std::to_string(count) + " is malformed or truncated";
+      return;
+    }
+    out->tool_map.push_back({std::string(as_text(id)), std::string(as_text(dsml))});
+  }
+  if (c.left() != 0)
+    out->tool_map_error = std::to_string(c.left()) + " bytes follow the tool-id map";
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_kvc_header(const KvcHeader& h) {
+  std::vector<uint8_t> out(kMagic, kMagic + 3);
+  out.push_back(kKvcVersion);
+  out.push_back(h.quant_bits);
+  out.push_back(static_cast<uint8_t>(h.reason));
+  out.push_back(h.flags);
+  out.push_back(static_cast<uint8_t>(h.model));
+  put_u32(&out, h.tokens);
+  put_u32(&out, h.hits);
+  put_u32(&out, h.n_ctx);
+  out.insert(out.end(), {kKvcPayloadAbi, 0, 0, 0});
+  put_u64(&out, h.created);
+  put_u64(&out, h.last_used);
+  put_u64(&out, h.payload_bytes);
+  return out;
+}
+
+std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,
+                                std::span<const uint8_t> payload,
+                                std::span<const ToolMapEntry> tool_map) {
+  header.payload_bytes = payload.size();
+  header.flags = static_cast<uint8_t>((header.flags & ~kKvcToolMapFlag) |
+                                      (tool_map.empty() ? 0 : kKvcToolMapFlag));
+  std::vector<uint8_t> out = encode_kvc_header(header);
+  put_u32(&out, static_cast<uint32_t>(text.size()));
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  if (!tool_map.empty()) {
+    out.insert(out.end(), kToolMapMagic, kToolMapMagic + 3);
+    out.push_back(kToolMapVersion);
+    put_u32(&out, static_cast<uint32_t>(tool_map.size()));
+    for (const ToolMapEntry& e : tool_map) {
+      put_u32(&out, static_cast<uint32_t>(e.id.size()));
+      put_u32(&out, static_cast<uint32_t>(e.dsml.size()));
+      out.insert(out.end(), e.id.begin(), e.id.end());
+      out.insert(out.end(), e.dsml.begin(), e.dsml.end());
+    }
+  }
+  return out;
+}
+
+Result<KvcHeader> decode_kvc_header(std::span<const uint8_t> b) {
+  if (b.size() < kKvcHeaderBytes)
+    return Status::invalid_file("KVC file has %zu bytes, less than its %zu-byte header", b.size(),
+                                kKvcHeaderBytes);
+  if (std::memcmp(b.data(), kMagic, 3) != 0) return Status::invalid_file("not a KVC file (magic)");
+  if (b[3] != kKvcVersion)
+    return Status::invalid_file("KVC version %u, expected %u", b[3], kKvcVersion);
+  KvcHeader h;
+  h.quant_bits = b[4];
+  if (h.quant_bits != 2 && h.quant_bits != 4)
+    return Status::invalid_file("KVC routed-expert quant bits %u (2 or 4)", h.quant_bits);
+  if (b[5] > static_cast<uint8_t>(SaveReason::kShutdown))
+    return Status::invalid_file("KVC save reason %u is unknown", b[5]);
+  h.reason = static_cast<SaveReason>(b[5]);
+  h.flags = b[6];
+  if ((h.flags & ~kKvcKnownFlags) != 0)
+    return Status::unimplemented("KVC extension flags 0x%02x name sections this version lacks",
+                                 h.flags);
+  if (b[7] > static_cast<uint8_t>(KvcModel::kPro))
+    return Status::invalid_file("KVC model id %u is unknown", b[7]);
+  h.model = static_cast<KvcModel>(b[7]);
+  h.tokens = le32(b.data() + 8);
+  h.hits = le32(b.data() + 12);
+  h.n_ctx = le32(b.data() + 16);
+  if (b[20] != kKvcPayloadAbi)
+    return Status::invalid_file("KVC payload ABI %u, expected %u", b[20], kKvcPayloadAbi);
+  if (b[21] != 0 || b[22] != 0 || b[23] != 0)
+    return Status::invalid_file("KVC reserved header bytes 21-23 are not zero");
+  if (h.tokens == 0) return Status::invalid_file("KVC file caches 0 tokens");
+  h.created = le64(b.data() + 24);
+  h.last_used = le64(b.data() + 32);
+  h.payload_bytes = le64(b.data() + 40);
+  return h;
+}
+
+Result<KvcView> decode_kvc(std::span<const uint8_t> file, const KvcLimits& limits) {
+  KvcView v;
+  DS4_ASSIGN_OR_RETURN(v.header, decode_kvc_header(file));
+  Cursor c(file.subspan(kKvcHeaderBytes));
+  uint32_t text_len = 0;
+  std::span<const uint8_t> text;
+  if (!c.u32(&text_len) || !c.bytes(text_len, &text))
+    return Status::invalid_file("KVC cache text of %u bytes runs past the end of the file",
+                                text_len);
+  v.text = as_text(text);
+  if (v.header.payload_bytes > c.left())
+    return Status::invalid_file("KVC payload of %" PRIu64 " bytes, but %zu bytes are left",
+                                v.header.payload_bytes, c.left());
+  c.bytes(static_cast<size_t>(v.header.payload_bytes), &v.payload);
+  if ((v.header.flags & kKvcToolMapFlag) != 0) {
+    decode_tool_map(c, limits, &v);
+  } else if (c.left() != 0) {
+    return Status::invalid_file("%zu bytes follow the KVC payload", c.left());
+  }
+  return v;
+}
+
+}  // namespace ds4::kv
