@@ -8,6 +8,7 @@ packages=(
   clang clang-format libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for clang
   libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev   # flags, JSON, ds4-server's HTTP
+  libssl-dev   # SHA-1 (libcrypto) for the disk KV cache
   libedit-dev tmux curl   # the ds4 REPL (line editing), its pty test, download_model.sh
 )
 

@@ -55,18 +55,22 @@ std::string_view as_text(std::span<const uint8_t> b) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
-// The KTM section from `c` to the end of the file: entries until the first malformed one.
-void decode_tool_map(Cursor& c, const KvcLimits& limits, KvcView* out) {
+}  // namespace
+
+std::vector<ToolMapEntry> decode_kvc_tool_map(std::span<const uint8_t> section,
+                                              const KvcLimits& limits, std::string* error) {
+  std::vector<ToolMapEntry> out;
+  Cursor c(section);
   std::span<const uint8_t> head;
   uint32_t count = 0;
   if (!c.bytes(4, &head) || std::memcmp(head.data(), kToolMapMagic, 3) != 0 ||
       head[3] != kToolMapVersion || !c.u32(&count)) {
-    out->tool_map_error = "the tool-id map section has no KTM version 1 header";
-    return;
+    *error = "the tool-id map section has no KTM version 1 header";
+    return out;
   }
   if (count > 4 * static_cast<uint64_t>(limits.max_tool_ids)) {
-    out->tool_map_error = "the tool-id map claims " + std::to_string(count) + " entries";
-    return;
+    *error = "the tool-id map claims " + std::to_string(count) + " entries";
+    return out;
   }
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t id_len = 0, dsml_len = 0;
@@ -74,17 +78,15 @@ void decode_tool_map(Cursor& c, const KvcLimits& limits, KvcView* out) {
     if (!c.u32(&id_len) || !c.u32(&dsml_len) || id_len == 0 || id_len > kMaxToolIdBytes ||
         dsml_len == 0 || dsml_len > kMaxDsmlBytes || !c.bytes(id_len, &id) ||
         !c.bytes(dsml_len, &dsml)) {
-      out->tool_map_error = "tool-id map entry " + std::to_string(i) + " of " +
-                            std::to_string(count) + " is malformed or truncated";
-      return;
+      *error = "tool-id map entry " + std::to_string(i) + " of " + std::to_string(count) +
+               " is malformed or truncated";
+      return out;
     }
-    out->tool_map.push_back({std::string(as_text(id)), std::string(as_text(dsml))});
+    out.push_back({std::string(as_text(id)), std::string(as_text(dsml))});
   }
-  if (c.left() != 0)
-    out->tool_map_error = std::to_string(c.left()) + " bytes follow the tool-id map";
+  if (c.left() != 0) *error = std::to_string(c.left()) + " bytes follow the tool-id map";
+  return out;
 }
-
-}  // namespace
 
 std::vector<uint8_t> encode_kvc_header(const KvcHeader& h) {
   std::vector<uint8_t> out(kMagic, kMagic + 3);
@@ -177,7 +179,9 @@ Result<KvcView> decode_kvc(std::span<const uint8_t> file, const KvcLimits& limit
                                 v.header.payload_bytes, c.left());
   c.bytes(static_cast<size_t>(v.header.payload_bytes), &v.payload);
   if ((v.header.flags & kKvcToolMapFlag) != 0) {
-    decode_tool_map(c, limits, &v);
+    std::span<const uint8_t> rest;
+    c.bytes(c.left(), &rest);
+    v.tool_map = decode_kvc_tool_map(rest, limits, &v.tool_map_error);
   } else if (c.left() != 0) {
     return Status::invalid_file("%zu bytes follow the KVC payload", c.left());
   }

@@ -90,5 +90,11 @@ std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,
 Result<KvcHeader> decode_kvc_header(std::span<const uint8_t> bytes);
 // A whole file: the header, then lengths that must fit the bytes exactly (no trailing bytes).
 Result<KvcView> decode_kvc(std::span<const uint8_t> file, const KvcLimits& limits = {});
+// The KTM section alone (the bytes after the payload): its entries up to the first malformed
+// one, which is described in `*error` (empty when the section is intact).
+std::vector<ToolMapEntry> decode_kvc_tool_map(std::span<const uint8_t> section,
+                                              const KvcLimits& limits, std::string* error);
+// Offset of the payload in a file whose header and text length are these.
+inline uint64_t kvc_payload_offset(uint32_t text_bytes) { return kKvcHeaderBytes + 4 + text_bytes; }
 
 }  // namespace ds4::kv

@@ -1,0 +1,306 @@
+// src/kv/kvc_store.cpp: the KVC cache directory (see kvc_store.h).
+#include "kv/kvc_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace ds4::kv {
+namespace {
+
+constexpr double kHitHalfLifeSeconds = 6 * 3600.0;  // §3.6: hits halve every 6 hours of disuse
+
+bool is_cache_name(std::string_view n) {
+  if (n.size() != 43 || n.substr(40) != ".kv") return false;
+  return std::all_of(n.begin(), n.begin() + 40,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Reads up to `n` bytes from the start of `fd`.
+Result<std::vector<uint8_t>> read_prefix(int fd, uint64_t n, const std::string& path) {
+  std::vector<uint8_t> out(static_cast<size_t>(n));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t r = ::pread(fd, out.data() + got, out.size() - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::io_error("read '%s': %s", path.c_str(), std::strerror(errno));
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  out.resize(got);
+  return out;
+}
+
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Status::io_error("write '%s': %s", path.c_str(), std::strerror(errno));
+    done += static_cast<size_t>(w);
+  }
+  return Status::ok();
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string sha1_hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha1(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+Result<KvcStore> KvcStore::open(KvcStoreOptions options) {
+  if (!options.now) {
+    options.now = [] {
+      return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+    };
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec)
+    return Status::io_error("cannot create the KV cache directory '%s': %s", options.dir.c_str(),
+                            ec.message().c_str());
+  std::filesystem::permissions(options.dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  KvcStore store(std::move(options));
+  DIR* d = ::opendir(store.o_.dir.c_str());
+  if (d == nullptr)
+    return Status::io_error("cannot read '%s': %s", store.o_.dir.c_str(), std::strerror(errno));
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    if (is_cache_name(e->d_name)) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) store.index(n);
+  return store;
+}
+
+void KvcStore::log(const std::string& line) const {
+  if (o_.log) o_.log(line);
+}
+
+void KvcStore::index(const std::string& name) {
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
+  const std::string p = path(name);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+    log("kv cache: skipping " + name + ": " + std::strerror(errno));
+    return;
+  }
+  auto head = read_prefix(fd.get(), kKvcHeaderBytes + 4, p);
+  Result<KvcHeader> h = head.is_ok() ? decode_kvc_header(*head) : Result<KvcHeader>(head.status());
+  if (!h.is_ok() || head->size() < kKvcHeaderBytes + 4) {
+    log("kv cache: skipping " + name + ": " +
+        (h.is_ok() ? std::string("no cache-text length") : h.status().message()));
+    return;
+  }
+  KvcEntry e;
+  e.name = name;
+  e.header = *h;
+  const uint8_t* t = head->data() + kKvcHeaderBytes;
+  e.text_bytes = static_cast<uint32_t>(t[0]) | static_cast<uint32_t>(t[1]) << 8 |
+                 static_cast<uint32_t>(t[2]) << 16 | static_cast<uint32_t>(t[3]) << 24;
+  e.file_bytes = static_cast<uint64_t>(st.st_size);
+  if (e.header.payload_bytes > e.file_bytes ||
+      kvc_payload_offset(e.text_bytes) + e.header.payload_bytes > e.file_bytes) {
+    log("kv cache: skipping " + name + ": its header claims more bytes than the file holds");
+    return;
+  }
+  entries_.push_back(std::move(e));
+}
+
+uint64_t KvcStore::bytes_used() const {
+  uint64_t n = 0;
+  for (const KvcEntry& e : entries_) n += e.file_bytes;
+  return n;
+}
+
+void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
+  const uint64_t now = o_.now();
+  auto score = [&](const KvcEntry& e) {
+    const uint64_t used = e.header.last_used != 0 ? e.header.last_used : e.header.created;
+    const double age = now > used ? static_cast<double>(now - used) : 0.0;
+    double hits = e.header.hits * std::exp2(-age / kHitHalfLifeSeconds);
+    if (hits < 0.01) hits = 0;
+    const bool anchor = e.header.reason == SaveReason::kCold ||
+                        e.header.reason == SaveReason::kEvict ||
+                        e.header.reason == SaveReason::kShutdown;
+    return (hits + 1) * e.header.tokens / static_cast<double>(std::max<uint64_t>(1, e.file_bytes)) *
+           (anchor ? 2.0 : 1.0);
+  };
+  while (!entries_.empty() && bytes_used() + incoming > o_.budget_bytes) {
+    const KvcEntry* worst = nullptr;
+    for (const KvcEntry& e : entries_) {
+      if (e.name == keep) continue;
+      if (worst == nullptr || score(e) < score(*worst) ||
+          (score(e) == score(*worst) && e.header.last_used < worst->header.last_used))
+        worst = &e;
+    }
+    if (worst == nullptr) break;
+    log("kv cache: evicting " + worst->name + " (" + std::to_string(worst->file_bytes) +
+        " bytes) to keep within " + std::to_string(o_.budget_bytes) + " bytes");
+    remove(std::string(worst->name));
+  }
+}
+
+Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+                      std::span<const ToolMapEntry> tool_map) {
+  if (header.created == 0) header.created = o_.now();
+  if (header.last_used == 0) header.last_used = header.created;
+  const std::vector<uint8_t> bytes = encode_kvc(header, text, payload, tool_map);
+  if (bytes.size() > o_.budget_bytes)
+    return Status::resource_exhausted("a %zu-byte cache file exceeds the %llu-byte budget",
+                                      bytes.size(),
+                                      static_cast<unsigned long long>(o_.budget_bytes));
+  const std::string name = sha1_hex(text) + ".kv";
+  // The file it replaces does not count against the budget.
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
+  evict_for(bytes.size(), name);
+  const std::string tmp = path("." + name + ".tmp." + std::to_string(::getpid()));
+  Status st;
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (fd.get() < 0) {
+      st = Status::io_error("create '%s': %s", tmp.c_str(), std::strerror(errno));
+    } else {
+      st = write_all(fd.get(), bytes, tmp);
+      if (st.is_ok() && ::fsync(fd.get()) != 0)
+        st = Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
+      if (::close(fd.release()) != 0 && st.is_ok())
+        st = Status::io_error("close '%s': %s", tmp.c_str(), std::strerror(errno));
+    }
+  }
+  if (st.is_ok() && ::rename(tmp.c_str(), path(name).c_str()) != 0)
+    st = Status::io_error("rename '%s': %s", tmp.c_str(), std::strerror(errno));
+  if (!st.is_ok()) {
+    ::unlink(tmp.c_str());
+    index(name);  // an older file of the same text, if any, is still there
+    return st;
+  }
+  Fd dir(::open(o_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() >= 0) ::fsync(dir.get());
+  index(name);
+  return Status::ok();
+}
+
+std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery& q) const {
+  const KvcEntry* best = nullptr;
+  for (const KvcEntry& e : entries_) {
+    const KvcHeader& h = e.header;
+    if (e.text_bytes > rendered.size() || h.tokens < q.min_tokens || h.n_ctx > q.n_ctx ||
+        h.model != q.model || (q.strict_quant && h.quant_bits != q.quant_bits))
+      continue;
+    if (best != nullptr && (e.text_bytes < best->text_bytes ||
+                            (e.text_bytes == best->text_bytes && h.tokens <= best->header.tokens)))
+      continue;
+    if (sha1_hex(rendered.substr(0, e.text_bytes)) + ".kv" != e.name) continue;
+    best = &e;
+  }
+  if (best == nullptr) return std::nullopt;
+  return *best;
+}
+
+Result<std::vector<uint8_t>> KvcStore::read(const KvcEntry& entry, std::string_view rendered) {
+  const std::string p = path(entry.name);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::io_error("open '%s': %s", p.c_str(), std::strerror(errno));
+  DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_prefix(fd.get(), entry.file_bytes, p));
+  auto v = decode_kvc(bytes, o_.limits);
+  std::string bad;
+  if (!v.is_ok()) {
+    bad = v.status().message();
+  } else if (sha1_hex(v->text) + ".kv" != entry.name) {
+    bad = "its text does not hash to its name";
+  } else if (rendered.substr(0, v->text.size()) != v->text) {
+    bad = "its text is not a prefix of the prompt";
+  }
+  if (!bad.empty()) {
+    log("kv cache: removing " + entry.name + ": " + bad);
+    remove(entry.name);
+    return Status::invalid_file("cache file %s: %s", entry.name.c_str(), bad.c_str());
+  }
+  return bytes;
+}
+
+Status KvcStore::touch(const std::string& name) {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const KvcEntry& e) { return e.name == name; });
+  if (it == entries_.end()) return Status::not_found("no cache file %s", name.c_str());
+  it->header.hits += 1;
+  it->header.last_used = o_.now();
+  const std::vector<uint8_t> head = encode_kvc_header(it->header);
+  const std::string p = path(name);
+  Fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.get() < 0 ||
+      ::pwrite(fd.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
+    return Status::io_error("update '%s': %s", p.c_str(), std::strerror(errno));
+  return Status::ok();
+}
+
+void KvcStore::remove(const std::string& name) {
+  ::unlink(path(name).c_str());
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
+}
+
+std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string> ids) const {
+  std::vector<ToolMapEntry> out;
+  for (const KvcEntry& e : entries_) {
+    if ((e.header.flags & kKvcToolMapFlag) == 0) continue;
+    // Only the trailer is read: the text and the payload are skipped.
+    const std::string p = path(e.name);
+    Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) continue;
+    const uint64_t at = kvc_payload_offset(e.text_bytes) + e.header.payload_bytes;
+    std::vector<uint8_t> section(static_cast<size_t>(e.file_bytes - at));
+    if (::pread(fd.get(), section.data(), section.size(), static_cast<off_t>(at)) !=
+        static_cast<ssize_t>(section.size()))
+      continue;
+    std::string error;
+    std::vector<ToolMapEntry> map = decode_kvc_tool_map(section, o_.limits, &error);
+    if (!error.empty()) log("kv cache: " + e.name + ": " + error);
+    for (ToolMapEntry& t : map) {
+      if (std::find(ids.begin(), ids.end(), t.id) != ids.end() &&
+          std::none_of(out.begin(), out.end(), [&](const ToolMapEntry& o) { return o.id == t.id; }))
+        out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+}  // namespace ds4::kv

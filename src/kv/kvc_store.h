@@ -1,0 +1,96 @@
+// src/kv/kvc_store.h: a directory of KVC cache files (features.md §3.1, §3.5-3.7): names
+// `<sha1 of the cache text>.kv`, writes that leave either the old file or the new one (temporary
+// file, fsync, rename, directory fsync; ordinary I/O, never mmap), lookup of the file whose text
+// is the longest byte prefix of a rendered prompt, header bookkeeping (hits, last use), and
+// eviction under a byte budget by the score of §3.6.
+// Owns: the files and the in-memory index of their headers. One owner drives it (not thread-safe).
+// Does not own: when to save or load (the server's cache policy), or what a payload means
+// (snapshot.h decodes it into a session).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ds4/status.h"
+#include "kv/kvc_file.h"
+
+namespace ds4::kv {
+
+// SHA-1 of `bytes` as 40 lowercase hex digits (OpenSSL's libcrypto).
+std::string sha1_hex(std::string_view bytes);
+
+struct KvcStoreOptions {
+  std::string dir;
+  uint64_t budget_bytes = uint64_t{8192} << 20;  // --kv-disk-space-mb, default 8192
+  KvcLimits limits;
+  // Seconds since the epoch; tests replace it.
+  std::function<uint64_t()> now;
+  // One line per skipped or removed file (hostile, damaged, evicted); may be empty.
+  std::function<void(const std::string&)> log;
+};
+
+// What a lookup must match (features.md §3.5 step 2, §3.7).
+struct KvcQuery {
+  uint32_t min_tokens = 512;  // --kv-cache-min-tokens
+  uint32_t n_ctx = 0;         // the session's context: a file of a larger context is not used
+  uint8_t quant_bits = 2;
+  bool strict_quant = false;  // --kv-cache-reject-different-quant
+  KvcModel model = KvcModel::kFlash;
+};
+
+struct KvcEntry {
+  std::string name;  // "<sha1>.kv"
+  KvcHeader header;
+  uint32_t text_bytes = 0;
+  uint64_t file_bytes = 0;
+};
+
+class KvcStore {
+ public:
+  // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files;
+  // files that fail the header checks are logged and left alone.
+  static Result<KvcStore> open(KvcStoreOptions options);
+
+  // Writes the file for `text`, replacing one of the same text. Files are evicted first so the
+  // new one fits the budget (never the new one itself). On failure (a full disk, say) the
+  // temporary file is removed and every older file is intact.
+  Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+              std::span<const ToolMapEntry> tool_map);
+
+  // The indexed file whose cache text is the longest byte prefix of `rendered` (ties: more
+  // tokens), among those `query` admits; checked by the SHA-1 of the prompt's prefix.
+  std::optional<KvcEntry> find(std::string_view rendered, const KvcQuery& query) const;
+
+  // Reads a file found by find() and verifies it again: the header, the text's SHA-1 against the
+  // name, the text as a prefix of `rendered`. A file that fails is removed and logged.
+  Result<std::vector<uint8_t>> read(const KvcEntry& entry, std::string_view rendered);
+
+  // After a load: hits + 1 and last use = now, rewritten in the file's header.
+  Status touch(const std::string& name);
+  // Deletes a file (consumed by the live session, or corrupt).
+  void remove(const std::string& name);
+
+  // The exact-replay entries of the wanted ids, from every file that carries a tool-id map.
+  std::vector<ToolMapEntry> tool_map_entries(std::span<const std::string> ids) const;
+
+  const std::vector<KvcEntry>& entries() const { return entries_; }
+  uint64_t bytes_used() const;
+
+ private:
+  explicit KvcStore(KvcStoreOptions options) : o_(std::move(options)) {}
+  std::string path(const std::string& name) const { return o_.dir + "/" + name; }
+  void index(const std::string& name);
+  void log(const std::string& line) const;
+  // Deletes files by ascending score until `incoming` more bytes fit the budget.
+  void evict_for(uint64_t incoming, const std::string& keep);
+
+  KvcStoreOptions o_;
+  std::vector<KvcEntry> entries_;
+};
+
+}  // namespace ds4::kv
