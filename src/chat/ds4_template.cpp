@@ -9,36 +9,25 @@
 #include <string_view>
 
 #include "chat/json.h"
+#include "chat/tools_text.h"
 #include "ds4/chat.h"
 
 namespace ds4::chat {
 namespace {
 
-// ds4_server.c's tools preamble and suffix (model.md §6.6, data).
-constexpr std::string_view kDs4ToolsHead =
+// ds4_server.c's tools preamble (model.md §6.6, data): its first sentence and string rule around
+// the pieces it shares with the official block (tools_text.h).
+constexpr std::string_view kDs4ToolsIntro =
     "## Tools\n\n"
     "You have access to a set of tools to help answer the user question. You can invoke tools by "
-    "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n"
-    "<｜DSML｜tool_calls>\n"
-    "<｜DSML｜invoke name=\"$TOOL_NAME\">\n"
-    "<｜DSML｜parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE"
-    "</｜DSML｜parameter>\n"
-    "...\n"
-    "</｜DSML｜invoke>\n"
-    "<｜DSML｜invoke name=\"$TOOL_NAME2\">\n"
-    "...\n"
-    "</｜DSML｜invoke>\n"
-    "</｜DSML｜tool_calls>\n\n"
+    "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n";
+constexpr std::string_view kDs4ToolsStringRule =
     "String parameters should be specified as raw text and set `string=\"true\"`. Preserve "
     "characters such as `>`, `&`, and `&&` exactly; never replace normal string characters with "
     "XML or HTML entity escapes. Only if a string value itself contains the exact closing "
     "parameter tag `</｜DSML｜parameter>`, write that tag as `&lt;/｜DSML｜parameter>` inside the "
     "value. For all other types (numbers, booleans, arrays, objects), pass the value in JSON "
-    "format and set `string=\"false\"`.\n\n"
-    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning "
-    "inside <think>...</think> BEFORE any tool calls or final response.\n\n"
-    "Otherwise, output directly after </think> with tool calls or final response.\n\n"
-    "### Available Tool Schemas\n\n";
+    "format and set `string=\"false\"`.\n\n";
 constexpr std::string_view kDs4ToolsTail =
     "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to invoke tool "
     "calls. Use the exact parameter names from the schemas.";
@@ -107,8 +96,13 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
   }
   if (!schemas.empty()) {
     tool_context = true;
-    system_parts.insert(system_parts.begin(),
-                        std::string(kDs4ToolsHead) + schemas + std::string(kDs4ToolsTail));
+    std::string block(kDs4ToolsIntro);
+    block += kToolsExample;
+    block += kDs4ToolsStringRule;
+    block += kToolsThinkingRule;
+    block += schemas;
+    block += kDs4ToolsTail;
+    system_parts.insert(system_parts.begin(), std::move(block));
   }
 
   std::string out(kBos);

@@ -13,32 +13,22 @@
 #include <vector>
 
 #include "chat/json.h"
+#include "chat/tools_text.h"
 #include "ds4/chat.h"
 
 namespace ds4::chat {
 namespace {
 
-constexpr std::string_view kToolsHead =
+// The official tools block: its first sentence, the shared example, its string rule, the shared
+// thinking rule (tools_text.h).
+constexpr std::string_view kToolsIntro =
     "## Tools\n\n"
     "You have access to a set of tools to help answer the user's question. You can invoke tools by "
-    "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n"
-    "<｜DSML｜tool_calls>\n"
-    "<｜DSML｜invoke name=\"$TOOL_NAME\">\n"
-    "<｜DSML｜parameter name=\"$PARAMETER_NAME\" string=\"true|false\">$PARAMETER_VALUE"
-    "</｜DSML｜parameter>\n"
-    "...\n"
-    "</｜DSML｜invoke>\n"
-    "<｜DSML｜invoke name=\"$TOOL_NAME2\">\n"
-    "...\n"
-    "</｜DSML｜invoke>\n"
-    "</｜DSML｜tool_calls>\n\n"
+    "writing a \"<｜DSML｜tool_calls>\" block like the following:\n\n";
+constexpr std::string_view kToolsStringRule =
     "String parameters should be specified as is and set `string=\"true\"`. For all other types "
     "(numbers, booleans, arrays, objects), pass the value in JSON format and set "
-    "`string=\"false\"`.\n\n"
-    "If thinking_mode is enabled (triggered by <think>), you MUST output your complete reasoning "
-    "inside <think>...</think> BEFORE any tool calls or final response.\n\n"
-    "Otherwise, output directly after </think> with tool calls or final response.\n\n"
-    "### Available Tool Schemas\n\n";
+    "`string=\"false\"`.\n\n";
 constexpr std::string_view kToolsTail =
     "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to invoke tool "
     "calls.\n";
@@ -181,7 +171,10 @@ Status append_tools(const std::vector<std::string>& tools, size_t index, std::st
     json::dump_to(*function, &schemas);
   }
   *out += "\n\n";
-  *out += kToolsHead;
+  *out += kToolsIntro;
+  *out += kToolsExample;
+  *out += kToolsStringRule;
+  *out += kToolsThinkingRule;
   *out += schemas;
   *out += kToolsTail;
   return Status::ok();
