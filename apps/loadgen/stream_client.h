@@ -1,0 +1,39 @@
+// apps/loadgen/stream_client.h: one streaming chat-completions request against a running server,
+// timed from the client's side (issue 26 item 5).
+// Owns: the HTTP request, the SSE parsing it needs (data lines, [DONE]) and the timestamps of the
+// first token and of every later token event. Does not own: concurrency or statistics (main.cpp,
+// stats.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ds4::loadgen {
+
+struct StreamResult {
+  bool ok = false;
+  std::string error;           // why not ok: transport, HTTP status, an error event
+  double ttft_s = 0;           // request sent -> first reasoning or content delta
+  double total_s = 0;          // request sent -> end of the stream
+  std::vector<double> gaps_s;  // between consecutive token deltas
+  int deltas = 0;              // chunks carrying reasoning or content
+  int prompt_tokens = 0;       // from the final usage chunk
+  int completion_tokens = 0;
+  int cached_tokens = 0;
+  std::string finish_reason;
+};
+
+struct StreamRequest {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;
+  std::string model = "deepseek-v4-flash";
+  std::string prompt;
+  int max_tokens = 256;
+  bool thinking = false;  // false: "deepseek-chat" semantics (no reasoning) via thinking=disabled
+  int timeout_s = 600;
+};
+
+StreamResult run_stream(const StreamRequest& r);
+
+}  // namespace ds4::loadgen

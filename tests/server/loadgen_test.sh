@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# tests/server/loadgen_test.sh DS4_LOADGEN DS4_SERVER MODEL PROMPT_FILE: ds4-loadgen against the
+# real server on loopback. 3 clients x 2 streaming requests of at most 6 tokens: every request
+# row is ok with 1..6 completion tokens and a positive time to first token, the summary's token
+# total is the rows' sum, and its rates are consistent with it; a bad flag is status 2 and an
+# unreachable server makes every request fail with status 1.
+set -euo pipefail
+loadgen=$1 server=$2 model=$3 prompt=$4
+tmp=$(mktemp -d)
+fail() { echo "FAIL: $*"; exit 1; }
+status=0
+"$loadgen" --clients 0 --prompt-file "$prompt" 2>"$tmp/bad" >/dev/null || status=$?
+[[ $status == 2 ]] || fail "bad flag: status $status"
+
+"$server" -m "$model" --port 0 -t 2 --ctx 4096 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+for _ in $(seq 600); do grep -q listening "$tmp/out" && break; sleep 0.1; done
+port=$(grep -o '127\.0\.0\.1:[0-9]*' "$tmp/out" | cut -d: -f2 || true)
+[[ -n $port ]] || fail "server did not start: $(cat "$tmp/err")"
+
+"$loadgen" --port "$port" -c 3 -r 2 -n 6 --prompt-file "$prompt" --prompt-chars 300 \
+  --csv "$tmp/rows.csv" >"$tmp/summary.csv" || fail "loadgen status $?: $(cat "$tmp/summary.csv")"
+python3 - "$tmp/rows.csv" "$tmp/summary.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+summary = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 6, rows
+assert sorted((int(r["client"]), int(r["request"])) for r in rows) == [(c, q) for c in range(3) for q in range(2)]
+for r in rows:
+    assert r["ok"] == "1", r
+    assert 1 <= int(r["completion_tokens"]) <= 6, r
+    assert float(r["ttft_ms"]) > 0 and float(r["total_s"]) * 1000 >= float(r["ttft_ms"]), r
+    assert int(r["prompt_tokens"]) > 20, r
+assert len(summary) == 1, summary
+s = summary[0]
+total = sum(int(r["completion_tokens"]) for r in rows)
+assert int(s["completion_tokens"]) == total and int(s["failed"]) == 0, (s, total)
+assert abs(float(s["aggregate_tokens_per_s"]) - total / float(s["wall_s"])) < 0.02 * total / float(s["wall_s"]) + 0.01, s
+assert float(s["ttft_p99_ms"]) >= float(s["ttft_p50_ms"]) > 0, s
+assert float(s["itl_p99_ms"]) >= float(s["itl_p50_ms"]) >= 0, s
+print("loadgen rows and summary consistent:", s)
+PY
+kill "$pid"
+wait "$pid" || true
+status=0
+"$loadgen" --port "$port" -c 2 -r 1 -n 4 --prompt-file "$prompt" >"$tmp/down.csv" 2>"$tmp/down.err" || status=$?
+[[ $status == 1 ]] || fail "server down: status $status"
+grep -q "transport" "$tmp/down.err" || fail "server down: $(cat "$tmp/down.err")"
+echo "ok"
