@@ -39,8 +39,18 @@ if [[ ! -d "$root/tests/oracle/node_modules/@huggingface/gguf" ]]; then
   echo "setup: installing npm oracles into tests/oracle/node_modules"
   (cd "$root/tests/oracle" && npm ci --no-audit --no-fund --loglevel=error)
 fi
-# The OpenAI SDK that drives ds4-server in tests/server (pinned by its package-lock.json).
-if [[ ! -d "$root/tests/server/node_modules/openai" ]]; then
-  echo "setup: installing the openai SDK into tests/server/node_modules"
+# The OpenAI and Anthropic SDKs that drive ds4-server in tests/server (pinned by its
+# package-lock.json).
+if [[ ! -d "$root/tests/server/node_modules/openai" ||
+      ! -d "$root/tests/server/node_modules/@anthropic-ai/sdk" ]]; then
+  echo "setup: installing the openai and @anthropic-ai/sdk SDKs into tests/server/node_modules"
   (cd "$root/tests/server" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The agent CLIs of the `clients` tests (Claude Code, Codex, opencode: native binaries, ~800 MB,
+# pinned by tests/clients/package-lock.json).
+if [[ ! -x "$root/tests/clients/node_modules/.bin/claude" ||
+      ! -x "$root/tests/clients/node_modules/.bin/codex" ||
+      ! -x "$root/tests/clients/node_modules/.bin/opencode" ]]; then
+  echo "setup: installing the agent CLIs into tests/clients/node_modules"
+  (cd "$root/tests/clients" && npm ci --no-audit --no-fund --loglevel=error)
 fi

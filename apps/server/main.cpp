@@ -47,7 +47,7 @@ struct Flags {
   bool disable_exact_replay = false;
   int max_queue = 32;
   size_t max_body = 64u << 20;
-  std::string forced_output;
+  std::vector<std::string> forced_output;
 };
 
 std::string model_name(const std::string& shape) {
@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 34))
       ->capture_default_str();
   app.add_option("--test-forced-output", f.forced_output,
-                 "tests only: the first output of chat requests with tools")
+                 "tests only: the first output of requests with tools (repeat the flag: the "
+                 "i-th such request takes the i-th text, the last one repeats)")
       ->group("");  // hidden from --help
   try {
     app.parse(argc, argv);

@@ -17,6 +17,25 @@ std::string error_body(const ApiError& e) {
   return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string anthropic_error_body(const ApiError& e) {
+  const char* type = "api_error";
+  switch (e.status) {
+    case 400: type = "invalid_request_error"; break;
+    case 401: type = "authentication_error"; break;
+    case 403: type = "permission_error"; break;
+    case 404: type = "not_found_error"; break;
+    case 413: type = "request_too_large"; break;
+    case 429: type = "rate_limit_error"; break;
+    case 503: type = "overloaded_error"; break;
+    default: break;
+  }
+  json err = {{"type", type}, {"message", e.message}};
+  if (e.n_prompt_tokens >= 0) err["n_prompt_tokens"] = e.n_prompt_tokens;
+  if (e.n_ctx >= 0) err["n_ctx"] = e.n_ctx;
+  return json{{"type", "error"}, {"error", err}}.dump(-1, ' ', false,
+                                                      json::error_handler_t::replace);
+}
+
 ApiError bad_request(std::string message, std::string param) {
   return ApiError{.status = 400, .message = std::move(message), .param = std::move(param)};
 }

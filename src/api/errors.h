@@ -26,6 +26,10 @@ using ApiResult = std::variant<T, ApiError>;
 
 // {"error":{"message":...,"type":...,"param":...,"code":...}}
 std::string error_body(const ApiError& e);
+// Anthropic's shape: {"type":"error","error":{"type":...,"message":...}} (the type from the
+// status: invalid_request_error, authentication_error, not_found_error, request_too_large,
+// rate_limit_error, overloaded_error for 503, api_error otherwise).
+std::string anthropic_error_body(const ApiError& e);
 
 ApiError bad_request(std::string message, std::string param = "");
 ApiError not_found(std::string message, std::string code = "");

@@ -6,62 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "api/request_common.h"
+
 namespace ds4::api {
 namespace {
 
 using nlohmann::json;
-
-// Reads optional typed fields; the first wrong type becomes the error.
-class Fields {
- public:
-  explicit Fields(const json& obj) : obj_(obj) {}
-  const std::optional<ApiError>& error() const { return error_; }
-
-  const json* find(const char* key) const {
-    auto it = obj_.find(key);
-    return it == obj_.end() || it->is_null() ? nullptr : &*it;
-  }
-  void number(const char* key, float* out) {
-    if (const json* v = find(key)) {
-      if (!v->is_number()) return fail(key, "a number");
-      const double d = v->get<double>();
-      if (!std::isfinite(d)) return fail(key, "a finite number");
-      *out = static_cast<float>(d);
-    }
-  }
-  void integer(const char* key, long long* out) {
-    if (const json* v = find(key)) {
-      if (!v->is_number_integer() && !(v->is_number_float() && is_whole(v->get<double>()))) {
-        return fail(key, "an integer");
-      }
-      *out = v->is_number_unsigned()
-                 ? static_cast<long long>(std::min<uint64_t>(v->get<uint64_t>(),
-                                                             std::numeric_limits<long long>::max()))
-             : v->is_number_integer() ? v->get<long long>()
-                                      : static_cast<long long>(v->get<double>());
-    }
-  }
-  void boolean(const char* key, bool* out) {
-    if (const json* v = find(key)) {
-      if (!v->is_boolean()) return fail(key, "a boolean");
-      *out = v->get<bool>();
-    }
-  }
-  void string(const char* key, std::string* out) {
-    if (const json* v = find(key)) {
-      if (!v->is_string()) return fail(key, "a string");
-      *out = v->get<std::string>();
-    }
-  }
-  void fail(const std::string& key, const char* what) {
-    if (!error_) error_ = bad_request("'" + key + "' must be " + what, key);
-  }
-
- private:
-  static bool is_whole(double d) { return std::isfinite(d) && std::floor(d) == d && d < 9.2e18; }
-  const json& obj_;
-  std::optional<ApiError> error_;
-};
 
 // OpenAI content: a string, null, or an array of parts (text parts concatenated, others dropped).
 std::optional<std::string> content_text(const json& c) {
@@ -139,26 +89,6 @@ std::optional<ApiError> parse_messages(const json& msgs, std::vector<chat::Messa
   return std::nullopt;
 }
 
-// Attaches the tool objects to the first system message (one is added at the front if none).
-std::optional<ApiError> attach_tools(const json& tools, std::vector<chat::Message>* msgs) {
-  if (!tools.is_array()) return bad_request("'tools' must be an array", "tools");
-  std::vector<std::string> texts;
-  for (const auto& t : tools) {
-    if (!t.is_object()) return bad_request("each tool must be an object", "tools");
-    const json* fn = t.contains("function") ? &t["function"] : &t;
-    if (!fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
-      return bad_request("each tool needs function.name", "tools");
-    }
-    texts.push_back(t.dump());
-  }
-  if (texts.empty()) return std::nullopt;
-  auto it = std::find_if(msgs->begin(), msgs->end(),
-                         [](const chat::Message& m) { return m.role == chat::Role::kSystem; });
-  if (it == msgs->end()) it = msgs->insert(msgs->begin(), {.role = chat::Role::kSystem});
-  it->tools = std::move(texts);
-  return std::nullopt;
-}
-
 // features.md §1.4: explicit controls win; without one the deepseek-chat alias turns thinking off.
 std::optional<ApiError> resolve_thinking(const json& body, const std::string& model,
                                          const ApiConfig& config, chat::ThinkMode* mode) {
@@ -182,13 +112,7 @@ std::optional<ApiError> resolve_thinking(const json& body, const std::string& mo
                          "reasoning_effort");
     }
   }
-  if (!enabled && !effort) {
-    if (model == "deepseek-chat") enabled = false;
-    if (model == "deepseek-reasoner") enabled = true;
-  }
-  chat::ThinkMode m = effort.value_or(chat::ThinkMode::kHigh);
-  if (enabled == false) m = chat::ThinkMode::kNone;
-  *mode = chat::effective_think_mode(m, config.n_ctx);
+  *mode = resolve_think_mode(enabled, effort, model, config);
   return std::nullopt;
 }
 
@@ -219,12 +143,7 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body, const Ap
   r.model = config.model_id;
   f.string("model", &r.model);
   if (f.error()) return *f.error();
-  if (!known_model(r.model)) {
-    return ApiError{.status = 404,
-                    .message = "The model '" + r.model + "' does not exist",
-                    .param = "model",
-                    .code = "model_not_found"};
-  }
+  if (auto e = check_model(r.model)) return *e;
   if (auto e = resolve_thinking(body, r.model, config, &r.think)) return *e;
   long long max_tokens = r.max_tokens, seed = 0, top_k = 0;
   f.integer("max_tokens", &max_tokens);
@@ -290,6 +209,46 @@ void replay_tool_calls(serve::ReplayMap& replay, chat::Message* m) {
 
 }  // namespace
 
+// Attaches the tool objects to the first system message (one is added at the front if none).
+std::optional<ApiError> attach_tools(const json& tools, std::vector<chat::Message>* msgs) {
+  if (!tools.is_array()) return bad_request("'tools' must be an array", "tools");
+  std::vector<std::string> texts;
+  for (const auto& t : tools) {
+    if (!t.is_object()) return bad_request("each tool must be an object", "tools");
+    const json* fn = t.contains("function") ? &t["function"] : &t;
+    if (!fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return bad_request("each tool needs function.name", "tools");
+    }
+    texts.push_back(t.dump());
+  }
+  if (texts.empty()) return std::nullopt;
+  auto it = std::find_if(msgs->begin(), msgs->end(),
+                         [](const chat::Message& m) { return m.role == chat::Role::kSystem; });
+  if (it == msgs->end()) it = msgs->insert(msgs->begin(), {.role = chat::Role::kSystem});
+  it->tools = std::move(texts);
+  return std::nullopt;
+}
+
+chat::ThinkMode resolve_think_mode(std::optional<bool> enabled,
+                                   std::optional<chat::ThinkMode> effort, const std::string& model,
+                                   const ApiConfig& config) {
+  if (!enabled && !effort) {
+    if (model == "deepseek-chat") enabled = false;
+    if (model == "deepseek-reasoner") enabled = true;
+  }
+  chat::ThinkMode m = effort.value_or(chat::ThinkMode::kHigh);
+  if (enabled == false) m = chat::ThinkMode::kNone;
+  return chat::effective_think_mode(m, config.n_ctx);
+}
+
+std::optional<ApiError> check_model(const std::string& model) {
+  if (known_model(model)) return std::nullopt;
+  return ApiError{.status = 404,
+                  .message = "The model '" + model + "' does not exist",
+                  .param = "model",
+                  .code = "model_not_found"};
+}
+
 bool known_model(std::string_view id) {
   return id == kFlashId || id == kProId || id == "deepseek-chat" || id == "deepseek-reasoner";
 }
@@ -319,13 +278,15 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   out.prompt = tok.encode(out.rendered, SpecialTokens::kRecognize);
   if (out.prompt.size() >= static_cast<size_t>(config.n_ctx)) {
     return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx,
-                            r.endpoint == Endpoint::kChat ? "messages" : "prompt");
+                            r.endpoint == Endpoint::kCompletions ? "prompt"
+                            : r.endpoint == Endpoint::kResponses ? "input"
+                                                                 : "messages");
   }
   out.sampling = r.sampling;
   out.max_tokens = r.max_tokens;
   out.stop = r.stop;
   out.thinking = r.think != chat::ThinkMode::kNone;
-  out.parse_output = r.endpoint == Endpoint::kChat;
+  out.parse_output = r.endpoint != Endpoint::kCompletions;
   out.tools = r.tools;
   return out;
 }

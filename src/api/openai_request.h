@@ -22,7 +22,9 @@ inline constexpr std::string_view kProId = "deepseek-v4-pro";
 // The fixed system text /v1/completions wraps its prompt in (features.md §1.4.4).
 inline constexpr std::string_view kCompletionsSystem = "You are a helpful assistant";
 
-enum class Endpoint { kChat, kCompletions };
+// kMessages: Anthropic /v1/messages (anthropic_request.h); kResponses: /v1/responses
+// (responses_request.h). All four build their serve::Request through build_request below.
+enum class Endpoint { kChat, kCompletions, kMessages, kResponses };
 
 struct ApiConfig {
   int n_ctx = 32768;
@@ -40,6 +42,10 @@ struct ApiRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;
+  // Responses only: reasoning items are sent only when `reasoning.summary` asks for them.
+  bool emit_reasoning = true;
+  // Responses only: the response whose conversation this input continues ("" = none).
+  std::string previous_response_id;
 };
 
 // True for the model ids the server answers to (the loaded model's aliases).

@@ -39,12 +39,16 @@ std::string compact_arguments(const std::string& args) {
   return j.is_discarded() ? args : dump(j);
 }
 
+}  // namespace
+
 ApiError done_error(const serve::Event& done) {
   if (!done.error.is_ok()) return from_status(done.error);
   return ApiError{.status = 500, .message = "generation failed", .type = "server_error"};
 }
 
-}  // namespace
+bool failed(serve::FinishReason f) {
+  return f == serve::FinishReason::kError || f == serve::FinishReason::kCancelled;
+}
 
 const char* finish_reason_name(serve::FinishReason reason) {
   switch (reason) {
@@ -167,6 +171,8 @@ std::string StreamEncoder::encode(const serve::Event& e) {
   out += kSseDone;
   return out;
 }
+
+std::string StreamEncoder::keepalive() { return std::string(kSseKeepalive); }
 
 std::string model_json(std::string_view id, const ModelCard& card) {
   if (id != kFlashId && id != kProId) return {};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/openai_request.h"
+#include "api/protocol.h"
 #include "serve/request.h"
 
 namespace ds4::api {
@@ -21,20 +22,22 @@ struct ResponseMeta {
   std::string model;  // as the request named it
   long long created = 0;
   bool include_usage = false;
+  int prompt_tokens = 0;       // known before the prefill (Anthropic message_start)
+  bool emit_reasoning = true;  // Responses: reasoning items only when asked for
 };
 
 // "stop", "length", "tool_calls"; errors and cancellations have no OpenAI name ("error").
 const char* finish_reason_name(serve::FinishReason reason);
 
 // Non-streaming: gathers a request's events into its response.
-class ResponseCollector {
+class ResponseCollector final : public Collector {
  public:
   explicit ResponseCollector(ResponseMeta meta) : meta_(std::move(meta)) {}
-  void add(const serve::Event& e);
-  bool done() const { return done_; }
+  void add(const serve::Event& e) override;
+  bool done() const override { return done_; }
   // After kDone: 200 and the completion object, or the error status and body.
-  int status() const;
-  std::string body() const;
+  int status() const override;
+  std::string body() const override;
 
  private:
   struct Call {
@@ -48,12 +51,13 @@ class ResponseCollector {
 };
 
 // Streaming: turns each event into the SSE bytes to send (possibly none).
-class StreamEncoder {
+class StreamEncoder final : public StreamWriter {
  public:
   explicit StreamEncoder(ResponseMeta meta) : meta_(std::move(meta)) {}
   // The first bytes of the stream (chat: the assistant role chunk).
-  std::string start();
-  std::string encode(const serve::Event& e);
+  std::string start() override;
+  std::string encode(const serve::Event& e) override;
+  std::string keepalive() override;
 
  private:
   // chat: `payload` is the delta object; completions: the text.

@@ -3,12 +3,17 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "api/anthropic_request.h"
+#include "api/anthropic_response.h"
 #include "api/openai_response.h"
+#include "api/responses_request.h"
+#include "api/responses_response.h"
 #include "api/sse.h"
 #include "http/trace.h"
 #include "serve/tool_id.h"
@@ -22,9 +27,9 @@ constexpr const char* kJson = "application/json";
 constexpr milliseconds kWaitSlice(1000);
 constexpr time_t kKeepAliveSeconds = 2;
 
-void send_error(httplib::Response& res, const api::ApiError& e) {
+void send_error(httplib::Response& res, const api::ApiError& e, bool anthropic = false) {
   res.status = e.status;
-  res.set_content(api::error_body(e), kJson);
+  res.set_content(anthropic ? api::anthropic_error_body(e) : api::error_body(e), kJson);
 }
 
 // Compares in time independent of where the strings differ.
@@ -35,7 +40,59 @@ bool same_secret(std::string_view a, std::string_view b) {
 }
 
 const char* endpoint_name(api::Endpoint ep) {
-  return ep == api::Endpoint::kChat ? "chat.completions" : "completions";
+  switch (ep) {
+    case api::Endpoint::kChat: return "chat.completions";
+    case api::Endpoint::kCompletions: return "completions";
+    case api::Endpoint::kMessages: return "messages";
+    case api::Endpoint::kResponses: return "responses";
+  }
+  return "?";
+}
+
+const char* id_prefix(api::Endpoint ep) {
+  switch (ep) {
+    case api::Endpoint::kChat: return "chatcmpl-";
+    case api::Endpoint::kCompletions: return "cmpl-";
+    case api::Endpoint::kMessages: return "msg_";
+    case api::Endpoint::kResponses: return "resp_";
+  }
+  return "";
+}
+
+api::ApiResult<api::ApiRequest> parse(api::Endpoint ep, const std::string& body,
+                                      const api::ApiConfig& config, api::ResponsesStore* store,
+                                      std::vector<chat::Message>* conversation) {
+  switch (ep) {
+    case api::Endpoint::kMessages: return api::parse_messages_request(body, config);
+    case api::Endpoint::kResponses: {
+      auto p = api::parse_responses_request(body, config, store);
+      if (auto* e = std::get_if<api::ApiError>(&p)) return *e;
+      auto& parsed = std::get<api::ResponsesParsed>(p);
+      *conversation = std::move(parsed.conversation);
+      return std::move(parsed.request);
+    }
+    default: return api::parse_request(ep, body, config);
+  }
+}
+
+std::unique_ptr<api::Collector> make_collector(const api::ResponseMeta& meta,
+                                               api::ResponsesContext context) {
+  switch (meta.endpoint) {
+    case api::Endpoint::kMessages: return std::make_unique<api::MessagesCollector>(meta);
+    case api::Endpoint::kResponses:
+      return std::make_unique<api::ResponsesCollector>(meta, std::move(context));
+    default: return std::make_unique<api::ResponseCollector>(meta);
+  }
+}
+
+std::unique_ptr<api::StreamWriter> make_writer(const api::ResponseMeta& meta,
+                                               api::ResponsesContext context) {
+  switch (meta.endpoint) {
+    case api::Endpoint::kMessages: return std::make_unique<api::MessagesStreamWriter>(meta);
+    case api::Endpoint::kResponses:
+      return std::make_unique<api::ResponsesStreamWriter>(meta, std::move(context));
+    default: return std::make_unique<api::StreamEncoder>(meta);
+  }
 }
 
 // One stderr line per finished generation request (a single fprintf: lines never interleave).
@@ -52,7 +109,7 @@ void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve:
 // One streaming response: pulls events from the ticket and writes SSE bytes.
 struct Stream {
   std::shared_ptr<serve::Ticket> ticket;
-  api::StreamEncoder encoder;
+  std::unique_ptr<api::StreamWriter> encoder;
   milliseconds keepalive;
   TraceFile* trace;
   std::string id, model, rendered;
@@ -64,19 +121,19 @@ struct Stream {
     std::string out;
     if (!started) {
       started = true;
-      out = encoder.start();
-      out += api::kSseKeepalive;  // the client sees bytes before the prefill ends
+      out = encoder->start();
+      out += encoder->keepalive();  // the client sees bytes before the prefill ends
       return write(sink, out);
     }
     auto e = ticket->next(keepalive);
-    if (!e) return write(sink, std::string(api::kSseKeepalive));
-    out = encoder.encode(*e);
+    if (!e) return write(sink, encoder->keepalive());
+    out = encoder->encode(*e);
     // Send what else is ready in the same write.
     while (e->kind != serve::EventKind::kDone) {
       auto more = ticket->next(milliseconds(0));
       if (!more) break;
       e = std::move(more);
-      out += encoder.encode(*e);
+      out += encoder->encode(*e);
     }
     const bool done = e->kind == serve::EventKind::kDone;
     // The trace line is written before the client can see the end of the stream.
@@ -101,8 +158,10 @@ struct HttpServer::Impl {
   api::ApiConfig config;
   HttpOptions options;
   serve::ReplayMap* replay = nullptr;
-  std::vector<TokenId> forced;
+  std::vector<std::vector<TokenId>> forced;  // the test hook's outputs, in order
+  std::atomic<size_t> forced_next{0};
   std::unique_ptr<TraceFile> trace;
+  api::ResponsesStore responses;  // previous_response_id -> conversation
   httplib::Server server;
   int port = 0;
 
@@ -110,28 +169,35 @@ struct HttpServer::Impl {
 
   void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto parsed = api::parse_request(ep, req.body, config);
-    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e);
+    const bool anthropic = ep == api::Endpoint::kMessages;
+    std::vector<chat::Message> conversation;
+    auto parsed = parse(ep, req.body, config, &responses, &conversation);
+    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, anthropic);
     const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
     auto built = api::build_request(ar, *tok, config, replay);
-    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e);
+    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, anthropic);
     serve::Request& sr = std::get<serve::Request>(built);
-    if (sr.tools) sr.forced = forced;
+    if (sr.tools && !forced.empty()) {
+      sr.forced = forced[std::min(forced_next.fetch_add(1), forced.size() - 1)];
+    }
     const std::string rendered = trace ? sr.rendered : std::string();
-    const std::string id = serve::new_tool_id(ep == api::Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+    const std::string id = serve::new_tool_id(id_prefix(ep));
     api::ResponseMeta meta{.endpoint = ep,
                            .id = id,
                            .model = ar.model,
                            .created = static_cast<long long>(std::time(nullptr)),
-                           .include_usage = ar.include_usage};
+                           .include_usage = ar.include_usage,
+                           .prompt_tokens = static_cast<int>(sr.prompt.size()),
+                           .emit_reasoning = ar.emit_reasoning};
     auto ticket = scheduler->submit(std::move(sr));
     if (!ticket.is_ok()) {
       const api::ApiError e = api::from_status(ticket.status());
       if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
-      return send_error(res, e);
+      return send_error(res, e, anthropic);
     }
     if (!ar.stream) {
-      api::ResponseCollector c(meta);
+      auto collector = make_collector(meta, {&responses, std::move(conversation)});
+      api::Collector& c = *collector;
       serve::Event last;
       while (!c.done()) {
         if (auto e = (*ticket)->next(kWaitSlice)) {
@@ -145,15 +211,16 @@ struct HttpServer::Impl {
       res.set_content(c.body(), kJson);
       return;
     }
-    auto stream = std::make_shared<Stream>(Stream{.ticket = *ticket,
-                                                  .encoder = api::StreamEncoder(meta),
-                                                  .keepalive = milliseconds(options.keepalive_ms),
-                                                  .trace = trace.get(),
-                                                  .id = id,
-                                                  .model = ar.model,
-                                                  .rendered = rendered,
-                                                  .endpoint = ep,
-                                                  .t0 = t0});
+    auto stream = std::make_shared<Stream>(
+        Stream{.ticket = *ticket,
+               .encoder = make_writer(meta, {&responses, std::move(conversation)}),
+               .keepalive = milliseconds(options.keepalive_ms),
+               .trace = trace.get(),
+               .id = id,
+               .model = ar.model,
+               .rendered = rendered,
+               .endpoint = ep,
+               .t0 = t0});
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -161,6 +228,18 @@ struct HttpServer::Impl {
         [stream](bool success) {
           if (!success) stream->ticket->cancel();  // connection dropped or server stopping
         });
+  }
+
+  // Anthropic's token counter: the prompt the same request would render, {"input_tokens": N}.
+  void count_tokens(const httplib::Request& req, httplib::Response& res) {
+    auto parsed = api::parse_messages_request(req.body, config);
+    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, true);
+    api::ApiConfig unlimited = config;
+    unlimited.n_ctx = 1 << 30;  // counting is not refused for length
+    auto built = api::build_request(std::get<api::ApiRequest>(parsed), *tok, unlimited, replay);
+    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, true);
+    const nlohmann::json j = {{"input_tokens", std::get<serve::Request>(built).prompt.size()}};
+    res.set_content(j.dump(), kJson);
   }
 
   httplib::Server::HandlerResponse check(const httplib::Request& req, httplib::Response& res) {
@@ -174,9 +253,11 @@ struct HttpServer::Impl {
       given = req.get_header_value("x-api-key");
     }
     if (same_secret(given, options.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, api::ApiError{.status = 401,
-                                  .message = "invalid or missing API key",
-                                  .code = "invalid_api_key"});
+    send_error(
+        res,
+        api::ApiError{
+            .status = 401, .message = "invalid or missing API key", .code = "invalid_api_key"},
+        req.path.starts_with("/v1/messages"));
     return httplib::Server::HandlerResponse::Handled;
   }
 
@@ -206,6 +287,15 @@ struct HttpServer::Impl {
     });
     server.Post("/v1/completions", [this](const Request& req, Response& res) {
       generate(api::Endpoint::kCompletions, req, res);
+    });
+    // Claude Code posts /v1/messages?beta=true: httplib matches the path without the query.
+    server.Post("/v1/messages", [this](const Request& req, Response& res) {
+      generate(api::Endpoint::kMessages, req, res);
+    });
+    server.Post("/v1/messages/count_tokens",
+                [this](const Request& req, Response& res) { count_tokens(req, res); });
+    server.Post("/v1/responses", [this](const Request& req, Response& res) {
+      generate(api::Endpoint::kResponses, req, res);
     });
     server.Options(R"(.*)", [](const Request&, Response& res) { res.status = 204; });
     // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request) get an
@@ -247,7 +337,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::bind(serve::Scheduler& scheduler
                                                      serve::ReplayMap* replay) {
   auto impl = std::make_unique<Impl>();
   impl->replay = replay;
-  impl->forced = tok.encode(options.forced_output, SpecialTokens::kRecognize);
+  for (const auto& text : options.forced_output) {
+    impl->forced.push_back(tok.encode(text, SpecialTokens::kRecognize));
+  }
   impl->scheduler = &scheduler;
   impl->tok = &tok;
   impl->config = config;

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/openai_request.h"
 #include "ds4/status.h"
@@ -26,9 +27,10 @@ struct HttpOptions {
   int threads = 40;                   // connections served at once
   std::string trace_path;             // non-empty: one JSON line per generation request
   std::string model_name = "DeepSeek V4";
-  // Test hook (hidden flag --test-forced-output): chat requests that declare tools take these
-  // bytes' tokens as their first output tokens; the model still evaluates each.
-  std::string forced_output;
+  // Test hook (hidden flag --test-forced-output): requests that declare tools take these bytes'
+  // tokens as their first output tokens (the i-th such request the i-th text, the last one
+  // repeating); the model still evaluates each.
+  std::vector<std::string> forced_output;
 };
 
 class HttpServer {

@@ -30,6 +30,7 @@ class Generation {
   // True when the next token is DSML structure (sample it greedily, features.md §2.5).
   bool dsml_greedy() const { return tools_ && parse_output_ && syntax_.greedy(); }
   bool stop_hit() const { return stop_.hit(); }
+  const std::string& stop_matched() const { return stop_.matched(); }
   bool tool_block_closed() const { return tool_block_closed_; }
   int tool_calls() const { return static_cast<int>(tool_ids_.size()); }
   const std::vector<std::string>& tool_ids() const { return tool_ids_; }

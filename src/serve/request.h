@@ -60,7 +60,8 @@ struct Event {
   std::string tool_id;
   FinishReason finish = FinishReason::kStop;
   Usage usage;
-  Status error;  // kDone with kError: why
+  Status error;               // kDone with kError: why
+  std::string stop_sequence;  // kDone with kStop: the stop string that matched ("" = EOS)
 };
 
 }  // namespace ds4::serve

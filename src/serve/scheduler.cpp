@@ -225,6 +225,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
                 .cached_tokens = a.cached,
                 .completion_tokens = a.generated};
   done.error = std::move(error);
+  if (reason == FinishReason::kStop && a.gen.stop_hit()) done.stop_sequence = a.gen.stop_matched();
   events.push_back(std::move(done));
   a.ticket->push(&events);
   slot.active.reset();

@@ -18,7 +18,13 @@ std::string StopMatcher::feed(std::string_view bytes) {
   if (stops_.empty()) return std::string(bytes);
   held_.append(bytes);
   size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, held_.find(s));
+  for (const auto& s : stops_) {
+    const size_t at = held_.find(s);
+    if (at < first) {
+      first = at;
+      matched_ = s;
+    }
+  }
   if (first != std::string::npos) {
     hit_ = true;
     std::string out = held_.substr(0, first);

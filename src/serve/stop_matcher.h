@@ -20,12 +20,15 @@ class StopMatcher {
   // The held-back bytes (end of stream without a match).
   std::string flush();
   bool hit() const { return hit_; }
+  // After a match: the stop string that matched (the first listed among those matching earliest).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   size_t max_len_ = 0;
   std::string held_;
   bool hit_ = false;
+  std::string matched_;
 };
 
 }  // namespace ds4::serve

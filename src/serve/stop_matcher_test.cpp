@@ -24,6 +24,7 @@ TEST(StopMatcher, MatchAcrossChunksTruncates) {
   StopMatcher m({"END"});
   EXPECT_EQ(run(m, {"hello E", "N", "D and more"}), "hello ");
   EXPECT_TRUE(m.hit());
+  EXPECT_EQ(m.matched(), "END");
   EXPECT_EQ(m.feed("later"), "");
 }
 

@@ -1,6 +1,7 @@
-// libFuzzer target for the OpenAI request parser (src/api/openai_request.cpp) and the response
-// encoders (src/api/openai_response.cpp). The first input byte picks the endpoint and the context
-// size; the rest is the request body. Checked for every input (ASan/UBSan instrumented):
+// libFuzzer target for the OpenAI request parser (src/api/openai_request.cpp), the Anthropic
+// Messages and Responses parsers (anthropic_request.cpp, responses_request.cpp) and the OpenAI
+// response encoders (src/api/openai_response.cpp). The first input byte picks the endpoint and the
+// context size; the rest is the request body. Checked for every input (ASan/UBSan instrumented):
 //   - parsing never throws or crashes; a rejection is a 400 or 404 whose error body is JSON with a
 //     non-empty message;
 //   - an accepted request is in range: messages present, max_tokens in [0, n_ctx], Think Max only
@@ -14,8 +15,10 @@
 #include <string>
 #include <string_view>
 
+#include "api/anthropic_request.h"
 #include "api/openai_request.h"
 #include "api/openai_response.h"
+#include "api/responses_request.h"
 
 namespace {
 
@@ -47,6 +50,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto endpoint = (data[0] & 1) ? api::Endpoint::kCompletions : api::Endpoint::kChat;
   const api::ApiConfig config{.n_ctx = (data[0] & 2) ? 393216 : 4096};
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  // Bits 2-3 also run the Anthropic Messages and the Responses parsers on the same body.
+  if (data[0] & 4) {
+    auto m = api::parse_messages_request(body, config);
+    if (auto* e = std::get_if<api::ApiError>(&m)) {
+      require(e->status == 400 || e->status == 404);
+      require(!nlohmann::json::parse(api::anthropic_error_body(*e), nullptr, false).is_discarded());
+    } else {
+      require(!std::get<api::ApiRequest>(m).messages.empty());
+    }
+  }
+  if (data[0] & 8) {
+    api::ResponsesStore store(2);
+    auto p = api::parse_responses_request(body, config, &store);
+    if (auto* e = std::get_if<api::ApiError>(&p)) {
+      require(e->status == 400 || e->status == 404);
+    } else {
+      require(!std::get<api::ResponsesParsed>(p).request.messages.empty());
+    }
+  }
 
   auto r = api::parse_request(endpoint, body, config);
   if (auto* e = std::get_if<api::ApiError>(&r)) {
