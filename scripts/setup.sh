@@ -47,10 +47,12 @@ if [[ ! -d "$root/tests/server/node_modules/openai" ||
   (cd "$root/tests/server" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # The agent CLIs of the `clients` tests (Claude Code, Codex, opencode: native binaries, ~800 MB,
-# pinned by tests/clients/package-lock.json).
+# pinned by tests/clients/package-lock.json). `npm install`, not `npm ci`: the lock holds the
+# linux-x64 binary packages only (the registry here serves no other platforms' optional ones),
+# which `npm ci` refuses as out of sync; `npm install` follows the lock and leaves it unchanged.
 if [[ ! -x "$root/tests/clients/node_modules/.bin/claude" ||
       ! -x "$root/tests/clients/node_modules/.bin/codex" ||
       ! -x "$root/tests/clients/node_modules/.bin/opencode" ]]; then
   echo "setup: installing the agent CLIs into tests/clients/node_modules"
-  (cd "$root/tests/clients" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$root/tests/clients" && npm install --no-audit --no-fund --loglevel=error)
 fi
