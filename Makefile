@@ -49,7 +49,7 @@ test-asan: setup
 
 # ThreadSanitizer on the serving stack: HTTP threads, the scheduler thread and cancellation race
 # by design. Only the targets those tests need are built.
-TSAN_TARGETS = ds4-gguf ds4-server serve_test api_test scheduler_test
+TSAN_TARGETS = ds4-gguf ds4-server ds4-loadgen serve_test api_test scheduler_test
 test-tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_TSAN=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
