@@ -68,6 +68,10 @@ std::vector<ToolMapEntry> decode_kvc_tool_map(std::span<const uint8_t> section,
     *error = "the tool-id map section has no KTM version 1 header";
     return out;
   }
+  if (count == 0) {  // the encoder writes no section for an empty map
+    *error = "the tool-id map section holds no entries";
+    return out;
+  }
   if (count > 4 * static_cast<uint64_t>(limits.max_tool_ids)) {
     *error = "the tool-id map claims " + std::to_string(count) + " entries";
     return out;
