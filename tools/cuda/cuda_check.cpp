@@ -1,11 +1,11 @@
 // tools/cuda/cuda_check.cpp: `ds4-cuda-check MODELS_DIR REF_DIR [LONG_TOKENS]` -- the CUDA
 // backend's evidence on the GPU machine (which has no GoogleTest): (1) the Hugging Face reference
-// gates of tests/model on CUDA, (2) CUDA against the CPU reference on the quantized recipes,
-// (3) a long-context run against the CPU backend. Prints a table; exit status 1 on any failure.
-// The CUDA backend runs in both of its modes: the default, which must match the CPU bit for bit,
-// and fast prefill (DS4_CUDA_FAST_PREFILL=1), which must pass the Hugging Face gates; its distance
-// from the CPU on the quantized recipes is printed as information (no gate: the recipes' FP8 and
-// int8 simulation turns last-bit differences into code flips, bench/h200.md).
+// gates on CUDA (F32 recipe, simulations off), (2) CUDA against the CPU reference on the quantized
+// recipes (canonical mode), (3) the decode paths, (4) a long-context run against the CPU backend.
+// Prints a table; exit status 1 on any failure. The CUDA backend is not bit-identical to the CPU
+// backend (its products and attention sums add in other orders, on tensor cores): every gate is a
+// tolerance below, named with its reason (design rule R14). Both prefill modes (the default and
+// DS4_CUDA_FAST_PREFILL=1) must pass them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +21,27 @@
 namespace {
 
 using ds4::TokenId;
+
+// Hugging Face mode, F32 recipe: the CUDA backend computes the reference's function in float
+// arithmetic with other summation orders (cuBLAS FP32 GEMMs, batched attention); that moves the
+// last logits by ~1e-6 relative (bench/h200.md). 1e-3 is the issue-27 bound: ten times the CPU
+// backend's own 1e-4 gate (tests/model), room for FP16-input tensor-core products.
+constexpr double kHfRelL2 = 1e-3;
+// Top-1 of every prompt position equal to the reference's at this fraction of positions or more:
+// a position whose two best logits are closer than the arithmetic noise may flip.
+constexpr double kHfTop1Agree = 0.995;
+// The greedy continuation must equal the reference's at every step until the first one whose
+// top-1 margin (logit of the best minus the second best) is below this: under it, float
+// rounding may legitimately pick the other token and the continuations part. The CPU backend's
+// margins stand in for the reference's (the CPU is within 1e-4 of it, tests/model).
+constexpr float kHfGreedyMargin = 0.01f;
+// Canonical mode, quantized recipes, CUDA against the CPU backend per position: the FP8 / int8
+// activation simulation turns last-bit differences into different codes now and then, which
+// moves logits by a few percent (bench/h200.md); the mean KL divergence of the next-token
+// distributions stays far below a change of behaviour at 1e-2 nats.
+constexpr double kQuantMeanKld = 1e-2;
+// ... and the per-position top-1 tokens agree at this fraction of positions or more.
+constexpr double kQuantTop1Agree = 0.95;
 
 // Sets DS4_CUDA_FAST_PREFILL for the CUDA engines opened in its scope (the backend reads it when
 // it is created), then unsets it.
@@ -71,20 +92,71 @@ class Checker {
     return static_cast<TokenId>(b);
   }
 
-  static std::vector<TokenId> greedy(ds4::Session& s, int n) {
-    std::vector<TokenId> out;
-    for (int i = 0; i < n; ++i) {
-      out.push_back(argmax(s.logits()));
-      if (!s.eval(out.back()).is_ok()) break;
+  // Best logit minus the second best.
+  static float margin(std::span<const float> v) {
+    float a = -INFINITY, b = -INFINITY;
+    for (float x : v) {
+      if (x > a) {
+        b = a, a = x;
+      } else if (x > b) {
+        b = x;
+      }
     }
-    return out;
+    return a - b;
+  }
+
+  // KL(P || Q) in nats of the softmax distributions of two logit rows (P the reference).
+  static double kld(const float* p, const float* q, size_t n) {
+    const double mp = *std::max_element(p, p + n), mq = *std::max_element(q, q + n);
+    double zp = 0, zq = 0;
+    for (size_t i = 0; i < n; ++i) zp += std::exp(p[i] - mp), zq += std::exp(q[i] - mq);
+    const double lp = mp + std::log(zp), lq = mq + std::log(zq);
+    double k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double pi = std::exp(p[i] - lp);
+      k += pi * ((p[i] - lp) - (q[i] - lq));
+    }
+    return std::max(k, 0.0);
+  }
+
+  struct Greedy {
+    std::vector<TokenId> tokens;
+    std::vector<float> margins;
+  };
+  static Greedy greedy(ds4::Session& s, int n) {
+    Greedy g;
+    for (int i = 0; i < n; ++i) {
+      g.tokens.push_back(argmax(s.logits()));
+      g.margins.push_back(margin(s.logits()));
+      if (!s.eval(g.tokens.back()).is_ok()) break;
+    }
+    return g;
+  }
+
+  // Mean per-position KLD (a the reference) and top-1 agreement of two all-position logit sets.
+  struct Agreement {
+    double mean_kld = 0, top1 = 0;
+  };
+  static Agreement agreement(const std::vector<float>& a, const std::vector<float>& b, int v) {
+    const size_t n = a.size() / v;
+    Agreement r;
+    for (size_t p = 0; p < n; ++p) {
+      const float *pa = a.data() + p * v, *pb = b.data() + p * v;
+      r.mean_kld += kld(pa, pb, v);
+      r.top1 += argmax({pa, size_t(v)}) == argmax({pb, size_t(v)});
+    }
+    r.mean_kld /= std::max<size_t>(n, 1);
+    r.top1 /= std::max<size_t>(n, 1);
+    return r;
   }
 
   void reference_gates(const std::string& models, const std::string& refs, const std::string& shape,
                        bool exact) {
     const CudaMode mode(exact);
-    auto e = open(models + "/" + shape + "-f32.gguf", ds4::BackendKind::kCuda, true);
-    if (!e) return;
+    const std::string path = models + "/" + shape + "-f32.gguf";
+    auto e = open(path, ds4::BackendKind::kCuda, true);
+    auto cpu = open(path, ds4::BackendKind::kCpu, true);
+    if (!e || !cpu) return;
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(refs + "/" + shape + ".json"));
     std::ifstream lf(refs + "/" + shape + ".logits.f32", std::ios::binary);
     const int v = e->info().n_vocab;
@@ -92,9 +164,11 @@ class Checker {
     for (const auto& c : j["cases"]) {
       lf.read(reinterpret_cast<char*>(last.data()), v * sizeof(float));
       const auto toks = c["tokens"].get<std::vector<TokenId>>();
-      auto s = std::move(e->create_session({.n_ctx = 1024, .prefill_chunk = 128})).value();
+      const ds4::SessionOptions so{.n_ctx = 1024, .prefill_chunk = 128};
+      auto s = std::move(e->create_session(so)).value();
+      auto r = std::move(cpu->create_session(so)).value();
       std::vector<float> all;
-      if (!s->append(toks, &all).is_ok()) {
+      if (!s->append(toks, &all).is_ok() || !r->append(toks).is_ok()) {
         verdict(false, "append", shape);
         continue;
       }
@@ -102,25 +176,38 @@ class Checker {
       for (size_t p = 0; p < toks.size(); ++p) {
         mism += argmax({all.data() + p * v, size_t(v)}) != c["topk_ids"][p][0].get<TokenId>();
       }
+      const double agree = 1.0 - double(mism) / double(toks.size());
       const double err = rel_l2(s->logits().data(), last.data(), v);
-      const auto gen = greedy(*s, 32);
+      const auto gen = greedy(*s, 32), ref = greedy(*r, 32);
       const auto want = c["continuation_without_cache"].get<std::vector<TokenId>>();
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "rel L2 %.3g, top-1 mismatches %d, greedy %s", err, mism,
-                    gen == want ? "identical" : "DIFFERENT");
+      // Steps the gate covers: up to the first one whose margin is under kHfGreedyMargin (or where
+      // the CPU itself leaves the reference, which tests/model would report).
+      size_t covered = 0;
+      while (covered < want.size() && covered < ref.tokens.size() &&
+             ref.margins[covered] >= kHfGreedyMargin && ref.tokens[covered] == want[covered])
+        ++covered;
+      const bool greedy_ok = gen.tokens.size() >= covered &&
+                             std::equal(want.begin(), want.begin() + covered, gen.tokens.begin());
+      const bool all_same = gen.tokens == want;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "rel L2 %.3g, top-1 %d of %zu, greedy %s (%zu of %zu steps gated, %s)", err,
+                    int(toks.size()) - mism, toks.size(), greedy_ok ? "ok" : "DIFFERENT", covered,
+                    want.size(), all_same ? "all identical" : "parts later");
       const std::string what = "HF " + shape + " " + std::to_string(toks.size()) +
                                " tokens (CUDA " + CudaMode::name(exact) + ")";
-      verdict(err < 1e-4 && mism == 0 && gen == want, what.c_str(), buf);
+      verdict(err <= kHfRelL2 && agree >= kHfTop1Agree && greedy_ok, what.c_str(), buf);
     }
   }
 
-  // exact: the logits must equal the CPU's bit for bit; otherwise the distance is information.
+  // CUDA against the CPU in canonical mode: per-position mean KLD and top-1 agreement over the
+  // whole prompt; the last logits' distance and the greedy continuation are information.
   void cpu_vs_cuda(const std::string& models, const std::string& refs, const std::string& shape,
-                   const std::string& recipe, bool exact, bool hf = false) {
+                   const std::string& recipe, bool exact) {
     const std::string path = models + "/" + shape + "-" + recipe + ".gguf";
     const CudaMode mode(exact);
-    auto cpu = open(path, ds4::BackendKind::kCpu, hf);
-    auto gpu = open(path, ds4::BackendKind::kCuda, hf);
+    auto cpu = open(path, ds4::BackendKind::kCpu, false);
+    auto gpu = open(path, ds4::BackendKind::kCuda, false);
     if (!cpu || !gpu) return;
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(refs + "/" + shape + ".json"));
     const int v = cpu->info().n_vocab;
@@ -128,30 +215,34 @@ class Checker {
       const auto toks = c["tokens"].get<std::vector<TokenId>>();
       auto a = std::move(cpu->create_session({.n_ctx = 1024, .prefill_chunk = 128})).value();
       auto b = std::move(gpu->create_session({.n_ctx = 1024, .prefill_chunk = 128})).value();
-      if (!a->append(toks).is_ok() || !b->append(toks).is_ok()) {
+      std::vector<float> la, lb;
+      if (!a->append(toks, &la).is_ok() || !b->append(toks, &lb).is_ok()) {
         verdict(false, "append", path);
         continue;
       }
+      const Agreement ag = agreement(la, lb, v);
       const double err = rel_l2(b->logits().data(), a->logits().data(), v);
       const auto ga = greedy(*a, 32), gb = greedy(*b, 32);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "last logits rel L2 %.3g, greedy %s", err,
-                    ga == gb ? "identical" : "DIFFERENT");
+      size_t same = 0;
+      while (same < ga.tokens.size() && same < gb.tokens.size() &&
+             ga.tokens[same] == gb.tokens[same])
+        ++same;
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "mean KLD %.3g, top-1 %.1f%%, last rel L2 %.3g, greedy %zu of %zu identical",
+                    ag.mean_kld, 100 * ag.top1, err, same, ga.tokens.size());
       const std::string what = std::string("CPU vs CUDA ") + CudaMode::name(exact) + " " + shape +
-                               "-" + recipe + (hf ? " (HF mode) " : " ") +
-                               std::to_string(toks.size()) + " tokens";
-      if (exact) {
-        verdict(err == 0 && ga == gb, what.c_str(), buf);
-      } else {
-        std::printf("%-4s %-58s %s\n", "info", what.c_str(), buf);
-      }
+                               "-" + recipe + " " + std::to_string(toks.size()) + " tokens";
+      verdict(ag.mean_kld <= kQuantMeanKld && ag.top1 >= kQuantTop1Agree, what.c_str(), buf);
     }
   }
 
   // Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
-  // (DS4_CUDA_GRAPHS=0) and the CPU: every step's logits bit for bit, over enough steps to cross
-  // compressor emissions (every 4th and 128th position) and the indexer's start. The graphs are
-  // cut at every sublayer (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have.
+  // (DS4_CUDA_GRAPHS=0) and the CPU, over enough steps to cross compressor emissions (every 4th
+  // and 128th position) and the indexer's start; all three follow the CPU's greedy tokens. The
+  // graphs replay the eager launches, so their logits must be the eager ones bit for bit; the CPU
+  // is held to the quantized recipes' tolerances. The graphs are cut at every sublayer
+  // (DS4_CUDA_GRAPH_SEGMENT=1), the most segments a step can have.
   void decode_paths(const std::string& models, int steps) {
     const std::string path = models + "/tiny-q2.gguf";
     setenv("DS4_CUDA_GRAPHS", "0", 1);
@@ -169,19 +260,24 @@ class Checker {
     std::vector<TokenId> prompt{0};
     for (int i = 1; i < 100; ++i) prompt.push_back(static_cast<TokenId>(1000 + 37 * i));
     bool ok = a->append(prompt).is_ok() && b->append(prompt).is_ok() && c->append(prompt).is_ok();
-    int diff_eager = 0, diff_graph = 0, done = 0;
+    int diff_graph = 0, done = 0, top1 = 0;
+    double sum_kld = 0;
     for (; ok && done < steps; ++done) {
       const auto la = a->logits(), lb = b->logits(), lc = c->logits();
-      diff_eager += !std::equal(la.begin(), la.end(), lb.begin(), lb.end());
+      sum_kld += kld(la.data(), lb.data(), la.size());
       diff_graph += !std::equal(lb.begin(), lb.end(), lc.begin(), lc.end());
       const TokenId t = argmax(la);
+      top1 += argmax(lb) == t;
       ok = a->eval(t).is_ok() && b->eval(t).is_ok() && c->eval(t).is_ok();
     }
+    const double mean_kld = sum_kld / std::max(done, 1);
+    const double agree = double(top1) / std::max(done, 1);
     char buf[200];
     std::snprintf(buf, sizeof buf,
-                  "%d steps: logits differ CPU vs eager CUDA in %d, eager vs graphs in %d", done,
-                  diff_eager, diff_graph);
-    verdict(ok && diff_eager == 0 && diff_graph == 0, "decode: CPU, CUDA eager, CUDA graphs", buf);
+                  "%d steps: CPU vs CUDA mean KLD %.3g, top-1 %.1f%%; eager vs graphs differ in %d",
+                  done, mean_kld, 100 * agree, diff_graph);
+    verdict(ok && diff_graph == 0 && mean_kld <= kQuantMeanKld && agree >= kQuantTop1Agree,
+            "decode: CPU, CUDA eager, CUDA graphs", buf);
   }
 
   void long_context(const std::string& models, int n) {
@@ -198,7 +294,8 @@ class Checker {
     const int chunk = 2048;
     auto a = std::move(cpu->create_session({.n_ctx = n + 64, .prefill_chunk = chunk})).value();
     auto b = std::move(gpu->create_session({.n_ctx = n + 64, .prefill_chunk = chunk})).value();
-    double worst = 0, t_cpu = 0, t_gpu = 0;
+    double worst = 0, sum_kld = 0, t_cpu = 0, t_gpu = 0;
+    int ends = 0, top1 = 0;
     bool finite = true;
     for (int at = 0; at < n; at += chunk) {
       const std::span<const TokenId> part(toks.data() + at, std::min(chunk, n - at));
@@ -210,16 +307,22 @@ class Checker {
       t_cpu += std::chrono::duration<double>(t1 - t0).count();
       t_gpu += std::chrono::duration<double>(t2 - t1).count();
       for (float f : b->logits()) finite = finite && std::isfinite(f);
-      worst = std::max(worst, rel_l2(b->logits().data(), a->logits().data(), a->logits().size()));
+      const auto la = a->logits(), lb = b->logits();
+      worst = std::max(worst, rel_l2(lb.data(), la.data(), la.size()));
+      sum_kld += kld(la.data(), lb.data(), la.size());
+      top1 += argmax(la) == argmax(lb);
+      ++ends;
     }
     const auto ga = greedy(*a, 16), gb = greedy(*b, 16);
-    char buf[200];
-    std::snprintf(
-        buf, sizeof buf,
-        "worst chunk-end logits rel L2 %.3g, greedy %s, finite %s; CPU %.1f s, CUDA %.1f s", worst,
-        ga == gb ? "identical" : "DIFFERENT", finite ? "yes" : "NO", t_cpu, t_gpu);
+    const double mean_kld = sum_kld / std::max(ends, 1), agree = double(top1) / std::max(ends, 1);
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "chunk ends: mean KLD %.3g, top-1 %.1f%%, worst rel L2 %.3g; greedy %s, finite "
+                  "%s; CPU %.1f s, CUDA %.1f s",
+                  mean_kld, 100 * agree, worst, ga.tokens == gb.tokens ? "identical" : "differs",
+                  finite ? "yes" : "NO", t_cpu, t_gpu);
     const std::string what = "long context tiny-q2 " + std::to_string(n) + " tokens";
-    verdict(worst < 1e-3 && ga == gb && finite, what.c_str(), buf);
+    verdict(mean_kld <= kQuantMeanKld && agree >= kQuantTop1Agree && finite, what.c_str(), buf);
   }
 };
 
@@ -233,12 +336,6 @@ int main(int argc, char** argv) {
   const std::string models = argv[1], refs = argv[2];
   const int long_tokens = argc > 3 ? std::atoi(argv[3]) : 0;
   Checker ck;
-  if (long_tokens < 0) {  // diagnosis: which numerics switch or weight type differs
-    ck.cpu_vs_cuda(models, refs, "tiny", "f32", true, false);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q8", true, true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "f16", true, true);
-    ck.cpu_vs_cuda(models, refs, "tiny", "q2", true, true);
-  }
   for (const bool exact : {true, false}) {
     for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape, exact);
     for (const char* recipe : {"q8", "q2", "q4"})

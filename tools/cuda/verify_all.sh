@@ -73,6 +73,14 @@
 #   maxima   ds4-cuda-check with the weighted sum finding its own maxima
 #            (DS4_CUDA_SCORE_MAXIMA=0), then the bench A/B of that and the scores kernel handing
 #            them over (the default)
+#   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
+#            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
+#   blassplit the same with cuBLAS F16 products on the rows' F16 rounding only
+#            (DS4_CUDA_BLAS_SPLIT=0) and on their hi + lo parts (the default)
+#   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
+#            outside the repository) on the same Flash q2 file and prompt, 2k to 32k doubling,
+#            GEN_TOKENS (default 64) per frontier, beside `bench` (which then also generates
+#            GEN_TOKENS): the side-by-side ratio of bench/h200.md
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
@@ -137,6 +145,12 @@ source tools/cuda/common.sh
 export out m=/dev/shm/ds4-models DS4_FLASH
 export -f ds4_build ds4_flash_model models repl_one repl
 
+# ds4 (the oracle) builds in the background beside ours when ds4bench runs.
+if has ds4bench; then
+  rm -rf /dev/shm/ds4src && cp -r .devdeps/ds4src /dev/shm/ds4src
+  (cd /dev/shm/ds4src && make -j8 ds4-bench CUDA_ARCH=sm_90 > "$out/ds4-build.log" 2>&1
+    echo "ds4-bench build rc $?" >> "$out/ds4-build.log") &
+fi
 step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
@@ -194,7 +208,7 @@ if has flash; then
   tail -5 "$out/flash.log"
 fi
 if has bench; then
-  OUT=$out STEP_MUL=2 step bench 500 bash tools/cuda/flash_bench.sh 32768 16
+  OUT=$out STEP_MUL=2 step bench 500 bash tools/cuda/flash_bench.sh 32768 "${GEN_TOKENS:-16}"
   tail -14 "$out/bench.log"
 fi
 if has bench128; then
@@ -261,6 +275,21 @@ has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 2 1 &&
 has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&
   tail -4 "$out/maxima.log"
 has q8kraw && step q8kraw 400 ab q8kraw DS4_CUDA_Q8K_RAW && tail -4 "$out/q8kraw.log"
+has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
+has blassplit && step blassplit 400 ab blassplit DS4_CUDA_BLAS_SPLIT 0 1 any &&
+  tail -4 "$out/blassplit.log"
+ds4bench() {
+  # The background build (started by the parent shell) ends with its rc line.
+  until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done
+  tail -2 "$out/ds4-build.log"
+  [[ -x /dev/shm/ds4src/ds4-bench ]] || return 1
+  /dev/shm/ds4src/ds4-bench -m "$DS4_FLASH" --cuda --prompt-file .devdeps/promessi_sposi.txt \
+    --ctx-start 2048 --ctx-max 32768 --step-mul 2 --gen-tokens "${GEN_TOKENS:-64}" \
+    --csv "$out/ds4_bench.csv" 2> "$out/ds4_bench_err.txt"
+  cat "$out/ds4_bench.csv"
+}
+export -f ds4bench
+has ds4bench && step ds4bench 500 ds4bench && tail -8 "$out/ds4bench.log"
 has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh

@@ -118,6 +118,7 @@ void PinnedInts::reserve(size_t n) {
 
 CudaBackend::CudaBackend(const Options& options) : options_(options) {
   DS4_CUDA_CHECK(cudaStreamCreate(&stream_));
+  if (options_.blas) blas_ = std::make_unique<BlasProducts>(options_.blas_split);
 }
 
 void CudaBackend::begin_step(std::span<const RowTag> rows) {
@@ -184,7 +185,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // on the FP64 tensor cores instead of the CPU's float adds in order: as close to the Hugging Face
   // reference, ~10% faster prefill on the H200, no longer bit-identical to the CPU backend (with
   // the FP8/int8 simulation of the quantized recipes a last-bit difference flips a code now and
-  // then: the logits move by a few percent; bench/h200.md).
+  // then: the logits move by a few percent; bench/h200.md). DS4_CUDA_BLAS=0 keeps the prefill
+  // F16 / F32 products on the FP64 tensor-core kernel instead of cuBLAS (blas_products.h);
+  // DS4_CUDA_BLAS_SPLIT=0 gives cuBLAS the F16 rounding of the rows only (no lo part).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
@@ -194,6 +197,8 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.imma = env_switch("DS4_CUDA_IMMA", true);
   o.fast_prefill = env_switch("DS4_CUDA_FAST_PREFILL", false);
   o.hc_split = env_switch("DS4_CUDA_HC_SPLIT", o.hc_split);
+  o.blas = env_switch("DS4_CUDA_BLAS", o.blas);
+  o.blas_split = env_switch("DS4_CUDA_BLAS_SPLIT", o.blas_split);
   return new CudaBackend(o);
 }
 
@@ -442,6 +447,13 @@ const void* CudaBackend::encode_for(const Weight& w, const float* x, int64_t x_r
 void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_cols,
                                  const int32_t* experts, const int32_t* rows, int64_t n_slots,
                                  int groups, float* y, const SlotGroups* by_expert) {
+  const auto* xf = static_cast<const float*>(enc);  // float weights: enc is the float rows
+  if (blas_ && BlasProducts::applies(w, experts, rows, groups, n_slots, xf)) {
+    const int64_t need = blas_->scratch_bytes(w, n_slots);
+    if (need > 0) grow(blas_scratch_, static_cast<size_t>(need));
+    blas_->run(w, xf, n_slots, y, blas_scratch_.get(), stream_);
+    return;
+  }
   const int64_t split = matmul_split_bytes(w, n_slots, groups, experts != nullptr);
   if (split > 0) grow(split_, static_cast<size_t>(split));
   launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/blas_products.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/step_graph.h"
@@ -89,6 +90,10 @@ class CudaBackend final : public Backend {
     // norm, the mixing product on the FP64 tensor cores, the mix, the collapse, the norm) instead
     // of hc_pre_rows_kernel, whose CTA per row reads the 24 x 16,384 mixing weights once per row.
     bool hc_split = true;
+    // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
+    // (blas_products.h); blas_split: F16 products take the float rows as F16 hi + lo parts.
+    bool blas = true;
+    bool blas_split = true;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -167,6 +172,8 @@ class CudaBackend final : public Backend {
   int last_step_rows_ = 0;    // rows of the last step (0: none since the sequences changed)
   int last_step_seq_ = -1;
   StepGraph graph_{options_.graph_segment};
+  std::unique_ptr<BlasProducts> blas_;  // null when options_.blas is off
+  DeviceMemory blas_scratch_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
       index_scores_, visible_, tickets_, split_;
 };
