@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tools/cuda/verify_all.sh [STEPS]: one device session's worth of checks, on the GPU machine from
 # the repository root (with the carried .devdeps prefix). STEPS is a comma list of
-#   kernels  matmul_check (planar dots bit-exact, routing, top-k)
+#   kernels  matmul_check on the default paths (planar dots bit-exact, cuBLAS products within
+#            tolerance, routing, top-k)
+#   kernelsall matmul_check on the default paths and every switched variant
 #   check    ds4-cuda-check on the test shapes (HF gates, CPU == CUDA bit for bit)
 #   long     ds4-cuda-check with a 65,536-token CPU-vs-CUDA long-context run
 #   repl     the REPL path with --backend cuda against the CPU backend (transcript + snapshot)
@@ -159,7 +161,7 @@ step models 120 models
 # one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, with
 # the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, with
 # Q8_0 on one row tile per warp, and with Q8_K activation codes copied word by word.
-kernels() {
+kernelsall() {
   build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
     DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
     DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
@@ -170,8 +172,9 @@ kernels() {
     DS4_CUDA_Q8_ROW_TILES=1 build-dev/bin/matmul_check &&
     DS4_CUDA_Q8K_RAW=0 build-dev/bin/matmul_check
 }
-export -f kernels
-has kernels && step kernels 260 kernels && grep -c "0 of .* tests failed" "$out/kernels.log"
+export -f kernelsall
+has kernels && step kernels 60 build-dev/bin/matmul_check && tail -1 "$out/kernels.log"
+has kernelsall && step kernelsall 260 kernelsall && grep -c "0 of .* tests failed" "$out/kernelsall.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
@@ -196,7 +199,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | check | long | repl | sass) ;;
+    kernels | kernelsall | check | long | repl | sass) ;;
     *) needs_flash=1 ;;
   esac
 done
