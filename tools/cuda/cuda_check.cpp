@@ -221,6 +221,11 @@ class Checker {
         continue;
       }
       const Agreement ag = agreement(la, lb, v);
+      std::vector<float> margins;
+      for (size_t p = 0; p < toks.size(); ++p)
+        margins.push_back(margin({la.data() + p * v, size_t(v)}));
+      std::nth_element(margins.begin(), margins.begin() + margins.size() / 2, margins.end());
+      const float median_margin = margins[margins.size() / 2];
       const double err = rel_l2(b->logits().data(), a->logits().data(), v);
       const auto ga = greedy(*a, 32), gb = greedy(*b, 32);
       size_t same = 0;
@@ -229,8 +234,9 @@ class Checker {
         ++same;
       char buf[200];
       std::snprintf(buf, sizeof buf,
-                    "mean KLD %.3g, top-1 %.1f%%, last rel L2 %.3g, greedy %zu of %zu identical",
-                    ag.mean_kld, 100 * ag.top1, err, same, ga.tokens.size());
+                    "mean KLD %.3g, top-1 %.1f%%, last rel L2 %.3g, greedy %zu of %zu identical, "
+                    "CPU median top-1 margin %.3g",
+                    ag.mean_kld, 100 * ag.top1, err, same, ga.tokens.size(), median_margin);
       const std::string what = std::string("CPU vs CUDA ") + CudaMode::name(exact) + " " + shape +
                                "-" + recipe + " " + std::to_string(toks.size()) + " tokens";
       verdict(ag.mean_kld <= kQuantMeanKld && ag.top1 >= kQuantTop1Agree, what.c_str(), buf);
@@ -338,9 +344,10 @@ int main(int argc, char** argv) {
   Checker ck;
   for (const bool exact : {true, false}) {
     for (const char* shape : {"tiny", "small"}) ck.reference_gates(models, refs, shape, exact);
-    for (const char* recipe : {"q8", "q2", "q4"})
+    // "d": the same recipe synthesized with --decisive-routing (docs/synth.md).
+    for (const char* recipe : {"q8", "q2", "q4", "q8d", "q2d", "q4d"})
       ck.cpu_vs_cuda(models, refs, "tiny", recipe, exact);
-    ck.cpu_vs_cuda(models, refs, "small", "q2", exact);
+    for (const char* recipe : {"q2", "q2d"}) ck.cpu_vs_cuda(models, refs, "small", recipe, exact);
   }
   ck.decode_paths(models, 400);
   if (long_tokens > 0) ck.long_context(models, long_tokens);

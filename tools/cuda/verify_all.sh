@@ -5,6 +5,7 @@
 #            tolerance, routing, top-k)
 #   kernelsall matmul_check on the default paths and every switched variant
 #   check    ds4-cuda-check on the test shapes (HF gates, CPU == CUDA bit for bit)
+#   checkblas ds4-cuda-check with the prefill F16 / F32 products off cuBLAS (DS4_CUDA_BLAS=0)
 #   long     ds4-cuda-check with a 65,536-token CPU-vs-CUDA long-context run
 #   repl     the REPL path with --backend cuda against the CPU backend (transcript + snapshot)
 #   flash    the Flash q2 file: ds4 one-shot (prefill + decode timing, GPU memory)
@@ -122,11 +123,14 @@ step() {
 
 models() {
   mkdir -p "$m"
-  for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2; do
-    local shape=${spec%:*} recipe=${spec#*:}
+  # A recipe name ending in d (q2d): that recipe with --decisive-routing.
+  for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2 tiny:q8d tiny:q2d \
+    tiny:q4d small:q2d; do
+    local shape=${spec%:*} recipe=${spec#*:} extra=()
+    [[ $recipe == *d ]] && extra=(--decisive-routing)
     [[ -s $m/$shape-$recipe.gguf ]] || build-dev/bin/ds4-gguf synth --shape "$shape" \
-      --quant "$recipe" --seed 1 --vocab .devdeps/ds4-vocab.gguf -o "$m/$shape-$recipe.gguf" ||
-      return 1
+      --quant "${recipe%d}" --seed 1 --vocab .devdeps/ds4-vocab.gguf "${extra[@]}" \
+      -o "$m/$shape-$recipe.gguf" || return 1
   done
 }
 # The REPL path with --backend cuda (stdin piped: two turns, /ctx, /save): its text must equal the
@@ -177,6 +181,10 @@ has kernels && step kernels 60 build-dev/bin/matmul_check && tail -1 "$out/kerne
 has kernelsall && step kernelsall 260 kernelsall && grep -c "0 of .* tests failed" "$out/kernelsall.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
+# checkoff VAR: ds4-cuda-check with VAR=0 (a path switched off), its table only.
+checkoff() { env "$1=0" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
+export -f checkoff
+has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
