@@ -78,8 +78,6 @@
 #            them over (the default)
 #   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
 #            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
-#   blassplit the same with cuBLAS F16 products on the rows' F16 rounding only
-#            (DS4_CUDA_BLAS_SPLIT=0) and on their hi + lo parts (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
 #            outside the repository) on the same Flash q2 file and prompt, 2k to 32k doubling,
 #            GEN_TOKENS (default 64) per frontier, beside `bench` (which then also generates
@@ -287,8 +285,6 @@ has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&
   tail -4 "$out/maxima.log"
 has q8kraw && step q8kraw 400 ab q8kraw DS4_CUDA_Q8K_RAW && tail -4 "$out/q8kraw.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
-has blassplit && step blassplit 400 ab blassplit DS4_CUDA_BLAS_SPLIT 0 1 any &&
-  tail -4 "$out/blassplit.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done

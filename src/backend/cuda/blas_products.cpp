@@ -17,7 +17,7 @@
 
 namespace ds4::backend::cuda {
 
-BlasProducts::BlasProducts(bool split_f16) : split_f16_(split_f16) {
+BlasProducts::BlasProducts() {
   DS4_CUBLAS_CHECK(cublasCreate(&handle_));
   // Reductions in FP32 throughout (no reduced-precision split-K reductions).
   DS4_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
@@ -37,7 +37,7 @@ bool BlasProducts::applies(const Weight& w, const int32_t* experts, const int32_
 
 int64_t BlasProducts::scratch_bytes(const Weight& w, int64_t n_rows) const {
   if (w.type != gguf::GgufType::kF16) return 0;
-  return (split_f16_ ? 2 : 1) * n_rows * w.ne[0] * static_cast<int64_t>(sizeof(__half));
+  return 2 * n_rows * w.ne[0] * static_cast<int64_t>(sizeof(__half));
 }
 
 void BlasProducts::run(const Weight& w, const float* x, int64_t n_rows, float* y, void* scratch,
@@ -58,16 +58,14 @@ void BlasProducts::run(const Weight& w, const float* x, int64_t n_rows, float* y
   }
   DS4_CHECK(w.type == gguf::GgufType::kF16 && scratch != nullptr);
   auto* hi = static_cast<__half*>(scratch);
-  __half* lo = split_f16_ ? hi + n_rows * cols : nullptr;
+  __half* lo = hi + n_rows * cols;
   launch_f16_split(x, n_rows * cols, hi, lo, s);
   DS4_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w.data,
                                 CUDA_R_16F, k, hi, CUDA_R_16F, k, &zero, y, CUDA_R_32F, m,
                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  if (lo != nullptr) {
-    DS4_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w.data,
-                                  CUDA_R_16F, k, lo, CUDA_R_16F, k, &one, y, CUDA_R_32F, m,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
+  DS4_CUBLAS_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w.data,
+                                CUDA_R_16F, k, lo, CUDA_R_16F, k, &one, y, CUDA_R_32F, m,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ds4::backend::cuda

@@ -4,10 +4,10 @@
 // tensor-core kernels run near the chip's rate and a hand-written kernel gained nothing to show).
 // F32 weights: one FP32 GEMM (CUBLAS_COMPUTE_32F, no TF32). F16 weights: the float rows split into
 // F16 hi + lo parts (kernels/f16_split.cuh), W . x = W . hi + W . lo as two F16 tensor-core GEMMs
-// with FP32 accumulation (~2^-22 relative input error; DS4_CUDA_BLAS_SPLIT=0 keeps the hi part
-// only, ~2^-12). Not bit-identical to the CPU's dots; within the CUDA backend's tolerances
-// (tools/cuda/cuda_check.cpp).
-// Owns: the cuBLAS handle. Does not own: the weights, activations or the scratch it is handed.
+// with FP32 accumulation (~2^-22 relative input error; the hi part alone, ~2^-12, measured 1.4%
+// faster prefill at 8k on the H200 and was removed: bench/h200.md). Not bit-identical to the CPU's
+// dots; within the CUDA backend's tolerances (tools/cuda/cuda_check.cpp). Owns: the cuBLAS handle.
+// Does not own: the weights, activations or the scratch it is handed.
 #pragma once
 
 #include <cublas_v2.h>
@@ -24,7 +24,7 @@ class BlasProducts {
   // From this many activation rows a product goes to cuBLAS (below, the decode kernels).
   static constexpr int64_t kMinRows = 16;
 
-  explicit BlasProducts(bool split_f16);
+  BlasProducts();
   ~BlasProducts();
   BlasProducts(const BlasProducts&) = delete;
   BlasProducts& operator=(const BlasProducts&) = delete;
@@ -41,7 +41,6 @@ class BlasProducts {
 
  private:
   cublasHandle_t handle_ = nullptr;
-  bool split_f16_ = true;
 };
 
 }  // namespace ds4::backend::cuda

@@ -91,9 +91,8 @@ class CudaBackend final : public Backend {
     // of hc_pre_rows_kernel, whose CTA per row reads the 24 x 16,384 mixing weights once per row.
     bool hc_split = true;
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
-    // (blas_products.h); blas_split: F16 products take the float rows as F16 hi + lo parts.
+    // (blas_products.h).
     bool blas = true;
-    bool blas_split = true;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
