@@ -186,6 +186,20 @@ bool mixed_prefill_and_decode(const BatchRun& run) {
   return false;
 }
 
+TraceDistance trace_distance(const PlanTrace& alone, const PlanTrace& batched) {
+  TraceDistance d;
+  const size_t n = std::min(alone.entries.size(), batched.entries.size());
+  for (size_t k = 0; k < n; ++k) {
+    const std::vector<float>& a = alone.entries[k].logits;
+    const std::vector<float>& b = batched.entries[k].logits;
+    if (a.size() != b.size()) continue;
+    ++d.entries;
+    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0) ++d.bit_identical;
+    d.max_rel_l2 = std::max(d.max_rel_l2, rel_l2(b, a));
+  }
+  return d;
+}
+
 std::string compare_traces(const PlanTrace& alone, const PlanTrace& batched, double max_rel_l2) {
   if (alone.entries.size() != batched.entries.size()) {
     return "entries: alone " + std::to_string(alone.entries.size()) + ", batched " +

@@ -70,4 +70,12 @@ bool mixed_prefill_and_decode(const BatchRun& run);
 // logits bit-identical (max_rel_l2 == 0) or within max_rel_l2. Returns "" or what differs.
 std::string compare_traces(const PlanTrace& alone, const PlanTrace& batched, double max_rel_l2);
 
+// How far a plan's batched logits are from its alone logits (entries of the same schedule).
+struct TraceDistance {
+  int entries = 0;
+  int bit_identical = 0;
+  double max_rel_l2 = 0.0;
+};
+TraceDistance trace_distance(const PlanTrace& alone, const PlanTrace& batched);
+
 }  // namespace ds4::test

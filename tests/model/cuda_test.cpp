@@ -3,6 +3,8 @@
 // which lacks GoogleTest, the same checks run through tools/cuda/verify_all.sh (steps check, long).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "batch_driver.h"
 #include "model_test_util.h"
 
@@ -61,6 +63,9 @@ TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
     for (size_t i = 0; i < plans.size(); ++i) {
       EXPECT_EQ(compare_traces(alone.plans[i], batched.plans[i], kCudaBatchRelL2), "")
           << "plan " << i;
+      const TraceDistance d = trace_distance(alone.plans[i], batched.plans[i]);
+      std::printf("[batch] %s plan %zu: %d of %d entries bit-identical, max rel L2 %.3g\n", name, i,
+                  d.bit_identical, d.entries, d.max_rel_l2);
     }
   }
 }
