@@ -158,10 +158,10 @@ BatchRun run_batched(Engine& engine, std::span<const BatchPlan> plans) {
   return run;
 }
 
-bool mixed_step_crosses(const BatchRun& run, int p) {
+bool mixed_step_crosses(const BatchRun& run, int p, int min_rows) {
   for (const PlanTrace& t : run.plans) {
     for (const EntryTrace& e : t.entries) {
-      if (e.pos0 > p || e.pos0 + e.n <= p) continue;
+      if (e.n < min_rows || e.pos0 > p || e.pos0 + e.n <= p) continue;
       for (size_t j = 0; j < run.plans.size(); ++j) {  // another plan in the same step?
         if (&run.plans[j] == &t) continue;
         for (const EntryTrace& o : run.plans[j].entries)

@@ -60,9 +60,9 @@ BatchRun run_alone(Engine& engine, std::span<const BatchPlan> plans);
 // All plans together, one Engine::step per step; every entry must be accepted.
 BatchRun run_batched(Engine& engine, std::span<const BatchPlan> plans);
 
-// Whether some step held at least two entries and a row at position p (an entry whose rows
-// cross p) -- e.g. p = 127 emits a ratio-128 compressed row.
-bool mixed_step_crosses(const BatchRun& run, int p);
+// Whether some step held at least two entries and an entry of at least min_rows rows whose rows
+// cross position p -- e.g. p = 127 emits a ratio-128 compressed row.
+bool mixed_step_crosses(const BatchRun& run, int p, int min_rows = 1);
 // Whether some step held a prefill chunk (n > 1) and a decode row (n == 1) of different plans.
 bool mixed_prefill_and_decode(const BatchRun& run);
 
