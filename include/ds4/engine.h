@@ -1,5 +1,6 @@
 // include/ds4/engine.h: loading a DeepSeek V4 model and creating inference sessions.
-// Owns: EngineOptions, the model facts apps need, and Session creation. An Engine owns the mapped
+// Owns: EngineOptions, the model facts apps need, Session creation, and the batched step that
+// advances several sessions in one forward pass (continuous batching). An Engine owns the mapped
 // model file, the backend and the bound weights; sessions borrow them, so an Engine must outlive
 // its sessions. Neither Engine nor Session is thread-safe: drive them from one thread.
 // Does not own: tokenization (ds4/tokenizer.h) or prompt rendering (ds4/chat.h).
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,8 +47,19 @@ struct ModelInfo {
   uint64_t file_bytes = 0;
 };
 
+// One entry of a batched step (Engine::step): a session of this engine and the tokens appended to
+// it in this step -- one token for a decoding session, a prefill chunk for a new request.
+struct StepEntry {
+  Session* session = nullptr;
+  std::span<const TokenId> tokens;  // borrowed for the call
+  Status status;                    // out: ok, or why the entry was refused (session unchanged)
+};
+
 class Engine {
  public:
+  // Rows one step may hold in all (the largest prefill chunk a session may have).
+  static constexpr int kMaxStepRows = 65536;
+
   // Opens and validates a model file (any shape ds4-gguf can produce). Errors: missing or
   // unreadable file, not a GGUF, wrong metadata or tensors (every problem listed), unknown backend.
   static Result<std::unique_ptr<Engine>> open(const EngineOptions& options);
@@ -67,6 +80,21 @@ class Engine {
 
   // A new empty session. Errors: n_ctx outside [1, n_ctx_max], prefill_chunk < 1, memory.
   Result<std::unique_ptr<Session>> create_session(const SessionOptions& options);
+
+  // Advances every entry's session by its tokens in ONE backend forward pass: the rows of all
+  // entries (entry order, each entry's rows consecutive, tagged with its session's sequence and
+  // absolute positions) form one batch. Afterwards each accepted session holds its new tokens and
+  // the logits after its last one, exactly as if append(entry.tokens) had been called on it alone
+  // (bit for bit on the CPU backend). An entry is refused -- entry.status says why, its session is
+  // left unchanged, and the other entries still run -- when its session is null or of another
+  // engine, when two entries name the same session (all of them are refused), when a token id is
+  // outside the vocabulary, or when its tokens would not fit the session's context (at most
+  // n_ctx - 1 tokens). An entry with no tokens is accepted and changes nothing. The step as a whole
+  // fails, with every entry's status set to that error and nothing changed, only when the accepted
+  // entries hold more than kMaxStepRows rows. Returns ok when the step ran (even if some entries
+  // were refused). A step's row count may exceed the sessions' prefill_chunk: the caller's token
+  // budget bounds it; the engine's activation buffers grow to the largest step seen.
+  Status step(std::span<StepEntry> entries);
 
   struct Impl;
 

@@ -17,6 +17,8 @@
 
 namespace ds4 {
 
+class Engine;
+
 struct SessionOptions {
   int n_ctx = 4096;  // maximum tokens the session can hold
   // Rows per batch when evaluating many tokens (does not change results; a GPU runs larger batches
@@ -75,6 +77,7 @@ class Session {
   explicit Session(std::unique_ptr<Impl> impl);
 
  private:
+  friend class Engine;  // Engine::step advances sessions it owns the backend of
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,5 +1,6 @@
 // src/engine/engine_impl.h: what an Engine holds and what its sessions borrow.
-// Owns: the mapped model file, the backend, the bound weights and the shared forward schedule.
+// Owns: the mapped model file, the backend, the bound weights, the shared forward schedule and
+// the scratch of a batched step.
 #pragma once
 
 #include <memory>
@@ -26,6 +27,9 @@ struct Engine::Impl {
   std::unique_ptr<backend::Buffer> logits;  // [rows][n_vocab], grown on demand
   int64_t logits_rows = 0;
   int next_seq = 0;
+  // Engine::step scratch (grown, never shrunk, so a warm decode step does not allocate).
+  std::vector<backend::RowTag> step_rows;
+  std::vector<int> step_logit_rows;
 
   backend::Act logits_view(int64_t rows);
 };

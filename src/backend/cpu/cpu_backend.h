@@ -71,6 +71,8 @@ class CpuBackend final : public Backend {
                   const AttentionInputs& in, int64_t r, float* out);
   void indexer_select(const AttentionLayer& l, LayerCache& c, const RowTag& row,
                       const AttentionInputs& in, int64_t r);
+  // MoE (moe.cpp): the slots of a batch in expert order, slot order within an expert.
+  const int32_t* slots_by_expert(const int32_t* sel, int64_t slots, int64_t n_exp);
 
   base::ThreadPool pool_;
   const quant::DotKernels& k_;
@@ -83,6 +85,8 @@ class CpuBackend final : public Backend {
   std::vector<float> moe_scratch_, head_scratch_;
   std::vector<int32_t> visible_;
   std::vector<int32_t> moe_sel_;
+  std::vector<int32_t> moe_order_;  // slots sorted by expert
+  std::vector<int64_t> moe_count_;
 };
 
 Backend* make_cpu_backend(const BackendOptions& options);

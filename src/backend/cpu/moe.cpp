@@ -29,6 +29,20 @@ float swiglu(float g, float u) {
 
 }  // namespace
 
+// A counting sort of the slots by expert (scratch grown once, so decode does not allocate).
+const int32_t* CpuBackend::slots_by_expert(const int32_t* sel, int64_t slots, int64_t n_exp) {
+  if (static_cast<int64_t>(moe_order_.size()) < slots) moe_order_.resize(slots);
+  moe_count_.assign(static_cast<size_t>(n_exp) + 1, 0);
+  for (int64_t j = 0; j < slots; ++j) {
+    DS4_CHECK_MSG(sel[j] >= 0 && sel[j] < n_exp, "slot %lld selects expert %d",
+                  static_cast<long long>(j), sel[j]);
+    ++moe_count_[sel[j] + 1];
+  }
+  for (int64_t e = 0; e < n_exp; ++e) moe_count_[e + 1] += moe_count_[e];
+  for (int64_t j = 0; j < slots; ++j) moe_order_[moe_count_[sel[j]]++] = static_cast<int32_t>(j);
+  return moe_order_.data();
+}
+
 void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
   const int64_t t_rows = n.rows, n_embd = n.cols, n_exp = l.router.ne[1];
   const int64_t n_ff = l.gate_exps.ne[1], k = l.n_expert_used, slots = t_rows * k;
@@ -58,6 +72,11 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
                 static_cast<int>(k), l.weight_scale, sel + t * k, weights + t * k);
   }
 
+  // Slots visited by expert (stable: slot order within an expert), so the tasks that read one
+  // expert's weights run back to back, whichever rows -- and sequences -- selected it. Each output
+  // element is still one dot call, so the order does not change any result.
+  const int32_t* order = slots_by_expert(sel, slots, n_exp);
+
   // Routed gate/up (one activation encoding per token), SwiGLU, routing weight.
   enc_.encode(l.gate_exps.type, n.data, t_rows, n_embd, n_embd);
   const bool same_type = l.up_exps.type == l.gate_exps.type;
@@ -68,7 +87,7 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
   const int64_t ff_rows = rows_per_task(slots, n_ff, pool_.size());
   const int64_t ff_tasks = (n_ff + ff_rows - 1) / ff_rows;
   pool_.parallel_for(slots * ff_tasks, [&](int64_t task) {
-    const int64_t j = task / ff_tasks, t = j / k;
+    const int64_t j = order[task / ff_tasks], t = j / k;
     const int64_t e = sel[j];
     const auto* gw = static_cast<const uint8_t*>(l.gate_exps.data) + e * n_ff * gu_stride;
     const auto* uw = static_cast<const uint8_t*>(l.up_exps.data) + e * n_ff * up_stride;
@@ -86,7 +105,7 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
   const int64_t embd_rows = rows_per_task(slots, n_embd, pool_.size());
   const int64_t embd_tasks = (n_embd + embd_rows - 1) / embd_rows;
   pool_.parallel_for(slots * embd_tasks, [&](int64_t task) {
-    const int64_t j = task / embd_tasks;
+    const int64_t j = order[task / embd_tasks];
     const auto* dw = static_cast<const uint8_t*>(l.down_exps.data) + sel[j] * n_embd * down_stride;
     const int64_t o0 = (task % embd_tasks) * embd_rows;
     const int64_t o1 = std::min(n_embd, o0 + embd_rows);

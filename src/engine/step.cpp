@@ -1,0 +1,83 @@
+// src/engine/step.cpp: Engine::step -- several sessions advanced in one backend forward pass
+// (continuous batching, design/server.md: decode rows of running requests plus prefill chunks of
+// new ones). Every entry is checked before any state changes; the accepted entries' rows form one
+// batch, each row tagged with its session's sequence and absolute position, so the backend keeps
+// attention, compressor and indexer state per sequence and groups the expert products of all rows.
+#include <string>
+
+#include "engine/engine_impl.h"
+#include "engine/session_impl.h"
+
+namespace ds4 {
+namespace {
+
+// Why entry i cannot run, before looking at its tokens: no session, another engine's session, or
+// a session that another entry names too.
+Status check_entry_session(std::span<const StepEntry> entries, size_t i, const Engine::Impl* engine,
+                           const Session::Impl* impl) {
+  if (entries[i].session == nullptr)
+    return Status::invalid_argument("step entry %zu has no session", i);
+  if (impl->engine != engine)
+    return Status::invalid_argument("step entry %zu: the session belongs to another engine", i);
+  // Quadratic, but a step holds at most a few hundred entries and this allocates nothing.
+  for (size_t j = 0; j < entries.size(); ++j) {
+    if (j != i && entries[j].session == entries[i].session) {
+      return Status::invalid_argument("step entries %zu and %zu name the same session", i, j);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Engine::step(std::span<StepEntry> entries) {
+  Impl& e = *impl_;
+  auto impl_of = [](const StepEntry& en) { return en.session->impl_.get(); };
+  int64_t total = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    StepEntry& en = entries[i];
+    en.status = check_entry_session(entries, i, &e, en.session ? impl_of(en) : nullptr);
+    if (en.status.is_ok()) {
+      const Session::Impl& s = *impl_of(en);
+      en.status = s.check_tokens(en.tokens, s.tokens.size());
+      if (!en.status.is_ok()) en.status = en.status.with_context("step entry " + std::to_string(i));
+    }
+    if (en.status.is_ok()) total += static_cast<int64_t>(en.tokens.size());
+  }
+  if (total > kMaxStepRows) {
+    const Status err = Status::invalid_argument("a step of %lld rows exceeds the limit of %d",
+                                                static_cast<long long>(total), kMaxStepRows);
+    for (StepEntry& en : entries) en.status = err;
+    return err;
+  }
+  if (total == 0) return Status::ok();
+
+  // One batch: the entries' rows in entry order, the logits wanted after each entry's last row.
+  e.step_rows.clear();
+  e.step_logit_rows.clear();
+  for (const StepEntry& en : entries) {
+    if (!en.status.is_ok() || en.tokens.empty()) continue;
+    const Session::Impl& s = *impl_of(en);
+    const auto pos0 = static_cast<int32_t>(s.tokens.size());
+    for (size_t k = 0; k < en.tokens.size(); ++k) {
+      e.step_rows.push_back({s.seq, pos0 + static_cast<int32_t>(k), en.tokens[k]});
+    }
+    e.step_logit_rows.push_back(static_cast<int>(e.step_rows.size()) - 1);
+  }
+  e.forward->reserve(static_cast<int>(total));
+  const backend::Act out = e.logits_view(static_cast<int64_t>(e.step_logit_rows.size()));
+  e.forward->run(e.step_rows, e.step_logit_rows, out);
+
+  const int n_vocab = e.shape.n_vocab;
+  int64_t k = 0;
+  for (const StepEntry& en : entries) {
+    if (!en.status.is_ok() || en.tokens.empty()) continue;
+    Session::Impl& s = *impl_of(en);
+    s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
+    s.logits.resize(static_cast<size_t>(n_vocab));
+    e.backend->download(backend::Act{out.row(k++), 1, n_vocab}, s.logits.data());
+  }
+  return Status::ok();
+}
+
+}  // namespace ds4
