@@ -55,16 +55,6 @@ void record(const Live& l, int step, int n, PlanTrace& trace) {
 
 }  // namespace
 
-std::vector<TokenId> test_prompt(int n, uint32_t seed) {
-  std::vector<TokenId> t{0};
-  uint32_t x = seed;
-  while (static_cast<int>(t.size()) < n) {
-    x = x * 1664525u + 1013904223u;
-    t.push_back(static_cast<TokenId>(1000 + (x >> 8) % 99000));
-  }
-  return t;
-}
-
 namespace {
 
 // Four requests on the tiny shape (window 16, indexer top-k 4): arrivals at steps 0, 0, 2 and 4;

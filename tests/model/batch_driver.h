@@ -47,9 +47,6 @@ struct BatchRun {
   std::vector<StepShape> steps;  // batched runs only
 };
 
-// Random-looking prompt of n tokens starting with BOS-like id 0 (as session_test).
-std::vector<TokenId> test_prompt(int n, uint32_t seed);
-
 // The schedule of the batching tests for a generated model ("tiny-q2", "small-f32", ...): requests
 // arriving at different steps, prompts chunked across compression boundaries (positions 127 and,
 // on small, 255) beside decode rows, one request finishing while the others run on.

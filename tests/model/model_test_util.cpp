@@ -58,6 +58,16 @@ double rel_l2(std::span<const float> got, std::span<const float> want) {
   return std::sqrt(num / den);
 }
 
+std::vector<TokenId> test_prompt(int n, uint32_t seed) {
+  std::vector<TokenId> t{0};
+  uint32_t x = seed;
+  while (static_cast<int>(t.size()) < n) {
+    x = x * 1664525u + 1013904223u;
+    t.push_back(static_cast<TokenId>(1000 + (x >> 8) % 99000));
+  }
+  return t;
+}
+
 TokenId argmax_of(std::span<const float> logits) {
   TokenId best = 0;
   for (size_t i = 1; i < logits.size(); ++i) {

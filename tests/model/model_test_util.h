@@ -32,5 +32,7 @@ std::vector<RefCase> load_reference(const std::string& shape);
 
 double rel_l2(std::span<const float> got, std::span<const float> want);
 TokenId argmax_of(std::span<const float> logits);
+// n token ids: 0, then a fixed pseudo-random sequence of ordinary ids from `seed`.
+std::vector<TokenId> test_prompt(int n, uint32_t seed);
 
 }  // namespace ds4::test

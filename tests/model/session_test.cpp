@@ -14,16 +14,6 @@
 namespace ds4::test {
 namespace {
 
-std::vector<TokenId> prompt(int n, uint32_t seed) {
-  std::vector<TokenId> t{0};
-  uint32_t x = seed;
-  while (static_cast<int>(t.size()) < n) {
-    x = x * 1664525u + 1013904223u;
-    t.push_back(static_cast<TokenId>(1000 + (x >> 8) % 99000));
-  }
-  return t;
-}
-
 std::unique_ptr<Session> new_session(Engine& e, int n_ctx = 512, int chunk = 64) {
   auto s = e.create_session({.n_ctx = n_ctx, .prefill_chunk = chunk});
   EXPECT_TRUE(s.is_ok()) << s.status().message();
@@ -46,7 +36,7 @@ class SessionTest : public ::testing::Test {
 // The CPU backend runs every cache-dependent step row by row and every product with the same dot
 // call, so prefill in any chunk size equals decoding token by token, bit for bit.
 TEST_F(SessionTest, ChunkedPrefillIsBitIdenticalToTokenByTokenDecode) {
-  const auto toks = prompt(150, 7);  // past the window (16) and many compressed rows
+  const auto toks = test_prompt(150, 7);  // past the window (16) and many compressed rows
   auto ref = new_session(*engine_, 512, 1);
   std::vector<float> ref_all;
   ASSERT_TRUE(ref->append(toks, &ref_all).is_ok());
@@ -63,7 +53,7 @@ TEST_F(SessionTest, ChunkedPrefillIsBitIdenticalToTokenByTokenDecode) {
 }
 
 TEST_F(SessionTest, SyncEvaluatesOnlyTheNewSuffix) {
-  const auto full = prompt(90, 11);
+  const auto full = test_prompt(90, 11);
   const std::vector<TokenId> head(full.begin(), full.begin() + 50);
   auto s = new_session(*engine_);
   auto a = s->sync(head);
@@ -81,7 +71,7 @@ TEST_F(SessionTest, SyncEvaluatesOnlyTheNewSuffix) {
   ASSERT_TRUE(fresh->sync(full).is_ok());
   EXPECT_TRUE(same_bits(s->logits(), fresh->logits()));
   // A diverging prompt rebuilds and still equals a fresh evaluation.
-  auto other = prompt(60, 99);
+  auto other = test_prompt(60, 99);
   auto d = s->sync(other);
   ASSERT_TRUE(d.is_ok());
   EXPECT_EQ(d->evaluated, 60);
@@ -91,7 +81,7 @@ TEST_F(SessionTest, SyncEvaluatesOnlyTheNewSuffix) {
 }
 
 TEST_F(SessionTest, RewindEqualsNeverHavingEvaluated) {
-  const auto toks = prompt(70, 3);
+  const auto toks = test_prompt(70, 3);
   auto s = new_session(*engine_);
   ASSERT_TRUE(s->append(toks).is_ok());
   ASSERT_TRUE(s->rewind(41).is_ok());
@@ -104,7 +94,7 @@ TEST_F(SessionTest, RewindEqualsNeverHavingEvaluated) {
 }
 
 TEST_F(SessionTest, SnapshotThenLoadThenContinueEqualsNeverSaving) {
-  const auto toks = prompt(77, 5);  // not a multiple of 4: live frontier rows
+  const auto toks = test_prompt(77, 5);  // not a multiple of 4: live frontier rows
   auto a = new_session(*engine_);
   ASSERT_TRUE(a->append(toks).is_ok());
   auto saved = a->save();
@@ -132,7 +122,7 @@ TEST_F(SessionTest, SnapshotThenLoadThenContinueEqualsNeverSaving) {
 }
 
 TEST_F(SessionTest, SnapshotPayloadFollowsTheSpecifiedLayout) {
-  const auto toks = prompt(21, 8);
+  const auto toks = test_prompt(21, 8);
   auto s = new_session(*engine_, 256, 32);
   ASSERT_TRUE(s->append(toks).is_ok());
   auto p = s->save();
@@ -169,11 +159,11 @@ TEST_F(SessionTest, SnapshotPayloadFollowsTheSpecifiedLayout) {
 
 TEST_F(SessionTest, BadSnapshotsAreRefusedAndLeaveTheSessionUnchanged) {
   auto a = new_session(*engine_);
-  ASSERT_TRUE(a->append(prompt(30, 1)).is_ok());
+  ASSERT_TRUE(a->append(test_prompt(30, 1)).is_ok());
   auto payload = a->save();
   ASSERT_TRUE(payload.is_ok());
   auto b = new_session(*engine_);
-  const auto mine = prompt(12, 2);
+  const auto mine = test_prompt(12, 2);
   ASSERT_TRUE(b->append(mine).is_ok());
   const std::vector<float> before(b->logits().begin(), b->logits().end());
   auto unchanged = [&] {
@@ -209,25 +199,25 @@ TEST_F(SessionTest, BadSnapshotsAreRefusedAndLeaveTheSessionUnchanged) {
 
 TEST_F(SessionTest, InvalidTokensAndFullContextAreErrorsThatChangeNothing) {
   auto s = new_session(*engine_, 32, 8);
-  const auto toks = prompt(20, 4);
+  const auto toks = test_prompt(20, 4);
   ASSERT_TRUE(s->append(toks).is_ok());
   EXPECT_EQ(s->eval(-1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->eval(129280).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->append(prompt(12, 9)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s->append(test_prompt(12, 9)).status().code(), StatusCode::kOutOfRange);
   EXPECT_EQ(s->n_tokens(), 20);
   EXPECT_FALSE(s->sync({}).is_ok());
-  ASSERT_TRUE(s->append(prompt(11, 9)).is_ok());  // 31 < 32 fits
+  ASSERT_TRUE(s->append(test_prompt(11, 9)).is_ok());  // 31 < 32 fits
   EXPECT_EQ(s->eval(5).code(), StatusCode::kOutOfRange);
 }
 
 TEST_F(SessionTest, SamplingIsDeterministicForASeed) {
   auto s = new_session(*engine_);
-  ASSERT_TRUE(s->append(prompt(10, 12)).is_ok());
+  ASSERT_TRUE(s->append(test_prompt(10, 12)).is_ok());
   const SamplingParams p{
       .temperature = 1.0f, .top_k = 40, .top_p = 0.95f, .min_p = 0.0f, .seed = 7};
   auto run = [&] {
     auto t = new_session(*engine_);
-    EXPECT_TRUE(t->append(prompt(10, 12)).is_ok());
+    EXPECT_TRUE(t->append(test_prompt(10, 12)).is_ok());
     Rng rng(p.seed);
     std::vector<TokenId> out;
     for (int i = 0; i < 16; ++i) {
