@@ -60,20 +60,27 @@ if has hf; then
 fi
 
 # The prompts: P1 a short chat turn, P2 the first 11,000 characters of promessi_sposi.txt (the
-# 3k-token prompt), R* the rendering variants (system prompt, thinking on and off).
+# 3k-token prompt), P3 the same text with its one non-ASCII punctuation mark (») written as an
+# ASCII quote, which both engines tokenize alike (bench/compat.md section 4: ds4's pre-tokenizer
+# reads non-ASCII punctuation as letters), R* the rendering variants (system prompt, thinking on
+# and off).
 prompt_args() {
   case $1 in
     p1) echo "-p|Explain what a hash table is, in two sentences.|--nothink" ;;
     p2) echo "--prompt-file|$work/p2.txt|--nothink" ;;
+    p3) echo "--prompt-file|$work/p3.txt|--nothink" ;;
     r-think) echo "-p|Explain what a hash table is, in two sentences.|--think" ;;
     r-system) echo "-sys|You are a terse assistant.|-p|List three prime numbers.|--nothink" ;;
   esac
 }
 export -f prompt_args
-python3 - "$work/p2.txt" <<'PY'
-import sys
+python3 - "$work/p2.txt" "$work/p3.txt" <<'PY'
+import sys, unicodedata
 t = open(".devdeps/promessi_sposi.txt", encoding="utf-8").read()[:11000]
 open(sys.argv[1], "w", encoding="utf-8").write(t)
+t3 = t.replace("\u00bb", '"').replace("\u00ab", '"')
+assert all(ord(c) < 128 or unicodedata.category(c).startswith("L") for c in t3)
+open(sys.argv[2], "w", encoding="utf-8").write(t3)
 PY
 # run ENGINE BACKEND PROMPT [DUMPS]: the dumps for one prompt (ENGINE ds4 or ours; DUMPS l, p or
 # lp, the default). ds4 refuses to start while another ds4 process runs: its runs go one by one.
@@ -96,7 +103,7 @@ ENGINES=${ENGINES:-ds4 ours}  # which engines the cpu and gpu chains run
 export work model ds4 ours ENGINES BG_RUNS
 if has cpu; then
   rm -f "$work/cpu.done"
-  setsid bash -c 'for p in p1 r-think r-system p2; do for e in $ENGINES; do run_one $e cpu $p; done; done; touch $work/cpu.done' \
+  setsid bash -c 'for p in p1 r-think r-system p3 p2; do for e in $ENGINES; do run_one $e cpu $p; done; done; touch $work/cpu.done' \
     > "$work/cpu-chain.log" 2>&1 < /dev/null &
   echo "CPU chain started"
 fi
