@@ -179,8 +179,9 @@ void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
   }
 }
 
-Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-                      std::span<const ToolMapEntry> tool_map) {
+Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
+                                      std::span<const uint8_t> payload,
+                                      std::span<const ToolMapEntry> tool_map) const {
   if (header.created == 0) header.created = o_.now();
   if (header.last_used == 0) header.last_used = header.created;
   const std::vector<uint8_t> bytes = encode_kvc(header, text, payload, tool_map);
@@ -188,35 +189,47 @@ Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const u
     return Status::resource_exhausted("a %zu-byte cache file exceeds the %llu-byte budget",
                                       bytes.size(),
                                       static_cast<unsigned long long>(o_.budget_bytes));
-  const std::string name = sha1_hex(text) + ".kv";
-  // The file it replaces does not count against the budget.
-  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
-  evict_for(bytes.size(), name);
-  const std::string tmp = path("." + name + ".tmp." + std::to_string(::getpid()));
+  PreparedKvc p{.name = sha1_hex(text) + ".kv", .tmp = {}, .bytes = bytes.size()};
+  p.tmp = path("." + p.name + ".tmp." + std::to_string(::getpid()));
   Status st;
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    Fd fd(::open(p.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
-      st = Status::io_error("create '%s': %s", tmp.c_str(), std::strerror(errno));
-    } else {
-      st = write_all(fd.get(), bytes, tmp);
-      if (st.is_ok() && ::fsync(fd.get()) != 0)
-        st = Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
-      if (::close(fd.release()) != 0 && st.is_ok())
-        st = Status::io_error("close '%s': %s", tmp.c_str(), std::strerror(errno));
+      return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
+    st = write_all(fd.get(), bytes, p.tmp);
+    if (st.is_ok() && ::fsync(fd.get()) != 0)
+      st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
+    if (::close(fd.release()) != 0 && st.is_ok())
+      st = Status::io_error("close '%s': %s", p.tmp.c_str(), std::strerror(errno));
   }
-  if (st.is_ok() && ::rename(tmp.c_str(), path(name).c_str()) != 0)
-    st = Status::io_error("rename '%s': %s", tmp.c_str(), std::strerror(errno));
   if (!st.is_ok()) {
-    ::unlink(tmp.c_str());
-    index(name);  // an older file of the same text, if any, is still there
+    ::unlink(p.tmp.c_str());
+    return st;
+  }
+  return p;
+}
+
+Status KvcStore::commit(const PreparedKvc& p) {
+  // The file it replaces does not count against the budget.
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == p.name; });
+  evict_for(p.bytes, p.name);
+  if (::rename(p.tmp.c_str(), path(p.name).c_str()) != 0) {
+    const Status st = Status::io_error("rename '%s': %s", p.tmp.c_str(), std::strerror(errno));
+    ::unlink(p.tmp.c_str());
+    index(p.name);  // an older file of the same text, if any, is still there
     return st;
   }
   Fd dir(::open(o_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());
-  index(name);
+  index(p.name);
   return Status::ok();
+}
+
+Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+                      std::span<const ToolMapEntry> tool_map) {
+  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
+  return commit(p);
 }
 
 std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery& q) const {

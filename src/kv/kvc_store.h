@@ -50,6 +50,13 @@ struct KvcEntry {
   uint64_t file_bytes = 0;
 };
 
+// A file written and fsynced under a temporary name, not yet in the directory's index (prepare).
+struct PreparedKvc {
+  std::string name;  // "<sha1>.kv"
+  std::string tmp;   // the temporary path
+  uint64_t bytes = 0;
+};
+
 class KvcStore {
  public:
   // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files;
@@ -61,6 +68,15 @@ class KvcStore {
   // temporary file is removed and every older file is intact.
   Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
+  // save() in two halves, so that a caller holding a lock around the store need not hold it
+  // during the write: prepare() encodes and writes the temporary file (fsynced) and touches
+  // neither the index nor other files (it may run while another thread uses the store under the
+  // caller's lock; it reads only the options); commit() evicts for it, renames it into place and
+  // indexes it. A failed prepare() leaves no temporary file; so does a failed commit().
+  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text,
+                              std::span<const uint8_t> payload,
+                              std::span<const ToolMapEntry> tool_map) const;
+  Status commit(const PreparedKvc& prepared);
 
   // The indexed file whose cache text is the longest byte prefix of `rendered` (ties: more
   // tokens), among those `query` admits; checked by the SHA-1 of the prompt's prefix.

@@ -1,7 +1,8 @@
 // Protects: the disk KV cache directory (features.md §3.1, §3.5-3.7): files named by the SHA-1 of
 // their text (the digest checked against a published test vector), the longest-prefix lookup and
 // its filters, bookkeeping in place, eviction under the byte budget, hostile files skipped, and a
-// failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact.
+// failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, and the
+// two-step write (prepare: a temporary file only; commit: in place and indexed).
 #include "kv/kvc_store.h"
 
 #include <gtest/gtest.h>
@@ -209,6 +210,26 @@ TEST(KvcStore, ToolMapEntriesComeFromAnyFile) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(std::find(got.begin(), got.end(), a[0]) != got.end());
   EXPECT_TRUE(std::find(got.begin(), got.end(), b[0]) != got.end());
+}
+
+TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  auto p = s->prepare(header(9), "<bos>prepared", payload(64), {});
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_TRUE(s->entries().empty());
+  EXPECT_TRUE(std::filesystem::exists(p->tmp));
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("kv/" + p->name)));
+  EXPECT_FALSE(s->find("<bos>prepared!", query()).has_value());
+  ASSERT_TRUE(s->commit(*p).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(p->tmp));
+  ASSERT_EQ(s->entries().size(), 1u);
+  EXPECT_EQ(s->entries()[0].file_bytes, p->bytes);
+  auto hit = s->find("<bos>prepared!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->name, p->name);
 }
 
 }  // namespace

@@ -64,7 +64,11 @@ bool DiskCache::save(SaveJob job) {
   if (job.tokens < o_.query.min_tokens || job.payload.empty()) return false;
   {
     std::lock_guard lock(mu_);
-    if (!stop_ && queue_.size() < o_.max_pending) {
+    const bool fits =
+        queue_.empty() || (queue_.size() < o_.max_pending &&
+                           queued_bytes_ + job.payload.size() <= o_.max_pending_bytes);
+    if (!stop_ && fits) {
+      queued_bytes_ += job.payload.size();
       queue_.push_back(std::move(job));
       cv_.notify_all();
       return true;
@@ -88,6 +92,7 @@ void DiskCache::run() {
     if (queue_.empty()) return;  // stopping, and everything is written
     SaveJob job = std::move(queue_.front());
     queue_.pop_front();
+    queued_bytes_ -= job.payload.size();
     writing_ = true;
     lock.unlock();
     write(job);
@@ -112,13 +117,15 @@ void DiskCache::write(SaveJob& job) {
                   .n_ctx = o_.query.n_ctx};
   Status st;
   uint64_t file_bytes = 0;
-  {
+  // The write and its fsync happen outside the lock: lookups and tool-id restores go on meanwhile.
+  // Only the eviction, the rename and the index update hold it.
+  auto prepared = store_.prepare(h, job.text, job.payload, map);
+  if (!prepared.is_ok()) {
+    st = prepared.status();
+  } else {
     std::lock_guard lock(store_mu_);
-    st = store_.save(h, job.text, job.payload, map);
-    const std::string name = kv::sha1_hex(job.text) + ".kv";
-    for (const auto& e : store_.entries()) {
-      if (e.name == name) file_bytes = e.file_bytes;
-    }
+    st = store_.commit(*prepared);
+    file_bytes = prepared->bytes;
   }
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -32,7 +32,10 @@ struct DiskCacheOptions {
   uint64_t budget_bytes = uint64_t{8192} << 20;  // --kv-disk-space-mb
   kv::KvcQuery query;                            // what a file must match to be loaded
   size_t max_tool_ids = 100000;                  // bounds the KTM sections read
-  size_t max_pending = 4;  // checkpoints waiting for the writer; one more is dropped (logged)
+  // Checkpoints waiting for the writer, by count and by payload bytes (one is always taken when
+  // none waits); one more is dropped with a log line, so a slow disk costs saves, not memory.
+  size_t max_pending = 4;
+  uint64_t max_pending_bytes = uint64_t{8} << 30;
   // One line per save, failure, hit or skipped file; empty: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -111,6 +114,7 @@ class DiskCache {
   std::condition_variable cv_;                // work for the writer, or stop
   std::condition_variable idle_cv_;           // the queue drained
   std::deque<SaveJob> queue_;                 // guarded by mu_
+  uint64_t queued_bytes_ = 0;                 // guarded by mu_: payload bytes in queue_
   bool writing_ = false;                      // guarded by mu_
   bool stop_ = false;                         // guarded by mu_
   int saved_ = 0, failed_ = 0, dropped_ = 0;  // guarded by mu_
