@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "ds4/chat.h"
 #include "gguf/test_util.h"
@@ -59,7 +60,10 @@ class DiskCacheTest : public ::testing::Test {
     DiskCacheOptions o{.dir = dir_.file("kv"),
                        .query = {.min_tokens = 32, .n_ctx = kCtx, .quant_bits = 2},
                        .max_pending = 256,  // every save of these tests is written
-                       .log = [this](const std::string& l) { logs_.push_back(l); }};
+                       .log = [this](const std::string& l) {
+                         std::lock_guard lock(logs_mu_);  // the writer and the scheduler log
+                         logs_.push_back(l);
+                       }};
     auto d = DiskCache::open(std::move(o), &replay_);
     ASSERT_TRUE(d.is_ok()) << d.status().to_string();
     disk_ = std::move(*d);
@@ -105,6 +109,7 @@ class DiskCacheTest : public ::testing::Test {
       "station you used for every number you give. Keep to the facts the stations report, say when "
       "a number is an estimate, and never answer about another city than Paris.";
   TempDir dir_;
+  std::mutex logs_mu_;
   std::vector<std::string> logs_;
   ReplayMap replay_{64};
   CachePolicyOptions policy_;
@@ -201,10 +206,10 @@ TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScrat
   ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
   EXPECT_EQ(d.usage.cached_tokens, 0);
   EXPECT_EQ(text, cold_text);
+  stop();  // the writer is done: logs_ is ours
   EXPECT_TRUE(std::any_of(logs_.begin(), logs_.end(), [](const std::string& l) {
     return l.find("its payload does not load") != std::string::npos;
   }));
-  stop();
   // The cold save of this run wrote a sound file under the same name again.
   const auto again = gguf::testing::read_bytes(path);
   EXPECT_NE(again, bytes);
