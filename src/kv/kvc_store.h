@@ -60,7 +60,8 @@ struct PreparedKvc {
 class KvcStore {
  public:
   // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files;
-  // files that fail the header checks are logged and left alone.
+  // files that fail the header checks are logged and left alone. Files beyond the budget are
+  // evicted (by score) at once.
   static Result<KvcStore> open(KvcStoreOptions options);
 
   // Writes the file for `text`, replacing one of the same text. Files are evicted first so the

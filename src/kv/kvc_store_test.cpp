@@ -232,5 +232,23 @@ TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
   EXPECT_EQ(hit->name, p->name);
 }
 
+TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  {
+    auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(s->save(header(9), "text " + std::to_string(i), payload(1000), {}).is_ok());
+    }
+    ASSERT_EQ(s->entries().size(), 4u);
+  }
+  const uint64_t one =
+      KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs))->entries()[0].file_bytes;
+  auto s = KvcStore::open(options(tmp.file("kv"), 2 * one + 10, &logs));
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->entries().size(), 2u);
+  EXPECT_LE(s->bytes_used(), 2 * one + 10);
+}
+
 }  // namespace
 }  // namespace ds4::kv
