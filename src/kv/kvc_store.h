@@ -48,6 +48,7 @@ struct KvcEntry {
   KvcHeader header;
   uint32_t text_bytes = 0;
   uint64_t file_bytes = 0;
+  int64_t mtime_ns = 0;  // when it was indexed: rescan() re-reads a file that changed
 };
 
 // A file written and fsynced under a temporary name, not yet in the directory's index (prepare).
@@ -63,6 +64,12 @@ class KvcStore {
   // files that fail the header checks are logged and left alone. Files beyond the budget are
   // evicted (by score) at once.
   static Result<KvcStore> open(KvcStoreOptions options);
+
+  // Brings the index up to date with the directory (features.md §3.5 step 1, before a lookup):
+  // indexes files that appeared (another server on the same directory), forgets files that are
+  // gone (a user may wipe it), re-reads files whose size or time changed. A file refused before
+  // is not read or logged again until it changes.
+  void rescan();
 
   // Writes the file for `text`, replacing one of the same text. Files are evicted first so the
   // new one fits the budget (never the new one itself). On failure (a full disk, say) the
@@ -101,6 +108,7 @@ class KvcStore {
  private:
   explicit KvcStore(KvcStoreOptions options) : o_(std::move(options)) {}
   std::string path(const std::string& name) const { return o_.dir + "/" + name; }
+  Result<std::vector<std::string>> list() const;  // the cache names in the directory, sorted
   void index(const std::string& name);
   void log(const std::string& line) const;
   // Deletes files by ascending score until `incoming` more bytes fit the budget.
@@ -108,6 +116,12 @@ class KvcStore {
 
   KvcStoreOptions o_;
   std::vector<KvcEntry> entries_;
+  struct Refused {
+    std::string name;
+    uint64_t bytes = 0;
+    int64_t mtime_ns = 0;
+  };
+  std::vector<Refused> refused_;  // files index() skipped, as they were then
 };
 
 }  // namespace ds4::kv

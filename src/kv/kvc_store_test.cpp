@@ -250,5 +250,40 @@ TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {
   EXPECT_LE(s->bytes_used(), 2 * one + 10);
 }
 
+TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto mine = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  auto other = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(mine.is_ok() && other.is_ok());
+  ASSERT_TRUE(other->save(header(9), "<bos>theirs", payload(50), {}).is_ok());
+  EXPECT_FALSE(mine->find("<bos>theirs!", query()).has_value());
+  mine->rescan();
+  auto hit = mine->find("<bos>theirs!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
+  // Rewritten by the other server (another size): re-read, and still readable.
+  ASSERT_TRUE(other->save(header(12), "<bos>theirs", payload(80), {}).is_ok());
+  mine->rescan();
+  hit = mine->find("<bos>theirs!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->header.tokens, 12u);
+  EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
+  // A hostile file is logged once, however often the directory is rescanned.
+  const std::string bad = tmp.file("kv/" + std::string(40, 'a') + ".kv");
+  std::ofstream(bad) << "not a cache file";
+  logs.clear();
+  mine->rescan();
+  mine->rescan();
+  EXPECT_EQ(std::count_if(logs.begin(), logs.end(),
+                          [](const std::string& l) { return l.find("skipping") != l.npos; }),
+            1);
+  // The user wipes the directory.
+  std::filesystem::remove(tmp.file("kv/" + hit->name));
+  mine->rescan();
+  EXPECT_FALSE(mine->find("<bos>theirs!", query()).has_value());
+  EXPECT_EQ(mine->bytes_used(), 0u);
+}
+
 }  // namespace
 }  // namespace ds4::kv

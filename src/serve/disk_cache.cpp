@@ -150,11 +150,16 @@ void DiskCache::write(SaveJob& job) {
 
 std::optional<DiskHit> DiskCache::lookup(std::string_view rendered) {
   std::lock_guard lock(store_mu_);
+  store_.rescan();  // files another server wrote, files a user removed
   // A damaged file is removed by read(); the next best one is tried (a bounded number of times).
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::optional<kv::KvcEntry> e = store_.find(rendered, o_.query);
     if (!e) return std::nullopt;
     auto bytes = store_.read(*e, rendered);
+    if (!bytes.is_ok() && bytes.status().code() == StatusCode::kIoError) {
+      log("kv cache: " + bytes.status().to_string());  // cannot read it now: a cold prefill
+      return std::nullopt;
+    }
     if (!bytes.is_ok()) continue;
     auto view = kv::decode_kvc(*bytes, {.max_tool_ids = o_.max_tool_ids});
     if (!view.is_ok()) {  // read() decoded it already: only a file changed under us gets here
