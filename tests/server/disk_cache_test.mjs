@@ -2,7 +2,8 @@
 // ds4-server on loopback and the npm openai SDK, on the tiny model. A conversation resent after a
 // restart is served from disk (cached tokens = the file's tokens, only the rest evaluated); a
 // session switch A -> B -> A reloads A from disk; the tool-id map survives a restart (a history
-// with reordered JSON arguments still renders the sampled bytes); the space budget holds under
+// with reordered JSON arguments still renders the sampled bytes), also from a file that is not the
+// one loaded; the space budget holds under
 // eviction; concurrent requests that switch sessions save and load without damage; hostile files
 // are skipped; a size-limited process (ulimit -f: a full disk) fails its saves and keeps serving.
 import { test } from "node:test";
@@ -183,6 +184,38 @@ test("the tool-id map survives a restart: reordered arguments still render the s
     assert.equal(lines[0].output, FORCED);
     assert.ok(lines[1].rendered.startsWith(lines[0].rendered + lines[0].output), "the sampled bytes, exactly");
     assert.equal(cached(r2), shutdown.tokens, "served from the shutdown file");
+  } finally {
+    await s2.stop();
+  }
+});
+
+test("tool-id maps come from every file, also one that is not loaded", async () => {
+  // The first server has a larger context: its files cannot load into the second (a file's
+  // context must not exceed the session's), but their tool-id maps still apply (§3.2).
+  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+  const trace1 = join(dir, "trace1.jsonl"), trace2 = join(dir, "trace2.jsonl");
+  const messages = [{ role: "user", content: "Weather in Paris for 3 days?" }];
+  const big = kvFlags(dir, ["--trace", trace1, "--test-forced-output", FORCED]).map((a) => (a === "2048" ? "4096" : a));
+  const s1 = await startServer(big);
+  let call;
+  try {
+    const r = await ask(s1, messages, { tools, max_tokens: 200 });
+    call = r.choices[0].message.tool_calls[0];
+  } finally {
+    await s1.stop();
+  }
+  assert.ok(kvFiles(dir).every((f) => readFileSync(join(dir, f.name)).readUInt32LE(16) === 4096));
+  const s2 = await startServer(kvFlags(dir, ["--trace", trace2]));
+  try {
+    const history = [
+      ...messages,
+      { role: "assistant", content: null, tool_calls: [{ id: call.id, type: "function", function: { name: "get_weather", arguments: '{"days":3,"city":"Paris"}' } }] },
+      { role: "tool", tool_call_id: call.id, content: "cloudy" },
+    ];
+    const r2 = await ask(s2, history, { tools, max_tokens: 3 });
+    assert.equal(cached(r2), 0, "no file of a 4096 context loads into a 2048 one");
+    const [l1, l2] = [trace1, trace2].map((t) => JSON.parse(readFileSync(t, "utf8").trim()));
+    assert.ok(l2.rendered.startsWith(l1.rendered + FORCED), "the sampled bytes, from the unused file's map");
   } finally {
     await s2.stop();
   }
