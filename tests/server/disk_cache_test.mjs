@@ -3,9 +3,9 @@
 // restart is served from disk (cached tokens = the file's tokens, only the rest evaluated); a
 // session switch A -> B -> A reloads A from disk; the tool-id map survives a restart (a history
 // with reordered JSON arguments still renders the sampled bytes), also from a file that is not the
-// one loaded; the space budget holds under
-// eviction; concurrent requests that switch sessions save and load without damage; hostile files
-// are skipped; a size-limited process (ulimit -f: a full disk) fails its saves and keeps serving.
+// one loaded; the space budget holds under eviction; concurrent requests that switch sessions save
+// and load without damage; hostile files are skipped; a size-limited process (ulimit -f: a full
+// disk) fails its saves and keeps serving.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
