@@ -48,6 +48,11 @@ struct Flags {
   int max_queue = 32;
   size_t max_body = 64u << 20;
   std::vector<std::string> forced_output;
+  // Disk KV cache (features.md §3.4; docs/kvcache.md).
+  std::string kv_disk_dir;
+  uint64_t kv_disk_space_mb = 8192;
+  ds4::serve::CachePolicyOptions kv;
+  bool kv_reject_different_quant = false;
 };
 
 std::string model_name(const std::string& shape) {
@@ -95,6 +100,37 @@ int main(int argc, char** argv) {
   app.add_option("--max-body", f.max_body, "largest request body in bytes; larger get 413")
       ->check(CLI::Range(size_t{1}, size_t{1} << 34))
       ->capture_default_str();
+  app.add_option("--kv-disk-dir", f.kv_disk_dir,
+                 "keep KV checkpoints in DIR (created 0700) so sessions survive session switches "
+                 "and restarts (default: off)");
+  app.add_option("--kv-disk-space-mb", f.kv_disk_space_mb,
+                 "disk KV cache budget in MiB; the least valuable files go first")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--kv-cache-min-tokens", f.kv.min_tokens,
+                 "no disk KV cache save or load below this many tokens")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--kv-cache-cold-max-tokens", f.kv.cold_max_tokens,
+                 "longest prompt saved on a cold miss (0: no cold saves); longer files are "
+                 "consumed when loaded")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--kv-cache-continued-interval-tokens", f.kv.continued_interval,
+                 "save again every this many tokens (rounded up to the alignment; 0: never)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--kv-cache-boundary-trim-tokens", f.kv.boundary_trim,
+                 "tokens trimmed from the end of a cold save without a user-turn boundary")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--kv-cache-boundary-align-tokens", f.kv.boundary_align,
+                 "cold and continued saves land on multiples of this (0: no alignment)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 24))
+      ->capture_default_str();
+  app.add_flag("--kv-cache-reject-different-quant", f.kv_reject_different_quant,
+               "load only checkpoints written by the same routed-expert quant (default: 2- and "
+               "4-bit checkpoints are interchangeable)");
   app.add_option("--test-forced-output", f.forced_output,
                  "tests only: the first output of requests with tools (repeat the flag: the "
                  "i-th such request takes the i-th text, the last one repeats)")
@@ -105,6 +141,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
+  }
+  if (!f.kv_disk_dir.empty()) {
+    if (const ds4::Status st = ds4::serve::validate(f.kv); !st.is_ok()) {
+      return usage_error(st.message());
+    }
   }
   if (!std::filesystem::exists(f.model)) {
     return usage_error("model file '" + f.model +
@@ -118,6 +159,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // A file-size limit makes a cache write fail with EFBIG (the save is dropped, the server goes
+  // on) instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   auto tok = ds4::Tokenizer::open(f.model);
   if (!tok.is_ok()) return fatal(tok.status().to_string());
@@ -133,9 +177,32 @@ int main(int argc, char** argv) {
   if (!f.disable_exact_replay) {
     replay = std::make_unique<ds4::serve::ReplayMap>(static_cast<size_t>(f.tool_memory_max_ids));
   }
+  // The disk KV cache (features.md §3): declared before the scheduler, which saves into it when
+  // it stops, so it is destroyed after it (its destructor writes what is still queued).
+  std::unique_ptr<ds4::serve::DiskCache> disk;
+  if (!f.kv_disk_dir.empty()) {
+    const ds4::ModelInfo& info = (*engine)->info();
+    ds4::serve::DiskCacheOptions dco{
+        .dir = f.kv_disk_dir,
+        .budget_bytes = f.kv_disk_space_mb << 20,
+        .query = {.min_tokens = static_cast<uint32_t>(f.kv.min_tokens),
+                  .n_ctx = static_cast<uint32_t>(f.ctx),
+                  .quant_bits = static_cast<uint8_t>(info.expert_bits),
+                  .strict_quant = f.kv_reject_different_quant,
+                  .model = shape == "pro" ? ds4::kv::KvcModel::kPro : ds4::kv::KvcModel::kFlash},
+        .max_tool_ids = static_cast<size_t>(f.tool_memory_max_ids)};
+    auto d = ds4::serve::DiskCache::open(std::move(dco), replay.get());
+    if (!d.is_ok()) return fatal("--kv-disk-dir " + f.kv_disk_dir + ": " + d.status().message());
+    disk = std::move(*d);
+    const auto st = disk->stats();
+    std::fprintf(stderr, "ds4-server: kv cache: %zu files, %llu bytes in %s (budget %llu MiB)\n",
+                 st.files, static_cast<unsigned long long>(st.bytes), f.kv_disk_dir.c_str(),
+                 static_cast<unsigned long long>(f.kv_disk_space_mb));
+  }
   auto scheduler = ds4::serve::Scheduler::start(
       std::move(*engine), *tok,
-      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue}, replay.get());
+      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue, .cache = f.kv},
+      replay.get(), disk.get());
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 
   ds4::api::ApiConfig config{
@@ -150,7 +217,8 @@ int main(int argc, char** argv) {
                             .trace_path = f.trace,
                             .model_name = model_name(shape),
                             .forced_output = f.forced_output};
-  auto server = ds4::http::HttpServer::bind(**scheduler, *tok, config, ho, replay.get());
+  auto server =
+      ds4::http::HttpServer::bind(**scheduler, *tok, config, ho, replay.get(), disk.get());
   if (!server.is_ok()) return fatal(server.status().to_string());
 
   std::atomic<bool> finished{false};
@@ -172,5 +240,10 @@ int main(int argc, char** argv) {
   finished = true;
   watcher.join();
   if (!st.is_ok()) return fatal(st.to_string());
+  // Stop the scheduler first: its thread saves the live sessions (reason shutdown) into the disk
+  // cache, whose destructor then writes them.
+  server->reset();
+  scheduler->reset();
+  disk.reset();
   return 0;
 }

@@ -158,6 +158,7 @@ struct HttpServer::Impl {
   api::ApiConfig config;
   HttpOptions options;
   serve::ReplayMap* replay = nullptr;
+  serve::DiskCache* disk = nullptr;
   std::vector<std::vector<TokenId>> forced;  // the test hook's outputs, in order
   std::atomic<size_t> forced_next{0};
   std::unique_ptr<TraceFile> trace;
@@ -167,6 +168,19 @@ struct HttpServer::Impl {
 
   api::ModelCard card() const { return {.name = options.model_name, .n_ctx = config.n_ctx}; }
 
+  // Exact replay across restarts (features.md §3.2): the call ids of the history that the replay
+  // map does not know are looked up in the disk cache's tool-id maps before rendering.
+  void restore_tool_ids(const api::ApiRequest& ar) {
+    if (!disk || !replay) return;
+    std::vector<std::string> ids;
+    for (const auto& m : ar.messages) {
+      for (const auto& c : m.tool_calls) {
+        if (!c.id.empty()) ids.push_back(c.id);
+      }
+    }
+    disk->restore_tool_ids(ids);
+  }
+
   void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
     const bool anthropic = ep == api::Endpoint::kMessages;
@@ -174,6 +188,7 @@ struct HttpServer::Impl {
     auto parsed = parse(ep, req.body, config, &responses, &conversation);
     if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, anthropic);
     const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
+    restore_tool_ids(ar);
     auto built = api::build_request(ar, *tok, config, replay);
     if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, anthropic);
     serve::Request& sr = std::get<serve::Request>(built);
@@ -236,6 +251,7 @@ struct HttpServer::Impl {
     if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, true);
     api::ApiConfig unlimited = config;
     unlimited.n_ctx = 1 << 30;  // counting is not refused for length
+    restore_tool_ids(std::get<api::ApiRequest>(parsed));
     auto built = api::build_request(std::get<api::ApiRequest>(parsed), *tok, unlimited, replay);
     if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, true);
     const nlohmann::json j = {{"input_tokens", std::get<serve::Request>(built).prompt.size()}};
@@ -267,7 +283,12 @@ struct HttpServer::Impl {
     server.set_pre_routing_handler([this](const Request& q, Response& r) { return check(q, r); });
     server.Get("/health", [this](const Request&, Response& res) {
       const auto s = scheduler->stats();
-      const nlohmann::json j = {{"status", "ok"}, {"queued", s.queued}, {"running", s.running}};
+      nlohmann::json j = {{"status", "ok"}, {"queued", s.queued}, {"running", s.running}};
+      if (disk) {
+        const auto d = disk->stats();
+        j["kv_disk"] = {{"files", d.files},   {"bytes", d.bytes},     {"saved", d.saved},
+                        {"failed", d.failed}, {"dropped", d.dropped}, {"hits", d.hits}};
+      }
       res.set_content(j.dump(), kJson);
     });
     server.Get("/v1/models", [this](const Request&, Response& res) {
@@ -330,13 +351,12 @@ struct HttpServer::Impl {
   }
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::bind(serve::Scheduler& scheduler,
-                                                     const Tokenizer& tok,
-                                                     const api::ApiConfig& config,
-                                                     const HttpOptions& options,
-                                                     serve::ReplayMap* replay) {
+Result<std::unique_ptr<HttpServer>> HttpServer::bind(
+    serve::Scheduler& scheduler, const Tokenizer& tok, const api::ApiConfig& config,
+    const HttpOptions& options, serve::ReplayMap* replay, serve::DiskCache* disk) {
   auto impl = std::make_unique<Impl>();
   impl->replay = replay;
+  impl->disk = disk;
   for (const auto& text : options.forced_output) {
     impl->forced.push_back(tok.encode(text, SpecialTokens::kRecognize));
   }

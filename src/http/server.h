@@ -2,8 +2,9 @@
 // Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
 // the optional Bearer check, CORS headers, SSE streaming with keepalive comments, turning a
 // failed write into a cancelled request, the trace file, and stopping.
-// Does not own: the scheduler, the tokenizer or the replay map (borrowed; they must outlive the
-// server), JSON shapes (api/).
+// Does not own: the scheduler, the tokenizer, the replay map or the disk cache (borrowed; they
+// must outlive the server), JSON shapes (api/). With a disk cache, /health reports its counters
+// under "kv_disk" and tool-call ids of a history are restored from its files before rendering.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include "api/openai_request.h"
 #include "ds4/status.h"
 #include "ds4/tokenizer.h"
+#include "serve/disk_cache.h"
 #include "serve/scheduler.h"
 
 namespace ds4::http {
@@ -40,7 +42,8 @@ class HttpServer {
   static Result<std::unique_ptr<HttpServer>> bind(serve::Scheduler& scheduler, const Tokenizer& tok,
                                                   const api::ApiConfig& config,
                                                   const HttpOptions& options,
-                                                  serve::ReplayMap* replay = nullptr);
+                                                  serve::ReplayMap* replay = nullptr,
+                                                  serve::DiskCache* disk = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -97,16 +97,9 @@ Result<KvcStore> KvcStore::open(KvcStoreOptions options) {
   std::filesystem::permissions(options.dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
   KvcStore store(std::move(options));
-  DIR* d = ::opendir(store.o_.dir.c_str());
-  if (d == nullptr)
-    return Status::io_error("cannot read '%s': %s", store.o_.dir.c_str(), std::strerror(errno));
-  std::vector<std::string> names;
-  while (const dirent* e = ::readdir(d)) {
-    if (is_cache_name(e->d_name)) names.emplace_back(e->d_name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  DS4_ASSIGN_OR_RETURN(std::vector<std::string> names, store.list());
   for (const std::string& n : names) store.index(n);
+  store.evict_for(0, "");  // a smaller budget than the last run's holds from the start (§3.6)
   return store;
 }
 
@@ -114,8 +107,50 @@ void KvcStore::log(const std::string& line) const {
   if (o_.log) o_.log(line);
 }
 
+Result<std::vector<std::string>> KvcStore::list() const {
+  DIR* d = ::opendir(o_.dir.c_str());
+  if (d == nullptr)
+    return Status::io_error("cannot read '%s': %s", o_.dir.c_str(), std::strerror(errno));
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    if (is_cache_name(e->d_name)) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void KvcStore::rescan() {
+  auto names = list();
+  if (!names.is_ok()) {
+    log("kv cache: " + names.status().to_string());
+    return;
+  }
+  const auto listed = [&](const std::string& n) {
+    return std::binary_search(names->begin(), names->end(), n);
+  };
+  std::erase_if(entries_, [&](const KvcEntry& e) { return !listed(e.name); });
+  std::erase_if(refused_, [&](const Refused& r) { return !listed(r.name); });
+  for (const std::string& n : *names) {
+    struct stat st {};
+    if (::stat(path(n).c_str(), &st) != 0) continue;
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    const auto same = [&](uint64_t bytes, int64_t t) {
+      return bytes == static_cast<uint64_t>(st.st_size) && t == mtime;
+    };
+    auto e = std::find_if(entries_.begin(), entries_.end(),
+                          [&](const KvcEntry& x) { return x.name == n; });
+    if (e != entries_.end() && same(e->file_bytes, e->mtime_ns)) continue;
+    auto r = std::find_if(refused_.begin(), refused_.end(),
+                          [&](const Refused& x) { return x.name == n; });
+    if (r != refused_.end() && same(r->bytes, r->mtime_ns)) continue;
+    index(n);  // new, or rewritten by another process
+  }
+}
+
 void KvcStore::index(const std::string& name) {
   std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
+  std::erase_if(refused_, [&](const Refused& r) { return r.name == name; });
   const std::string p = path(name);
   Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
@@ -123,12 +158,15 @@ void KvcStore::index(const std::string& name) {
     log("kv cache: skipping " + name + ": " + std::strerror(errno));
     return;
   }
+  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  // Remembered so that rescan() does not read (and log) the same refused file again.
+  const auto refuse = [&] { refused_.push_back({name, static_cast<uint64_t>(st.st_size), mtime}); };
   auto head = read_prefix(fd.get(), kKvcHeaderBytes + 4, p);
   Result<KvcHeader> h = head.is_ok() ? decode_kvc_header(*head) : Result<KvcHeader>(head.status());
   if (!h.is_ok() || head->size() < kKvcHeaderBytes + 4) {
     log("kv cache: skipping " + name + ": " +
         (h.is_ok() ? std::string("no cache-text length") : h.status().message()));
-    return;
+    return refuse();
   }
   KvcEntry e;
   e.name = name;
@@ -137,10 +175,11 @@ void KvcStore::index(const std::string& name) {
   e.text_bytes = static_cast<uint32_t>(t[0]) | static_cast<uint32_t>(t[1]) << 8 |
                  static_cast<uint32_t>(t[2]) << 16 | static_cast<uint32_t>(t[3]) << 24;
   e.file_bytes = static_cast<uint64_t>(st.st_size);
+  e.mtime_ns = mtime;
   if (e.header.payload_bytes > e.file_bytes ||
       kvc_payload_offset(e.text_bytes) + e.header.payload_bytes > e.file_bytes) {
     log("kv cache: skipping " + name + ": its header claims more bytes than the file holds");
-    return;
+    return refuse();
   }
   entries_.push_back(std::move(e));
 }
@@ -179,8 +218,9 @@ void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
   }
 }
 
-Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-                      std::span<const ToolMapEntry> tool_map) {
+Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
+                                      std::span<const uint8_t> payload,
+                                      std::span<const ToolMapEntry> tool_map) const {
   if (header.created == 0) header.created = o_.now();
   if (header.last_used == 0) header.last_used = header.created;
   const std::vector<uint8_t> bytes = encode_kvc(header, text, payload, tool_map);
@@ -188,35 +228,47 @@ Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const u
     return Status::resource_exhausted("a %zu-byte cache file exceeds the %llu-byte budget",
                                       bytes.size(),
                                       static_cast<unsigned long long>(o_.budget_bytes));
-  const std::string name = sha1_hex(text) + ".kv";
-  // The file it replaces does not count against the budget.
-  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
-  evict_for(bytes.size(), name);
-  const std::string tmp = path("." + name + ".tmp." + std::to_string(::getpid()));
+  PreparedKvc p{.name = sha1_hex(text) + ".kv", .tmp = {}, .bytes = bytes.size()};
+  p.tmp = path("." + p.name + ".tmp." + std::to_string(::getpid()));
   Status st;
   {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    Fd fd(::open(p.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
-      st = Status::io_error("create '%s': %s", tmp.c_str(), std::strerror(errno));
-    } else {
-      st = write_all(fd.get(), bytes, tmp);
-      if (st.is_ok() && ::fsync(fd.get()) != 0)
-        st = Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
-      if (::close(fd.release()) != 0 && st.is_ok())
-        st = Status::io_error("close '%s': %s", tmp.c_str(), std::strerror(errno));
+      return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
+    st = write_all(fd.get(), bytes, p.tmp);
+    if (st.is_ok() && ::fsync(fd.get()) != 0)
+      st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
+    if (::close(fd.release()) != 0 && st.is_ok())
+      st = Status::io_error("close '%s': %s", p.tmp.c_str(), std::strerror(errno));
   }
-  if (st.is_ok() && ::rename(tmp.c_str(), path(name).c_str()) != 0)
-    st = Status::io_error("rename '%s': %s", tmp.c_str(), std::strerror(errno));
   if (!st.is_ok()) {
-    ::unlink(tmp.c_str());
-    index(name);  // an older file of the same text, if any, is still there
+    ::unlink(p.tmp.c_str());
+    return st;
+  }
+  return p;
+}
+
+Status KvcStore::commit(const PreparedKvc& p) {
+  // The file it replaces does not count against the budget.
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == p.name; });
+  evict_for(p.bytes, p.name);
+  if (::rename(p.tmp.c_str(), path(p.name).c_str()) != 0) {
+    const Status st = Status::io_error("rename '%s': %s", p.tmp.c_str(), std::strerror(errno));
+    ::unlink(p.tmp.c_str());
+    index(p.name);  // an older file of the same text, if any, is still there
     return st;
   }
   Fd dir(::open(o_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() >= 0) ::fsync(dir.get());
-  index(name);
+  index(p.name);
   return Status::ok();
+}
+
+Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+                      std::span<const ToolMapEntry> tool_map) {
+  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
+  return commit(p);
 }
 
 std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery& q) const {

@@ -48,19 +48,43 @@ struct KvcEntry {
   KvcHeader header;
   uint32_t text_bytes = 0;
   uint64_t file_bytes = 0;
+  int64_t mtime_ns = 0;  // when it was indexed: rescan() re-reads a file that changed
+};
+
+// A file written and fsynced under a temporary name, not yet in the directory's index (prepare).
+struct PreparedKvc {
+  std::string name;  // "<sha1>.kv"
+  std::string tmp;   // the temporary path
+  uint64_t bytes = 0;
 };
 
 class KvcStore {
  public:
   // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files;
-  // files that fail the header checks are logged and left alone.
+  // files that fail the header checks are logged and left alone. Files beyond the budget are
+  // evicted (by score) at once.
   static Result<KvcStore> open(KvcStoreOptions options);
+
+  // Brings the index up to date with the directory (features.md §3.5 step 1, before a lookup):
+  // indexes files that appeared (another server on the same directory), forgets files that are
+  // gone (a user may wipe it), re-reads files whose size or time changed. A file refused before
+  // is not read or logged again until it changes.
+  void rescan();
 
   // Writes the file for `text`, replacing one of the same text. Files are evicted first so the
   // new one fits the budget (never the new one itself). On failure (a full disk, say) the
   // temporary file is removed and every older file is intact.
   Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
+  // save() in two halves, so that a caller holding a lock around the store need not hold it
+  // during the write: prepare() encodes and writes the temporary file (fsynced) and touches
+  // neither the index nor other files (it may run while another thread uses the store under the
+  // caller's lock; it reads only the options); commit() evicts for it, renames it into place and
+  // indexes it. A failed prepare() leaves no temporary file; so does a failed commit().
+  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text,
+                              std::span<const uint8_t> payload,
+                              std::span<const ToolMapEntry> tool_map) const;
+  Status commit(const PreparedKvc& prepared);
 
   // The indexed file whose cache text is the longest byte prefix of `rendered` (ties: more
   // tokens), among those `query` admits; checked by the SHA-1 of the prompt's prefix.
@@ -84,6 +108,7 @@ class KvcStore {
  private:
   explicit KvcStore(KvcStoreOptions options) : o_(std::move(options)) {}
   std::string path(const std::string& name) const { return o_.dir + "/" + name; }
+  Result<std::vector<std::string>> list() const;  // the cache names in the directory, sorted
   void index(const std::string& name);
   void log(const std::string& line) const;
   // Deletes files by ascending score until `incoming` more bytes fit the budget.
@@ -91,6 +116,12 @@ class KvcStore {
 
   KvcStoreOptions o_;
   std::vector<KvcEntry> entries_;
+  struct Refused {
+    std::string name;
+    uint64_t bytes = 0;
+    int64_t mtime_ns = 0;
+  };
+  std::vector<Refused> refused_;  // files index() skipped, as they were then
 };
 
 }  // namespace ds4::kv

@@ -1,7 +1,8 @@
 // Protects: the disk KV cache directory (features.md §3.1, §3.5-3.7): files named by the SHA-1 of
 // their text (the digest checked against a published test vector), the longest-prefix lookup and
 // its filters, bookkeeping in place, eviction under the byte budget, hostile files skipped, and a
-// failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact.
+// failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, and the
+// two-step write (prepare: a temporary file only; commit: in place and indexed).
 #include "kv/kvc_store.h"
 
 #include <gtest/gtest.h>
@@ -209,6 +210,79 @@ TEST(KvcStore, ToolMapEntriesComeFromAnyFile) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(std::find(got.begin(), got.end(), a[0]) != got.end());
   EXPECT_TRUE(std::find(got.begin(), got.end(), b[0]) != got.end());
+}
+
+TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  auto p = s->prepare(header(9), "<bos>prepared", payload(64), {});
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_TRUE(s->entries().empty());
+  EXPECT_TRUE(std::filesystem::exists(p->tmp));
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("kv/" + p->name)));
+  EXPECT_FALSE(s->find("<bos>prepared!", query()).has_value());
+  ASSERT_TRUE(s->commit(*p).is_ok());
+  EXPECT_FALSE(std::filesystem::exists(p->tmp));
+  ASSERT_EQ(s->entries().size(), 1u);
+  EXPECT_EQ(s->entries()[0].file_bytes, p->bytes);
+  auto hit = s->find("<bos>prepared!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->name, p->name);
+}
+
+TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  {
+    auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_TRUE(s->save(header(9), "text " + std::to_string(i), payload(1000), {}).is_ok());
+    }
+    ASSERT_EQ(s->entries().size(), 4u);
+  }
+  const uint64_t one =
+      KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs))->entries()[0].file_bytes;
+  auto s = KvcStore::open(options(tmp.file("kv"), 2 * one + 10, &logs));
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->entries().size(), 2u);
+  EXPECT_LE(s->bytes_used(), 2 * one + 10);
+}
+
+TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto mine = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  auto other = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(mine.is_ok() && other.is_ok());
+  ASSERT_TRUE(other->save(header(9), "<bos>theirs", payload(50), {}).is_ok());
+  EXPECT_FALSE(mine->find("<bos>theirs!", query()).has_value());
+  mine->rescan();
+  auto hit = mine->find("<bos>theirs!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
+  // Rewritten by the other server (another size): re-read, and still readable.
+  ASSERT_TRUE(other->save(header(12), "<bos>theirs", payload(80), {}).is_ok());
+  mine->rescan();
+  hit = mine->find("<bos>theirs!", query());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->header.tokens, 12u);
+  EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
+  // A hostile file is logged once, however often the directory is rescanned.
+  const std::string bad = tmp.file("kv/" + std::string(40, 'a') + ".kv");
+  std::ofstream(bad) << "not a cache file";
+  logs.clear();
+  mine->rescan();
+  mine->rescan();
+  EXPECT_EQ(std::count_if(logs.begin(), logs.end(),
+                          [](const std::string& l) { return l.find("skipping") != l.npos; }),
+            1);
+  // The user wipes the directory.
+  std::filesystem::remove(tmp.file("kv/" + hit->name));
+  mine->rescan();
+  EXPECT_FALSE(mine->find("<bos>theirs!", query()).has_value());
+  EXPECT_EQ(mine->bytes_used(), 0u);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 
 namespace ds4::serve {
 
-enum class CacheSource { kMiss, kTokens, kText };
+enum class CacheSource { kMiss, kTokens, kText, kDisk };  // kDisk: loaded from a cache file
 const char* to_string(CacheSource source);
 
 struct PromptPlan {

@@ -1,6 +1,7 @@
 // src/serve/replay_map.cpp: the LRU-bounded exact-replay map.
 #include "serve/replay_map.h"
 
+#include <algorithm>
 #include <string_view>
 
 namespace ds4::serve {
@@ -35,6 +36,36 @@ std::optional<std::string> ReplayMap::find(const std::string& id) {
 size_t ReplayMap::size() const {
   std::lock_guard lock(mu_);
   return by_id_.size();
+}
+
+namespace {
+
+// True when `block` occurs in `text`, or a prefix of it that covers the opening tag ends `text`.
+bool carried_by(std::string_view text, std::string_view block) {
+  constexpr std::string_view kOpen = "<｜DSML｜tool_calls>";
+  if (text.find(block) != std::string_view::npos) return true;
+  const size_t open = block.find(kOpen);
+  if (open == std::string_view::npos) return false;
+  for (size_t n = std::min(block.size() - 1, text.size()); n >= open + kOpen.size(); --n) {
+    if (text.ends_with(block.substr(0, n))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ReplayMap::entries_in(
+    std::string_view text) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (text.find("｜DSML｜tool_calls>") == std::string_view::npos) return out;
+  std::lock_guard lock(mu_);
+  std::unordered_map<const std::string*, bool> seen;  // blocks are shared by a turn's ids
+  for (const auto& [id, e] : by_id_) {
+    auto [it, fresh] = seen.try_emplace(e.block.get(), false);
+    if (fresh) it->second = carried_by(text, *e.block);
+    if (it->second) out.emplace_back(id, *e.block);
+  }
+  return out;
 }
 
 std::string sampled_tool_block(const std::string& raw, bool thinking) {

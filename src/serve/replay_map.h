@@ -11,7 +11,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace ds4::serve {
 
@@ -24,6 +27,10 @@ class ReplayMap {
   // The block of `id`, touching it; nullopt when unknown or evicted.
   std::optional<std::string> find(const std::string& id);
   size_t size() const;
+  // The (id, block) pairs a checkpoint whose decoded text is `text` should carry on disk
+  // (features.md §3.1 KTM): blocks that occur verbatim in `text`, or whose start (through the
+  // opening tag) ends `text` -- a checkpoint stops before the last sampled token of its turn.
+  std::vector<std::pair<std::string, std::string>> entries_in(std::string_view text) const;
 
  private:
   struct Entry {

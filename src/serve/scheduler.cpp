@@ -4,46 +4,20 @@
 #include <algorithm>
 #include <chrono>
 
-#include "serve/generation.h"
-#include "serve/prefix_match.h"
+#include "serve/scheduler_parts.h"
 
 namespace ds4::serve {
-
-struct Scheduler::Waiting {
-  Request request;
-  std::shared_ptr<Ticket> ticket;
-};
-
-// A request admitted into a session.
-struct Scheduler::Active {
-  Active(const Tokenizer& tok, Request r, std::shared_ptr<Ticket> t, uint64_t seed)
-      : request(std::move(r)), ticket(std::move(t)), rng(seed), gen(tok, request) {}
-  Request request;
-  std::shared_ptr<Ticket> ticket;
-  Rng rng;
-  Generation gen;
-  std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h); empty until planned
-  bool planned = false;
-  bool decoding = false;
-  int cached = 0;
-  int generated = 0;
-  int limit = 0;  // tokens this request may still sample in total
-};
-
-struct Scheduler::Slot {
-  std::unique_ptr<Session> session;
-  std::unique_ptr<Active> active;
-};
 
 Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engine,
                                                     const Tokenizer& tok,
                                                     const SchedulerOptions& options,
-                                                    ReplayMap* replay) {
+                                                    ReplayMap* replay, DiskCache* disk) {
   if (options.max_queue < 0 || options.sessions < 1) {
     return Status::invalid_argument("scheduler: max_queue %d and sessions %d must be >= 0 and >= 1",
                                     options.max_queue, options.sessions);
   }
-  std::unique_ptr<Scheduler> s(new Scheduler(std::move(engine), tok, options, replay));
+  if (disk) DS4_TRY(validate(options.cache));
+  std::unique_ptr<Scheduler> s(new Scheduler(std::move(engine), tok, options, replay, disk));
   for (int i = 0; i < options.sessions; ++i) {
     DS4_ASSIGN_OR_RETURN(auto session,
                          s->engine_->create_session(
@@ -57,8 +31,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
 }
 
 Scheduler::Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok,
-                     const SchedulerOptions& options, ReplayMap* replay)
-    : engine_(std::move(engine)), tok_(&tok), options_(options), replay_(replay) {}
+                     const SchedulerOptions& options, ReplayMap* replay, DiskCache* disk)
+    : engine_(std::move(engine)), tok_(&tok), options_(options), replay_(replay), disk_(disk) {}
 
 Scheduler::~Scheduler() {
   shutdown();
@@ -117,12 +91,13 @@ void Scheduler::run() {
         queue_.clear();
       }
       admit();
-      if (stopping_ && !busy()) return;
+      if (stopping_ && !busy()) break;
     }
     for (auto& slot : slots_) {
       if (slot->active) step(*slot);
     }
   }
+  if (disk_) save_on_shutdown();
 }
 
 void Scheduler::admit() {
@@ -162,11 +137,11 @@ void Scheduler::step(Slot& slot) {
 void Scheduler::prefill_step(Slot& slot) {
   Active& a = *slot.active;
   Session& s = *slot.session;
-  const auto live = s.tokens();
   const bool first = !a.planned;
-  size_t target;
+  size_t from = s.tokens().size();
   if (first) {
-    PromptPlan plan = plan_prompt(live, *tok_, a.request);
+    PromptPlan plan = plan_prompt(s.tokens(), *tok_, a.request);
+    if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(slot, std::move(plan));
     a.prompt = std::move(plan.tokens);
     a.planned = true;
     if (a.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
@@ -177,14 +152,15 @@ void Scheduler::prefill_step(Slot& slot) {
     }
     // A session keeps its tokens only when they are a prefix of the prompt; otherwise it rebuilds
     // from position 0 (session.h), so the first chunk starts there and stays one chunk long.
-    const size_t start = common_prefix(live, a.prompt) == live.size() ? live.size() : 0;
-    target = std::min(a.prompt.size(), start + options_.prefill_chunk);
-  } else {
-    target = std::min(a.prompt.size(), live.size() + options_.prefill_chunk);
+    const auto live = s.tokens();
+    from = common_prefix(live, a.prompt) == live.size() ? live.size() : 0;
   }
+  size_t target = std::min(a.prompt.size(), from + options_.prefill_chunk);
+  if (disk_) target = chunk_stop(slot, from, target);
   auto st = s.sync(std::span<const TokenId>(a.prompt).first(target));
   if (!st.is_ok()) return finish(slot, FinishReason::kError, st.status());
   if (first) a.cached = st->reused;
+  if (disk_) after_prefill_chunk(slot);
   if (target < a.prompt.size()) return;
   a.decoding = true;
   a.limit = std::max(
@@ -195,6 +171,7 @@ void Scheduler::prefill_step(Slot& slot) {
 void Scheduler::decode_step(Slot& slot) {
   Active& a = *slot.active;
   Session& s = *slot.session;
+  if (disk_) before_decode(slot);
   const size_t i = static_cast<size_t>(a.generated);
   SamplingParams params = a.request.sampling;
   if (a.gen.dsml_greedy()) params.temperature = 0.0f;  // protocol structure: greedy (§2.5)

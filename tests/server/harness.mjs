@@ -6,11 +6,16 @@ import assert from "node:assert/strict";
 export const SERVER = process.env.DS4_SERVER;
 export const MODEL = process.env.DS4_SERVER_MODEL;
 
-export async function startServer(args = []) {
+// opts.fileLimitKb: run the server under `ulimit -f` (writes past that size fail with EFBIG, a
+// full disk without root).
+export async function startServer(args = [], opts = {}) {
   assert.ok(SERVER && MODEL, "DS4_SERVER and DS4_SERVER_MODEL must be set");
-  const proc = spawn(SERVER, ["-m", MODEL, "--port", "0", "-t", "2", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const argv = ["-m", MODEL, "--port", "0", "-t", "2", ...args];
+  const proc = opts.fileLimitKb
+    ? spawn("bash", ["-c", `ulimit -f ${opts.fileLimitKb} && exec "$0" "$@"`, SERVER, ...argv], {
+        stdio: ["ignore", "pipe", "pipe"],
+      })
+    : spawn(SERVER, argv, { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   proc.stderr.on("data", (d) => (stderr += d));
   const port = await new Promise((resolve, reject) => {

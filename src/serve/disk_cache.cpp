@@ -1,0 +1,229 @@
+// src/serve/disk_cache.cpp: the locked KVC store and the disk writer thread (see disk_cache.h).
+#include "serve/disk_cache.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace ds4::serve {
+namespace {
+
+const char* reason_name(kv::SaveReason r) {
+  switch (r) {
+    case kv::SaveReason::kCold: return "cold";
+    case kv::SaveReason::kContinued: return "continued";
+    case kv::SaveReason::kEvict: return "evict";
+    case kv::SaveReason::kShutdown: return "shutdown";
+    case kv::SaveReason::kUnknown: break;
+  }
+  return "unknown";
+}
+
+uint64_t unix_now() { return static_cast<uint64_t>(std::time(nullptr)); }
+
+}  // namespace
+
+Result<std::unique_ptr<DiskCache>> DiskCache::open(DiskCacheOptions options, ReplayMap* replay) {
+  if (options.query.quant_bits != 2 && options.query.quant_bits != 4) {
+    return Status::invalid_argument(
+        "the disk KV cache stores 2- or 4-bit routed-expert checkpoints; this model's experts "
+        "have %d bits",
+        static_cast<int>(options.query.quant_bits));
+  }
+  if (!options.log) {
+    options.log = [](const std::string& line) {
+      std::fprintf(stderr, "ds4-server: %s\n", line.c_str());
+    };
+  }
+  kv::KvcStoreOptions so{.dir = options.dir,
+                         .budget_bytes = options.budget_bytes,
+                         .limits = {.max_tool_ids = options.max_tool_ids},
+                         .now = unix_now,
+                         .log = options.log};
+  DS4_ASSIGN_OR_RETURN(kv::KvcStore store, kv::KvcStore::open(std::move(so)));
+  std::unique_ptr<DiskCache> c(new DiskCache(std::move(options), replay, std::move(store)));
+  c->thread_ = std::thread([p = c.get()] { p->run(); });
+  return c;
+}
+
+DiskCache::DiskCache(DiskCacheOptions options, ReplayMap* replay, kv::KvcStore store)
+    : o_(std::move(options)), replay_(replay), store_(std::move(store)) {}
+
+DiskCache::~DiskCache() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DiskCache::log(const std::string& line) const { o_.log(line); }
+
+bool DiskCache::save(SaveJob job) {
+  if (job.tokens < o_.query.min_tokens || job.payload.empty()) return false;
+  {
+    std::lock_guard lock(mu_);
+    const bool fits =
+        queue_.empty() || (queue_.size() < o_.max_pending &&
+                           queued_bytes_ + job.payload.size() <= o_.max_pending_bytes);
+    if (!stop_ && fits) {
+      queued_bytes_ += job.payload.size();
+      queue_.push_back(std::move(job));
+      cv_.notify_all();
+      return true;
+    }
+    ++dropped_;
+  }
+  log("kv cache: not saving a " + std::string(reason_name(job.reason)) + " checkpoint of " +
+      std::to_string(job.tokens) + " tokens: the disk writer is behind");
+  return false;
+}
+
+void DiskCache::flush() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+void DiskCache::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything is written
+    SaveJob job = std::move(queue_.front());
+    queue_.pop_front();
+    queued_bytes_ -= job.payload.size();
+    writing_ = true;
+    lock.unlock();
+    write(job);
+    lock.lock();
+    writing_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+void DiskCache::write(SaveJob& job) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<kv::ToolMapEntry> map;
+  if (replay_) {
+    for (auto& [id, block] : replay_->entries_in(job.text)) {
+      map.push_back({.id = std::move(id), .dsml = std::move(block)});
+    }
+  }
+  kv::KvcHeader h{.quant_bits = o_.query.quant_bits,
+                  .reason = job.reason,
+                  .model = o_.query.model,
+                  .tokens = job.tokens,
+                  .n_ctx = o_.query.n_ctx};
+  Status st;
+  uint64_t file_bytes = 0;
+  // The write and its fsync happen outside the lock: lookups and tool-id restores go on meanwhile.
+  // Only the eviction, the rename and the index update hold it.
+  auto prepared = store_.prepare(h, job.text, job.payload, map);
+  if (!prepared.is_ok()) {
+    st = prepared.status();
+  } else {
+    std::lock_guard lock(store_mu_);
+    st = store_.commit(*prepared);
+    file_bytes = prepared->bytes;
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard lock(mu_);
+    (st.is_ok() ? saved_ : failed_) += 1;
+  }
+  char line[256];
+  if (st.is_ok()) {
+    std::snprintf(line, sizeof line,
+                  "kv cache: saved reason=%s tokens=%u text=%zu tool_ids=%zu bytes=%llu %.1f ms",
+                  reason_name(job.reason), job.tokens, job.text.size(), map.size(),
+                  static_cast<unsigned long long>(file_bytes), ms);
+    log(line);
+  } else {
+    std::snprintf(line, sizeof line,
+                  "kv cache: save failed reason=%s tokens=%u: ", reason_name(job.reason),
+                  job.tokens);
+    log(line + st.to_string());
+  }
+}
+
+std::optional<DiskHit> DiskCache::lookup(std::string_view rendered) {
+  std::lock_guard lock(store_mu_);
+  store_.rescan();  // files another server wrote, files a user removed
+  // A damaged file is removed by read(); the next best one is tried (a bounded number of times).
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::optional<kv::KvcEntry> e = store_.find(rendered, o_.query);
+    if (!e) return std::nullopt;
+    auto bytes = store_.read(*e, rendered);
+    if (!bytes.is_ok() && bytes.status().code() == StatusCode::kIoError) {
+      log("kv cache: " + bytes.status().to_string());  // cannot read it now: a cold prefill
+      return std::nullopt;
+    }
+    if (!bytes.is_ok()) continue;
+    auto view = kv::decode_kvc(*bytes, {.max_tool_ids = o_.max_tool_ids});
+    if (!view.is_ok()) {  // read() decoded it already: only a file changed under us gets here
+      log("kv cache: removing " + e->name + ": " + view.status().message());
+      store_.remove(e->name);
+      continue;
+    }
+    if (!view->tool_map_error.empty()) {
+      log("kv cache: " + e->name + ": tool-id map: " + view->tool_map_error);
+    }
+    DiskHit hit{.entry = *e, .file = std::move(*bytes), .payload = {}, .tool_map = {}};
+    const size_t at = static_cast<size_t>(kv::kvc_payload_offset(e->text_bytes));
+    hit.payload = std::span<const uint8_t>(hit.file).subspan(at, view->payload.size());
+    hit.tool_map = std::move(view->tool_map);
+    return hit;
+  }
+  return std::nullopt;
+}
+
+void DiskCache::loaded(const DiskHit& hit, bool consume) {
+  std::lock_guard lock(store_mu_);
+  ++hits_;
+  if (consume) {
+    store_.remove(hit.entry.name);
+    return;
+  }
+  Status st = store_.touch(hit.entry.name);
+  if (!st.is_ok()) log("kv cache: " + st.to_string());
+}
+
+void DiskCache::reject(const DiskHit& hit, const std::string& why) {
+  log("kv cache: removing " + hit.entry.name + ": its payload does not load: " + why);
+  std::lock_guard lock(store_mu_);
+  store_.remove(hit.entry.name);
+}
+
+void DiskCache::restore_tool_ids(std::span<const std::string> ids) {
+  if (!replay_ || ids.empty()) return;
+  std::vector<std::string> wanted;
+  for (const auto& id : ids) {
+    if (!replay_->find(id)) wanted.push_back(id);
+  }
+  if (wanted.empty()) return;
+  std::vector<kv::ToolMapEntry> found;
+  {
+    std::lock_guard lock(store_mu_);
+    found = store_.tool_map_entries(wanted);
+  }
+  for (const auto& t : found) replay_->remember(std::span<const std::string>(&t.id, 1), t.dsml);
+}
+
+DiskCacheStats DiskCache::stats() const {
+  DiskCacheStats s;
+  {
+    std::lock_guard lock(mu_);
+    s.saved = saved_;
+    s.failed = failed_;
+    s.dropped = dropped_;
+  }
+  std::lock_guard lock(store_mu_);
+  s.hits = hits_;
+  s.files = store_.entries().size();
+  s.bytes = store_.bytes_used();
+  return s;
+}
+
+}  // namespace ds4::serve

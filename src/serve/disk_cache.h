@@ -1,0 +1,124 @@
+// src/serve/disk_cache.h: the disk KV cache as the server uses it (features.md §3): a KVC
+// directory (kv/kvc_store.h) behind one lock, and the disk writer thread.
+// Owns: the store, the bounded queue of checkpoints waiting to be written, and the writer thread
+// that encodes and writes them (temporary file, fsync, rename), so the scheduler never waits on a
+// disk write: it hands over the payload bytes it copied out of the session and goes on.
+// Lookups (scheduler thread) and tool-id restores (HTTP threads) read files under the same lock.
+// Does not own: when to save or what to load into which session (the scheduler, with
+// cache_policy.h), the replay map (borrowed: it must outlive the cache).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "ds4/status.h"
+#include "kv/kvc_store.h"
+#include "serve/replay_map.h"
+
+namespace ds4::serve {
+
+struct DiskCacheOptions {
+  std::string dir;                               // --kv-disk-dir
+  uint64_t budget_bytes = uint64_t{8192} << 20;  // --kv-disk-space-mb
+  kv::KvcQuery query;                            // what a file must match to be loaded
+  size_t max_tool_ids = 100000;                  // bounds the KTM sections read
+  // Checkpoints waiting for the writer, by count and by payload bytes (one is always taken when
+  // none waits); one more is dropped with a log line, so a slow disk costs saves, not memory.
+  size_t max_pending = 4;
+  uint64_t max_pending_bytes = uint64_t{8} << 30;
+  // One line per save, failure, hit or skipped file; empty: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+// A checkpoint handed to the writer: the session's payload and the decoded text of its tokens.
+struct SaveJob {
+  kv::SaveReason reason = kv::SaveReason::kUnknown;
+  uint32_t tokens = 0;
+  std::string text;
+  std::vector<uint8_t> payload;
+};
+
+// A file found for a prompt, read and framed (kvc_file.h); the payload is not decoded yet.
+struct DiskHit {
+  kv::KvcEntry entry;
+  std::vector<uint8_t> file;
+  std::span<const uint8_t> payload;  // into `file`
+  std::vector<kv::ToolMapEntry> tool_map;
+};
+
+struct DiskCacheStats {
+  int saved = 0;    // files written
+  int failed = 0;   // writes that failed (a full disk, say)
+  int dropped = 0;  // checkpoints not written because the writer was behind
+  int hits = 0;     // files loaded into a session
+  size_t files = 0;
+  uint64_t bytes = 0;
+};
+
+class DiskCache {
+ public:
+  // Opens (creates) the directory and starts the writer. `replay` may be null (exact replay
+  // off): then files are written without a tool-id map and maps are not restored. Errors: the
+  // directory cannot be created or read, quant bits other than 2 and 4.
+  static Result<std::unique_ptr<DiskCache>> open(DiskCacheOptions options, ReplayMap* replay);
+  // Writes what is queued, then stops the writer.
+  ~DiskCache();
+  DiskCache(const DiskCache&) = delete;
+  DiskCache& operator=(const DiskCache&) = delete;
+
+  // Queues a checkpoint for the writer (returns at once). False when it was dropped: below the
+  // minimum, or the writer already has max_pending waiting.
+  bool save(SaveJob job);
+  // Waits until every queued checkpoint is written (tests, shutdown).
+  void flush();
+
+  // The file whose text is the longest byte prefix of `rendered` that the query admits, read and
+  // checked; nullopt when there is none (damaged files met on the way are removed and logged).
+  std::optional<DiskHit> lookup(std::string_view rendered);
+  // After the payload went into a session: hits + 1 and last use now, or the file is deleted
+  // when the live session now owns it (`consume`).
+  void loaded(const DiskHit& hit, bool consume);
+  // The payload could not be used (another shape, a bad row count...): the file is removed.
+  void reject(const DiskHit& hit, const std::string& why);
+
+  // Puts the mappings of `ids` that the replay map lacks, from every file with a tool-id map,
+  // into the replay map (features.md §3.2; HTTP threads, before rendering).
+  void restore_tool_ids(std::span<const std::string> ids);
+
+  DiskCacheStats stats() const;
+  const DiskCacheOptions& options() const { return o_; }
+  void log(const std::string& line) const;
+
+ private:
+  DiskCache(DiskCacheOptions options, ReplayMap* replay, kv::KvcStore store);
+  void run();
+  void write(SaveJob& job);
+
+  DiskCacheOptions o_;
+  ReplayMap* replay_;
+  mutable std::mutex store_mu_;
+  kv::KvcStore store_;  // guarded by store_mu_
+  int hits_ = 0;        // guarded by store_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;                // work for the writer, or stop
+  std::condition_variable idle_cv_;           // the queue drained
+  std::deque<SaveJob> queue_;                 // guarded by mu_
+  uint64_t queued_bytes_ = 0;                 // guarded by mu_: payload bytes in queue_
+  bool writing_ = false;                      // guarded by mu_
+  bool stop_ = false;                         // guarded by mu_
+  int saved_ = 0, failed_ = 0, dropped_ = 0;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace ds4::serve

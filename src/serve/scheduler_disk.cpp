@@ -1,0 +1,123 @@
+// src/serve/scheduler_disk.cpp: the scheduler's side of the disk KV cache (features.md §3.3,
+// §3.5): the evict save and the load on a miss, the cold and continued save points, and the
+// shutdown saves. Saving copies the session's payload here (the scheduler thread owns the
+// session) and hands it to the disk writer; nothing here waits on a disk write.
+#include <chrono>
+#include <cstdio>
+#include <string_view>
+
+#include "serve/scheduler.h"
+#include "serve/scheduler_parts.h"
+
+namespace ds4::serve {
+
+PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
+  Active& a = *slot.active;
+  Session& s = *slot.session;
+  const CachePolicyOptions& policy = options_.cache;
+  // The live checkpoint is about to be replaced: keep it on disk unless it is there already.
+  if (static_cast<size_t>(s.n_tokens()) >= policy.min_tokens &&
+      static_cast<size_t>(s.n_tokens()) != slot.saved_at) {
+    save_checkpoint(slot, kv::SaveReason::kEvict);
+  }
+  slot.saved_at = 0;
+  slot.last_stored = 0;
+  slot.cold = 0;
+  const std::string_view rendered = a.request.rendered;
+  if (!rendered.empty()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (std::optional<DiskHit> hit = disk_->lookup(rendered)) {
+      const uint32_t n = hit->entry.header.tokens;
+      Status st = s.load(hit->payload);
+      if (st.is_ok() && static_cast<uint32_t>(s.n_tokens()) != n) {
+        st = Status::invalid_file("it holds %d tokens, its header says %u", s.n_tokens(), n);
+      }
+      if (!st.is_ok()) {
+        disk_->reject(*hit, st.message());
+      } else {
+        if (replay_) {
+          for (const auto& t : hit->tool_map) {
+            replay_->remember(std::span<const std::string>(&t.id, 1), t.dsml);
+          }
+        }
+        PromptPlan p;
+        const auto live = s.tokens();
+        p.tokens.assign(live.begin(), live.end());
+        tok_->encode_append(rendered.substr(hit->entry.text_bytes), SpecialTokens::kRecognize,
+                            &p.tokens);
+        p.source = CacheSource::kDisk;
+        p.reusable = live.size();
+        // A checkpoint longer than the cold window now belongs to the live session, which saves
+        // it again when it is evicted or the server stops (§3.5 step 7).
+        const bool consume = policy.cold_max_tokens != 0 && n > policy.cold_max_tokens;
+        disk_->loaded(*hit, consume);
+        slot.last_stored = n;
+        slot.saved_at = consume ? 0 : n;
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "kv cache hit text tokens=%u text=%u quant=%u key=token-text load=%.1f ms%s "
+                      "file=",
+                      n, hit->entry.text_bytes, hit->entry.header.quant_bits, ms,
+                      consume ? " consumed" : "");
+        disk_->log(line + hit->entry.name);
+        return p;
+      }
+    }
+  }
+  slot.cold =
+      cold_boundary(plan.tokens, tok_->special_ids().user, tok_->special_ids().assistant, policy);
+  return plan;
+}
+
+size_t Scheduler::chunk_stop(const Slot& slot, size_t from, size_t to) const {
+  return next_stop(from, to, slot.cold, slot.last_stored, options_.cache);
+}
+
+void Scheduler::after_prefill_chunk(Slot& slot) {
+  const size_t n = static_cast<size_t>(slot.session->n_tokens());
+  if (slot.cold != 0 && n == slot.cold) {
+    slot.cold = 0;
+    save_checkpoint(slot, kv::SaveReason::kCold);
+  } else if (continued_due(n, slot.last_stored, options_.cache)) {
+    save_checkpoint(slot, kv::SaveReason::kContinued);
+  }
+}
+
+void Scheduler::before_decode(Slot& slot) {
+  const size_t n = static_cast<size_t>(slot.session->n_tokens());
+  if (!continued_due(n, slot.last_stored, options_.cache)) return;
+  // Not inside or after a tool-call block: that checkpoint would end mid-protocol (§3.3).
+  const Active& a = *slot.active;
+  if (a.request.tools && a.gen.raw().find("｜DSML｜tool_calls>") != std::string::npos) return;
+  save_checkpoint(slot, kv::SaveReason::kContinued);
+}
+
+void Scheduler::save_checkpoint(Slot& slot, kv::SaveReason reason) {
+  const Session& s = *slot.session;
+  const size_t n = static_cast<size_t>(s.n_tokens());
+  slot.saved_at = n;
+  if (n > slot.last_stored) slot.last_stored = n;
+  auto payload = s.save();
+  if (!payload.is_ok()) {
+    disk_->log("kv cache: cannot copy the session out: " + payload.status().to_string());
+    return;
+  }
+  disk_->save({.reason = reason,
+               .tokens = static_cast<uint32_t>(n),
+               .text = tok_->decode(s.tokens()),
+               .payload = std::move(*payload)});
+}
+
+void Scheduler::save_on_shutdown() {
+  for (auto& slot : slots_) {
+    const size_t n = static_cast<size_t>(slot->session->n_tokens());
+    if (n >= options_.cache.min_tokens && n != slot->saved_at) {
+      save_checkpoint(*slot, kv::SaveReason::kShutdown);
+    }
+  }
+}
+
+}  // namespace ds4::serve

@@ -1,0 +1,43 @@
+// src/serve/scheduler_parts.h: the scheduler's private records (scheduler.cpp and
+// scheduler_disk.cpp): a waiting request, a request admitted into a session, and a pool slot.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "serve/generation.h"
+#include "serve/scheduler.h"
+
+namespace ds4::serve {
+
+struct Scheduler::Waiting {
+  Request request;
+  std::shared_ptr<Ticket> ticket;
+};
+
+// A request admitted into a session.
+struct Scheduler::Active {
+  Active(const Tokenizer& tok, Request r, std::shared_ptr<Ticket> t, uint64_t seed)
+      : request(std::move(r)), ticket(std::move(t)), rng(seed), gen(tok, request) {}
+  Request request;
+  std::shared_ptr<Ticket> ticket;
+  Rng rng;
+  Generation gen;
+  std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h); empty until planned
+  bool planned = false;
+  bool decoding = false;
+  int cached = 0;
+  int generated = 0;
+  int limit = 0;  // tokens this request may still sample in total
+};
+
+struct Scheduler::Slot {
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Active> active;
+  // Disk cache bookkeeping (scheduler_disk.cpp).
+  size_t last_stored = 0;  // highest frontier saved or loaded: continued saves go beyond it
+  size_t saved_at = 0;     // the session's length when it was last saved or loaded (0: never)
+  size_t cold = 0;         // the current request's cold save point (0: none)
+};
+
+}  // namespace ds4::serve

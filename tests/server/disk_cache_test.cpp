@@ -1,0 +1,219 @@
+// The scheduler with a disk KV cache on the tiny model (CPU), features.md §3.3 and §3.5: a cold
+// miss saves the prompt up to its cold boundary and, when the scheduler stops, the live session
+// (shutdown); a new scheduler on the same directory loads the file, reuses exactly its tokens and
+// samples the same output as the cold run (the restored state is the computed one); continued
+// saves land on multiples of the step; a file whose payload does not load is removed and the
+// request runs from scratch with the right output.
+#include "serve/disk_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "ds4/chat.h"
+#include "gguf/test_util.h"
+#include "serve/scheduler.h"
+
+namespace ds4::serve {
+namespace {
+
+using gguf::testing::TempDir;
+using std::chrono::milliseconds;
+constexpr milliseconds kWait(60000);
+constexpr int kCtx = 1024;
+
+struct File {
+  std::string name;
+  kv::KvcHeader header;
+};
+
+std::vector<File> files(const std::string& dir) {
+  std::vector<File> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".kv") continue;
+    const auto bytes = gguf::testing::read_bytes(e.path().string());
+    auto h = kv::decode_kvc_header(bytes);
+    EXPECT_TRUE(h.is_ok()) << e.path();
+    if (h.is_ok()) out.push_back({e.path().filename().string(), *h});
+  }
+  return out;
+}
+
+class DiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = Tokenizer::open(DS4_SERVER_MODEL);
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    tok_ = std::make_unique<Tokenizer>(std::move(*t));
+    policy_ = {.min_tokens = 32,
+               .cold_max_tokens = 30000,
+               .continued_interval = 0,
+               .boundary_trim = 4,
+               .boundary_align = 16};
+  }
+  // A disk cache on dir_ and a scheduler using it (destroy the scheduler first).
+  void start() {
+    DiskCacheOptions o{.dir = dir_.file("kv"),
+                       .query = {.min_tokens = 32, .n_ctx = kCtx, .quant_bits = 2},
+                       .max_pending = 256,  // every save of these tests is written
+                       .log = [this](const std::string& l) {
+                         std::lock_guard lock(logs_mu_);  // the writer and the scheduler log
+                         logs_.push_back(l);
+                       }};
+    auto d = DiskCache::open(std::move(o), &replay_);
+    ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+    disk_ = std::move(*d);
+    EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
+    auto e = Engine::open(eo);
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    ASSERT_EQ((*e)->info().expert_bits, 2);
+    auto s = Scheduler::start(std::move(*e), *tok_,
+                              {.n_ctx = kCtx, .prefill_chunk = 16, .cache = policy_}, &replay_,
+                              disk_.get());
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    sched_ = std::move(*s);
+  }
+  void stop() {
+    sched_.reset();  // saves the live session (shutdown)
+    disk_.reset();   // writes what is queued
+  }
+  Request chat(const std::string& system, const std::string& user, int max_tokens) {
+    std::vector<chat::Message> msgs{{.role = chat::Role::kSystem, .content = system},
+                                    {.role = chat::Role::kUser, .content = user}};
+    auto text = chat::render(msgs, {.think = chat::ThinkMode::kNone, .context_size = kCtx});
+    EXPECT_TRUE(text.is_ok());
+    Request r;
+    r.rendered = *text;
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.sampling.seed = 3;
+    r.max_tokens = max_tokens;
+    return r;
+  }
+  Event run(Request r, std::string* text) {
+    auto t = sched_->submit(std::move(r));
+    EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+    for (;;) {
+      auto e = (*t)->next(kWait);
+      if (!e) return Event{.finish = FinishReason::kError, .error = Status::internal("timed out")};
+      if (e->kind == EventKind::kDone) return *e;
+      if (e->kind == EventKind::kText) *text += e->text;
+    }
+  }
+
+  const std::string system_ =
+      "You answer questions about the weather in Paris, briefly and politely, and you cite the "
+      "station you used for every number you give. Keep to the facts the stations report, say when "
+      "a number is an estimate, and never answer about another city than Paris.";
+  TempDir dir_;
+  std::mutex logs_mu_;
+  std::vector<std::string> logs_;
+  ReplayMap replay_{64};
+  CachePolicyOptions policy_;
+  std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<DiskCache> disk_;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+TEST_F(DiskCacheTest, ColdAndShutdownSavesThenARestartLoadsTheColdFile) {
+  start();
+  Request r = chat(system_, "Rain today?", 6);
+  const size_t boundary =
+      cold_boundary(r.prompt, tok_->special_ids().user, tok_->special_ids().assistant, policy_);
+  ASSERT_GE(boundary, 32u);
+  ASSERT_LT(boundary, r.prompt.size());
+  std::string cold_text;
+  const Event d1 = run(r, &cold_text);
+  ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+  EXPECT_EQ(d1.usage.cached_tokens, 0);
+  stop();
+  auto fs = files(dir_.file("kv"));
+  ASSERT_EQ(fs.size(), 2u);
+  std::sort(fs.begin(), fs.end(),
+            [](const File& a, const File& b) { return a.header.tokens < b.header.tokens; });
+  EXPECT_EQ(fs[0].header.reason, kv::SaveReason::kCold);
+  EXPECT_EQ(fs[0].header.tokens, boundary);
+  EXPECT_EQ(fs[0].name, kv::sha1_hex(tok_->decode(std::span(r.prompt).first(boundary))) + ".kv");
+  EXPECT_EQ(fs[1].header.reason, kv::SaveReason::kShutdown);
+  // The prompt and every sampled token but the last (which was never evaluated).
+  EXPECT_EQ(fs[1].header.tokens, r.prompt.size() + d1.usage.completion_tokens - 1);
+  EXPECT_EQ(fs[1].header.n_ctx, static_cast<uint32_t>(kCtx));
+
+  start();
+  std::string warm_text;
+  const Event d2 = run(r, &warm_text);
+  ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+  EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(boundary));
+  EXPECT_EQ(d2.usage.prompt_tokens, d1.usage.prompt_tokens);
+  EXPECT_EQ(warm_text, cold_text);  // the loaded state is the one the cold run computed
+  EXPECT_EQ(disk_->stats().hits, 1);
+  stop();
+  EXPECT_EQ(files(dir_.file("kv")).size(), 2u);
+}
+
+TEST_F(DiskCacheTest, ContinuedSavesLandOnMultiplesOfTheStep) {
+  policy_.cold_max_tokens = 0;      // only continued saves
+  policy_.continued_interval = 20;  // rounded up to the alignment: 32
+  start();
+  Request r = chat(system_ + " " + system_, "Wind?", 40);
+  const size_t n = r.prompt.size();
+  std::string text;
+  const Event d = run(std::move(r), &text);
+  ASSERT_TRUE(d.error.is_ok());
+  const size_t live = n + d.usage.completion_tokens - 1;
+  stop();
+  std::vector<uint32_t> continued;
+  bool shutdown = false;
+  for (const File& f : files(dir_.file("kv"))) {
+    if (f.header.reason == kv::SaveReason::kContinued) continued.push_back(f.header.tokens);
+    if (f.header.reason == kv::SaveReason::kShutdown) shutdown = f.header.tokens == live;
+  }
+  std::sort(continued.begin(), continued.end());
+  std::vector<uint32_t> want;
+  for (uint32_t f = 32; f <= live; f += 32) want.push_back(f);
+  if (!want.empty() && want.back() == live) shutdown = true;  // the frontier file is the last one
+  EXPECT_EQ(continued, want);
+  EXPECT_TRUE(shutdown);
+}
+
+TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScratch) {
+  start();
+  Request r = chat(system_, "Snow?", 5);
+  std::string cold_text;
+  ASSERT_TRUE(run(r, &cold_text).error.is_ok());
+  stop();
+  // Corrupt the cold file's payload: its layer count (DSV4 field 8) no longer fits the model.
+  const auto all = files(dir_.file("kv"));
+  const auto cold = std::find_if(all.begin(), all.end(), [](const File& f) {
+    return f.header.reason == kv::SaveReason::kCold;
+  });
+  ASSERT_NE(cold, all.end());
+  const std::string path = dir_.file("kv/" + cold->name);
+  std::vector<uint8_t> bytes = gguf::testing::read_bytes(path);
+  uint32_t text_bytes;
+  std::memcpy(&text_bytes, bytes.data() + 48, 4);
+  bytes[kv::kvc_payload_offset(text_bytes) + 32] += 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+
+  start();
+  std::string text;
+  const Event d = run(r, &text);
+  ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
+  EXPECT_EQ(d.usage.cached_tokens, 0);
+  EXPECT_EQ(text, cold_text);
+  stop();  // the writer is done: logs_ is ours
+  EXPECT_TRUE(std::any_of(logs_.begin(), logs_.end(), [](const std::string& l) {
+    return l.find("its payload does not load") != std::string::npos;
+  }));
+  // The cold save of this run wrote a sound file under the same name again.
+  const auto again = gguf::testing::read_bytes(path);
+  EXPECT_NE(again, bytes);
+}
+
+}  // namespace
+}  // namespace ds4::serve
