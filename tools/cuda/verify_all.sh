@@ -26,48 +26,19 @@
 #            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
 #   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
 #            tensor-core kernel (prefill and decode rates side by side)
-#   stagex   the same with the rows kernel's activation row read from global memory
-#            (DS4_CUDA_STAGE_X=0) and staged in shared memory
-#   tiles    the same with prefill F16/F32 products warp per output (DS4_CUDA_FLOAT_TILES=0) and
-#            on the shared-memory tile kernel (the default)
-#   blocks   the same with the rows kernel's lanes giving each lane 1 or 4 blocks of a row
-#            (DS4_CUDA_ROWS_BLOCKS=1 and 4, the default)
-#   stages   the same with the tensor-core kernel's ring of 2 (the default) and 3 stages
-#            (DS4_CUDA_IMMA_STAGES)
-#   sumheads the same with the prefill attention weighted sum on 4 heads per CTA
-#            (DS4_CUDA_SUM_HEADS16=0) and on 16 (the default)
-#   dmma     the same with the prefill attention scores on the per-warp kernel
-#            (DS4_CUDA_DMMA_SCORES=0) and on the FP64 tensor cores (the default)
-#   sumden   the same with the weighted sum's denominators added on every thread
-#            (DS4_CUDA_SUM_SPLIT_DEN=0) and on one thread per head (the default)
-#   fdmma    the same with the prefill F16/F32 products on the float tile kernel
-#            (DS4_CUDA_FLOAT_DMMA=0) and on the FP64 tensor cores (the default)
-#   idxtile  the same with the prefill indexer scores on 16-row CTAs (DS4_CUDA_INDEXER_TILE=0)
-#            and on 64-row CTAs of 4 x 4 chains per thread (1)
 #   fast     the same with prefill bit-identical to the CPU (the default) and with fast prefill
 #            (DS4_CUDA_FAST_PREFILL=1: attention sums in double on the FP64 tensor cores); the
 #            probes differ (the FP8 / int8 simulation turns last-bit differences into code flips)
 #   alusigns the same with the IQ2_XXS tensor-core decode reading its sign patterns from the table
 #            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
-#   split    the same with prefill F16/F32 products of few output rows on one CTA per tile
-#            (DS4_CUDA_FLOAT_SPLIT=0) and with their rows' values split among CTAs (the default)
-#   dims2    the same with the prefill weighted sum on one dim per thread (DS4_CUDA_SUM_DIMS=1)
-#            and on two (128-dim CTAs)
-#   dims4    the same with two (DS4_CUDA_SUM_DIMS=2) and four (the default: 256-dim CTAs)
 #   chunk    the same with 512- and 2048-row prefill chunks (CHUNK; the probes must agree: the
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   chunk24  the same with 2048- and 4096-row prefill chunks
-#   hcrows   the same with the prefill HC pre-step on a CTA per (product, row) (DS4_CUDA_HC_ROWS=0)
-#            and on a CTA per row
 #   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
 #            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
-#   idxwide  ds4-cuda-check with the prefill indexer scores on 64-row CTAs (DS4_CUDA_INDEXER_TILE=1),
-#            then the bench A/B of the 64-row and the 128-row kernel (2, the default)
 #   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
 #            on the register-tiled 64-head kernel (the default)
-#   floatrows the same with the prefill F16/F32 products on tiles of at most 64 rows
-#            (DS4_CUDA_FLOAT_ROWS=64) and of 128 rows (the default)
 #   q8rows   ds4-cuda-check with Q8_0 on one row tile per warp (DS4_CUDA_Q8_ROW_TILES=1), then
 #            the bench A/B of one and two (the default)
 #   q8kraw   the bench A/B of IQ2_XXS / Q2_K products with Q8_K activation codes copied word by
@@ -158,19 +129,10 @@ fi
 step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
-# matmul_check on the default paths, then with the rows kernel's global activation reads, with
-# the tile kernel for one-slot products, with prefill F16/F32 products warp per output and with
-# one block per lane in the rows kernel, with the tensor-core kernel's 3- and 4-stage rings, with
-# the prefill F16/F32 products on the float tile kernel instead of the FP64 tensor cores, with
-# Q8_0 on one row tile per warp, and with Q8_K activation codes copied word by word.
+# matmul_check on the default paths, then with the tile kernel for one-slot products, with Q8_0
+# on one row tile per warp, and with Q8_K activation codes copied word by word.
 kernelsall() {
-  build-dev/bin/matmul_check && DS4_CUDA_STAGE_X=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_FLOAT_TILES=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_ROWS_BLOCKS=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=3 build-dev/bin/matmul_check &&
-    DS4_CUDA_IMMA_STAGES=4 build-dev/bin/matmul_check &&
-    DS4_CUDA_FLOAT_DMMA=0 build-dev/bin/matmul_check &&
+  build-dev/bin/matmul_check && DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
     DS4_CUDA_Q8_ROW_TILES=1 build-dev/bin/matmul_check &&
     DS4_CUDA_Q8K_RAW=0 build-dev/bin/matmul_check
 }
@@ -250,35 +212,17 @@ has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &
   tail -4 "$out/gseg.log"
 has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
 has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
-has stagex && step stagex 400 ab stagex DS4_CUDA_STAGE_X && tail -4 "$out/stagex.log"
-has tiles && step tiles 400 ab tiles DS4_CUDA_FLOAT_TILES && tail -4 "$out/tiles.log"
-has stages && step stages 400 ab stages DS4_CUDA_IMMA_STAGES 2 3 && tail -4 "$out/stages.log"
-has sumheads && step sumheads 400 ab sumheads DS4_CUDA_SUM_HEADS16 &&
-  tail -4 "$out/sumheads.log"
-has dmma && step dmma 400 ab dmma DS4_CUDA_DMMA_SCORES && tail -4 "$out/dmma.log"
-has sumden && step sumden 400 ab sumden DS4_CUDA_SUM_SPLIT_DEN && tail -4 "$out/sumden.log"
-has fdmma && step fdmma 400 ab fdmma DS4_CUDA_FLOAT_DMMA && tail -4 "$out/fdmma.log"
-has idxtile && step idxtile 400 ab idxtile DS4_CUDA_INDEXER_TILE 0 1 && tail -4 "$out/idxtile.log"
 has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
 has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
-has split && step split 400 ab split DS4_CUDA_FLOAT_SPLIT && tail -4 "$out/split.log"
-has dims2 && step dims2 400 ab dims2 DS4_CUDA_SUM_DIMS 1 2 && tail -4 "$out/dims2.log"
-has dims4 && step dims4 400 ab dims4 DS4_CUDA_SUM_DIMS 2 4 && tail -4 "$out/dims4.log"
-has blocks && step blocks 400 ab blocks DS4_CUDA_ROWS_BLOCKS 1 4 && tail -4 "$out/blocks.log"
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
-has hcrows && step hcrows 400 ab hcrows DS4_CUDA_HC_ROWS && tail -4 "$out/hcrows.log"
 # checked_ab NAME VAR A B: ds4-cuda-check with VAR=B, then the bench A/B of A and B.
 checked_ab() {
   env "$2=$4" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 && ab "$@"
 }
 export -f checked_ab
-has idxwide && step idxwide 450 checked_ab idxwide DS4_CUDA_INDEXER_TILE 1 2 &&
-  tail -4 "$out/idxwide.log"
 has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
-has floatrows && step floatrows 400 ab floatrows DS4_CUDA_FLOAT_ROWS 64 128 &&
-  tail -4 "$out/floatrows.log"
 has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 2 1 &&
   tail -4 "$out/q8rows.log"
 has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&

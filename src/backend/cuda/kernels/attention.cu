@@ -495,20 +495,20 @@ __global__ void __launch_bounds__(kDmThreads)
 // thread serves kSumHeadsPerThread heads at kDims adjacent dims, so each staged value is read once
 // for them and each staged weight once for its dims, and their sums are independent chains (with
 // a thread per (head, dim), a CTA of 4 heads re-read every cached row 16 times per query row, and
-// each thread's adds were one dependent chain). kDims = 2 or 4 (batches, DS4_CUDA_SUM_DIMS): a half
-// or a quarter of the CTAs per row, so of the exponentials, and fewer loads per float operation
-// (with 4: a 16-byte value load and a 16-byte weight load feed 64 float operations). The outputs
-// are staged where the values were, once the rows are done.
-// split_den: thread k < kSumHeads alone adds head k's denominator (the same adds in the same
-// order), instead of every thread of the CTA for its heads, and the weights of 4 rows come in one
-// 16-byte load (a third of the float operations and most of the shared loads of the inner loop).
+// each thread's adds were one dependent chain). kDims = 4 (batches): a quarter of the CTAs per
+// row, so of the exponentials, and fewer loads per float operation (a 16-byte value load and a
+// 16-byte weight load feed 64 float operations). The outputs are staged where the values were,
+// once the rows are done. Thread k < kSumHeads alone adds head k's denominator (the same adds in
+// the same order), instead of every thread of the CTA for its heads, and the weights of 4 rows
+// come in one 16-byte load (a third of the float operations and most of the shared loads of the
+// inner loop).
 template <int kSumHeads, int kDims>
 __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
-                         const float* scratch, float* out_all, int64_t out_stride, bool split_den) {
+                         const float* scratch, float* out_all, int64_t out_stride) {
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
-  static_assert(kDims == 1 || kDims == 2 || kDims == 4, "one, two or four dims per thread");
+  static_assert(kDims == 1 || kDims == 4, "one or four dims per thread");
   static_assert(kSumHeads <= kSumRows, "the outputs fit where the values were staged");
   constexpr int kSumHeadsPerThread = kSumHeads / kSumGroups;
   constexpr int kCtaDims = kSumDims * kDims;
@@ -542,23 +542,19 @@ __global__ void __launch_bounds__(kSumThreads)
   const auto sink_term = [&](int hl) {
     return detmath::expf(sinks[min(h0 + hl, g.n_head - 1)] - mx[hl]);
   };
-  float den[kSumHeadsPerThread], acc[kSumHeadsPerThread][kDims];
+  float acc[kSumHeadsPerThread][kDims];
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
-    den[k] = split_den ? 0.0f : sink_term(hg + kSumGroups * k);  // split: taken from den_sh
 #pragma unroll
     for (int e = 0; e < kDims; ++e) acc[k][e] = 0.0f;
   }
-  const bool den_thread = split_den && tid < kSumHeads;  // adds head tid's denominator
+  const bool den_thread = tid < kSumHeads;  // adds head tid's denominator
   float my_den = den_thread ? sink_term(tid) : 0.0f;
   // The kDims values of staged row r at this thread's dims.
   const auto values = [&](int r, float(&v)[kDims]) {
     if constexpr (kDims == 4) {
       const float4 p = reinterpret_cast<const float4*>(vrows + r * kCtaDims)[dd];
       v[0] = p.x, v[1] = p.y, v[2] = p.z, v[3] = p.w;
-    } else if constexpr (kDims == 2) {
-      const float2 p = reinterpret_cast<const float2*>(vrows + r * kCtaDims)[dd];
-      v[0] = p.x, v[1] = p.y;
     } else {
       v[0] = vrows[r * kCtaDims + dd];
     }
@@ -586,24 +582,22 @@ __global__ void __launch_bounds__(kSumThreads)
     if (i0 + kSumRows < rg.n_rows) fetch(i0 + kSumRows);
     const int nr = min(kSumRows, rg.n_rows - i0);
     int r = 0;
-    if (split_den) {
-      if (den_thread) {
-        for (int i = 0; i < nr; ++i) my_den += wts[tid][i];
-      }
-      for (; r + 4 <= nr; r += 4) {
-        float v[4][kDims];
+    if (den_thread) {
+      for (int i = 0; i < nr; ++i) my_den += wts[tid][i];
+    }
+    for (; r + 4 <= nr; r += 4) {
+      float v[4][kDims];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) values(r + j, v[j]);
+      for (int j = 0; j < 4; ++j) values(r + j, v[j]);
 #pragma unroll
-        for (int k = 0; k < kSumHeadsPerThread; ++k) {
-          const float4 w = *reinterpret_cast<const float4*>(&wts[hg + kSumGroups * k][r]);
+      for (int k = 0; k < kSumHeadsPerThread; ++k) {
+        const float4 w = *reinterpret_cast<const float4*>(&wts[hg + kSumGroups * k][r]);
 #pragma unroll
-          for (int e = 0; e < kDims; ++e) {
-            acc[k][e] = fmaf(w.x, v[0][e], acc[k][e]);
-            acc[k][e] = fmaf(w.y, v[1][e], acc[k][e]);
-            acc[k][e] = fmaf(w.z, v[2][e], acc[k][e]);
-            acc[k][e] = fmaf(w.w, v[3][e], acc[k][e]);
-          }
+        for (int e = 0; e < kDims; ++e) {
+          acc[k][e] = fmaf(w.x, v[0][e], acc[k][e]);
+          acc[k][e] = fmaf(w.y, v[1][e], acc[k][e]);
+          acc[k][e] = fmaf(w.z, v[2][e], acc[k][e]);
+          acc[k][e] = fmaf(w.w, v[3][e], acc[k][e]);
         }
       }
     }
@@ -615,20 +609,15 @@ __global__ void __launch_bounds__(kSumThreads)
         const float w = wts[hg + kSumGroups * k][r];
 #pragma unroll
         for (int e = 0; e < kDims; ++e) acc[k][e] = fmaf(w, v[e], acc[k][e]);
-        if (!split_den) den[k] += w;
       }
     }
     __syncthreads();
   }
-  if (split_den) {
-    if (den_thread) den_sh[tid] = my_den;
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kSumHeadsPerThread; ++k) den[k] = den_sh[hg + kSumGroups * k];
-  }
+  if (den_thread) den_sh[tid] = my_den;
+  __syncthreads();
 #pragma unroll
   for (int k = 0; k < kSumHeadsPerThread; ++k) {
-    const float inv = 1.0f / den[k];
+    const float inv = 1.0f / den_sh[hg + kSumGroups * k];
 #pragma unroll
     for (int e = 0; e < kDims; ++e) o[hg + kSumGroups * k][kDims * dd + e] = acc[k][e] * inv;
   }
@@ -860,14 +849,12 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= kMaxGridYZ, "attention: %d rows in one launch", rows.n);
-  // DS4_CUDA_DMMA_SCORES=0 keeps batches on the per-warp scores kernel (for comparisons).
-  static const bool dmma_scores = env_switch("DS4_CUDA_DMMA_SCORES", true);
   // The batch scores kernel also leaves each (row, head)'s maximum for the register-tiled sum, as
   // ordered keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 ->
   // 2,586 tokens/s). DS4_CUDA_SCORE_MAXIMA=0 lets the sum find them itself.
   static const bool score_maxima = env_switch("DS4_CUDA_SCORE_MAXIMA", true);
   uint32_t* maxima = nullptr;
-  if (rows.n >= kSumBatchRows && dmma_scores) {
+  if (rows.n >= kSumBatchRows) {  // batches: the FP64 tensor cores; decode: a warp per head
     if (exact && score_maxima && sum_tile_wanted()) {
       maxima = reinterpret_cast<uint32_t*>(scratch + int64_t{rows.n} * g.n_head * g.max_rows);
       DS4_CUDA_CHECK(cudaMemsetAsync(maxima, 0, sizeof(uint32_t) * rows.n * g.n_head, s));
@@ -894,16 +881,9 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
     DS4_CUDA_CHECK_LAUNCH();
     return;
   }
-  // DS4_CUDA_SUM_HEADS16=0 keeps batches on 4 heads per CTA (for comparisons; same results).
-  static const bool batch_heads = env_switch("DS4_CUDA_SUM_HEADS16", true);
-  // DS4_CUDA_SUM_SPLIT_DEN=0 adds the denominators on every thread (for comparisons; same results).
-  static const bool split_den = env_switch("DS4_CUDA_SUM_SPLIT_DEN", true);
-  // DS4_CUDA_SUM_DIMS=1 or 2 keeps batches on fewer dims per thread (for comparisons; same
-  // results).
-  static const int sum_dims = env_choice("DS4_CUDA_SUM_DIMS", {1, 2, 4}, 4);
   // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
   // slower on the H200 and was removed: bench/h200.md.)
-  const bool batch = rows.n >= kSumBatchRows && batch_heads;
+  const bool batch = rows.n >= kSumBatchRows;
   // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
   // aligned (sum_tile_wanted, attention_sum_tile_fits).
   if (batch && sum_tile_wanted() && attention_sum_tile_fits(ring, comp, out, out_stride)) {
@@ -915,16 +895,12 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   const auto run = [&](auto kernel, int heads, int dims) {
     const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
     kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
-                                        out_stride, split_den);
+                                        out_stride);
   };
   if (!batch) {
     run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);
-  } else if (sum_dims == 4) {
-    run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
-  } else if (sum_dims == 2) {
-    run(attention_sum_kernel<kSumHeadsBatch, 2>, kSumHeadsBatch, 2);
   } else {
-    run(attention_sum_kernel<kSumHeadsBatch, 1>, kSumHeadsBatch, 1);
+    run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }

@@ -8,7 +8,6 @@
 // asked, the RMSNorm of the collapsed row (rms_norm_kernel's operations); for many rows (prefill)
 // a CTA per row does all of it. Built with -fmad=false.
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
@@ -176,12 +175,6 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs
   hc_finish_row(a, r, xr, m, part);
 }
 
-// DS4_CUDA_HC_ROWS=0 keeps hc_pre_kernel for every row count (for comparisons).
-bool hc_rows_kernel_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_HC_ROWS", true);
-  return enabled;
-}
-
 }  // namespace
 
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
@@ -195,7 +188,7 @@ void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
   if (a.rows == 0) return;
   // kHcPreBatchRows: a guess between decode's one row and prefill's 512, not yet tuned on the
   // device (kMix CTAs per row fill the GPU below it).
-  if (a.rows >= kHcPreBatchRows && hc_rows_kernel_enabled()) {
+  if (a.rows >= kHcPreBatchRows) {
     hc_pre_rows_kernel<<<static_cast<unsigned>(a.rows), kHcThreads, 0, s>>>(a);
   } else {
     hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);

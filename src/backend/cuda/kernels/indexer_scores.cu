@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
@@ -146,7 +145,7 @@ __global__ void __launch_bounds__(256)
       combine_heads(dots + tid * (kMaxIndexerHeads + 1), w_all + t * w_stride, wscale, n_ih);
 }
 
-// Batches (the default, DS4_CUDA_INDEXER_TILE=2): the same scores for kWideKeys = 128 compressed
+// Batches with 16-byte aligned rows: the same scores for kWideKeys = 128 compressed
 // rows per CTA of 8 warps. Warp w runs the dims chains of heads 8 w .. 8 w + 7 (all its lanes the
 // same heads, so their staged queries reach the warp as broadcasts) against keys lane, lane + 32,
 // lane + 64 and lane + 96: 32 chains per thread, each the same fused chain over the 128 dims in
@@ -232,20 +231,19 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
   DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
-  // Batches (prefill, never captured in a graph) take the 128-row kernel; a decoded row keeps the
-  // 16-row kernel's 8x as many CTAs. DS4_CUDA_INDEXER_TILE=1 moves batches to the 64-row kernel,
-  // 0 to the 16-row kernel (for comparisons; same results). On the H200 the 128-row kernel
-  // prefilled Flash q2 at 2,082 tokens/s at 8k against 2,014 with the 64-row one (bench/h200.md).
-  static const int tile = env_choice("DS4_CUDA_INDEXER_TILE", {0, 1, 2}, 2);
+  // Batches (prefill, never captured in a graph) take the 128-row kernel, or the 64-row one where
+  // the rows are not 16-byte aligned; a decoded row keeps the 16-row kernel's 8x as many CTAs (the
+  // same results). On the H200 the 128-row kernel prefilled Flash q2 at 2,082 tokens/s at 8k
+  // against 2,014 with the 64-row one (bench/h200-history.md).
   const bool rows16 = aligned16(keys) && aligned16(iq) && iq_stride % 4 == 0;
-  if (tile == 2 && rows.n >= kBatchRows && rows16) {
+  if (rows.n >= kBatchRows && rows16) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_wide_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kWideSmem)));
     indexer_scores_wide_kernel<<<dim3((n_last + kWideKeys - 1) / kWideKeys, rows.n), kWideThreads,
                                  kWideSmem, s>>>(keys, iq, iq_stride, w, w_stride, wscale, n_ih,
                                                  top_k, rows.p0, n_stride, scores);
-  } else if (tile != 0 && rows.n >= kBatchRows) {
+  } else if (rows.n >= kBatchRows) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_tile_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kTileSmem)));

@@ -5,10 +5,10 @@
 // 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, and
 // its slots' codes are not copied, so a small expert group costs few products; Q8_0 takes two
 // row tiles per warp where the row groups allow: 128 rows, warp w the rows 32 w .., each B
-// fragment used twice; DS4_CUDA_Q8_ROW_TILES=1 keeps one). The K loop walks
-// chunks of 256 elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS
-// shared-memory stages (DS4_CUDA_IMMA_STAGES, default 2): while the warps multiply chunk c, chunks
-// c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the activations' codes and
+// fragment used twice; DS4_CUDA_Q8_ROW_TILES=1 keeps one). The K loop walks chunks of 256
+// elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS = kStages = 2
+// shared-memory stages: while the warps multiply chunk c, chunks c + 1 .. c + kS - 1 arrive by
+// cp.async, the weights as stored, the activations' codes and
 // scales (Q8_0 activations, where their chunks are 16-byte aligned, as whole stored chunks). Q8_0's
 // weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from their stage into
 // one int8 A tile before the chunk's products (the first version loaded them a chunk ahead into
@@ -729,13 +729,10 @@ void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) 
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// DS4_CUDA_IMMA_STAGES (2, 3 or 4; default 2): the stages of the ring. On the H200 two prefilled
-// Flash q2 at 1,078-1,083 tokens/s at 2k, three at 1,034 (only two Q8_0 CTAs fit on an SM), and
-// three for the 2-bit formats with two for Q8_0 at 1,073 (bench/h200.md).
-int imma_stages() {
-  static const int stages = env_choice("DS4_CUDA_IMMA_STAGES", {2, 3, 4}, 2);
-  return stages;
-}
+// The stages of the ring. On the H200 two prefilled Flash q2 at 1,078-1,083 tokens/s at 2k, three
+// at 1,034 (only two Q8_0 CTAs fit on an SM), and three for the 2-bit formats with two for Q8_0 at
+// 1,073 (bench/h200-history.md).
+constexpr int kStages = 2;
 
 template <class P>
 void launch(const ImmaProduct& p, cudaStream_t stream) {
@@ -746,11 +743,7 @@ void launch(const ImmaProduct& p, cudaStream_t stream) {
                 "imma matmul: grid %lld x %lld", static_cast<long long>(slot_tiles),
                 static_cast<long long>(tiles));
   const dim3 grid(static_cast<unsigned>(slot_tiles), static_cast<unsigned>(tiles));
-  switch (imma_stages()) {
-    case 3: launch_stages<P, 3>(grid, p, stream); break;
-    case 4: launch_stages<P, 4>(grid, p, stream); break;
-    default: launch_stages<P, 2>(grid, p, stream); break;
-  }
+  launch_stages<P, kStages>(grid, p, stream);
 }
 
 // Whether every slot's encoded activation row, and its group's share, starts 16-byte aligned.

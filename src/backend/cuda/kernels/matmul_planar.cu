@@ -287,21 +287,12 @@ bool rows_kernel_enabled() {
   return enabled;
 }
 
-// DS4_CUDA_STAGE_X=0 keeps the rows kernel's activation reads in global memory (for comparisons).
-bool stage_x_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_STAGE_X", true);
-  return enabled;
-}
-constexpr int64_t kMaxStagedBytes = 40 * 1024;
+constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
 // The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
-// blocks of the row: DS4_CUDA_ROWS_BLOCKS (1, 2 or 4; default 4). Fewer lanes mean more rows per
-// CTA (the staged activation row serves more of them) and more loads in flight per thread; the
-// fold, and so the result, is the same. On the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k
-// where 1 gave 68.62 (bench/h200.md).
-int rows_blocks_per_lane() {
-  static const int blocks = env_choice("DS4_CUDA_ROWS_BLOCKS", {1, 2, 4}, 4);
-  return blocks;
-}  // with the IQ2 tables, under the 48 KiB default
+// blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
+// them) and more loads in flight per thread; the fold, and so the result, is the same. On the
+// H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
+constexpr int kRowsBlocksPerLane = 4;
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -324,7 +315,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
     DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ && a.out > 0, "planar matmul: %d slots, %d rows",
                   a.n_slots, a.out);
-    const int per_lane = rows_blocks_per_lane();
+    constexpr int per_lane = kRowsBlocksPerLane;
     const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
     DS4_CHECK(ctas <= INT_MAX);
@@ -332,9 +323,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     // Staged when the CTA's rows share one row group and the row fits the default shared memory.
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
     static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
-    a.stage_x = stage_x_enabled() && a.rows_per_group % (kThreads / lanes) == 0 &&
-                x_bytes <= kMaxStagedBytes && aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 &&
-                a.enc_group_bytes % 4 == 0;
+    a.stage_x = a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
+                aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     if (lanes == 32) {
       planar_rows_kernel<F, 32><<<grid, kThreads, smem, stream>>>(a);

@@ -24,7 +24,6 @@
 #include <cstdint>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
@@ -512,112 +511,17 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const Mat
   if (threadIdx.x == 0) a.y[slot * a.y_stride + o] = static_cast<float>(total);
 }
 
-// F16 / F32 weights against many slots (prefill), one matrix, one group: a CTA computes a tile of
-// 16 kRpt output rows x 64 slots, thread (tr, ts) the kRpt x 4 outputs rows tr + 16 i, slots
-// ts + 16 j (kRpt = 4, or 2 / 1 when bigger tiles would leave SMs idle); the weights and
-// activations of 32 values at a time are staged in shared memory as doubles, so each is read from
-// global memory once per tile instead of once per (row, slot). A warp's reads of one staged value
-// column are then two broadcast weight addresses and 16 consecutive activation doubles: one
-// shared-memory wavefront per read (the first version's 4 ts + j slots took four, and the kernel
-// was bound by them: 1.5 ms for a 1,024 x 4,096 compressor product of 512 rows). Every product is
-// exact in double (11- or 24-bit by 24-bit significands), so an fma equals the multiply-then-add
-// of the other kernels; each output is its exact products summed in double in value order, then
-// rounded once to float (the contract of DotF16 / DotF32: only the double sum's order differs).
-constexpr int kTileSlots = 64, kTileK = 32, kTileSlotsPerThread = kTileSlots / 16;
-template <bool kF16, int kRpt>
-__global__ void __launch_bounds__(kCtaThreads) matmul_float_tile_kernel(const MatmulArgs a) {
-  constexpr int kTileRows = 16 * kRpt;
-  // Padded pitches: the staging stores (a warp walks one row's 32 values) hit two banks at most.
-  __shared__ double ws[kTileK][kTileRows + 1];
-  __shared__ double xs[kTileK][kTileSlots + 1];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * kTileRows;
-  const int s0 = static_cast<int>(blockIdx.y) * kTileSlots;
-  const int tr = tid / 16, ts = tid % 16;
-  double acc[kRpt][kTileSlotsPerThread] = {};
-  const int n = a.n_blocks;  // values per row
-  // The next K tile's weights and activations wait in registers (as stored: f16 bits or floats)
-  // while the current one is multiplied, so its global loads overlap the FMAs (the kernel waited
-  // on them: 16-row tiles leave one CTA per SM). Every output's FMA order is unchanged.
-  constexpr int kWLoads = kTileRows * kTileK / kCtaThreads;
-  constexpr int kXLoads = kTileSlots * kTileK / kCtaThreads;
-  float wn[kWLoads], xn[kXLoads];
-  const auto fetch = [&](int k0) {
-#pragma unroll
-    for (int m = 0; m < kWLoads; ++m) {
-      const int i = tid + m * kCtaThreads, r = i / kTileK, kk = i % kTileK;
-      const int64_t o = o0 + r;
-      float v = 0.0f;
-      if (o < a.out && k0 + kk < n) {
-        const uint8_t* row = a.w + o * a.row_bytes;
-        v = kF16 ? f16_bits_to_float(load_u16(row + 2 * (k0 + kk)))
-                 : reinterpret_cast<const float*>(row)[k0 + kk];
-      }
-      wn[m] = v;
-    }
-#pragma unroll
-    for (int m = 0; m < kXLoads; ++m) {
-      const int i = tid + m * kCtaThreads, j = i / kTileK, kk = i % kTileK;
-      const int s = s0 + j;
-      float v = 0.0f;
-      if (s < a.n_slots && k0 + kk < n) {
-        const int64_t r = a.rows != nullptr ? a.rows[s] : s;
-        v = reinterpret_cast<const float*>(a.enc + r * a.enc_row_bytes)[k0 + kk];
-      }
-      xn[m] = v;
-    }
-  };
-  fetch(0);
-  for (int k0 = 0; k0 < n; k0 += kTileK) {
-#pragma unroll
-    for (int m = 0; m < kWLoads; ++m) {
-      const int i = tid + m * kCtaThreads;
-      ws[i % kTileK][i / kTileK] = static_cast<double>(wn[m]);
-    }
-#pragma unroll
-    for (int m = 0; m < kXLoads; ++m) {
-      const int i = tid + m * kCtaThreads;
-      xs[i % kTileK][i / kTileK] = static_cast<double>(xn[m]);
-    }
-    __syncthreads();
-    if (k0 + kTileK < n) fetch(k0 + kTileK);
-#pragma unroll 8
-    for (int kk = 0; kk < kTileK; ++kk) {
-      double wv[kRpt], xv[kTileSlotsPerThread];
-#pragma unroll
-      for (int i = 0; i < kRpt; ++i) wv[i] = ws[kk][tr + 16 * i];
-#pragma unroll
-      for (int j = 0; j < kTileSlotsPerThread; ++j) xv[j] = xs[kk][ts + 16 * j];
-#pragma unroll
-      for (int i = 0; i < kRpt; ++i) {
-#pragma unroll
-        for (int j = 0; j < kTileSlotsPerThread; ++j)
-          acc[i][j] = add_product(acc[i][j], wv[i], xv[j]);
-      }
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < kRpt; ++i) {
-    const int64_t o = o0 + tr + 16 * i;
-#pragma unroll
-    for (int j = 0; j < kTileSlotsPerThread; ++j) {
-      const int s = s0 + ts + 16 * j;
-      if (o < a.out && s < a.n_slots) a.y[s * a.y_stride + o] = static_cast<float>(acc[i][j]);
-    }
-  }
-}
-
-// The same products on the FP64 tensor cores (mma.m8n8k4.f64): a CTA of 8 warps computes a tile
-// of kRows output rows x 64 slots, warp (wm, wn) the rows 16 wm .. (two m8 tiles) against 64 / kWn
-// slots (n8 tiles), kWn = 8 / (kRows / 16) warps across the slots. The weights and activations of
-// 32 values at a time are widened to double in shared memory (the next 32 wait in registers
-// meanwhile), each row padded to 36 doubles so that a fragment's 8 x 4 reads hit distinct banks.
-// Every product is exact in double, so each output is its exact products summed in double (in
-// the unit's order), rounded once to float: the contract of the tile kernel above. With
-// a.partials (few output rows: too few CTAs for the SMs), CTA z of the grid's third dimension
-// covers values z k_part .. of the rows and stores its double sums; float_parts_kernel then adds
-// the parts in order and rounds once.
+// F16 / F32 weights against many slots (prefill), one matrix, one group, on the FP64 tensor cores
+// (mma.m8n8k4.f64): a CTA of 8 warps computes a tile of kRows output rows x 64 slots, warp
+// (wm, wn) the rows 16 wm .. (two m8 tiles) against 64 / kWn slots (n8 tiles), kWn = 8 / (kRows /
+// 16) warps across the slots. The weights and activations of 32 values at a time are widened to
+// double in shared memory (the next 32 wait in registers meanwhile), each row padded to 36 doubles
+// so that a fragment's 8 x 4 reads hit distinct banks. Every product is exact in double (11- or
+// 24-bit by 24-bit significands), so each output is its exact products summed in double (in the
+// unit's order), rounded once to float (the contract of DotF16 / DotF32: only the double sum's
+// order differs). With a.partials (few output rows: too few CTAs for the SMs), CTA z of the grid's
+// third dimension covers values z k_part .. of the rows and stores its double sums;
+// float_parts_kernel then adds the parts in order and rounds once.
 // kRows = 128: warps of 32 rows x 32 slots (4 x 4 tiles: 8 fragment loads per 16 products
 // instead of 6 per 8) and 16 values per chunk (the staging registers and static shared memory of
 // the taller tile stay within two CTAs per SM).
@@ -729,31 +633,19 @@ void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The tiled float kernel from this many slots (DS4_CUDA_FLOAT_TILES=0: the warp-per-output kernel,
-// for comparisons): on the H200 it prefilled Flash q2 at 1,037 tokens/s at 2k where the
-// warp-per-output kernel gave 912 (bench/h200.md).
+// The float tiles from this many slots: on the H200 the tiled kernel prefilled Flash q2 at 1,037
+// tokens/s at 2k where the warp-per-output kernel gave 912 (bench/h200-history.md).
 constexpr int64_t kTileMinSlots = 16;
-bool float_tiles_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_FLOAT_TILES", true);
-  return enabled;
-}
-
-// DS4_CUDA_FLOAT_DMMA=0 keeps the prefill F16/F32 products on the tile kernel's CUDA-core FMAs
-// (for comparisons; the same contract).
-bool float_dmma_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_FLOAT_DMMA", true);
-  return enabled;
-}
 
 // Whether a product of weights of type t in the native layout takes the float tiles: F16/F32
 // weights against many slots of one matrix (prefill), in one row group.
 bool uses_float_tiles(GgufType t, bool experts, int groups, int64_t n_slots) {
   return (t == GgufType::kF16 || t == GgufType::kF32) && !experts && groups == 1 &&
-         n_slots >= kTileMinSlots && float_tiles_enabled();
+         n_slots >= kTileMinSlots;
 }
 
 // The float tiles' shape: the tallest tiles (fewest shared-memory reads per product) that still
-// give every SM a CTA, and the K parts (DS4_CUDA_FLOAT_SPLIT, default on) that bring the CTAs to
+// give every SM a CTA, and the K parts that bring the CTAs to
 // at least two per SM while each part keeps 512 values or more.
 struct FloatTiles {
   int64_t slot_tiles = 0;  // tiles of kDmmaSlots slots
@@ -762,16 +654,13 @@ struct FloatTiles {
   int k_part = 0;  // values per part, a multiple of kDmmaK
 };
 FloatTiles float_tiles(int64_t out, int64_t n_slots, int64_t cols) {
-  static const bool split = env_switch("DS4_CUDA_FLOAT_SPLIT", true);
   constexpr int64_t kSms = 132;
-  // DS4_CUDA_FLOAT_ROWS=64 keeps the tiles at 64 rows or fewer (for comparisons; same results).
-  static const int max_rows = env_choice("DS4_CUDA_FLOAT_ROWS", {64, 128}, 128);
   FloatTiles t;
-  t.rows = max_rows;
+  t.rows = 128;
   t.slot_tiles = (n_slots + kDmmaSlots - 1) / kDmmaSlots;
   while (t.rows > 16 && (out + t.rows - 1) / t.rows * t.slot_tiles < kSms) t.rows /= 2;
   const int64_t ctas = (out + t.rows - 1) / t.rows * t.slot_tiles;
-  while (split && t.parts < 8 && ctas * t.parts < 2 * kSms && cols / (2 * t.parts) >= 512) {
+  while (t.parts < 8 && ctas * t.parts < 2 * kSms && cols / (2 * t.parts) >= 512) {
     t.parts *= 2;
   }
   const int64_t chunks = (cols + kDmmaK - 1) / kDmmaK;
@@ -873,8 +762,7 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
 }
 
 int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts) {
-  if (w.layout != 0 || !uses_float_tiles(w.type, experts, groups, n_slots) || !float_dmma_enabled())
-    return 0;
+  if (w.layout != 0 || !uses_float_tiles(w.type, experts, groups, n_slots)) return 0;
   const FloatTiles t = float_tiles(w.ne[1], n_slots, w.ne[0]);
   return t.parts > 1 ? int64_t{t.parts} * n_slots * w.ne[1] * static_cast<int64_t>(sizeof(double))
                      : 0;
@@ -935,33 +823,11 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   const int64_t ctas =
       ctas_for_warps(((out + kWarpsPerCta - 1) / kWarpsPerCta) * kWarpsPerCta * n_slots);
 
-  // Float weights against many slots of one matrix (prefill): tiles through shared memory, of
-  // fewer rows when 64-row tiles would leave SMs idle.
+  // Float weights against many slots of one matrix (prefill): FP64 tensor-core tiles, of fewer
+  // rows when 128-row tiles would leave SMs idle.
   if (uses_float_tiles(w.type, experts != nullptr, groups, n_slots)) {
-    if (float_dmma_enabled()) {
-      w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, split_scratch, stream)
-                               : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
-      return;
-    }
-    const int64_t slot_tiles = (n_slots + kTileSlots - 1) / kTileSlots;
-    DS4_CHECK(slot_tiles <= kMaxGridYZ);
-    // The largest tiles (fewest shared-memory reads per product) that still give every SM a CTA.
-    int rpt = 4;
-    while (rpt > 1 && (out + 16 * rpt - 1) / (16 * rpt) * slot_tiles < 132) rpt /= 2;
-    const dim3 grid(static_cast<unsigned>((out + 16 * rpt - 1) / (16 * rpt)),
-                    static_cast<unsigned>(slot_tiles));
-    const bool f16 = w.type == GgufType::kF16;
-    if (rpt == 4) {
-      f16 ? matmul_float_tile_kernel<true, 4><<<grid, kCtaThreads, 0, stream>>>(a)
-          : matmul_float_tile_kernel<false, 4><<<grid, kCtaThreads, 0, stream>>>(a);
-    } else if (rpt == 2) {
-      f16 ? matmul_float_tile_kernel<true, 2><<<grid, kCtaThreads, 0, stream>>>(a)
-          : matmul_float_tile_kernel<false, 2><<<grid, kCtaThreads, 0, stream>>>(a);
-    } else {
-      f16 ? matmul_float_tile_kernel<true, 1><<<grid, kCtaThreads, 0, stream>>>(a)
-          : matmul_float_tile_kernel<false, 1><<<grid, kCtaThreads, 0, stream>>>(a);
-    }
-    DS4_CUDA_CHECK_LAUNCH();
+    w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, split_scratch, stream)
+                             : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
     return;
   }
   // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
