@@ -12,7 +12,13 @@ import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { startServer, health, waitIdle } from "./harness.mjs";
+import {
+  startServer,
+  health,
+  waitIdle,
+  FORCED_WEATHER_CALL as FORCED,
+  weatherTools as tools,
+} from "./harness.mjs";
 
 const SYSTEM_A =
   "You are a careful assistant for the Paris weather office. Answer in one short sentence, cite " +
@@ -138,21 +144,6 @@ test("a session switch A -> B -> A reloads A from disk", async () => {
   }
 });
 
-const FORCED =
-  "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n" +
-  "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n" +
-  "<｜DSML｜parameter name=\"days\" string=\"false\"> 3</｜DSML｜parameter>\n" +
-  "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather for a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-];
 
 test("the tool-id map survives a restart: reordered arguments still render the sampled bytes", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));

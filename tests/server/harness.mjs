@@ -55,3 +55,21 @@ export async function waitIdle(base, limitMs = 20000) {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+// The DSML tool call the servers are forced to sample (--test-forced-output) in the tool tests:
+// get_weather for Paris, 3 days; and that tool declared in OpenAI chat form.
+export const FORCED_WEATHER_CALL =
+  "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n" +
+  "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n" +
+  "<｜DSML｜parameter name=\"days\" string=\"false\"> 3</｜DSML｜parameter>\n" +
+  "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+export const weatherTools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      description: "Weather for a city",
+      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
+    },
+  },
+];

@@ -8,13 +8,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { startServer } from "./harness.mjs";
+import { startServer, FORCED_WEATHER_CALL as FORCED } from "./harness.mjs";
 
-const FORCED =
-  "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n" +
-  "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n" +
-  "<｜DSML｜parameter name=\"days\" string=\"false\"> 3</｜DSML｜parameter>\n" +
-  "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
 const tools = [
   { type: "web_search" },
   { type: "namespace", name: "mcp", tools: [] },

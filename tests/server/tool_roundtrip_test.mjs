@@ -11,23 +11,8 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { startServer } from "./harness.mjs";
+import { startServer, FORCED_WEATHER_CALL as FORCED, weatherTools as tools } from "./harness.mjs";
 
-const FORCED =
-  "\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"get_weather\">\n" +
-  "<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n" +
-  "<｜DSML｜parameter name=\"days\" string=\"false\"> 3</｜DSML｜parameter>\n" +
-  "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather for a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-];
 
 async function roundTrip(extraFlags) {
   const trace = join(mkdtempSync(join(tmpdir(), "ds4-tools-")), "trace.jsonl");
