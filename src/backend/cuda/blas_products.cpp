@@ -5,6 +5,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/f16_split.cuh"
+#include "backend/cuda/kernels/launch_limits.h"
 #include "base/check.h"
 
 #define DS4_CUBLAS_CHECK(expr)                                        \
@@ -31,8 +32,7 @@ bool BlasProducts::applies(const Weight& w, const int32_t* experts, const int32_
                            int64_t n_slots, const float* x) {
   const bool float_type = w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32;
   return float_type && w.layout == 0 && w.ne[2] == 1 && experts == nullptr && rows == nullptr &&
-         groups == 1 && n_slots >= kMinRows && w.ne[0] % 8 == 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+         groups == 1 && n_slots >= kMinRows && w.ne[0] % 8 == 0 && aligned16(x);
 }
 
 int64_t BlasProducts::scratch_bytes(const Weight& w, int64_t n_rows) const {

@@ -1,5 +1,4 @@
 // src/backend/cuda/kernels/f16_split.cu: float -> F16 hi / lo split (contract in f16_split.cuh).
-#include <algorithm>
 #include <climits>
 
 #include "backend/cuda/check.h"
@@ -13,18 +12,15 @@ constexpr int kThreads = 256;
 
 // Four values per thread: one 16-byte load, two 8-byte stores per output.
 __global__ void f16_split_kernel(const float4* x, int64_t n4, __half2* hi, __half2* lo) {
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n4;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const float4 v = x[i];
-    const __half2 h0 = __floats2half2_rn(v.x, v.y), h1 = __floats2half2_rn(v.z, v.w);
-    hi[2 * i] = h0;
-    hi[2 * i + 1] = h1;
-    if (lo != nullptr) {
-      const float2 f0 = __half22float2(h0), f1 = __half22float2(h1);
-      lo[2 * i] = __floats2half2_rn(v.x - f0.x, v.y - f0.y);
-      lo[2 * i + 1] = __floats2half2_rn(v.z - f1.x, v.w - f1.y);
-    }
-  }
+  const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float4 v = x[i];
+  const __half2 h0 = __floats2half2_rn(v.x, v.y), h1 = __floats2half2_rn(v.z, v.w);
+  const float2 f0 = __half22float2(h0), f1 = __half22float2(h1);
+  hi[2 * i] = h0;
+  hi[2 * i + 1] = h1;
+  lo[2 * i] = __floats2half2_rn(v.x - f0.x, v.y - f0.y);
+  lo[2 * i + 1] = __floats2half2_rn(v.z - f1.x, v.w - f1.y);
 }
 
 }  // namespace
@@ -33,8 +29,10 @@ void launch_f16_split(const float* x, int64_t n, __half* hi, __half* lo, cudaStr
   DS4_CHECK_MSG(n % 4 == 0, "f16 split: %lld values, not a multiple of 4",
                 static_cast<long long>(n));
   if (n == 0) return;
+  DS4_CHECK(hi != nullptr && lo != nullptr);
   const int64_t n4 = n / 4;
-  const int64_t ctas = std::min<int64_t>((n4 + kThreads - 1) / kThreads, 132 * 16);
+  const int64_t ctas = (n4 + kThreads - 1) / kThreads;
+  DS4_CHECK_MSG(ctas <= INT_MAX, "f16 split: %lld values in one launch", static_cast<long long>(n));
   f16_split_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(
       reinterpret_cast<const float4*>(x), n4, reinterpret_cast<__half2*>(hi),
       reinterpret_cast<__half2*>(lo));

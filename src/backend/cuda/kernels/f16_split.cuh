@@ -12,7 +12,7 @@
 
 namespace ds4::backend::cuda {
 
-// hi[i] = f16(x[i]); lo[i] = f16(x[i] - hi[i]) when lo != nullptr; i < n.
+// hi[i] = f16(x[i]); lo[i] = f16(x[i] - hi[i]); i < n (a multiple of 4; x 16-byte aligned).
 void launch_f16_split(const float* x, int64_t n, __half* hi, __half* lo, cudaStream_t s);
 
 }  // namespace ds4::backend::cuda
