@@ -288,7 +288,7 @@ std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery
   return *best;
 }
 
-Result<std::vector<uint8_t>> KvcStore::read(const KvcEntry& entry, std::string_view rendered) {
+Result<KvcStore::ReadKvc> KvcStore::read(const KvcEntry& entry, std::string_view rendered) {
   const std::string p = path(entry.name);
   Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::io_error("open '%s': %s", p.c_str(), std::strerror(errno));
@@ -307,7 +307,7 @@ Result<std::vector<uint8_t>> KvcStore::read(const KvcEntry& entry, std::string_v
     remove(entry.name);
     return Status::invalid_file("cache file %s: %s", entry.name.c_str(), bad.c_str());
   }
-  return bytes;
+  return ReadKvc(std::move(bytes), std::move(*v));
 }
 
 Status KvcStore::touch(const std::string& name) {

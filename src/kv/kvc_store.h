@@ -90,9 +90,20 @@ class KvcStore {
   // tokens), among those `query` admits; checked by the SHA-1 of the prompt's prefix.
   std::optional<KvcEntry> find(std::string_view rendered, const KvcQuery& query) const;
 
+  // A file read whole, and its decoding. `view` points into `bytes`, whose buffer a move keeps
+  // (so a ReadKvc may be moved, not copied).
+  struct ReadKvc {
+    std::vector<uint8_t> bytes;
+    KvcView view;
+    ReadKvc(std::vector<uint8_t> b, KvcView v) : bytes(std::move(b)), view(std::move(v)) {}
+    ReadKvc(ReadKvc&&) = default;
+    ReadKvc& operator=(ReadKvc&&) = default;
+    ReadKvc(const ReadKvc&) = delete;
+    ReadKvc& operator=(const ReadKvc&) = delete;
+  };
   // Reads a file found by find() and verifies it again: the header, the text's SHA-1 against the
   // name, the text as a prefix of `rendered`. A file that fails is removed and logged.
-  Result<std::vector<uint8_t>> read(const KvcEntry& entry, std::string_view rendered);
+  Result<ReadKvc> read(const KvcEntry& entry, std::string_view rendered);
 
   // After a load: hits + 1 and last use = now, rewritten in the file's header.
   Status touch(const std::string& name);

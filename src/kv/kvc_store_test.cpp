@@ -64,12 +64,14 @@ TEST(KvcStore, SavedFilesAreFoundByTheirLongestRenderedPrefix) {
   auto hit = s->find(prompt, query());
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->header.tokens, 20u);
-  auto bytes = s->read(*hit, prompt);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
-  auto v = decode_kvc(*bytes);
+  auto read = s->read(*hit, prompt);
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  auto v = decode_kvc(read->bytes);
   ASSERT_TRUE(v.is_ok());
   EXPECT_EQ(v->text, "<bos>system<user>hello");
   EXPECT_EQ(v->payload.size(), 200u);
+  EXPECT_EQ(read->view.text, v->text);  // the view read() hands back is that decoding
+  EXPECT_EQ(read->view.payload.data(), v->payload.data());
   // Filters: too few tokens, a larger context, another model, a different quant in strict mode.
   KvcQuery q = query();
   q.min_tokens = 25;
@@ -190,9 +192,9 @@ TEST(KvcStore, FailedWriteKeepsOlderFilesIntact) {
   ASSERT_EQ(after->entries().size(), 2u);
   auto hit = after->find("replaced!", query());
   ASSERT_TRUE(hit.has_value());
-  auto bytes = after->read(*hit, "replaced!");
-  ASSERT_TRUE(bytes.is_ok());
-  EXPECT_EQ(decode_kvc(*bytes)->payload.size(), 100u);  // the old file, whole
+  auto read = after->read(*hit, "replaced!");
+  ASSERT_TRUE(read.is_ok());
+  EXPECT_EQ(decode_kvc(read->bytes)->payload.size(), 100u);  // the old file, whole
   for (const auto& e : std::filesystem::directory_iterator(tmp.file("kv")))
     EXPECT_EQ(e.path().extension(), ".kv") << e.path();  // no temporary left behind
 }

@@ -155,26 +155,20 @@ std::optional<DiskHit> DiskCache::lookup(std::string_view rendered) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::optional<kv::KvcEntry> e = store_.find(rendered, o_.query);
     if (!e) return std::nullopt;
-    auto bytes = store_.read(*e, rendered);
-    if (!bytes.is_ok() && bytes.status().code() == StatusCode::kIoError) {
-      log("kv cache: " + bytes.status().to_string());  // cannot read it now: a cold prefill
+    auto read = store_.read(*e, rendered);
+    if (!read.is_ok() && read.status().code() == StatusCode::kIoError) {
+      log("kv cache: " + read.status().to_string());  // cannot read it now: a cold prefill
       return std::nullopt;
     }
-    if (!bytes.is_ok()) continue;
-    auto view = kv::decode_kvc(*bytes, {.max_tool_ids = o_.max_tool_ids});
-    if (!view.is_ok()) {  // read() decoded it already: only a file changed under us gets here
-      log("kv cache: removing " + e->name + ": " + view.status().message());
-      store_.remove(e->name);
-      continue;
+    if (!read.is_ok()) continue;  // removed by read()
+    if (!read->view.tool_map_error.empty()) {
+      log("kv cache: " + e->name + ": tool-id map: " + read->view.tool_map_error);
     }
-    if (!view->tool_map_error.empty()) {
-      log("kv cache: " + e->name + ": tool-id map: " + view->tool_map_error);
-    }
-    DiskHit hit{.entry = *e, .file = std::move(*bytes), .payload = {}, .tool_map = {}};
-    const size_t at = static_cast<size_t>(kv::kvc_payload_offset(e->text_bytes));
-    hit.payload = std::span<const uint8_t>(hit.file).subspan(at, view->payload.size());
-    hit.tool_map = std::move(view->tool_map);
-    return hit;
+    // The payload view stays valid: moving the bytes keeps their buffer.
+    return DiskHit{.entry = *e,
+                   .file = std::move(read->bytes),
+                   .payload = read->view.payload,
+                   .tool_map = std::move(read->view.tool_map)};
   }
   return std::nullopt;
 }
