@@ -173,7 +173,13 @@ std::optional<DiskHit> DiskCache::lookup(std::string_view rendered) {
   return std::nullopt;
 }
 
+void DiskCache::remember(std::span<const kv::ToolMapEntry> entries) {
+  if (!replay_) return;
+  for (const auto& t : entries) replay_->remember(std::span<const std::string>(&t.id, 1), t.dsml);
+}
+
 void DiskCache::loaded(const DiskHit& hit, bool consume) {
+  remember(hit.tool_map);
   std::lock_guard lock(store_mu_);
   ++hits_;
   if (consume) {
@@ -202,7 +208,7 @@ void DiskCache::restore_tool_ids(std::span<const std::string> ids) {
     std::lock_guard lock(store_mu_);
     found = store_.tool_map_entries(wanted);
   }
-  for (const auto& t : found) replay_->remember(std::span<const std::string>(&t.id, 1), t.dsml);
+  remember(found);
 }
 
 DiskCacheStats DiskCache::stats() const {

@@ -85,8 +85,9 @@ class DiskCache {
   // The file whose text is the longest byte prefix of `rendered` that the query admits, read and
   // checked; nullopt when there is none (damaged files met on the way are removed and logged).
   std::optional<DiskHit> lookup(std::string_view rendered);
-  // After the payload went into a session: hits + 1 and last use now, or the file is deleted
-  // when the live session now owns it (`consume`).
+  // After the payload went into a session: its tool-id map goes into the replay map, and the
+  // file's hits + 1 and last use now, or the file is deleted when the live session now owns it
+  // (`consume`).
   void loaded(const DiskHit& hit, bool consume);
   // The payload could not be used (another shape, a bad row count...): the file is removed.
   void reject(const DiskHit& hit, const std::string& why);
@@ -103,6 +104,7 @@ class DiskCache {
   DiskCache(DiskCacheOptions options, ReplayMap* replay, kv::KvcStore store);
   void run();
   void write(SaveJob& job);
+  void remember(std::span<const kv::ToolMapEntry> entries);
 
   DiskCacheOptions o_;
   ReplayMap* replay_;

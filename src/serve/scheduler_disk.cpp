@@ -35,11 +35,6 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
       if (!st.is_ok()) {
         disk_->reject(*hit, st.message());
       } else {
-        if (replay_) {
-          for (const auto& t : hit->tool_map) {
-            replay_->remember(std::span<const std::string>(&t.id, 1), t.dsml);
-          }
-        }
         PromptPlan p;
         const auto live = s.tokens();
         p.tokens.assign(live.begin(), live.end());
@@ -50,7 +45,7 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
         // A checkpoint longer than the cold window now belongs to the live session, which saves
         // it again when it is evicted or the server stops (§3.5 step 7).
         const bool consume = policy.cold_max_tokens != 0 && n > policy.cold_max_tokens;
-        disk_->loaded(*hit, consume);
+        disk_->loaded(*hit, consume);  // also restores its tool-id map
         slot.last_stored = n;
         slot.saved_at = consume ? 0 : n;
         const double ms =
