@@ -66,6 +66,11 @@ class Fd {
   int fd_;
 };
 
+// A file's modification time in nanoseconds (rescan's test for a rewritten file).
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 }  // namespace
 
 std::string sha1_hex(std::string_view bytes) {
@@ -134,7 +139,7 @@ void KvcStore::rescan() {
   for (const std::string& n : *names) {
     struct stat st {};
     if (::stat(path(n).c_str(), &st) != 0) continue;
-    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    const int64_t mtime = mtime_ns(st);
     const auto same = [&](uint64_t bytes, int64_t t) {
       return bytes == static_cast<uint64_t>(st.st_size) && t == mtime;
     };
@@ -158,7 +163,7 @@ void KvcStore::index(const std::string& name) {
     log("kv cache: skipping " + name + ": " + std::strerror(errno));
     return;
   }
-  const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  const int64_t mtime = mtime_ns(st);
   // Remembered so that rescan() does not read (and log) the same refused file again.
   const auto refuse = [&] { refused_.push_back({name, static_cast<uint64_t>(st.st_size), mtime}); };
   auto head = read_prefix(fd.get(), kKvcHeaderBytes + 4, p);
