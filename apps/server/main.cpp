@@ -16,6 +16,7 @@
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
 #include "http/server.h"
+#include "serve/pool_size.h"
 #include "serve/scheduler.h"
 
 namespace {
@@ -40,6 +41,8 @@ struct Flags {
   std::string backend = "cpu";
   int threads = 0;
   int prefill_chunk = ds4::SessionOptions{}.prefill_chunk;
+  int parallel = 0;  // 0: from free memory and --ctx (serve/pool_size.h)
+  int batch_tokens = ds4::serve::kDefaultBatchTokens;
   bool cors = false;
   std::string api_key;
   std::string trace;
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", f.port, "TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("-c,--ctx", f.ctx, "context size in tokens")
+  app.add_option("-c,--ctx", f.ctx, "context size in tokens, per session")
       ->check(CLI::Range(16, 1048576))
       ->capture_default_str();
   app.add_option("--backend", f.backend, "cpu or cuda")
@@ -80,8 +83,18 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", f.threads, "CPU threads (0: all)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  app.add_option("--prefill-chunk", f.prefill_chunk, "tokens per prefill batch")
+  app.add_option("--prefill-chunk", f.prefill_chunk, "prompt tokens of one request per step")
       ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--parallel", f.parallel,
+                 "live sessions (requests running at once); 0: as many as half the free memory "
+                 "holds at --ctx, at most 8")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
+  app.add_option("--batch-tokens", f.batch_tokens,
+                 "token rows of one engine step: a row per decoding request, then prefill chunks "
+                 "(at least --parallel)")
+      ->check(CLI::Range(1, ds4::Engine::kMaxStepRows))
       ->capture_default_str();
   app.add_flag("--cors", f.cors,
                "add Access-Control-Allow-* headers to every response (default: off)");
@@ -172,6 +185,20 @@ int main(int argc, char** argv) {
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return fatal(engine.status().to_string());
   const std::string shape = (*engine)->info().shape;
+  // The session pool: --ctx tokens of KV state per session (docs/server.md, "Memory").
+  const ds4::serve::PoolSizing pool = ds4::serve::size_pool(**engine, f.ctx);
+  const int parallel = f.parallel != 0 ? f.parallel : pool.sessions;
+  if (f.batch_tokens < parallel) {
+    return usage_error("--batch-tokens " + std::to_string(f.batch_tokens) +
+                       " is below the number of sessions (" + std::to_string(parallel) +
+                       "): every decoding request needs its row in a step");
+  }
+  std::fprintf(stderr,
+               "ds4-server: %d sessions of %d tokens (%s): %.1f MiB of KV state each, %.1f MiB "
+               "in all; steps of up to %d tokens\n",
+               parallel, f.ctx, f.parallel != 0 ? "--parallel" : pool.reason.c_str(),
+               static_cast<double>(pool.session_bytes) / (1 << 20),
+               static_cast<double>(pool.session_bytes) * parallel / (1 << 20), f.batch_tokens);
   // Exact DSML replay (features.md §2.4); without it earlier tool calls render canonically.
   std::unique_ptr<ds4::serve::ReplayMap> replay;
   if (!f.disable_exact_replay) {
@@ -201,7 +228,12 @@ int main(int argc, char** argv) {
   }
   auto scheduler = ds4::serve::Scheduler::start(
       std::move(*engine), *tok,
-      {.n_ctx = f.ctx, .prefill_chunk = f.prefill_chunk, .max_queue = f.max_queue, .cache = f.kv},
+      {.n_ctx = f.ctx,
+       .prefill_chunk = f.prefill_chunk,
+       .max_queue = f.max_queue,
+       .sessions = parallel,
+       .batch_tokens = f.batch_tokens,
+       .cache = f.kv},
       replay.get(), disk.get());
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 
@@ -213,7 +245,8 @@ int main(int argc, char** argv) {
                             .api_key = f.api_key,
                             .cors = f.cors,
                             .max_body_bytes = f.max_body,
-                            .threads = f.max_queue + 16,
+                            // A running stream and a waiting request each hold one.
+                            .threads = f.max_queue + parallel + 16,
                             .trace_path = f.trace,
                             .model_name = model_name(shape),
                             .forced_output = f.forced_output};
@@ -233,8 +266,10 @@ int main(int argc, char** argv) {
       (*server)->stop();
     }
   });
-  std::printf("ds4-server: listening on http://%s:%d (model %s, ctx %d, backend %s)\n",
-              f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, f.backend.c_str());
+  std::printf(
+      "ds4-server: listening on http://%s:%d (model %s, ctx %d per session, %d sessions, backend "
+      "%s)\n",
+      f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, parallel, f.backend.c_str());
   std::fflush(stdout);
   const ds4::Status st = (*server)->run();
   finished = true;

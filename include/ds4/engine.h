@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ class Engine {
   // asymptotic bytes per context token.
   uint64_t session_bytes(int n_ctx) const;
   double bytes_per_token() const;
+  // Memory still free where sessions are allocated (host RAM on the CPU backend, the GPU's on
+  // CUDA); nullopt when the backend cannot tell (the CUDA backend does not report it yet). A
+  // sizing hint for how many sessions to create; create_session is the real check.
+  std::optional<uint64_t> free_memory_bytes() const;
 
   // Time per backend op since open or the last reset (all zero unless profile_ops).
   std::vector<OpTime> op_times() const;

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -165,6 +166,10 @@ class Backend {
   virtual Result<std::vector<LayerState>> export_sequence(int seq) const = 0;
   // Replaces the state; validates sizes against the layout first, so a failure changes nothing.
   virtual Status import_sequence(int seq, const std::vector<LayerState>& state) = 0;
+  // Bytes of the memory that sequences and step buffers come from (host RAM for the CPU, the
+  // device's for a GPU) still free for new ones; nullopt when the backend cannot tell. A sizing
+  // hint (the server's default pool), never a promise: create_sequence is the real check.
+  virtual std::optional<uint64_t> free_memory_bytes() const { return std::nullopt; }
 
   // ---- ops (validated front; see the do_* contracts below) ----
   // out[r] = n_hc copies of the embedding row of rows[r].token.

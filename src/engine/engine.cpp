@@ -100,6 +100,10 @@ uint64_t Engine::session_bytes(int n_ctx) const {
   return model::sequence_layout(impl_->shape, n_ctx).bytes();
 }
 
+std::optional<uint64_t> Engine::free_memory_bytes() const {
+  return impl_->backend->free_memory_bytes();
+}
+
 double Engine::bytes_per_token() const {
   double b = 0.0;
   for (int il = 0; il < impl_->shape.n_layer; ++il) {

@@ -283,7 +283,11 @@ struct HttpServer::Impl {
     server.set_pre_routing_handler([this](const Request& q, Response& r) { return check(q, r); });
     server.Get("/health", [this](const Request&, Response& res) {
       const auto s = scheduler->stats();
-      nlohmann::json j = {{"status", "ok"}, {"queued", s.queued}, {"running", s.running}};
+      nlohmann::json j = {{"status", "ok"},
+                          {"queued", s.queued},
+                          {"running", s.running},
+                          {"sessions", s.sessions},
+                          {"free", s.free}};
       if (disk) {
         const auto d = disk->stats();
         j["kv_disk"] = {{"files", d.files},   {"bytes", d.bytes},     {"saved", d.saved},

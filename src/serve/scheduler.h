@@ -1,14 +1,14 @@
 // src/serve/scheduler.h: the one thread that owns the engine and every session.
 // Owns: the Engine, the session pool, the bounded FIFO of waiting requests, and the loop that
-// admits requests into free sessions and advances each running request one step at a time (a
-// prefill chunk or one decoded token), checking its cancel flag between steps.
+// places waiting requests into sessions (scheduler_admit.cpp: the longest reusable prefix, else a
+// free session, else the least recently used idle one) and advances every running request
+// together in ONE batched Engine::step per iteration (scheduler_step.cpp: a decode row for each
+// decoding request, then prefill chunks in arrival order under the step's token budget), checking
+// each request's cancel flag before every step (continuous batching, design/server.md).
 // With a disk cache (disk_cache.h) it also decides, by cache_policy.h, when a session's checkpoint
 // is copied out and handed to the disk writer (cold, continued, evict, shutdown), and loads the
 // longest matching file into a session on a miss (features.md §3.3, §3.5).
 // Does not own: tokenization of prompts (submitters do it), JSON, sockets, files.
-//
-// Built for continuous batching: the loop already walks a pool of sessions and advances each by
-// one step; a later issue turns "one step of each" into one batched engine call.
 #pragma once
 
 #include <atomic>
@@ -30,17 +30,30 @@
 
 namespace ds4::serve {
 
+// The default token budget of one step: the default prefill chunk, so one request alone
+// prefills as fast as before, and a step of the largest budget stays a few hundred ms on a GPU,
+// bounding how long a prefill can hold back the decode rows that share the step.
+inline constexpr int kDefaultBatchTokens = 2048;
+
 struct SchedulerOptions {
-  int n_ctx = 32768;
-  int prefill_chunk = SessionOptions{}.prefill_chunk;
-  int max_queue = 32;        // waiting requests at most; one more is refused (kResourceExhausted)
-  int sessions = 1;          // sessions in the pool (requests running at once)
+  int n_ctx = 32768;  // per session
+  int prefill_chunk = SessionOptions{}.prefill_chunk;  // one request's rows per step at most
+  int max_queue = 32;  // waiting requests at most; one more is refused (kResourceExhausted)
+  int sessions = 1;    // sessions in the pool (requests running at once)
+  // Rows of one batched step in all: one per decoding request first, then prefill chunks. At
+  // least `sessions` (so every decoding request gets its row and a prefill still advances) and at
+  // most Engine::kMaxStepRows.
+  int batch_tokens = kDefaultBatchTokens;
   CachePolicyOptions cache;  // when checkpoints go to the disk cache (used with a DiskCache)
 };
 
 struct SchedulerStats {
-  int queued = 0;
-  int running = 0;
+  int queued = 0;    // waiting for a session
+  int running = 0;   // placed in a session (prefilling or decoding)
+  int sessions = 0;  // the pool's size
+  int free = 0;      // sessions no request runs in (sessions - running)
+  uint64_t steps = 0;  // batched engine steps run so far
+  uint64_t rows = 0;   // token rows those steps evaluated
 };
 
 class Scheduler {
@@ -75,13 +88,21 @@ class Scheduler {
  private:
   struct Active;
   struct Slot;
+  struct Waiting;
   Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok, const SchedulerOptions& options,
             ReplayMap* replay, DiskCache* disk);
   void run();
-  void admit();  // moves waiting requests into free slots (lock held)
-  void step(Slot& slot);
-  void prefill_step(Slot& slot);
-  void decode_step(Slot& slot);
+  bool busy() const;  // a request runs in some session
+  // Admission (scheduler_admit.cpp). take() pops, in arrival order, as many waiting requests as
+  // there are idle sessions and ends the cancelled ones it meets (lock held); place() puts one
+  // into a session and plans its prompt.
+  void take(std::vector<std::unique_ptr<Waiting>>* out);
+  void place(std::unique_ptr<Waiting> w);
+  Slot* choose_slot(const Request& request, PromptPlan* plan);
+  // One batched engine step (scheduler_step.cpp).
+  void step();
+  bool sample_next(Slot& slot);  // false: the request finished instead
+  void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
   // Disk cache (scheduler_disk.cpp).
   PromptPlan disk_miss(Slot& slot, PromptPlan plan);  // evict save, then a load or a cold plan
@@ -96,15 +117,21 @@ class Scheduler {
   SchedulerOptions options_;
   ReplayMap* replay_;
   DiskCache* disk_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // scheduler thread only
+  // Scheduler thread only.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  uint64_t sequence_ = 0;   // counts admissions: arrival order, and seeds for requests with none
+  uint64_t use_clock_ = 0;  // stamps a slot when a request leaves it (least recently used)
+  std::vector<Slot*> order_;        // this step's running slots in arrival order
+  std::vector<StepEntry> entries_;  // this step's engine entries ...
+  std::vector<Slot*> entry_slots_;  // ... and the slot of each
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  struct Waiting;
   std::deque<std::unique_ptr<Waiting>> queue_;  // guarded by mu_
   std::atomic<bool> stopping_{false};
   std::atomic<int> running_{0};
-  uint64_t sequence_ = 0;  // scheduler thread only: seeds requests that asked for none
+  std::atomic<uint64_t> steps_{0};
+  std::atomic<uint64_t> rows_{0};
   std::thread thread_;
 };
 

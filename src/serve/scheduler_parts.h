@@ -1,5 +1,6 @@
-// src/serve/scheduler_parts.h: the scheduler's private records (scheduler.cpp and
-// scheduler_disk.cpp): a waiting request, a request admitted into a session, and a pool slot.
+// src/serve/scheduler_parts.h: the scheduler's private records (scheduler.cpp, scheduler_admit.cpp,
+// scheduler_step.cpp and scheduler_disk.cpp): a waiting request, a request placed into a session,
+// and a pool slot.
 #pragma once
 
 #include <memory>
@@ -17,23 +18,27 @@ struct Scheduler::Waiting {
 
 // A request admitted into a session.
 struct Scheduler::Active {
-  Active(const Tokenizer& tok, Request r, std::shared_ptr<Ticket> t, uint64_t seed)
-      : request(std::move(r)), ticket(std::move(t)), rng(seed), gen(tok, request) {}
+  Active(const Tokenizer& tok, Request r, std::shared_ptr<Ticket> t, uint64_t seed, uint64_t order)
+      : request(std::move(r)), ticket(std::move(t)), rng(seed), gen(tok, request), arrival(order) {}
   Request request;
   std::shared_ptr<Ticket> ticket;
   Rng rng;
   Generation gen;
+  uint64_t arrival;             // admission order: prefill chunks share a step's budget by it
   std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h); empty until planned
   bool planned = false;
   bool decoding = false;
   int cached = 0;
   int generated = 0;
-  int limit = 0;  // tokens this request may still sample in total
+  int limit = 0;       // tokens this request may still sample in total
+  TokenId next = 0;    // decoding: the token sampled this step, evaluated by the step
+  size_t target = 0;   // prefilling: the prompt length the session reaches with this step
 };
 
 struct Scheduler::Slot {
   std::unique_ptr<Session> session;
   std::unique_ptr<Active> active;
+  uint64_t last_used = 0;  // use_clock_ when a request last left it (0: never used)
   // Disk cache bookkeeping (scheduler_disk.cpp).
   size_t last_stored = 0;  // highest frontier saved or loaded: continued saves go beyond it
   size_t saved_at = 0;     // the session's length when it was last saved or loaded (0: never)

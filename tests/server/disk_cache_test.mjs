@@ -27,9 +27,11 @@ const SYSTEM_B =
   "You translate English into French for a shipping company. Keep the original line breaks, " +
   "keep product codes unchanged, and answer with the translation only. ".repeat(4);
 
+// One live session: every conversation switch replaces it, so these tests see the disk cache's
+// evict saves and loads (a larger pool would keep the conversations live).
 function kvFlags(dir, extra = []) {
   return [
-    "--ctx", "2048", "--prefill-chunk", "64", "--kv-disk-dir", dir,
+    "--ctx", "2048", "--prefill-chunk", "64", "--parallel", "1", "--kv-disk-dir", dir,
     "--kv-cache-min-tokens", "32", "--kv-cache-boundary-align-tokens", "16",
     "--kv-cache-boundary-trim-tokens", "4", ...extra,
   ];

@@ -30,6 +30,7 @@ export async function startServer(args = [], opts = {}) {
   const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
   return {
     port,
+    pid: proc.pid, // with opts.fileLimitKb, bash exec's the server: the same process
     base: `http://127.0.0.1:${port}`,
     stderr: () => stderr,
     async stop() {

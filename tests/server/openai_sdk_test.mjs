@@ -184,7 +184,8 @@ test("16 concurrent clients all get their answers", async () => {
 });
 
 test("beyond the bounded queue requests get 429", async () => {
-  const s = await startServer(["--ctx", "4096", "--max-queue", "1"]);
+  // One session, so the second request waits.
+  const s = await startServer(["--ctx", "4096", "--max-queue", "1", "--parallel", "1"]);
   try {
     const c = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: "x", maxRetries: 0 });
     const ac = new AbortController();

@@ -2,7 +2,11 @@
 // was really evaluated, a continued conversation reuses the live session (cached tokens), cancel
 // stops a request within a step and leaves the session usable, the bounded queue refuses the
 // request beyond it, waiting requests run in arrival order, shutdown ends everything with an
-// error, and a fixed seed repeats exactly.
+// error, and a fixed seed repeats exactly. With a pool of sessions (continuous batching): requests
+// batched together into shared engine steps -- at different positions, one finishing and one
+// cancelled mid-batch -- produce exactly what each produces alone (greedy and seeded sampling); a
+// continued conversation finds its own session among several; the least recently used idle
+// session is the one replaced; a request cancelled while it waits never takes a session.
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -23,12 +27,17 @@ class SchedulerTest : public ::testing::Test {
     ASSERT_TRUE(t.is_ok()) << t.status().to_string();
     tok_ = std::make_unique<Tokenizer>(std::move(*t));
   }
-  std::unique_ptr<Scheduler> start(int max_queue = 8) {
+  std::unique_ptr<Scheduler> start(int max_queue = 8, int sessions = 1,
+                                   int batch_tokens = kDefaultBatchTokens) {
     EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
     auto e = Engine::open(eo);
     EXPECT_TRUE(e.is_ok()) << e.status().to_string();
     auto s = Scheduler::start(std::move(*e), *tok_,
-                              {.n_ctx = kCtx, .prefill_chunk = 16, .max_queue = max_queue});
+                              {.n_ctx = kCtx,
+                               .prefill_chunk = 16,
+                               .max_queue = max_queue,
+                               .sessions = sessions,
+                               .batch_tokens = batch_tokens});
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     return std::move(*s);
   }
@@ -54,6 +63,16 @@ class SchedulerTest : public ::testing::Test {
       if (e->kind == EventKind::kDone) return *e;
       if (text && e->kind == EventKind::kText) *text += e->text;
     }
+  }
+  // The history sent back after `done`: its output, EOS, and a new user turn.
+  Request continued(const std::string& rendered, const Event& done, const std::string& user,
+                    int max_tokens) {
+    Request r;
+    r.rendered = rendered + done.text + std::string(chat::kEos) + std::string(chat::kUserTag) +
+                 user + std::string(chat::kAssistantTag) + "</think>";
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.max_tokens = max_tokens;
+    return r;
   }
   std::unique_ptr<Tokenizer> tok_;
 };
@@ -172,6 +191,132 @@ TEST_F(SchedulerTest, WaitingRequestsRunInArrivalOrder) {
   EXPECT_EQ(drain(*tickets[3]).usage.completion_tokens, 3);
   // One session: the last request ran after every earlier one had finished.
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(tickets[i]->finished()) << i;
+}
+
+// ---- A pool of sessions and continuous batching ----
+
+// Prompts of different lengths (their sessions stand at different positions in every shared
+// step), greedy and seeded sampling, one request short enough to finish while the others still
+// decode, one submitted while the others decode (its prefill shares their steps) and one
+// cancelled mid-batch.
+TEST_F(SchedulerTest, BatchedRequestsProduceExactlyWhatEachProducesAlone) {
+  std::vector<Request> reqs;
+  reqs.push_back(chat("Hello", 20, 11));  // seeded sampling
+  reqs.push_back(chat("Please write a short poem about the sea and the wind at night", 20, 12));
+  reqs.back().sampling.temperature = 0.0f;  // greedy
+  reqs.push_back(chat("Stop soon", 3, 13));   // finishes mid-batch
+  reqs.push_back(chat("A fourth prompt, submitted once the others are decoding, whose prefill is "
+                      "split into chunks that share steps with their decode rows",
+                      16, 14));
+  reqs.push_back(chat("This one is cancelled while the others run", kCtx, 15));
+
+  // Alone: one session, each request drained before the next is submitted.
+  std::vector<Event> alone;
+  uint64_t alone_steps = 0;
+  {
+    auto s = start();
+    for (const Request& r : reqs) alone.push_back(drain(**s->submit(r)));
+    alone_steps = s->stats().steps;
+  }
+  for (size_t i = 0; i + 1 < reqs.size(); ++i) {
+    ASSERT_TRUE(alone[i].error.is_ok()) << i << ": " << alone[i].error.to_string();
+    ASSERT_GE(alone[i].usage.completion_tokens, 1) << i;
+  }
+  EXPECT_NE(alone[0].text, alone[1].text);  // the requests really differ
+
+  // Batched: four sessions; a step budget of 12 rows, so prefills are cut to what the decode
+  // rows leave and every step mixes both.
+  auto s = start(/*max_queue=*/8, /*sessions=*/4, /*batch_tokens=*/12);
+  std::vector<std::shared_ptr<Ticket>> t(reqs.size());
+  for (size_t i : {0u, 1u, 2u, 4u}) t[i] = *s->submit(reqs[i]);
+  ASSERT_TRUE(t[0]->next(kWait).has_value());  // decoding is under way
+  t[3] = *s->submit(reqs[3]);
+  ASSERT_TRUE(t[4]->next(kWait).has_value());
+  t[4]->cancel();  // mid-batch, after its first output
+  std::vector<Event> batched(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) batched[i] = drain(*t[i]);
+  const SchedulerStats st = s->stats();
+
+  for (size_t i = 0; i + 1 < reqs.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    EXPECT_TRUE(batched[i].error.is_ok()) << batched[i].error.to_string();
+    EXPECT_EQ(batched[i].finish, alone[i].finish);
+    EXPECT_EQ(batched[i].usage.prompt_tokens, alone[i].usage.prompt_tokens);
+    EXPECT_EQ(batched[i].usage.completion_tokens, alone[i].usage.completion_tokens);
+    EXPECT_EQ(batched[i].text, alone[i].text);  // the raw output: every sampled token's bytes
+  }
+  EXPECT_EQ(batched[2].usage.completion_tokens, 3);
+  // The cancelled request stopped early, and what it produced is what it produces alone.
+  EXPECT_EQ(batched[4].finish, FinishReason::kCancelled);
+  EXPECT_LT(batched[4].usage.completion_tokens, alone[4].usage.completion_tokens);
+  EXPECT_EQ(alone[4].text.substr(0, batched[4].text.size()), batched[4].text);
+  // The requests shared steps: far fewer engine calls than running them one after another.
+  EXPECT_LT(st.steps, alone_steps);
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.free, 4);
+}
+
+TEST_F(SchedulerTest, StatsCountTheSessions) {
+  auto s = start(/*max_queue=*/8, /*sessions=*/3);
+  const SchedulerStats st = s->stats();
+  EXPECT_EQ(st.sessions, 3);
+  EXPECT_EQ(st.free, 3);
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.queued, 0);
+}
+
+TEST_F(SchedulerTest, BatchTokensBelowTheSessionCountIsRefused) {
+  EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
+  auto e = Engine::open(eo);
+  ASSERT_TRUE(e.is_ok());
+  auto s = Scheduler::start(std::move(*e), *tok_, {.n_ctx = kCtx, .sessions = 4, .batch_tokens = 3});
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SchedulerTest, AConversationFindsItsSessionAndTheLeastRecentlyUsedIsReplaced) {
+  auto s = start(/*max_queue=*/8, /*sessions=*/2);
+  Request a = chat("Tell me about apples", 6);
+  Request b = chat("Something else entirely", 6);
+  const std::string ra = a.rendered, rb = b.rendered;
+  const size_t na = a.prompt.size(), nb = b.prompt.size();
+  const Event da = drain(**s->submit(std::move(a)));
+  const Event db = drain(**s->submit(std::move(b)));  // the free session, not A's
+  ASSERT_TRUE(da.error.is_ok() && db.error.is_ok());
+  // A's continuation goes to A's session, although B's was used last.
+  Request a2 = continued(ra, da, "More", 4);
+  const std::string ra2 = a2.rendered;
+  const Event da2 = drain(**s->submit(std::move(a2)));
+  ASSERT_TRUE(da2.error.is_ok()) << da2.error.to_string();
+  EXPECT_GE(da2.usage.cached_tokens, static_cast<int>(na));
+  // A new conversation replaces the least recently used idle session: B's.
+  const Event dc = drain(**s->submit(chat("A third topic", 4)));
+  EXPECT_EQ(dc.usage.cached_tokens, 0);
+  const Event da3 = drain(**s->submit(continued(ra2, da2, "Again", 3)));
+  EXPECT_GE(da3.usage.cached_tokens, da2.usage.prompt_tokens);
+  const Event db2 = drain(**s->submit(continued(rb, db, "Back to B", 3)));
+  EXPECT_TRUE(db2.error.is_ok());
+  EXPECT_EQ(db2.usage.cached_tokens, 0);  // B's session went to the third conversation
+  EXPECT_GT(db2.usage.prompt_tokens, static_cast<int>(nb));
+}
+
+TEST_F(SchedulerTest, ARequestCancelledWhileWaitingNeverTakesASession) {
+  auto s = start();
+  auto running = s->submit(chat("Write a long story", kCtx));
+  ASSERT_TRUE(running.is_ok());
+  ASSERT_TRUE((*running)->next(kWait).has_value());
+  auto waiting = s->submit(chat("never runs", 4));
+  ASSERT_TRUE(waiting.is_ok());
+  (*waiting)->cancel();
+  const Event w = drain(**waiting);
+  EXPECT_EQ(w.finish, FinishReason::kCancelled);
+  EXPECT_EQ(w.usage.completion_tokens, 0);
+  EXPECT_EQ(w.usage.cached_tokens, 0);
+  (*running)->cancel();
+  drain(**running);
+  const SchedulerStats st = s->stats();
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.queued, 0);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "backend/row_rules.h"
 #include "base/check.h"
 #include "base/f16.h"
+#include "base/host_memory.h"
 
 namespace ds4::backend::cpu {
 namespace {
@@ -82,6 +83,10 @@ Status CpuBackend::create_sequence(int seq, const SequenceLayout& layout) {
 }
 
 void CpuBackend::drop_sequence(int seq) { seqs_.erase(seq); }
+
+std::optional<uint64_t> CpuBackend::free_memory_bytes() const {
+  return base::host_available_bytes();
+}
 
 void CpuBackend::reset_sequence(int seq) {
   for (LayerCache& c : sequence(seq).layers) reset_layer(c);

@@ -47,6 +47,8 @@ class CpuBackend final : public Backend {
   void reset_sequence(int seq) override;
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+  // Sequences live in host memory: the kernel's MemAvailable.
+  std::optional<uint64_t> free_memory_bytes() const override;
 
   int threads() const { return pool_.size(); }
 

@@ -1,0 +1,94 @@
+// src/serve/scheduler_admit.cpp: admission. Waiting requests leave the queue in arrival order
+// (FIFO: the oldest is placed first, and a request never overtakes an older one) when a session
+// is idle, and each goes to the idle session whose tokens give the longest reusable prefix
+// (prefix_match.h: a token prefix, else a decoded-text prefix), else to a free (empty) session,
+// else to the least recently used idle one, whose checkpoint the disk cache keeps first when one
+// is configured (scheduler_disk.cpp: the evict save).
+#include <chrono>
+
+#include "base/check.h"
+#include "serve/scheduler.h"
+#include "serve/scheduler_parts.h"
+
+namespace ds4::serve {
+
+void Scheduler::take(std::vector<std::unique_ptr<Waiting>>* out) {
+  size_t idle = 0;
+  for (const auto& slot : slots_) idle += slot->active == nullptr ? 1 : 0;
+  while (!queue_.empty()) {
+    Waiting& w = *queue_.front();
+    if (w.ticket->cancelled()) {
+      // The client left while it waited: it ends here, without taking a session.
+      w.ticket->push(
+          Event{.kind = EventKind::kDone,
+                .finish = FinishReason::kCancelled,
+                .usage = {.prompt_tokens = static_cast<int>(w.request.prompt.size())}});
+    } else if (out->size() < idle) {
+      out->push_back(std::move(queue_.front()));
+    } else {
+      return;
+    }
+    queue_.pop_front();
+  }
+}
+
+Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan) {
+  Slot* reuse = nullptr;
+  Slot* empty = nullptr;
+  Slot* lru = nullptr;
+  for (auto& slot : slots_) {
+    if (slot->active) continue;
+    const Session& s = *slot->session;
+    if (s.n_tokens() == 0) {
+      if (!empty) empty = slot.get();
+      continue;
+    }
+    if (!lru || slot->last_used < lru->last_used) lru = slot.get();
+    PromptPlan p = plan_prompt(s.tokens(), *tok_, request);
+    if (p.source != CacheSource::kMiss && (!reuse || p.reusable > plan->reusable)) {
+      reuse = slot.get();
+      *plan = std::move(p);
+    }
+  }
+  if (reuse) return reuse;
+  Slot* slot = empty ? empty : lru;
+  if (slot) *plan = plan_prompt(slot->session->tokens(), *tok_, request);
+  return slot;
+}
+
+void Scheduler::place(std::unique_ptr<Waiting> w) {
+  PromptPlan plan;
+  Slot* slot = choose_slot(w->request, &plan);
+  DS4_CHECK_MSG(slot != nullptr, "take() handed out more requests than idle sessions");
+  uint64_t seed = w->request.sampling.seed;
+  ++sequence_;
+  if (seed == 0) {
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           (sequence_ * 0x9e3779b97f4a7c15ull);
+  }
+  slot->active = std::make_unique<Active>(*tok_, std::move(w->request), std::move(w->ticket), seed,
+                                          sequence_);
+  running_.fetch_add(1);
+  Active& a = *slot->active;
+  Session& s = *slot->session;
+  if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan));
+  a.prompt = std::move(plan.tokens);
+  a.planned = true;
+  if (a.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
+    // Only a re-tokenized text continuation can grow past the context (submit checked the rest).
+    return finish(*slot, FinishReason::kError,
+                  Status::out_of_range("Prompt has %zu tokens, but the configured context size "
+                                       "is %d tokens",
+                                       a.prompt.size(), options_.n_ctx));
+  }
+  // A session keeps its tokens only when they are a prefix of the prompt; otherwise it starts
+  // again from position 0 (session.h: the CPU state cannot drop rows), which the first prefill
+  // chunk then rebuilds.
+  const auto live = s.tokens();
+  if (common_prefix(live, a.prompt) != live.size()) {
+    if (Status st = s.rewind(0); !st.is_ok()) return finish(*slot, FinishReason::kError, st);
+  }
+  a.cached = s.n_tokens();
+}
+
+}  // namespace ds4::serve

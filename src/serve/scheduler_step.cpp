@@ -1,0 +1,112 @@
+// src/serve/scheduler_step.cpp: one iteration of continuous batching. Every running request is
+// advanced by the same Engine::step call: first each request's cancel flag (a cancelled or
+// shutting-down request ends here, so its rows are gone from this step on), then one decode row
+// per decoding request (its token sampled from its session's logits and streamed before it is
+// evaluated, exactly as a request alone), then prefill chunks in arrival order, each at most
+// --prefill-chunk tokens and together within what the step's token budget has left. A long prompt
+// therefore takes several steps and never holds back the decoding streams for more than one.
+#include <algorithm>
+
+#include "serve/scheduler.h"
+#include "serve/scheduler_parts.h"
+
+namespace ds4::serve {
+
+void Scheduler::step() {
+  order_.clear();
+  for (auto& slot : slots_) {
+    if (slot->active) order_.push_back(slot.get());
+  }
+  std::sort(order_.begin(), order_.end(),
+            [](const Slot* x, const Slot* y) { return x->active->arrival < y->active->arrival; });
+  for (Slot*& slot : order_) {
+    if (slot->active->ticket->cancelled()) {
+      finish(*slot, FinishReason::kCancelled);
+    } else if (stopping_) {
+      finish(*slot, FinishReason::kError, Status::unavailable("server shutting down"));
+    }
+    if (!slot->active) slot = nullptr;
+  }
+  std::erase(order_, nullptr);
+
+  entries_.clear();
+  entry_slots_.clear();
+  size_t budget = static_cast<size_t>(options_.batch_tokens);
+  for (Slot* slot : order_) {
+    if (!slot->active->decoding || !sample_next(*slot)) continue;
+    entries_.push_back({.session = slot->session.get(),
+                        .tokens = std::span<const TokenId>(&slot->active->next, 1)});
+    entry_slots_.push_back(slot);
+    --budget;  // batch_tokens >= sessions: every decode row fits
+  }
+  for (Slot* slot : order_) {
+    Active* a = slot->active.get();
+    if (!a || a->decoding) continue;
+    const size_t from = static_cast<size_t>(slot->session->n_tokens());
+    const size_t room = std::min(budget, static_cast<size_t>(options_.prefill_chunk));
+    if (room == 0 && from < a->prompt.size()) continue;  // the budget is spent: next step
+    size_t target = std::min(a->prompt.size(), from + room);
+    if (disk_ && target > from) target = chunk_stop(*slot, from, target);
+    a->target = target;
+    entries_.push_back({.session = slot->session.get(),
+                        .tokens = std::span<const TokenId>(a->prompt).subspan(from, target - from)});
+    entry_slots_.push_back(slot);
+    budget -= target - from;
+  }
+  if (entries_.empty()) return;
+
+  // Entry refusals come back per entry; a whole-step failure sets every entry's status too.
+  (void)engine_->step(entries_);
+  if (const size_t rows = static_cast<size_t>(options_.batch_tokens) - budget; rows > 0) {
+    steps_.fetch_add(1);
+    rows_.fetch_add(rows);
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Slot& slot = *entry_slots_[i];
+    if (!entries_[i].status.is_ok()) {
+      finish(slot, FinishReason::kError, std::move(entries_[i].status));
+    } else if (!slot.active->decoding) {
+      after_prefill(slot);
+    }
+  }
+}
+
+bool Scheduler::sample_next(Slot& slot) {
+  Active& a = *slot.active;
+  if (disk_) before_decode(slot);
+  const size_t i = static_cast<size_t>(a.generated);
+  SamplingParams params = a.request.sampling;
+  if (a.gen.dsml_greedy()) params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
+  const TokenId id =
+      i < a.request.forced.size() ? a.request.forced[i] : slot.session->sample(params, a.rng);
+  ++a.generated;
+  if (id == tok_->special_ids().eos) {
+    finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);
+    return false;
+  }
+  std::vector<Event> events;
+  const bool end = a.gen.push(id, &events);
+  a.ticket->push(&events);
+  if (end) {
+    finish(slot, a.gen.stop_hit() ? FinishReason::kStop : FinishReason::kToolCalls);
+    return false;
+  }
+  if (a.generated >= a.limit) {
+    finish(slot, FinishReason::kLength);
+    return false;
+  }
+  a.next = id;
+  return true;
+}
+
+void Scheduler::after_prefill(Slot& slot) {
+  Active& a = *slot.active;
+  if (disk_) after_prefill_chunk(slot);
+  if (a.target < a.prompt.size()) return;
+  a.decoding = true;
+  a.limit = std::max(
+      0, std::min(a.request.max_tokens, options_.n_ctx - static_cast<int>(a.prompt.size()) - 1));
+  if (a.limit == 0) finish(slot, FinishReason::kLength);
+}
+
+}  // namespace ds4::serve
