@@ -135,10 +135,13 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   done.error = std::move(error);
   if (reason == FinishReason::kStop && a.gen.stop_hit()) done.stop_sequence = a.gen.stop_matched();
   events.push_back(std::move(done));
-  a.ticket->push(&events);
+  // The session is free before the submitter sees kDone, so stats() never counts an ended
+  // request as running.
+  const std::shared_ptr<Ticket> ticket = std::move(a.ticket);
   slot.active.reset();
   slot.last_used = ++use_clock_;
   running_.fetch_sub(1);
+  ticket->push(&events);
 }
 
 }  // namespace ds4::serve

@@ -202,13 +202,16 @@ TEST_F(SchedulerTest, WaitingRequestsRunInArrivalOrder) {
 TEST_F(SchedulerTest, BatchedRequestsProduceExactlyWhatEachProducesAlone) {
   std::vector<Request> reqs;
   reqs.push_back(chat("Hello", 20, 11));  // seeded sampling
-  reqs.push_back(chat("Please write a short poem about the sea and the wind at night", 20, 12));
+  reqs.push_back(chat(
+      "Please write a short poem about the sea and the wind at night, with a boat, a lighthouse, "
+      "a storm that passes before dawn and the fishermen who come home with the tide",
+      20, 12));
   reqs.back().sampling.temperature = 0.0f;  // greedy
   reqs.push_back(chat("Stop soon", 3, 13));   // finishes mid-batch
   reqs.push_back(chat("A fourth prompt, submitted once the others are decoding, whose prefill is "
                       "split into chunks that share steps with their decode rows",
                       16, 14));
-  reqs.push_back(chat("This one is cancelled while the others run", kCtx, 15));
+  reqs.push_back(chat("This one is cancelled while the others run", 40, 15));
 
   // Alone: one session, each request drained before the next is submitted.
   std::vector<Event> alone;
