@@ -11,7 +11,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 # Flags: --help lists each with its default; a bad flag is one line on stderr and status 2.
 "$server" --help >"$tmp/help" || fail "--help exit status"
 for want in '--host TEXT=127.0.0.1' '=8000' '--tool-memory-max-ids' '=100000' \
-    '--disable-exact-dsml-tool-replay' '--api-key' '--trace' '--prefill-chunk' '--cors'; do
+    '--disable-exact-dsml-tool-replay' '--api-key' '--trace' '--prefill-chunk' '--cors' \
+    '--parallel' '--batch-tokens'; do
   grep -qF -- "$want" "$tmp/help" || fail "--help lacks '$want'"
 done
 grep -q 'test-forced-output' "$tmp/help" && fail "the test hook is listed in --help"
@@ -19,7 +20,8 @@ status=0
 "$server" --port nope 2>"$tmp/bad" >/dev/null || status=$?
 [[ $status == 2 && $(wc -l <"$tmp/bad") == 1 ]] || fail "bad flag: status $status, $(cat "$tmp/bad")"
 
-"$server" -m "$model" --port 0 -t 2 --ctx 8192 --cors >"$tmp/out" 2>"$tmp/err" &
+# One session, so the second long request below waits in the queue.
+"$server" -m "$model" --port 0 -t 2 --ctx 8192 --cors --parallel 1 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
