@@ -226,15 +226,14 @@ int main(int argc, char** argv) {
                  st.files, static_cast<unsigned long long>(st.bytes), f.kv_disk_dir.c_str(),
                  static_cast<unsigned long long>(f.kv_disk_space_mb));
   }
-  auto scheduler = ds4::serve::Scheduler::start(
-      std::move(*engine), *tok,
-      {.n_ctx = f.ctx,
-       .prefill_chunk = f.prefill_chunk,
-       .max_queue = f.max_queue,
-       .sessions = parallel,
-       .batch_tokens = f.batch_tokens,
-       .cache = f.kv},
-      replay.get(), disk.get());
+  auto scheduler = ds4::serve::Scheduler::start(std::move(*engine), *tok,
+                                                {.n_ctx = f.ctx,
+                                                 .prefill_chunk = f.prefill_chunk,
+                                                 .max_queue = f.max_queue,
+                                                 .sessions = parallel,
+                                                 .batch_tokens = f.batch_tokens,
+                                                 .cache = f.kv},
+                                                replay.get(), disk.get());
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 
   ds4::api::ApiConfig config{

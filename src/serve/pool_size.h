@@ -26,11 +26,11 @@ inline constexpr int kMaxDefaultSessions = 8;
 inline constexpr int kUnknownMemorySessions = 4;
 
 struct PoolSizing {
-  int sessions = 1;                     // the default --parallel
-  uint64_t session_bytes = 0;           // KV state of one session at n_ctx
-  std::optional<uint64_t> free_bytes;   // what the rule started from (after the reserve)
-  uint64_t reserved_bytes = 0;          // taken off the free memory first (CPU: the model file)
-  std::string reason;                   // one line for the startup log
+  int sessions = 1;                    // the default --parallel
+  uint64_t session_bytes = 0;          // KV state of one session at n_ctx
+  std::optional<uint64_t> free_bytes;  // what the rule started from (after the reserve)
+  uint64_t reserved_bytes = 0;         // taken off the free memory first (CPU: the model file)
+  std::string reason;                  // one line for the startup log
 };
 
 // The rule: sessions = clamp(floor(kPoolMemoryShare * (free - reserved) / session_bytes), 1,

@@ -36,7 +36,7 @@ namespace ds4::serve {
 inline constexpr int kDefaultBatchTokens = 2048;
 
 struct SchedulerOptions {
-  int n_ctx = 32768;  // per session
+  int n_ctx = 32768;                                   // per session
   int prefill_chunk = SessionOptions{}.prefill_chunk;  // one request's rows per step at most
   int max_queue = 32;  // waiting requests at most; one more is refused (kResourceExhausted)
   int sessions = 1;    // sessions in the pool (requests running at once)
@@ -48,10 +48,10 @@ struct SchedulerOptions {
 };
 
 struct SchedulerStats {
-  int queued = 0;    // waiting for a session
-  int running = 0;   // placed in a session (prefilling or decoding)
-  int sessions = 0;  // the pool's size
-  int free = 0;      // sessions no request runs in (sessions - running)
+  int queued = 0;      // waiting for a session
+  int running = 0;     // placed in a session (prefilling or decoding)
+  int sessions = 0;    // the pool's size
+  int free = 0;        // sessions no request runs in (sessions - running)
   uint64_t steps = 0;  // batched engine steps run so far
   uint64_t rows = 0;   // token rows those steps evaluated
 };
@@ -119,9 +119,9 @@ class Scheduler {
   DiskCache* disk_;
   // Scheduler thread only.
   std::vector<std::unique_ptr<Slot>> slots_;
-  uint64_t sequence_ = 0;   // counts admissions: arrival order, and seeds for requests with none
-  uint64_t use_clock_ = 0;  // stamps a slot when a request leaves it (least recently used)
-  std::vector<Slot*> order_;        // this step's running slots in arrival order
+  uint64_t sequence_ = 0;     // counts admissions: arrival order, and seeds for requests with none
+  uint64_t use_clock_ = 0;    // stamps a slot when a request leaves it (least recently used)
+  std::vector<Slot*> order_;  // this step's running slots in arrival order
   std::vector<StepEntry> entries_;  // this step's engine entries ...
   std::vector<Slot*> entry_slots_;  // ... and the slot of each
 

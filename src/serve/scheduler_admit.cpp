@@ -19,10 +19,9 @@ void Scheduler::take(std::vector<std::unique_ptr<Waiting>>* out) {
     Waiting& w = *queue_.front();
     if (w.ticket->cancelled()) {
       // The client left while it waited: it ends here, without taking a session.
-      w.ticket->push(
-          Event{.kind = EventKind::kDone,
-                .finish = FinishReason::kCancelled,
-                .usage = {.prompt_tokens = static_cast<int>(w.request.prompt.size())}});
+      w.ticket->push(Event{.kind = EventKind::kDone,
+                           .finish = FinishReason::kCancelled,
+                           .usage = {.prompt_tokens = static_cast<int>(w.request.prompt.size())}});
     } else if (out->size() < idle) {
       out->push_back(std::move(queue_.front()));
     } else {
@@ -66,8 +65,8 @@ void Scheduler::place(std::unique_ptr<Waiting> w) {
     seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
            (sequence_ * 0x9e3779b97f4a7c15ull);
   }
-  slot->active = std::make_unique<Active>(*tok_, std::move(w->request), std::move(w->ticket), seed,
-                                          sequence_);
+  slot->active =
+      std::make_unique<Active>(*tok_, std::move(w->request), std::move(w->ticket), seed, sequence_);
   running_.fetch_add(1);
   Active& a = *slot->active;
   Session& s = *slot->session;

@@ -30,9 +30,9 @@ struct Scheduler::Active {
   bool decoding = false;
   int cached = 0;
   int generated = 0;
-  int limit = 0;       // tokens this request may still sample in total
-  TokenId next = 0;    // decoding: the token sampled this step, evaluated by the step
-  size_t target = 0;   // prefilling: the prompt length the session reaches with this step
+  int limit = 0;      // tokens this request may still sample in total
+  TokenId next = 0;   // decoding: the token sampled this step, evaluated by the step
+  size_t target = 0;  // prefilling: the prompt length the session reaches with this step
 };
 
 struct Scheduler::Slot {

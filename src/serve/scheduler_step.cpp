@@ -48,8 +48,9 @@ void Scheduler::step() {
     size_t target = std::min(a->prompt.size(), from + room);
     if (disk_ && target > from) target = chunk_stop(*slot, from, target);
     a->target = target;
-    entries_.push_back({.session = slot->session.get(),
-                        .tokens = std::span<const TokenId>(a->prompt).subspan(from, target - from)});
+    entries_.push_back(
+        {.session = slot->session.get(),
+         .tokens = std::span<const TokenId>(a->prompt).subspan(from, target - from)});
     entry_slots_.push_back(slot);
     budget -= target - from;
   }

@@ -206,11 +206,12 @@ TEST_F(SchedulerTest, BatchedRequestsProduceExactlyWhatEachProducesAlone) {
       "Please write a short poem about the sea and the wind at night, with a boat, a lighthouse, "
       "a storm that passes before dawn and the fishermen who come home with the tide",
       20, 12));
-  reqs.back().sampling.temperature = 0.0f;  // greedy
-  reqs.push_back(chat("Stop soon", 3, 13));   // finishes mid-batch
-  reqs.push_back(chat("A fourth prompt, submitted once the others are decoding, whose prefill is "
-                      "split into chunks that share steps with their decode rows",
-                      16, 14));
+  reqs.back().sampling.temperature = 0.0f;   // greedy
+  reqs.push_back(chat("Stop soon", 3, 13));  // finishes mid-batch
+  reqs.push_back(
+      chat("A fourth prompt, submitted once the others are decoding, whose prefill is "
+           "split into chunks that share steps with their decode rows",
+           16, 14));
   reqs.push_back(chat("This one is cancelled while the others run", 40, 15));
 
   // Alone: one session, each request drained before the next is submitted.
@@ -272,7 +273,8 @@ TEST_F(SchedulerTest, BatchTokensBelowTheSessionCountIsRefused) {
   EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
   auto e = Engine::open(eo);
   ASSERT_TRUE(e.is_ok());
-  auto s = Scheduler::start(std::move(*e), *tok_, {.n_ctx = kCtx, .sessions = 4, .batch_tokens = 3});
+  auto s =
+      Scheduler::start(std::move(*e), *tok_, {.n_ctx = kCtx, .sessions = 4, .batch_tokens = 3});
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
 }
