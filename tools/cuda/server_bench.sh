@@ -59,8 +59,9 @@ if has claude && [[ -s .devdeps/claude/req1.json ]]; then
     --test-forced-output "</think>The word is walnut.$EOS"
   drive anthropic "$url" .devdeps/claude/req1.json .devdeps/claude/req2.json
   stop
+  # Without the forced answer the random model does not stop: 64 tokens (Claude Code asks 32,000).
   serve claude-restart --ctx 65536 --kv-disk-dir /dev/shm/kvc-claude
-  drive anthropic "$url" .devdeps/claude/req1.json
+  MAX_TOKENS=64 drive anthropic "$url" .devdeps/claude/req1.json
   stop
   grep -h "kv cache" "$out"/server-claude*.log
 fi
@@ -79,7 +80,7 @@ EOF
     offset=$((offset + chars))
   done
   for round in cold restart; do
-    serve "kvc-$round" --ctx 140000 --kv-disk-dir /dev/shm/kvc-big
+    serve "kvc-$round" --ctx 160000 --kv-disk-dir /dev/shm/kvc-big
     for tokens in 8192 25000 32768 131072; do
       drive chat "$url" "/tmp/p_$tokens.txt" 1 | sed "s/^/$round $tokens: /"
     done

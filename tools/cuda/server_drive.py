@@ -15,7 +15,8 @@ loopback, reads the SSE stream as a client does, and prints one JSON line of tim
   anthropic URL BODY1 [BODY2]
       replays Anthropic Messages bodies captured from the real Claude Code (request 1, and
       request 2 = its tool-result turn); the tool_use id of BODY2 is replaced by the one this
-      server returned for request 1, as Claude Code itself would send it
+      server returned for request 1, as Claude Code itself would send it; MAX_TOKENS (in the
+      environment) caps each body's max_tokens
   health URL [PID]
       waits (up to 600 s, or until process PID is gone) until GET /health answers, prints the
       wait
@@ -129,8 +130,15 @@ def anthropic(url, body):
 
 
 def cmd_anthropic(url, body1, body2=None):
+    cap = int(os.environ.get("MAX_TOKENS", "0"))
+
+    def capped(body):
+        if cap:
+            body["max_tokens"] = min(body.get("max_tokens", cap), cap)
+        return body
+
     with open(body1, encoding="utf-8") as f:
-        b1 = json.load(f)
+        b1 = capped(json.load(f))
     r1 = anthropic(url, b1)
     out = {"what": "anthropic", "first": r1}
     if body2:
@@ -140,7 +148,7 @@ def cmd_anthropic(url, body1, body2=None):
                for b in m["content"] if b.get("type") == "tool_use"]
         if old and r1["tool_use_ids"]:
             text = text.replace(old[-1], r1["tool_use_ids"][0])
-        out["second"] = anthropic(url, json.loads(text))
+        out["second"] = anthropic(url, capped(json.loads(text)))
     print(json.dumps(out))
 
 
