@@ -58,6 +58,11 @@
 #            scenarios, default all): bench/server.md's streaming, tool-call, Claude Code and
 #            disk KV cache figures
 #   bench256 one ds4-bench point at 256k (262,144-token frontier)
+#   gtest    the GoogleTest suite of label cuda (model_cuda_test: the CUDA backend against the
+#            reference vectors and the CPU backend, batched sessions against their runs alone),
+#            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
+#   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
+#            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -192,6 +197,23 @@ if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
+fi
+gtest() {
+  local models=build-test/testdata/models spec
+  BUILD_DIR=build-test DS4_TESTS=ON ds4_build ds4-gguf model_cuda_test || return 1
+  mkdir -p "$models"
+  for spec in tiny:q2 tiny:f32 small:f32; do
+    [[ -s $models/${spec%:*}-${spec#*:}.gguf ]] || build-test/bin/ds4-gguf synth --shape "${spec%:*}" \
+      --quant "${spec#*:}" --seed 1 --vocab .devdeps/ds4-vocab.gguf -o "$models/${spec%:*}-${spec#*:}.gguf" ||
+      return 1
+  done
+  DS4_SOURCE_DIR=$PWD "$(find build-test -name model_cuda_test -type f -perm -u+x | head -1)"
+}
+export -f gtest
+has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
+if has serving; then
+  OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
+  tail -30 "$out/serving.log"
 fi
 if has bench256; then
   OUT=$out OUT_CSV=flash_q2_cuda_256k.csv CTX_START=262144 step bench256 500 \
