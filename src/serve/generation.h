@@ -22,8 +22,9 @@ class Generation {
  public:
   Generation(const Tokenizer& tok, const Request& request);
 
-  // The token the output must take next instead of a sampled one (output_forcing.h), if any.
-  std::optional<TokenId> forced_next() { return forcing_.next(); }
+  // The token the output must take next instead of a sampled one (output_forcing.h), if any;
+  // `remaining`: the tokens the request may still generate, this one included.
+  std::optional<TokenId> forced_next(int remaining) { return forcing_.next(remaining); }
   // A sampled token (EOS included), or the forced token that replaces it.
   TokenId vet(TokenId sampled) { return forcing_.vet(sampled); }
   // One taken token that is not EOS. Appends the events it completes; returns true when the

@@ -5,6 +5,9 @@ namespace ds4::serve {
 namespace {
 
 constexpr std::string_view kThinkEnd = "</think>";
+// Tokens kept in hand beyond the shortest close of a forced block: one sampled token can open a
+// parameter, which adds its attribute and closing tag (about ten tokens) to that close.
+constexpr int kCloseMargin = 16;
 
 bool forces_tools(const Request& r) {
   // The test hook chooses the first tokens itself; a forced shape would fight it.
@@ -34,14 +37,29 @@ TokenId OutputForcing::pop() {
   return id;
 }
 
-std::optional<TokenId> OutputForcing::next() {
+int OutputForcing::tokens_of(std::string_view text) const {
+  return static_cast<int>(tok_->encode(text, SpecialTokens::kRecognize).size());
+}
+
+std::optional<TokenId> OutputForcing::next(int remaining) {
   if (queue_.empty()) {
-    if (phase_ == Phase::kReasoning && budget_ > 0 && reasoning_tokens_ >= budget_ && !closing_) {
-      closing_ = true;
-      queue(kThinkEnd);
+    if (phase_ == Phase::kReasoning && !closing_) {
+      const bool over_budget = budget_ > 0 && reasoning_tokens_ >= budget_;
+      // A forced block must still fit after the reasoning.
+      const bool no_room =
+          force_tools_ &&
+          remaining <= tokens_of(std::string(kThinkEnd) + shape_.completion()) + kCloseMargin;
+      if (over_budget || no_room) {
+        closing_ = true;
+        queue(kThinkEnd);
+      }
     } else if (phase_ == Phase::kBlock && !shape_.done() && !shape_.broken()) {
-      const std::string d = shape_.determined();
-      if (!d.empty()) queue(d);
+      const std::string close = shape_.completion();
+      if (remaining <= tokens_of(close) + kCloseMargin) {
+        queue(close);  // the rest of the block would not fit: close it now
+      } else if (const std::string d = shape_.determined(); !d.empty()) {
+        queue(d);
+      }
     }
   }
   if (queue_.empty()) return std::nullopt;

@@ -5,10 +5,12 @@
 // (dsml_shape.h): the text that is the only way on is forced, every sampled token inside the
 // block is vetted against the shape, and one that cannot continue it (EOS included) is replaced
 // by the shortest text that closes the block; an EOS sampled inside the reasoning becomes
-// </think>, so the block still comes; with a reasoning budget, </think> once the reasoning has
-// that many tokens. Forced tokens are output tokens: the session evaluates them, the raw output
-// (and so the remembered DSML block) holds them, and the prompt is not changed.
-// Does not own: sampling (the scheduler), greedy structure (DsmlSyntax), events (Generation).
+// </think>, so the block still comes; when the tokens left would not hold the rest, the reasoning
+// or the block is closed early (a forced call ends well-formed rather than cut by max_tokens);
+// with a reasoning budget, </think> once the reasoning has that many tokens. Forced tokens are
+// output tokens: the session evaluates them, the raw output (and so the remembered DSML block)
+// holds them, and the prompt is not changed. Does not own: sampling (the scheduler), greedy
+// structure (DsmlSyntax), events (Generation).
 #pragma once
 
 #include <deque>
@@ -27,7 +29,8 @@ class OutputForcing {
   OutputForcing(const Tokenizer& tok, const Request& request);
 
   // The token to take instead of sampling one, if the output must go on with a known text.
-  std::optional<TokenId> next();
+  // `remaining`: the tokens the request may still generate, this one included.
+  std::optional<TokenId> next(int remaining);
   // The sampled token, or the first token of the text that replaces it.
   TokenId vet(TokenId sampled);
   // Every token taken (forced, vetted or from the test hook), in order, EOS excepted.
@@ -38,6 +41,7 @@ class OutputForcing {
   void queue(std::string_view text);
   TokenId pop();
   void after_reasoning(std::string_view rest);
+  int tokens_of(std::string_view text) const;
 
   const Tokenizer* tok_;
   bool force_tools_;

@@ -12,7 +12,8 @@
 namespace ds4::serve {
 namespace {
 
-// The cap on a run: a forced block closes well before it.
+// The cap on a run (and the token limit the forcing is told of): a forced block closes well
+// before it.
 constexpr int kMaxSteps = 400;
 
 class OutputForcingTest : public ::testing::Test {
@@ -30,10 +31,10 @@ class OutputForcingTest : public ::testing::Test {
   };
   // The scheduler's decode loop without a model: `model(step)` is what it would sample.
   template <class Model>
-  static Run drive(Generation& g, Model model) {
+  static Run drive(Generation& g, Model model, int limit = kMaxSteps) {
     Run r;
-    for (int step = 0; step < kMaxSteps; ++step) {
-      auto f = g.forced_next();
+    for (int step = 0; step < limit; ++step) {
+      auto f = g.forced_next(limit - step);
       const TokenId id = f ? *f : g.vet(model(step));
       if (id == tok_->special_ids().eos) {
         r.eos = true;
@@ -111,6 +112,33 @@ TEST_F(OutputForcingTest, RequiredChoiceKeepsTheModelsNameAndParameter) {
             nlohmann::json::parse(R"({"city":"Oslo"})"));
 }
 
+TEST_F(OutputForcingTest, FewTokensLeftCloseTheBlockInTime) {
+  // A model that keeps opening parameters and writing into them: the block still closes within
+  // the limit, its last parameter cut short.
+  Request req{.tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}}};
+  Generation g(*tok_, req);
+  const std::string wants =
+      "<｜DSML｜parameter name=\"a\" string=\"true\">" + std::string(200, 'x');
+  constexpr int kLimit = 60;
+  const Run r = drive(
+      g,
+      [&](int) {
+        const std::string& raw = g.raw();
+        const size_t at = raw.find("\">\n") + 3;  // after the forced invoke header
+        const std::string done = raw.substr(at);
+        return tok_
+            ->encode(wants.substr(std::min(done.size(), wants.size() - 1)),
+                     SpecialTokens::kRecognize)
+            .front();
+      },
+      kLimit);
+  EXPECT_TRUE(g.tool_block_closed()) << g.raw();
+  ASSERT_EQ(of(r, EventKind::kToolCallBegin).size(), 1u);
+  const auto args = nlohmann::json::parse(joined(r, EventKind::kToolCallArguments));
+  ASSERT_TRUE(args.contains("a"));
+  EXPECT_TRUE(args["a"].get<std::string>().starts_with("xx"));
+}
+
 TEST_F(OutputForcingTest, ThinkingModeReasonsThenCalls) {
   Request req{
       .thinking = true, .tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}}};
@@ -131,7 +159,7 @@ TEST_F(OutputForcingTest, AutoChoiceAndTheTestHookAreNotForced) {
                  .forced = {token("hello")}};
   for (const Request* req : {&autochoice, &hooked}) {
     Generation g(*tok_, *req);
-    EXPECT_FALSE(g.forced_next().has_value());
+    EXPECT_FALSE(g.forced_next(kMaxSteps).has_value());
     EXPECT_EQ(g.vet(tok_->special_ids().eos), tok_->special_ids().eos);
   }
 }

@@ -179,7 +179,7 @@ void Scheduler::decode_step(Slot& slot) {
   // reasoning budget), else the model's sample as the forced shape allows it.
   std::optional<TokenId> forced;
   if (i < a.request.forced.size()) forced = a.request.forced[i];
-  if (!forced) forced = a.gen.forced_next();
+  if (!forced) forced = a.gen.forced_next(a.limit - a.generated);
   const TokenId id = forced ? *forced : a.gen.vet(s.sample(params, a.rng));
   ++a.generated;
   if (id == tok_->special_ids().eos) {

@@ -83,6 +83,11 @@ test("chat: a named function is called, finish_reason stop, streaming too", asyn
   assert.equal(calls.length, 1);
   assert.equal(calls[0].name, "get_time");
   assert.ok(isObject(JSON.parse(calls[0].args)));
+
+  // Few tokens allowed: the block is closed early rather than cut by max_tokens.
+  const short = await openai.chat.completions.create(chat({ tool_choice: choice, max_tokens: 30, seed: 10 }));
+  assert.equal(short.choices[0].message.tool_calls[0].function.name, "get_time");
+  assert.ok(short.usage.completion_tokens <= 30);
 });
 
 test("chat: required calls a declared tool; the history comes back replayed and cached", async () => {
