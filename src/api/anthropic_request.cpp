@@ -2,6 +2,7 @@
 #include "api/anthropic_request.h"
 
 #include "api/request_common.h"
+#include "api/tool_choice.h"
 
 namespace ds4::api {
 namespace {
@@ -198,6 +199,21 @@ std::optional<ApiError> resolve_thinking(const json& body, const std::string& mo
   return std::nullopt;
 }
 
+// thinking {"type":"enabled","budget_tokens":N}: the reasoning ends after N tokens (Claude Code
+// sometimes sends 0: no budget). Other types carry none.
+std::optional<ApiError> thinking_budget(const json& body, int* budget) {
+  auto it = body.find("thinking");
+  if (it == body.end() || !it->is_object() || it->value("type", std::string()) != "enabled") {
+    return std::nullopt;
+  }
+  Fields f(*it);
+  long long n = 0;
+  f.integer("budget_tokens", &n);
+  if (f.error()) return bad_request("'thinking.budget_tokens' must be an integer", "thinking");
+  *budget = static_cast<int>(std::clamp<long long>(n, 0, std::numeric_limits<int>::max()));
+  return std::nullopt;
+}
+
 ApiResult<ApiRequest> parse_object(const json& body, const ApiConfig& config) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   ApiRequest r{.endpoint = Endpoint::kMessages, .model = config.model_id};
@@ -206,6 +222,7 @@ ApiResult<ApiRequest> parse_object(const json& body, const ApiConfig& config) {
   if (f.error()) return *f.error();
   if (auto e = check_model(r.model)) return *e;
   if (auto e = resolve_thinking(body, r.model, config, &r.think)) return *e;
+  if (auto e = thinking_budget(body, &r.reasoning_budget)) return *e;
   long long max_tokens = config.n_ctx, top_k = 0;
   f.integer("max_tokens", &max_tokens);
   r.max_tokens = static_cast<int>(std::clamp<long long>(max_tokens, 0, config.n_ctx));
@@ -237,16 +254,19 @@ ApiResult<ApiRequest> parse_object(const json& body, const ApiConfig& config) {
     r.messages.insert(r.messages.begin(),
                       {.role = chat::Role::kSystem, .content = join(system, "\n")});
   }
-  bool tools_off = false;
-  if (const json* tc = f.find("tool_choice")) {
-    tools_off = tc->is_object() && tc->value("type", std::string()) == "none";
-  }
-  if (const json* tools = f.find("tools"); tools && !tools_off) {
+  auto tc = anthropic_tool_choice(body);  // {"type":"none"} hides the schemas
+  if (auto* e = std::get_if<ApiError>(&tc)) return *e;
+  ParsedToolChoice& choice = std::get<ParsedToolChoice>(tc);
+  json converted;
+  if (const json* tools = f.find("tools"); tools && !choice.none) {
     if (!tools->is_array()) return bad_request("'tools' must be an array", "tools");
-    if (auto e = attach_tools(openai_tools(*tools), &r.messages)) return *e;
+    converted = openai_tools(*tools);
+    if (auto e = attach_tools(converted, &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
+  if (auto e = bind_tool_choice(&converted, &choice.choice)) return *e;
+  r.tool_choice = std::move(choice.choice);
   return r;
 }
 

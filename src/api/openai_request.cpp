@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "api/request_common.h"
+#include "api/tool_choice.h"
 
 namespace ds4::api {
 namespace {
@@ -182,16 +183,17 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body, const Ap
   const json* msgs = f.find("messages");
   if (!msgs) return bad_request("missing messages", "messages");
   if (auto e = parse_messages(*msgs, &r.messages)) return *e;
-  bool tools_off = false;
-  if (const json* tc = f.find("tool_choice")) {
-    // "none" hides the schemas; auto, required and named choices are all treated as auto.
-    tools_off = tc->is_string() && tc->get<std::string>() == "none";
-  }
-  if (const json* tools = f.find("tools"); tools && !tools_off) {
+  auto tc = openai_tool_choice(body);  // "none" hides the schemas
+  if (auto* e = std::get_if<ApiError>(&tc)) return *e;
+  ParsedToolChoice& choice = std::get<ParsedToolChoice>(tc);
+  const json* tools = choice.none ? nullptr : f.find("tools");
+  if (tools) {
     if (auto e = attach_tools(*tools, &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
+  if (auto e = bind_tool_choice(tools, &choice.choice)) return *e;
+  r.tool_choice = std::move(choice.choice);
   return r;
 }
 
@@ -288,6 +290,8 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   out.thinking = r.think != chat::ThinkMode::kNone;
   out.parse_output = r.endpoint != Endpoint::kCompletions;
   out.tools = r.tools;
+  out.tool_choice = r.tool_choice;
+  out.reasoning_budget = r.reasoning_budget;
   return out;
 }
 

@@ -37,6 +37,8 @@ struct ApiRequest {
   std::vector<chat::Message> messages;             // completions: the wrapped prompt
   chat::ThinkMode think = chat::ThinkMode::kHigh;  // after the Think-Max context rule
   bool tools = false;                              // tool schemas rendered and DSML parsed
+  serve::ToolChoice tool_choice;                   // required / named (api/tool_choice.h)
+  int reasoning_budget = 0;                        // Anthropic thinking.budget_tokens (0: none)
   SamplingParams sampling;
   int max_tokens = 0;
   std::vector<std::string> stop;

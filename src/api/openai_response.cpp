@@ -50,11 +50,11 @@ bool failed(serve::FinishReason f) {
   return f == serve::FinishReason::kError || f == serve::FinishReason::kCancelled;
 }
 
-const char* finish_reason_name(serve::FinishReason reason) {
+const char* finish_reason_name(serve::FinishReason reason, bool named_tool) {
   switch (reason) {
     case serve::FinishReason::kStop: return "stop";
     case serve::FinishReason::kLength: return "length";
-    case serve::FinishReason::kToolCalls: return "tool_calls";
+    case serve::FinishReason::kToolCalls: return named_tool ? "stop" : "tool_calls";
     case serve::FinishReason::kError:
     case serve::FinishReason::kCancelled: return "error";
   }
@@ -87,7 +87,8 @@ int ResponseCollector::status() const {
 std::string ResponseCollector::body() const {
   if (status() != 200) return error_body(done_error(done_event_));
   json out = head(meta_, false);
-  json choice = {{"index", 0}, {"finish_reason", finish_reason_name(done_event_.finish)}};
+  json choice = {{"index", 0},
+                 {"finish_reason", finish_reason_name(done_event_.finish, meta_.named_tool)}};
   if (meta_.endpoint == Endpoint::kCompletions) {
     choice["text"] = content_;
     choice["logprobs"] = nullptr;
@@ -160,7 +161,7 @@ std::string StreamEncoder::encode(const serve::Event& e) {
     err.type = "server_error";
     out += sse_data(error_body(err));
   } else {
-    out += chunk(chat ? json::object() : json(""), finish_reason_name(e.finish));
+    out += chunk(chat ? json::object() : json(""), finish_reason_name(e.finish, meta_.named_tool));
     if (meta_.include_usage) {
       json u = head(meta_, true);
       u["choices"] = json::array();

@@ -24,10 +24,14 @@ struct ResponseMeta {
   bool include_usage = false;
   int prompt_tokens = 0;       // known before the prefill (Anthropic message_start)
   bool emit_reasoning = true;  // Responses: reasoning items only when asked for
+  // Chat: tool_choice named one function. OpenAI then ends a call with finish_reason "stop",
+  // not "tool_calls" (the client asked for that call; it did not choose to make it).
+  bool named_tool = false;
 };
 
-// "stop", "length", "tool_calls"; errors and cancellations have no OpenAI name ("error").
-const char* finish_reason_name(serve::FinishReason reason);
+// "stop", "length", "tool_calls" ("stop" for a call a named tool_choice forced); errors and
+// cancellations have no OpenAI name ("error").
+const char* finish_reason_name(serve::FinishReason reason, bool named_tool = false);
 
 // Non-streaming: gathers a request's events into its response.
 class ResponseCollector final : public Collector {

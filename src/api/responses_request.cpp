@@ -2,6 +2,7 @@
 #include "api/responses_request.h"
 
 #include "api/request_common.h"
+#include "api/tool_choice.h"
 
 namespace ds4::api {
 namespace {
@@ -211,16 +212,19 @@ ApiResult<ResponsesParsed> parse_object(const json& body, const ApiConfig& confi
   if (!instructions.empty()) {
     r.messages.insert(r.messages.begin(), {.role = chat::Role::kSystem, .content = instructions});
   }
-  bool tools_off = false;
-  if (const json* tc = f.find("tool_choice")) {
-    tools_off = tc->is_string() && tc->get<std::string>() == "none";
-  }
-  if (const json* tools = f.find("tools"); tools && !tools_off) {
+  auto tc = responses_tool_choice(body);  // "none" hides the schemas
+  if (auto* e = std::get_if<ApiError>(&tc)) return *e;
+  ParsedToolChoice& choice = std::get<ParsedToolChoice>(tc);
+  json converted;
+  if (const json* tools = f.find("tools"); tools && !choice.none) {
     if (!tools->is_array()) return bad_request("'tools' must be an array", "tools");
-    if (auto e = attach_tools(function_tools(*tools), &r.messages)) return *e;
+    converted = function_tools(*tools);
+    if (auto e = attach_tools(converted, &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
+  if (auto e = bind_tool_choice(&converted, &choice.choice)) return *e;
+  r.tool_choice = std::move(choice.choice);
   return p;
 }
 

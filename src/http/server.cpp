@@ -15,6 +15,7 @@
 #include "api/responses_request.h"
 #include "api/responses_response.h"
 #include "api/sse.h"
+#include "http/peer.h"
 #include "http/trace.h"
 #include "serve/tool_id.h"
 
@@ -203,7 +204,8 @@ struct HttpServer::Impl {
                            .created = static_cast<long long>(std::time(nullptr)),
                            .include_usage = ar.include_usage,
                            .prompt_tokens = static_cast<int>(sr.prompt.size()),
-                           .emit_reasoning = ar.emit_reasoning};
+                           .emit_reasoning = ar.emit_reasoning,
+                           .named_tool = ar.tool_choice.mode == serve::ToolMode::kNamed};
     auto ticket = scheduler->submit(std::move(sr));
     if (!ticket.is_ok()) {
       const api::ApiError e = api::from_status(ticket.status());
@@ -211,6 +213,11 @@ struct HttpServer::Impl {
       return send_error(res, e, anthropic);
     }
     if (!ar.stream) {
+      // Nothing is written until the end, so no failed write tells us the client left: the
+      // scheduler asks the socket at each step instead (peer.h).
+      if (auto peer = Peer::find(req.local_port, req.remote_addr, req.remote_port)) {
+        (*ticket)->set_probe([p = *peer] { return p.gone(); });
+      }
       auto collector = make_collector(meta, {&responses, std::move(conversation)});
       api::Collector& c = *collector;
       serve::Event last;
@@ -220,6 +227,7 @@ struct HttpServer::Impl {
           if (e->kind == serve::EventKind::kDone) last = std::move(*e);
         }
       }
+      (*ticket)->set_probe(nullptr);
       if (trace) trace->write(id, endpoint_name(ep), ar.model, false, rendered, last);
       log_done(id, ep, false, last, t0);
       res.status = c.status();

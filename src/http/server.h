@@ -1,7 +1,8 @@
 // src/http/server.h: the HTTP transport of ds4-server (cpp-httplib), the only module with sockets.
 // Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
 // the optional Bearer check, CORS headers, SSE streaming with keepalive comments, turning a
-// failed write into a cancelled request, the trace file, and stopping.
+// failed write (streaming) or a closed connection (non-streaming, peer.h) into a cancelled
+// request, the trace file, and stopping.
 // Does not own: the scheduler, the tokenizer, the replay map or the disk cache (borrowed; they
 // must outlive the server), JSON shapes (api/). With a disk cache, /health reports its counters
 // under "kv_disk" and tool-call ids of a history are restored from its files before rendering.

@@ -31,7 +31,8 @@ Generation::Generation(const Tokenizer& tok, const Request& request)
       tools_(request.tools),
       parser_(chat::OutputParserOptions{.thinking = request.thinking,
                                         .parse_tool_calls = request.tools}),
-      syntax_(request.thinking) {}
+      syntax_(request.thinking),
+      forcing_(tok, request) {}
 
 void Generation::convert(std::vector<chat::OutputEvent>* parsed, std::vector<Event>* out) {
   for (auto& p : *parsed) {
@@ -58,6 +59,7 @@ void Generation::emit(std::string_view bytes, std::vector<Event>* out) {
 }
 
 bool Generation::push(TokenId id, std::vector<Event>* out) {
+  forcing_.taken(id);
   const std::string bytes = decoder_.push(id);
   const size_t before = raw_.size();
   raw_ += bytes;

@@ -1,7 +1,8 @@
 // src/serve/generation.h: what one request's sampled tokens mean, as serve events.
 // Owns: the request's incremental detokenizer, its stop strings, the chat output parser
-// (reasoning / content / DSML tool calls), the DSML syntax tracker, the ids given to tool calls,
-// and the raw output bytes.
+// (reasoning / content / DSML tool calls), the DSML syntax tracker, the forced output of a tool
+// choice or reasoning budget (output_forcing.h), the ids given to tool calls, and the raw output
+// bytes.
 // Does not own: sampling or the session (scheduler.cpp), protocol framing (api/).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include "ds4/chat.h"
 #include "ds4/tokenizer.h"
 #include "serve/dsml_syntax.h"
+#include "serve/output_forcing.h"
 #include "serve/request.h"
 #include "serve/stop_matcher.h"
 
@@ -20,7 +22,12 @@ class Generation {
  public:
   Generation(const Tokenizer& tok, const Request& request);
 
-  // One sampled token that is not EOS. Appends the events it completes; returns true when the
+  // The token the output must take next instead of a sampled one (output_forcing.h), if any;
+  // `remaining`: the tokens the request may still generate, this one included.
+  std::optional<TokenId> forced_next(int remaining) { return forcing_.next(remaining); }
+  // A sampled token (EOS included), or the forced token that replaces it.
+  TokenId vet(TokenId sampled) { return forcing_.vet(sampled); }
+  // One taken token that is not EOS. Appends the events it completes; returns true when the
   // generation must end after it (a stop string matched, or the tool-call block closed).
   bool push(TokenId id, std::vector<Event>* out);
   // End of generation: releases held bytes and closes whatever is open (no kDone: the scheduler
@@ -47,6 +54,7 @@ class Generation {
   bool tools_;
   chat::OutputParser parser_;
   DsmlSyntax syntax_;
+  OutputForcing forcing_;
   std::vector<std::string> tool_ids_;
   std::string raw_;
   bool tool_block_closed_ = false;

@@ -29,6 +29,16 @@ struct Usage {
   int completion_tokens = 0;  // sampled tokens (EOS included when sampled)
 };
 
+// tool_choice beyond auto (features.md §2; OpenAI "required" / a named function, Anthropic "any" /
+// a named tool, Responses the same): the output after the reasoning is a DSML tool-call block,
+// with kNamed exactly one invoke of names[0]. "none" never gets here: api/ drops the tools.
+enum class ToolMode { kAuto, kRequired, kNamed };
+struct ToolChoice {
+  ToolMode mode = ToolMode::kAuto;
+  std::vector<std::string> names;  // kRequired: the declared tools; kNamed: the one to call
+  bool one_call = false;           // kRequired: one invoke only (parallel calls disabled)
+};
+
 struct Request {
   std::vector<TokenId> prompt;    // the rendered prompt, tokenized with specials recognised
   std::string rendered;           // its text: the byte-prefix match against a live session
@@ -38,6 +48,8 @@ struct Request {
   bool parse_output = true;       // split reasoning / content / tool calls; false: all text
   bool thinking = false;          // output starts inside reasoning (closed by </think>)
   bool tools = false;             // recognise DSML tool-call blocks
+  ToolChoice tool_choice;         // kRequired / kNamed need tools (output_forcing.h)
+  int reasoning_budget = 0;       // > 0 (thinking): </think> is forced after this many tokens
   // Test hook: these tokens are taken in place of the first sampled ones (the model still
   // evaluates each), so a test can make the tiny model emit a particular tool call.
   std::vector<TokenId> forced;

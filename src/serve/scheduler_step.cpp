@@ -6,6 +6,7 @@
 // --prefill-chunk tokens and together within what the step's token budget has left. A long prompt
 // therefore takes several steps and never holds back the decoding streams for more than one.
 #include <algorithm>
+#include <optional>
 
 #include "serve/scheduler.h"
 #include "serve/scheduler_parts.h"
@@ -78,8 +79,12 @@ bool Scheduler::sample_next(Slot& slot) {
   const size_t i = static_cast<size_t>(a.generated);
   SamplingParams params = a.request.sampling;
   if (a.gen.dsml_greedy()) params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
-  const TokenId id =
-      i < a.request.forced.size() ? a.request.forced[i] : slot.session->sample(params, a.rng);
+  // The test hook's tokens first, then what the output must say (a forced tool choice, a
+  // reasoning budget), else the model's sample as the forced shape allows it.
+  std::optional<TokenId> forced;
+  if (i < a.request.forced.size()) forced = a.request.forced[i];
+  if (!forced) forced = a.gen.forced_next(a.limit - a.generated);
+  const TokenId id = forced ? *forced : a.gen.vet(slot.session->sample(params, a.rng));
   ++a.generated;
   if (id == tok_->special_ids().eos) {
     finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);

@@ -30,6 +30,18 @@ void Ticket::push(Event event) {
   push(&one);
 }
 
+void Ticket::set_probe(std::function<bool()> gone) {
+  std::lock_guard lock(probe_mu_);
+  probe_ = std::move(gone);
+}
+
+bool Ticket::cancelled() const {
+  if (cancelled_.load(std::memory_order_relaxed)) return true;
+  std::lock_guard lock(probe_mu_);
+  if (probe_ && probe_()) cancelled_.store(true, std::memory_order_relaxed);
+  return cancelled_.load(std::memory_order_relaxed);
+}
+
 bool Ticket::finished() const {
   std::lock_guard lock(mu_);
   return done_;

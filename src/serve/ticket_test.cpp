@@ -1,5 +1,6 @@
 // The request channel: events arrive in order across threads, next() times out when nothing came
-// (the submitter's keepalive tick), and finished() turns true only with kDone.
+// (the submitter's keepalive tick), finished() turns true only with kDone, and a probe that
+// reports the client gone cancels the request.
 #include "serve/ticket.h"
 
 #include <gtest/gtest.h>
@@ -41,6 +42,19 @@ TEST(Ticket, CancelIsVisibleToTheProducer) {
   Ticket t;
   EXPECT_FALSE(t.cancelled());
   t.cancel();
+  EXPECT_TRUE(t.cancelled());
+}
+
+TEST(Ticket, ProbeCancelsOnceTheClientIsGone) {
+  Ticket t;
+  bool gone = false;
+  t.set_probe([&] { return gone; });
+  EXPECT_FALSE(t.cancelled());
+  gone = true;
+  EXPECT_TRUE(t.cancelled());
+  gone = false;
+  EXPECT_TRUE(t.cancelled());  // a cancellation stays
+  t.set_probe(nullptr);
   EXPECT_TRUE(t.cancelled());
 }
 

@@ -1,16 +1,24 @@
 # tools/cuda/common.sh: sourced by the GPU-machine scripts in this folder (run from the
-# repository root, with the carried .devdeps prefix: nlohmann_json headers, the vocabulary GGUF).
-#   ds4_build TARGET...   configure $BUILD_DIR (default build-dev: Release, CUDA sm_90, no tests)
+# repository root, with the carried .devdeps prefix: nlohmann_json headers, the vocabulary GGUF;
+# with .devdeps/serve, the serving stack's libraries copied from a Debian machine: cpp-httplib's
+# header, library and a pkg-config file, OpenSSL's headers and libraries, brotli's libraries).
+#   ds4_build TARGET...   configure $BUILD_DIR (default build-dev: Release, CUDA sm_90, no tests;
+#                         DS4_TESTS=ON with GoogleTest carried in .devdeps/lib and .devdeps/include)
 #                         and build the targets; output on stdout/stderr
 #   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
 #                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
 DS4_FLASH=/dev/shm/flash-q2.gguf
 
 ds4_build() {
-  local dir=${BUILD_DIR:-build-dev}
+  local dir=${BUILD_DIR:-build-dev} serve=()
+  if [[ -d .devdeps/serve ]]; then
+    export PKG_CONFIG_PATH=$PWD/.devdeps/serve/lib/pkgconfig
+    export LD_LIBRARY_PATH=$PWD/.devdeps/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    serve=(-DOPENSSL_ROOT_DIR="$PWD/.devdeps/serve")
+  fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
-    -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" && ninja -C "$dir" -j "$(nproc)" "$@"
+    -DDS4_BUILD_TESTS="${DS4_TESTS:-OFF}" -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
+    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" "${serve[@]}" && ninja -C "$dir" -j "$(nproc)" "$@"
 }
 
 ds4_flash_model() {

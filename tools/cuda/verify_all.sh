@@ -54,6 +54,15 @@
 #            GEN_TOKENS (default 64) per frontier, beside `bench` (which then also generates
 #            GEN_TOKENS): the side-by-side ratio of bench/h200.md
 #   sass     the kernels' SASS (cuobjdump) and, per kernel, how often each opcode occurs
+#   server   ds4-server --backend cuda on the Flash q2 file (tools/cuda/server_bench.sh, SERVER
+#            scenarios, default all): bench/server.md's streaming, tool-call, Claude Code and
+#            disk KV cache figures
+#   bench256 one ds4-bench point at 256k (262,144-token frontier)
+#   gtest    the GoogleTest suite of label cuda (model_cuda_test: the CUDA backend against the
+#            reference vectors and the CPU backend, batched sessions against their runs alone),
+#            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
+#   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
+#            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -126,7 +135,9 @@ if has ds4bench; then
   (cd /dev/shm/ds4src && make -j8 ds4-bench CUDA_ARCH=sm_90 > "$out/ds4-build.log" 2>&1
     echo "ds4-bench build rc $?" >> "$out/ds4-build.log") &
 fi
-step build 400 ds4_build ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check || finish
+targets=(ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check)
+has server && targets+=(ds4-server)
+step build 400 ds4_build "${targets[@]}" || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
 # matmul_check on the default paths, then with the tile kernel for one-slot products, with Q8_0
@@ -187,6 +198,32 @@ if has bench128; then
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
 fi
+gtest() {
+  local models=build-test/testdata/models spec
+  BUILD_DIR=build-test DS4_TESTS=ON ds4_build ds4-gguf model_cuda_test || return 1
+  mkdir -p "$models"
+  for spec in tiny:q2 tiny:f32 small:f32; do
+    [[ -s $models/${spec%:*}-${spec#*:}.gguf ]] || build-test/bin/ds4-gguf synth --shape "${spec%:*}" \
+      --quant "${spec#*:}" --seed 1 --vocab .devdeps/ds4-vocab.gguf -o "$models/${spec%:*}-${spec#*:}.gguf" ||
+      return 1
+  done
+  DS4_SOURCE_DIR=$PWD "$(find build-test -name model_cuda_test -type f -perm -u+x | head -1)"
+}
+export -f gtest
+has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
+if has serving; then
+  OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
+  tail -30 "$out/serving.log"
+fi
+if has bench256; then
+  OUT=$out OUT_CSV=flash_q2_cuda_256k.csv CTX_START=262144 step bench256 500 \
+    bash tools/cuda/flash_bench.sh 262144 16
+  tail -4 "$out/bench256.log"
+fi
+if has server; then
+  OUT=$out step server 400 bash tools/cuda/server_bench.sh "${SERVER:-chat,toolrt,claude,kvc}"
+  tail -40 "$out/server.log"
+fi
 # ab NAME VAR [A B [any]]: the Flash q2 bench at 2k and 8k with VAR=A and VAR=B (default 0 and 1),
 # side by side; the greedy probes must agree (with `any`: they are compared, not required to).
 ab() {
@@ -234,9 +271,10 @@ ds4bench() {
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done
   tail -2 "$out/ds4-build.log"
   [[ -x /dev/shm/ds4src/ds4-bench ]] || return 1
-  # DS4_CUDA_COPY_MODEL_CHUNKED=1: ds4 copies the weights into GPU memory (by default it maps the
-  # host file for device access and reads the weights over PCIe: 3.5 tokens/s measured).
-  DS4_CUDA_COPY_MODEL_CHUNKED=1 /dev/shm/ds4src/ds4-bench -m "$DS4_FLASH" --cuda --prompt-file .devdeps/promessi_sposi.txt \
+  # DS4_CUDA_COPY_MODEL=1: ds4 copies the whole file into GPU memory (ds4_gpu_set_model_map); by
+  # default it registers the host mapping for device access and reads the weights over PCIe
+  # (3.5 tokens/s measured; DS4_CUDA_COPY_MODEL_CHUNKED does not reach that path).
+  DS4_CUDA_COPY_MODEL=1 /dev/shm/ds4src/ds4-bench -m "$DS4_FLASH" --cuda --prompt-file .devdeps/promessi_sposi.txt \
     --ctx-start 2048 --ctx-max 32768 --step-mul 2 --gen-tokens "${GEN_TOKENS:-64}" \
     --csv "$out/ds4_bench.csv" 2> "$out/ds4_bench_err.txt"
   cat "$out/ds4_bench.csv"

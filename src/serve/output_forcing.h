@@ -1,0 +1,57 @@
+// src/serve/output_forcing.h: tokens the server writes into a request's output in place of the
+// model's, for a forced tool choice and for a reasoning budget.
+// Owns: when the output proper starts (at once, or after </think> in thinking mode); with
+// tool_choice required / named (request.h ToolChoice) the DSML shape of the block written there
+// (dsml_shape.h): the text that is the only way on is forced, every sampled token inside the
+// block is vetted against the shape, and one that cannot continue it (EOS included) is replaced
+// by the shortest text that closes the block; an EOS sampled inside the reasoning becomes
+// </think>, so the block still comes; when the tokens left would not hold the rest, the reasoning
+// or the block is closed early (a forced call ends well-formed rather than cut by max_tokens);
+// with a reasoning budget, </think> once the reasoning has that many tokens. Forced tokens are
+// output tokens: the session evaluates them, the raw output (and so the remembered DSML block)
+// holds them, and the prompt is not changed. Does not own: sampling (the scheduler), greedy
+// structure (DsmlSyntax), events (Generation).
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ds4/tokenizer.h"
+#include "serve/dsml_shape.h"
+#include "serve/request.h"
+
+namespace ds4::serve {
+
+class OutputForcing {
+ public:
+  OutputForcing(const Tokenizer& tok, const Request& request);
+
+  // The token to take instead of sampling one, if the output must go on with a known text.
+  // `remaining`: the tokens the request may still generate, this one included.
+  std::optional<TokenId> next(int remaining);
+  // The sampled token, or the first token of the text that replaces it.
+  TokenId vet(TokenId sampled);
+  // Every token taken (forced, vetted or from the test hook), in order, EOS excepted.
+  void taken(TokenId id);
+
+ private:
+  enum class Phase { kReasoning, kBlock, kFree };
+  void queue(std::string_view text);
+  TokenId pop();
+  void after_reasoning(std::string_view rest);
+  int tokens_of(std::string_view text) const;
+
+  const Tokenizer* tok_;
+  bool force_tools_;
+  int budget_;
+  Phase phase_;
+  DsmlShape shape_;
+  std::deque<TokenId> queue_;  // forced tokens not taken yet
+  std::string tail_;           // the last bytes of the reasoning (</think> may straddle tokens)
+  int reasoning_tokens_ = 0;
+  bool closing_ = false;  // </think> is queued
+};
+
+}  // namespace ds4::serve
