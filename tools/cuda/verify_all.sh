@@ -3,8 +3,7 @@
 # the repository root (with the carried .devdeps prefix). STEPS is a comma list of
 #   kernels  matmul_check on the default paths (planar dots bit-exact, cuBLAS products within
 #            tolerance, routing, top-k)
-#   kernelsall matmul_check on the default paths and every switched variant
-#   check    ds4-cuda-check on the test shapes (HF gates, CPU == CUDA bit for bit)
+#   check    ds4-cuda-check on the test shapes (HF gates, CPU vs CUDA within tolerance)
 #   checkblas ds4-cuda-check with the prefill F16 / F32 products off cuBLAS (DS4_CUDA_BLAS=0)
 #   long     ds4-cuda-check with a 65,536-token CPU-vs-CUDA long-context run
 #   repl     the REPL path with --backend cuda against the CPU backend (transcript + snapshot)
@@ -22,31 +21,10 @@
 #            by side, and the probes' tokens compared
 #   gseg     the same with CUDA graphs on, cut every 2 or every 8 sublayers
 #            (DS4_CUDA_GRAPH_SEGMENT=2 and 8)
-#   rows     the same with the one-slot planar products on the tile kernel
-#            (DS4_CUDA_ROWS_KERNEL=0) and on the lanes-per-row kernel
-#   imma     the same with the prefill products on the tile kernel (DS4_CUDA_IMMA=0) and on the
-#            tensor-core kernel (prefill and decode rates side by side)
-#   fast     the same with prefill bit-identical to the CPU (the default) and with fast prefill
-#            (DS4_CUDA_FAST_PREFILL=1: attention sums in double on the FP64 tensor cores); the
-#            probes differ (the FP8 / int8 simulation turns last-bit differences into code flips)
-#   alusigns the same with the IQ2_XXS tensor-core decode reading its sign patterns from the table
-#            (DS4_CUDA_IQ2_ALU_SIGNS=0) and forming them with a population count (the default)
 #   chunk    the same with 512- and 2048-row prefill chunks (CHUNK; the probes must agree: the
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   chunk24  the same with 2048- and 4096-row prefill chunks
-#   hcsplit  the same with the prefill HC pre-step fused in one kernel (DS4_CUDA_HC_SPLIT=0) and
-#            as separate launches (norm, product on the FP64 tensor cores, mix, collapse)
-#   sumtile  the same with the prefill weighted sum on the 16-head kernel (DS4_CUDA_SUM_TILE=0) and
-#            on the register-tiled 64-head kernel (the default)
-#   q8rows   ds4-cuda-check with Q8_0 on one row tile per warp (DS4_CUDA_Q8_ROW_TILES=1), then
-#            the bench A/B of one and two (the default)
-#   q8kraw   the bench A/B of IQ2_XXS / Q2_K products with Q8_K activation codes copied word by
-#            word (DS4_CUDA_Q8K_RAW=0) and as whole blocks (the default; the test shapes' rows
-#            are too short for them)
-#   maxima   ds4-cuda-check with the weighted sum finding its own maxima
-#            (DS4_CUDA_SCORE_MAXIMA=0), then the bench A/B of that and the scores kernel handing
-#            them over (the default)
 #   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
 #            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
@@ -140,16 +118,7 @@ has server && targets+=(ds4-server)
 step build 400 ds4_build "${targets[@]}" || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 step models 120 models
-# matmul_check on the default paths, then with the tile kernel for one-slot products, with Q8_0
-# on one row tile per warp, and with Q8_K activation codes copied word by word.
-kernelsall() {
-  build-dev/bin/matmul_check && DS4_CUDA_ROWS_KERNEL=0 build-dev/bin/matmul_check &&
-    DS4_CUDA_Q8_ROW_TILES=1 build-dev/bin/matmul_check &&
-    DS4_CUDA_Q8K_RAW=0 build-dev/bin/matmul_check
-}
-export -f kernelsall
 has kernels && step kernels 60 build-dev/bin/matmul_check && tail -1 "$out/kernels.log"
-has kernelsall && step kernelsall 260 kernelsall && grep -c "0 of .* tests failed" "$out/kernelsall.log"
 has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
   tail -30 "$out/check.log"
 # checkoff VAR: ds4-cuda-check with VAR=0 (a path switched off), its table only.
@@ -178,7 +147,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | kernelsall | check | long | repl | sass) ;;
+    kernels | check | long | repl | sass) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -247,24 +216,9 @@ export -f ab
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &&
   tail -4 "$out/gseg.log"
-has rows && step rows 400 ab rows DS4_CUDA_ROWS_KERNEL && tail -4 "$out/rows.log"
-has imma && step imma 400 ab imma DS4_CUDA_IMMA && tail -4 "$out/imma.log"
-has fast && step fast 400 ab fast DS4_CUDA_FAST_PREFILL 0 1 any && tail -4 "$out/fast.log"
-has alusigns && step alusigns 400 ab alusigns DS4_CUDA_IQ2_ALU_SIGNS && tail -4 "$out/alusigns.log"
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
-# checked_ab NAME VAR A B: ds4-cuda-check with VAR=B, then the bench A/B of A and B.
-checked_ab() {
-  env "$2=$4" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 && ab "$@"
-}
-export -f checked_ab
-has sumtile && step sumtile 400 ab sumtile DS4_CUDA_SUM_TILE && tail -4 "$out/sumtile.log"
-has q8rows && step q8rows 450 checked_ab q8rows DS4_CUDA_Q8_ROW_TILES 2 1 &&
-  tail -4 "$out/q8rows.log"
-has maxima && step maxima 450 checked_ab maxima DS4_CUDA_SCORE_MAXIMA 1 0 &&
-  tail -4 "$out/maxima.log"
-has q8kraw && step q8kraw 400 ab q8kraw DS4_CUDA_Q8K_RAW && tail -4 "$out/q8kraw.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
@@ -281,7 +235,6 @@ ds4bench() {
 }
 export -f ds4bench
 has ds4bench && step ds4bench 500 ds4bench && tail -8 "$out/ds4bench.log"
-has hcsplit && step hcsplit 400 ab hcsplit DS4_CUDA_HC_SPLIT && tail -4 "$out/hcsplit.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"

@@ -133,7 +133,7 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   float* sc = scratch(scores_, int64_t{run.n} * l.n_head * (rows_reserved + 1));
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
                    static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
-                   !options_.fast_prefill, stream_);
+                   stream_);
   c.n_tokens += run.n;
 }
 

@@ -179,24 +179,15 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
   // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off),
   // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
-  // DS4_CUDA_HC_SPLIT=0 keeps the fused HC pre-step kernel for batches too;
-  // DS4_CUDA_IMMA=0 keeps every planar product on the planar kernel (no tensor cores; the results
-  // are the same, for comparisons). DS4_CUDA_FAST_PREFILL=1 adds prefill attention sums in double
-  // on the FP64 tensor cores instead of the CPU's float adds in order: as close to the Hugging Face
-  // reference, ~10% faster prefill on the H200, no longer bit-identical to the CPU backend (with
-  // the FP8/int8 simulation of the quantized recipes a last-bit difference flips a code now and
-  // then: the logits move by a few percent; bench/h200.md). DS4_CUDA_BLAS=0 keeps the prefill
-  // F16 / F32 products on the FP64 tensor-core kernel instead of cuBLAS (blas_products.h): the
-  // CPU's results bit for bit, 2,742 instead of 3,100 tokens/s prefill at 8k on the H200.
+  // DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64 tensor-core kernel instead
+  // of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742 instead of 3,100 tokens/s
+  // prefill at 8k on the H200.
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
   o.graph_segment = env_int("DS4_CUDA_GRAPH_SEGMENT", o.graph_segment, 0, 1 << 20);
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
-  o.imma = env_switch("DS4_CUDA_IMMA", true);
-  o.fast_prefill = env_switch("DS4_CUDA_FAST_PREFILL", false);
-  o.hc_split = env_switch("DS4_CUDA_HC_SPLIT", o.hc_split);
   o.blas = env_switch("DS4_CUDA_BLAS", o.blas);
   return new CudaBackend(o);
 }
@@ -456,9 +447,7 @@ void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_col
   const int64_t split = matmul_split_bytes(w, n_slots, groups, experts != nullptr);
   if (split > 0) grow(split_, static_cast<size_t>(split));
   launch_matmul(w, enc, encoded_row_bytes(w.type, x_cols), experts, rows, n_slots, groups, y,
-                w.ne[1], stream_, by_expert,
-                options_.imma ? PlanarPath::kAuto : PlanarPath::kScalar,
-                split > 0 ? split_.get() : nullptr);
+                w.ne[1], stream_, by_expert, PlanarPath::kAuto, split > 0 ? split_.get() : nullptr);
 }
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
@@ -469,7 +458,10 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
                             Act normed) {
   graph_.boundary(stream_);  // a sublayer starts: a recorded step may launch what it has so far
   const int n_hc = static_cast<int>(x.cols / cur.cols);
-  const bool split = options_.hc_split && x.rows >= kHcPreBatchRows;
+  // Batches of at least kHcPreBatchRows rows run the HC pre-step as separate launches (the row
+  // norm, the mixing product on the FP64 tensor cores, the mix, the collapse, the norm) instead
+  // of hc_pre_rows_kernel, whose CTA per row reads the 24 x 16,384 mixing weights once per row.
+  const bool split = x.rows >= kHcPreBatchRows;
   if (!split && hc.fn.layout == 0 && hc_pre_fusable(n_hc, hc.fn.type, hc.fn.ne[1])) {
     HcPreArgs a;
     a.x = x.data;

@@ -82,14 +82,6 @@ class CudaBackend final : public Backend {
     int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
-    bool imma = true;          // planar products with many slots may use the tensor cores
-    // Batches (prefill) add their attention sums in double on the FP64 tensor cores instead of
-    // the CPU's float adds in order (launch_attention's exact off): not bit-identical to the CPU.
-    bool fast_prefill = false;
-    // Batches of at least kHcPreBatchRows rows run the HC pre-step as separate launches (the row
-    // norm, the mixing product on the FP64 tensor cores, the mix, the collapse, the norm) instead
-    // of hc_pre_rows_kernel, whose CTA per row reads the 24 x 16,384 mixing weights once per row.
-    bool hc_split = true;
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
     // (blas_products.h).
     bool blas = true;

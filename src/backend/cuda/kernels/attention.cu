@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/attention_rows.cuh"
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
@@ -633,156 +632,6 @@ __global__ void __launch_bounds__(kSumThreads)
   }
 }
 
-// ---- prefill within a tolerance: softmax weights once, the weighted sum on the FP64 tensor
-// cores (launch_attention's `exact` off) ----
-// The kernel above adds each (head, dim) output's rows one float add at a time, the CPU's order,
-// which keeps it on the CUDA cores. Here a first kernel turns each (row, head)'s scores into its
-// weights in place (the same exponentials of the same inputs) and adds its denominator in the
-// CPU's order (the sink term first), and the sum kernel multiplies the weights (heads x rows) by
-// the cached values (rows x dims) on the FP64 tensor cores: every product of two floats is exact
-// in double, so each output is its exact products summed in double and rounded once, which the
-// CPU's float adds approximate (the results differ from the CPU's by float rounding, not
-// bit for bit).
-constexpr int kWtWarps = 8;  // heads per weights CTA, a warp each
-
-__global__ void __launch_bounds__(32 * kWtWarps)
-    attention_weights_kernel(AttentionGeometry g, const int32_t* visible_all, const float* sinks,
-                             int p0, float* scratch, float* dens) {
-  const int t = static_cast<int>(blockIdx.y);
-  const int h = static_cast<int>(blockIdx.x) * kWtWarps + static_cast<int>(threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  if (h >= g.n_head) return;  // uniform per warp
-  const RowGeometry rg(g, visible_all, p0 + t, t);
-  float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
-  const float m = head_max(sc, rg.n_rows, sinks[h], lane);
-  for (int i = lane; i < rg.n_rows; i += 32) sc[i] = detmath::expf(sc[i] - m);
-  __syncwarp();
-  if (lane == 0) {
-    float den = detmath::expf(sinks[h] - m);
-#pragma unroll 8
-    for (int i = 0; i < rg.n_rows; ++i) den += sc[i];
-    dens[int64_t{t} * g.n_head + h] = den;
-  }
-}
-
-// A CTA computes heads blockIdx.y * kDsHeads .. against dims blockIdx.x * kDsDims .. of batch
-// row blockIdx.z: warp (wm, wn) owns heads 16 wm .. (two m8 tiles) and dims 32 wn .. (four n8
-// tiles) of mma.m8n8k4.f64 (weights as A, heads x rows; values as B, rows x dims). Weights and
-// values come through shared memory as doubles, kDsRows rows at a time, the next rows' loads in
-// flight meanwhile; then each output is divided by its denominator (the exact kernel's float
-// operations) and the rotated tail goes through inverse RoPE.
-constexpr int kDsHeads = 64, kDsDims = 64, kDsRows = 32, kDsThreads = 256;
-constexpr int kDsPPitch = kDsRows + 4;  // doubles: a fragment's 8 heads x 4 rows in distinct banks
-constexpr int kDsVPitch = kDsDims + 8;  // doubles: 4 rows x 8 dims in two wavefronts
-constexpr int kDsPLoads = kDsHeads * kDsRows / kDsThreads;
-constexpr int kDsVLoads = kDsRows * kDsDims / 4 / kDsThreads;  // float4 per thread
-static_assert(kDsThreads / kDsRows * kDsPLoads == kDsHeads &&
-                  kDsVLoads * 4 * kDsThreads == kDsRows * kDsDims,
-              "a thread stages kDsPLoads weights and kDsVLoads float4 of values per round");
-static_assert(kHd - kNope == kDsDims, "the rotated tail is one CTA's dims");
-static_assert(sizeof(float) * kDsHeads * kDsDims <= sizeof(double) * kDsHeads * kDsPPitch,
-              "the outputs fit where the weights were staged");
-
-__global__ void __launch_bounds__(kDsThreads)
-    attention_sum_dmma_kernel(AttentionGeometry g, const float* ring, const float* comp,
-                              const int32_t* visible_all, RopeArg rope, int p0,
-                              const float* scratch, const float* dens, float* out_all,
-                              int64_t out_stride) {
-  __shared__ __align__(16) double ps[kDsHeads][kDsPPitch];
-  __shared__ __align__(16) double vs[kDsRows][kDsVPitch];
-  const int t = static_cast<int>(blockIdx.z);
-  const int pos = p0 + t;
-  const RowGeometry rg(g, visible_all, pos, t);
-  const int d0 = static_cast<int>(blockIdx.x) * kDsDims;
-  const int hbase = static_cast<int>(blockIdx.y) * kDsHeads;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int wm = warp % 4, wn = warp / 4;
-  const int gq = lane / 4, tq = lane % 4;
-  const bool live = hbase + 16 * wm < g.n_head;  // the warp has a head (uniform per warp)
-  // Staging: weight m of this thread is head tid / 32 + 8 m at row tid % 32 of the round; value
-  // float4 k is row idx / 16, dims 4 (idx % 16) .. with idx = tid + k * kDsThreads.
-  const int prow = tid % kDsRows, phead = tid / kDsRows;
-  const float* wrow[kDsPLoads];
-#pragma unroll
-  for (int m = 0; m < kDsPLoads; ++m) {
-    const int h = hbase + phead + 8 * m;
-    wrow[m] = h < g.n_head ? scratch + (int64_t{t} * g.n_head + h) * g.max_rows : nullptr;
-  }
-  float pn[kDsPLoads];
-  float4 vn[kDsVLoads];
-  const auto fetch = [&](int i0) {
-    const int i = i0 + prow;
-#pragma unroll
-    for (int m = 0; m < kDsPLoads; ++m)
-      pn[m] = wrow[m] != nullptr && i < rg.n_rows ? wrow[m][i] : 0.0f;
-#pragma unroll
-    for (int k = 0; k < kDsVLoads; ++k) {
-      const int idx = tid + k * kDsThreads, r = idx / (kDsDims / 4), q4 = idx % (kDsDims / 4);
-      vn[k] = i0 + r < rg.n_rows
-                  ? reinterpret_cast<const float4*>(rg.row(g, ring, comp, i0 + r) + d0)[q4]
-                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-  };
-  double acc[2][4][2] = {};
-  fetch(0);
-  for (int i0 = 0; i0 < rg.n_rows; i0 += kDsRows) {
-#pragma unroll
-    for (int m = 0; m < kDsPLoads; ++m) ps[phead + 8 * m][prow] = static_cast<double>(pn[m]);
-#pragma unroll
-    for (int k = 0; k < kDsVLoads; ++k) {
-      const int idx = tid + k * kDsThreads, r = idx / (kDsDims / 4), q4 = idx % (kDsDims / 4);
-      double* v = &vs[r][4 * q4];
-      v[0] = vn[k].x, v[1] = vn[k].y, v[2] = vn[k].z, v[3] = vn[k].w;
-    }
-    __syncthreads();
-    if (i0 + kDsRows < rg.n_rows) fetch(i0 + kDsRows);
-    if (live) {
-#pragma unroll
-      for (int kk = 0; kk < kDsRows / 4; ++kk) {
-        double a[2], b[4];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) a[i] = ps[16 * wm + 8 * i + gq][4 * kk + tq];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) b[j] = vs[4 * kk + tq][32 * wn + 8 * j + gq];
-        mma_f64_tiles(acc, a, b);
-      }
-    }
-    __syncthreads();
-  }
-  // The outputs, divided by their denominators, where the weights were staged.
-  auto* o = reinterpret_cast<float(*)[kDsDims]>(&ps[0][0]);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int hl = 16 * wm + 8 * i + gq;
-    const float inv =
-        hbase + hl < g.n_head ? 1.0f / dens[int64_t{t} * g.n_head + hbase + hl] : 0.0f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        o[hl][32 * wn + 8 * j + 2 * tq + e] = static_cast<float>(acc[i][j][e]) * inv;
-    }
-  }
-  __syncthreads();
-  const int n_here = min(kDsHeads, g.n_head - hbase);
-  if (d0 == kNope) {  // the rotated tail: 32 pairs per head
-    for (int i = tid; i < n_here * 32; i += kDsThreads)
-      rope_pair(o[i / 32], rope.inv_freq, i % 32, pos, true);
-    __syncthreads();
-  }
-  for (int i = tid; i < n_here * kDsDims; i += kDsThreads) {
-    const int hl = i / kDsDims, d = i % kDsDims;
-    out_all[t * out_stride + int64_t{hbase + hl} * kHd + d0 + d] = o[hl][d];
-  }
-}
-
-// DS4_CUDA_SUM_TILE=0 keeps batches on the 16-head weighted-sum kernels (for comparisons; same
-// results).
-bool sum_tile_wanted() {
-  static const bool on = env_switch("DS4_CUDA_SUM_TILE", true);
-  return on;
-}
-
 }  // namespace
 
 void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
@@ -844,18 +693,23 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
-                      float* out, int64_t out_stride, bool exact, cudaStream_t s) {
+                      float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= kMaxGridYZ, "attention: %d rows in one launch", rows.n);
-  // The batch scores kernel also leaves each (row, head)'s maximum for the register-tiled sum, as
-  // ordered keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 ->
-  // 2,586 tokens/s). DS4_CUDA_SCORE_MAXIMA=0 lets the sum find them itself.
-  static const bool score_maxima = env_switch("DS4_CUDA_SCORE_MAXIMA", true);
+  // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
+  // slower on the H200 and was removed: bench/h200.md.)
+  const bool batch = rows.n >= kSumBatchRows;
+  // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
+  // aligned (attention_sum_tile_fits); the 16-head kernel below is their fallback.
+  const bool tile = batch && attention_sum_tile_fits(ring, comp, out, out_stride);
+  // For the tiled sum the batch scores kernel also leaves each (row, head)'s maximum, as ordered
+  // keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 -> 2,586
+  // tokens/s).
   uint32_t* maxima = nullptr;
-  if (rows.n >= kSumBatchRows) {  // batches: the FP64 tensor cores; decode: a warp per head
-    if (exact && score_maxima && sum_tile_wanted()) {
+  if (batch) {  // batches: the FP64 tensor cores; decode: a warp per head
+    if (tile) {
       maxima = reinterpret_cast<uint32_t*>(scratch + int64_t{rows.n} * g.n_head * g.max_rows);
       DS4_CUDA_CHECK(cudaMemsetAsync(maxima, 0, sizeof(uint32_t) * rows.n * g.n_head, s));
     }
@@ -870,23 +724,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                                                               rows.p0, scratch);
   }
   DS4_CUDA_CHECK_LAUNCH();
-  if (rows.n >= kSumBatchRows && !exact) {
-    float* dens = scratch + int64_t{rows.n} * g.n_head * g.max_rows;
-    attention_weights_kernel<<<dim3((g.n_head + kWtWarps - 1) / kWtWarps, rows.n), 32 * kWtWarps, 0,
-                               s>>>(g, visible, sinks, rows.p0, scratch, dens);
-    DS4_CUDA_CHECK_LAUNCH();
-    const dim3 grid(kHd / kDsDims, (g.n_head + kDsHeads - 1) / kDsHeads, rows.n);
-    attention_sum_dmma_kernel<<<grid, kDsThreads, 0, s>>>(g, ring, comp, visible, rope, rows.p0,
-                                                          scratch, dens, out, out_stride);
-    DS4_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
-  // slower on the H200 and was removed: bench/h200.md.)
-  const bool batch = rows.n >= kSumBatchRows;
-  // Batches take the register-tiled kernel (attention_sum_tile.cu) where the rows are 16-byte
-  // aligned (sum_tile_wanted, attention_sum_tile_fits).
-  if (batch && sum_tile_wanted() && attention_sum_tile_fits(ring, comp, out, out_stride)) {
+  if (tile) {
     launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, maxima, out,
                               out_stride, s);
     return;

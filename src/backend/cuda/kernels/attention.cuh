@@ -79,11 +79,8 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
 // inverse RoPE at its position. Compressed rows of row t at position p: none when ratio == 0;
 // when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
 // rows 0 .. (p + 1) / ratio - 1. scratch: n * n_head * (max_rows + 1) floats, max_rows >= every
-// row's window + compressed rows. Output row t at out + t * out_stride. exact: every row's float
-// operations are the CPU's, in its order (bit-identical results); otherwise batches (n >= 16) add
-// the weighted values in double on the FP64 tensor cores, rounded once (the CPU adds them one by
-// one in float: the results agree within float rounding, not bit for bit). Decode rows (n < 16)
-// are exact either way.
+// row's window + compressed rows. Output row t at out + t * out_stride. Every row's softmax and
+// weighted sum are the CPU's float operations, in its order.
 struct AttentionGeometry {
   int n_head = 0;
   int raw_cap = 0;
@@ -95,6 +92,6 @@ struct AttentionGeometry {
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
-                      float* out, int64_t out_stride, bool exact, cudaStream_t s);
+                      float* out, int64_t out_stride, cudaStream_t s);
 
 }  // namespace ds4::backend::cuda

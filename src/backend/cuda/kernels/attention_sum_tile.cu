@@ -43,33 +43,6 @@ static_assert(kTHeads * kTDims <= 2 * kTValFloats, "the outputs fit where the va
 static_assert(kHd % kTDims == 0 && kHd - kNope <= kTDims && kNope / kTDims == (kHd - 1) / kTDims,
               "the rotated tail lies in one CTA's dims");
 
-// mx[h] = the maximum over head h's sink and its n scores (at sc + h * stride), for h < n_here:
-// warp w takes heads w + 8 j and loads a row of all 8 at once (the maximum is order-free). Out
-// of line: the call saves 16 register pairs of the caller, once per CTA.
-__device__ __noinline__ void tile_maxima(const float* sc, int64_t stride, int n, int n_here,
-                                         const float* sinks, float* mx) {
-  constexpr int kWarps = kTThreads / 32, kPerWarp = kTHeads / kWarps;
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  float m[kPerWarp];
-#pragma unroll
-  for (int j = 0; j < kPerWarp; ++j) m[j] = __int_as_float(0xff800000u);  // -inf
-#pragma unroll 2
-  for (int i = lane; i < n; i += 32) {
-#pragma unroll
-    for (int j = 0; j < kPerWarp; ++j) {
-      const int h = warp + kWarps * j;
-      if (h < n_here) m[j] = fmaxf(m[j], sc[h * stride + i]);
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < kPerWarp; ++j) {
-    for (int off = 16; off > 0; off /= 2)
-      m[j] = fmaxf(m[j], __shfl_xor_sync(0xffffffffu, m[j], off));
-    const int h = warp + kWarps * j;
-    if (lane == 0 && h < n_here) mx[h] = fmaxf(sinks[h], m[j]);
-  }
-}
-
 __global__ void __launch_bounds__(kTThreads, 2)
     attention_sum_tile_kernel(AttentionGeometry g, const float* ring, const float* comp,
                               const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
@@ -89,12 +62,8 @@ __global__ void __launch_bounds__(kTThreads, 2)
   const int n_here = min(kTHeads, g.n_head - hbase);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const float* const sc0 = scratch + (int64_t{t} * g.n_head + hbase) * g.max_rows;
-  if (maxima != nullptr) {  // handed over by the scores kernel (uniform per launch)
-    if (tid < n_here) {
-      mx[tid] = fmaxf(sinks[hbase + tid], key_value(maxima[int64_t{t} * g.n_head + hbase + tid]));
-    }
-  } else {
-    tile_maxima(sc0, g.max_rows, rg.n_rows, n_here, sinks + hbase, mx);
+  if (tid < n_here) {  // the scores' maxima, handed over by the scores kernel
+    mx[tid] = fmaxf(sinks[hbase + tid], key_value(maxima[int64_t{t} * g.n_head + hbase + tid]));
   }
   __syncthreads();
 
@@ -223,6 +192,7 @@ void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, co
                                float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK_MSG(attention_sum_tile_fits(ring, comp, out, out_stride),
                 "attention sum: rows not 16-byte aligned");
+  DS4_CHECK_MSG(maxima != nullptr, "attention sum: no score maxima");
   if (rows.n == 0) return;
   DS4_CUDA_CHECK(cudaFuncSetAttribute(attention_sum_tile_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -16,9 +16,9 @@ namespace ds4::backend::cuda {
 // the rows' weight x value products added in row order with fused multiply-adds, divided by the
 // denominator (the sink term, then each weight, plain adds), and inverse RoPE on the tail: the
 // float operations of the CPU's sink attention in its order, so bit-identical results. Output row
-// t at out + t * out_stride. Needs attention_sum_tile_fits. maxima: nullptr, or the maximum of row
-// t's head h scores at maxima[t * n_head + h] as an ordered key (ordered_key.h), which spares the
-// kernel its pass over the scores.
+// t at out + t * out_stride. Needs attention_sum_tile_fits. maxima: the maximum of row t's head h
+// scores at maxima[t * n_head + h] as an ordered key (ordered_key.h), which the batch scores
+// kernel leaves (launch_attention).
 bool attention_sum_tile_fits(const float* ring, const float* comp, const float* out,
                              int64_t out_stride);
 void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, const float* comp,

@@ -21,8 +21,6 @@
 
 namespace ds4::backend::cuda::imma {
 
-using planar::Iq2Lookup;
-
 // c + a.h0 * b.byte0 + a.h1 * b.byte1 (lo) or c + a.h0 * b.byte2 + a.h1 * b.byte3 (hi): two signed
 // 16-bit values of a against two signed bytes of b (the device's dp2a).
 DS4_PF_HD inline int dp2a_lo(int a, int b, int c) {
@@ -60,9 +58,9 @@ DS4_PF_HD inline uint32_t iq2_sign_bits(uint32_t idx) {
 // IQ2_XXS, half h of a block (groups 4 h .. 4 h + 3, elements 128 h ..): in = body words
 // 8 h .. 8 h + 7 (per group a word of four codebook indices, then a word of four 7-bit sign
 // indices with the 4-bit scale s on top). Returns the four group multipliers 2 s + 1, group
-// 4 h + i in byte i. kAluSigns: the sign patterns come from iq2_sign_bits, not t.signs.
-template <bool kAluSigns = false>
-DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const Iq2Lookup& t,
+// 4 h + i in byte i. grid: the codebook (quant kIq2xxsGrid); the sign patterns come from
+// iq2_sign_bits, not the sign table.
+DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const uint64_t* grid,
                                              uint32_t out[32]) {
   uint32_t scales = 0;
   DS4_PF_UNROLL
@@ -70,9 +68,9 @@ DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const Iq2Look
     const uint32_t a = in[2 * g], s = in[2 * g + 1];
     DS4_PF_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const uint64_t v = t.grid[(a >> (8 * k)) & 255u];
+      const uint64_t v = grid[(a >> (8 * k)) & 255u];
       const uint32_t idx = (s >> (7 * k)) & 127u;
-      const uint32_t signs = kAluSigns ? iq2_sign_bits(idx) : t.signs[idx];
+      const uint32_t signs = iq2_sign_bits(idx);
       out[8 * g + 2 * k] =
           static_cast<uint32_t>(planar::apply_signs(static_cast<uint32_t>(v), signs & 15u));
       out[8 * g + 2 * k + 1] =

@@ -5,17 +5,16 @@
 // 16 w .. 16 w + 15 against all slots (four n8 tiles; a tile without a live slot is skipped, and
 // its slots' codes are not copied, so a small expert group costs few products; Q8_0 takes two
 // row tiles per warp where the row groups allow: 128 rows, warp w the rows 32 w .., each B
-// fragment used twice; DS4_CUDA_Q8_ROW_TILES=1 keeps one). The K loop walks chunks of 256
-// elements (one IQ2_XXS or Q2_K block, eight Q8_0 blocks) through a ring of kS = kStages = 2
-// shared-memory stages: while the warps multiply chunk c, chunks c + 1 .. c + kS - 1 arrive by
-// cp.async, the weights as stored, the activations' codes and
-// scales (Q8_0 activations, where their chunks are 16-byte aligned, as whole stored chunks). Q8_0's
-// weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded from their stage into
-// one int8 A tile before the chunk's products (the first version loaded them a chunk ahead into
-// registers). A stage holds B = 32 slots x 256 int8, each row padded to 272 bytes so that a
-// fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales, and the chunk's
-// weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile run side by side
-// and the tile comes from HBM about once.
+// fragment used twice). The K loop walks chunks of 256 elements (one IQ2_XXS or Q2_K block,
+// eight Q8_0 blocks) through a ring of kS = kStages = 2 shared-memory stages: while the warps
+// multiply chunk c, chunks c + 1 .. c + kS - 1 arrive by cp.async, the weights as stored, the
+// activations' codes and scales (Q8_0 activations, where their chunks are 16-byte aligned, as whole
+// stored chunks). Q8_0's weight codes are the A operand as they are; IQ2_XXS and Q2_K are decoded
+// from their stage into one int8 A tile before the chunk's products (the first version loaded them
+// a chunk ahead into registers). A stage holds B = 32 slots x 256 int8, each row padded to 272
+// bytes so that a fragment load (8 rows x 4 words) touches 32 different banks, the slots' scales,
+// and the chunk's weights. The grid puts the slot tiles in x, so the CTAs that share a weight tile
+// run side by side and the tile comes from HBM about once.
 //
 // Exactness (the results equal the planar kernel's and the CPU reference's bit for bit):
 //   * integer sums: int8 x int8 products with int32 accumulation are exact in any order. Q8_0:
@@ -38,7 +37,6 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/async_copy.cuh"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
@@ -309,9 +307,9 @@ inline constexpr bool kIsQ8_0 = false;
 template <bool kRawX, int kRowTiles>
 inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX, kRowTiles>> = true;
 
-// kAluSigns: the decode forms the sign patterns with a population count instead of reading the
-// 128-byte table (DS4_CUDA_IQ2_ALU_SIGNS; the same bytes). kRawX: whole Q8_K blocks (Q8KSide).
-template <bool kAluSigns, bool kRawX = false>
+// The decode forms the sign patterns with a population count (imma::iq2_sign_bits), so only the
+// codebook is staged. kRawX: whole Q8_K blocks (Q8KSide).
+template <bool kRawX = false>
 struct ImmaIq2XxsT : Q8KSide<kRawX> {
   using Fmt = FmtIq2Xxs;
   static constexpr int kRowTiles = 1, kRows = kM;
@@ -353,7 +351,7 @@ struct ImmaIq2XxsT : Q8KSide<kRawX> {
     const uint4 q0 = q[0], q1 = q[1];
     const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    dec.rs[r].scales[h] = imma::iq2xxs_decode_half<kAluSigns>(in, t, out);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t.grid, out);
     if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
     uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
@@ -361,11 +359,10 @@ struct ImmaIq2XxsT : Q8KSide<kRawX> {
       dst[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
   }
 };
-using ImmaIq2Xxs = ImmaIq2XxsT<false>;
 template <class P>
 inline constexpr bool kIsIq2 = false;
-template <bool kAluSigns, bool kRawX>
-inline constexpr bool kIsIq2<ImmaIq2XxsT<kAluSigns, kRawX>> = true;
+template <bool kRawX>
+inline constexpr bool kIsIq2<ImmaIq2XxsT<kRawX>> = true;
 
 // kRawX: whole Q8_K blocks (Q8KSide).
 template <bool kRawX>
@@ -620,7 +617,6 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   __shared__ const uint8_t* xrow[kN];
   __shared__ int ids[kN];
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
-  __shared__ uint8_t signs_s[P::kTables ? 128 : 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t o0 = static_cast<int64_t>(blockIdx.y) * P::kRows;
 
@@ -647,11 +643,10 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   }
   if constexpr (P::kTables) {
     for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
-    if (tid < 128) signs_s[tid] = iq2::kIq2Signs[tid];
   }
   __syncthreads();
-  const Iq2Lookup tables{grid_s, signs_s};
-  const int nv = (ns + 7) / 8;  // slot tiles with a live slot
+  const Iq2Lookup tables{grid_s, nullptr};  // IQ2_XXS forms its signs without the table
+  const int nv = (ns + 7) / 8;              // slot tiles with a live slot
   const Cta c{p.body,
               p.aux,
               p.nb,
@@ -759,19 +754,16 @@ bool raw_x_fits(const ImmaProduct& p) {
 
 // Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
 // slot's row and its group's share 16-byte aligned (on the H200, prefill at 8k 2,577 -> 2,691
-// tokens/s). DS4_CUDA_Q8K_RAW=0 keeps the word copies.
-bool raw_q8k_fits(const ImmaProduct& p) {
-  static const bool on = env_switch("DS4_CUDA_Q8K_RAW", true);
-  return on && p.nb % 4 == 0 && enc_rows_aligned16(p);
-}
+// tokens/s); other rows take the word copies.
+bool raw_q8k_fits(const ImmaProduct& p) { return p.nb % 4 == 0 && enc_rows_aligned16(p); }
 
 // Q8_0 row tiles per warp: 2 gives 128-row CTAs where the output row groups allow them (groups of
-// a multiple of 128 rows, or one group; on the H200, prefill at 8k 2,578 -> 2,623 tokens/s).
-// DS4_CUDA_Q8_ROW_TILES=1 keeps 64-row CTAs.
+// a multiple of 128 rows, or one group; on the H200, prefill at 8k 2,578 -> 2,623 tokens/s), else
+// 1 (64-row CTAs).
+constexpr int kQ8RowTiles = 2;
 int q8_row_tiles(const ImmaProduct& p) {
-  static const int tiles = env_choice("DS4_CUDA_Q8_ROW_TILES", {1, 2}, 2);
-  const int rows = kM * tiles;
-  return p.rows_per_group % rows == 0 || p.rows_per_group >= p.mat_rows ? tiles : 1;
+  constexpr int rows = kM * kQ8RowTiles;
+  return p.rows_per_group % rows == 0 || p.rows_per_group >= p.mat_rows ? kQ8RowTiles : 1;
 }
 
 }  // namespace
@@ -811,14 +803,10 @@ void launch_matmul_imma(const ImmaProduct& p, cudaStream_t stream) {
       }
       break;
     default:
-      // DS4_CUDA_IQ2_ALU_SIGNS=0 reads the sign patterns from the table (for comparisons).
-      static const bool alu_signs = env_switch("DS4_CUDA_IQ2_ALU_SIGNS", true);
-      if (alu_signs && raw_q8k_fits(p)) {
-        launch<ImmaIq2XxsT<true, true>>(p, stream);
-      } else if (alu_signs) {
+      if (raw_q8k_fits(p)) {
         launch<ImmaIq2XxsT<true>>(p, stream);
       } else {
-        launch<ImmaIq2Xxs>(p, stream);
+        launch<ImmaIq2XxsT<false>>(p, stream);
       }
       break;
   }

@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
@@ -281,12 +280,6 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
   order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
 }
 
-// DS4_CUDA_ROWS_KERNEL=0 sends one-slot products to the tile kernel (for comparisons).
-bool rows_kernel_enabled() {
-  static const bool enabled = env_switch("DS4_CUDA_ROWS_KERNEL", true);
-  return enabled;
-}
-
 constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
 // The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
 // blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
@@ -312,7 +305,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
   // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
   // lane a block at a time (planar_rows_kernel).
-  if (a.slots_per_cta == 1 && a.groups.order == nullptr && rows_kernel_enabled()) {
+  if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
     DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ && a.out > 0, "planar matmul: %d slots, %d rows",
                   a.n_slots, a.out);
     constexpr int per_lane = kRowsBlocksPerLane;

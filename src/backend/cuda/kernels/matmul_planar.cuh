@@ -52,7 +52,7 @@ struct SlotGroups {
 
 // Which kernel runs a planar product. kAuto: the tensor-core kernel (matmul_imma.cuh) when it can
 // and a CTA gets many slots, the planar kernel otherwise; kScalar: always the planar kernel
-// (DS4_CUDA_IMMA=0, for comparisons); kImma: the tensor-core kernel whenever it can (tests).
+// (tests, to compare the two); kImma: the tensor-core kernel whenever it can (tests).
 // Every choice gives the same results.
 enum class PlanarPath : uint8_t { kAuto, kScalar, kImma };
 

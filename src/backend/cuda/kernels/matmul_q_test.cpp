@@ -367,12 +367,12 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
 // padded encoded-row stride; a 3-D expert stack with an experts/rows mapping (with and without
 // groups); a wide row; random valid blocks. Then prefill sizes, where the default path takes the
 // tensor-core kernel: 64, 200 and 512 slots (output rows not a multiple of its 64-row tiles, a row
-// map, row groups of 128 rows), random blocks with 96 slots, 96 slots of 64 long rows (F16/F32
-// tiles split the rows' values among CTAs when given scratch), 640 slots of 1800 rows (F16/F32 on
-// 128-row tiles), and an expert stack of 300 slots
-// whose experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots. col_sizes are
-// per-type row lengths, smallest first (Q8_0's are multiples of its kernel's 8-block chunks and
-// not).
+// map, row groups of 128 rows, and of 64 rows, where Q8_0 keeps one row tile per warp), random
+// blocks with 96 slots, 96 slots of 64 long rows (F16/F32 tiles split the rows' values among CTAs
+// when given scratch), 640 slots of 1800 rows (F16/F32 on 128-row tiles), and an expert stack of
+// 300 slots whose experts hold 150, 75 (three CTAs of 32), 33, 32, 8, 1, 1 and no slots.
+// col_sizes are per-type row lengths, smallest first (Q8_0's are multiples of its kernel's 8-block
+// chunks and not).
 void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
   const uint32_t seed = fresh_seed();
   std::printf("  %s: seed %u\n", std::string(gguf::to_string(t)).c_str(), seed);
@@ -479,6 +479,13 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .groups = 2,
        .enc_pad = 8,
        .wants_imma = true},
+      {.name = "64 slots, groups 2 of 64",  // Q8_0: one row tile per warp (64-row CTAs)
+       .cols = col_sizes[1],
+       .out = 128,
+       .n_slots = 64,
+       .n_enc_rows = 64,
+       .groups = 2,
+       .wants_imma = true},
       {.name = "200 slots, row map",
        .cols = col_sizes[2],
        .out = 70,
@@ -542,8 +549,7 @@ TEST(CudaMatmulQ, Q8_0) {
 }
 
 // Q2_K and IQ2_XXS: 1024 and 7168 values (4 and 28 blocks) give rows of whole 16-byte units, which
-// take the whole-block activation copies (unless DS4_CUDA_Q8K_RAW=0); 256 and 768 (1 and 3 blocks)
-// keep the word copies.
+// take the whole-block activation copies; 256 and 768 (1 and 3 blocks) keep the word copies.
 TEST(CudaMatmulQ, Q2_K) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   run_all_cases(GgufType::kQ2_K, {256, 768, 1024, 7168});
