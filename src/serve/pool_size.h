@@ -20,7 +20,7 @@ inline constexpr double kPoolMemoryShare = 0.5;
 // More sessions than this rarely serve one box's agents better and each one is idle memory;
 // --parallel sets any number (the H200 benchmark runs 32).
 inline constexpr int kMaxDefaultSessions = 8;
-// When the backend cannot say what is free (the CUDA backend does not report it yet): 4 sessions
+// When the backend cannot say what is free (cudaMemGetInfo failed, a backend without a report): 4 sessions
 // of the default 32k context are ~2 GiB, well inside what a 80-140 GiB GPU keeps free beside the
 // q2 weights, and 4 agents are the common case.
 inline constexpr int kUnknownMemorySessions = 4;

@@ -192,6 +192,15 @@ Backend* make_cuda_backend(const BackendOptions&) {
   return new CudaBackend(o);
 }
 
+std::optional<uint64_t> CudaBackend::free_memory_bytes() const {
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  return free;
+}
+
 Result<Weight> CudaBackend::upload(const Weight& host) {
   const uint64_t n = static_cast<uint64_t>(host.ne[0] * host.ne[1] * host.ne[2]);
   const auto bytes = gguf::byte_size(host.type, n);

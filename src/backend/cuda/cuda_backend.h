@@ -89,6 +89,8 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
   std::string_view name() const override { return "cuda"; }
+  // The device memory still free (cudaMemGetInfo), for the server's default session pool.
+  std::optional<uint64_t> free_memory_bytes() const override;
   Result<Weight> upload(const Weight& host) override;
   std::unique_ptr<Buffer> alloc(int64_t n_floats) override;
 
