@@ -179,11 +179,11 @@ gtest() {
   DS4_SOURCE_DIR=$PWD "$(find build-test -name model_cuda_test -type f -perm -u+x | head -1)"
 }
 export -f gtest
-has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
 fi
+has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
 if has bench256; then
   OUT=$out OUT_CSV=flash_q2_cuda_256k.csv CTX_START=262144 step bench256 500 \
     bash tools/cuda/flash_bench.sh 262144 16
