@@ -16,6 +16,8 @@
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 60
+# Fuzzers run side by side, this many at a time (each is one process on one core).
+FUZZ_JOBS ?= 2
 CMAKE_FLAGS ?=
 
 .PHONY: all setup configure build test run test-asan test-tsan fuzz bench lint format clean
@@ -40,10 +42,19 @@ test: build
 run: build
 	bash scripts/run_demo.sh
 
+# The sanitizer builds keep line tables only (-gline-tables-only: file:line in every report, at a
+# fraction of full debug info's compile time) and build only what their tests run.
+SAN_DEBUG_INFO = -gline-tables-only
+# What the `unit|server` tests run: their GoogleTest binaries and the tools their scripts start.
+ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test backend_test base_test chat_test \
+  convert_test cuda_env_switch_test cuda_lane_rules_test cuda_ordered_key_test disk_cache_test \
+  gguf_test integration_test kv_test model_unit_test quant_test sampling_test scheduler_test \
+  serve_test synth_test tokenizer_test
 test-asan: setup
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDS4_SANITIZE=ON -DDS4_CUDA=OFF \
-	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-	cmake --build build-asan -j $(JOBS)
+	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_C_FLAGS_DEBUG="$(SAN_DEBUG_INFO)" -DCMAKE_CXX_FLAGS_DEBUG="$(SAN_DEBUG_INFO)"
+	cmake --build build-asan -j $(JOBS) --target $(ASAN_TARGETS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) -L 'unit|server'
 
@@ -54,14 +65,18 @@ test-asan: setup
 TSAN_TARGETS = ds4-gguf ds4-server serve_test api_test scheduler_test disk_cache_test
 test-tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_TSAN=ON -DDS4_CUDA=OFF \
-	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 $(SAN_DEBUG_INFO) -DNDEBUG" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(SAN_DEBUG_INFO) -DNDEBUG"
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan \
 	  --output-on-failure -j $(JOBS) -E '^server_loadgen_test$$' -R '^(tokenizer_vocab_fixture|server_|Scheduler|DiskCacheTest|CachePolicy|Ticket|StopMatcher|PrefixMatch|Generation|ReplayMap|SampledToolBlock|DsmlSyntax|ParseRequest|BuildTest|StreamEncoder|ResponseCollector|Errors|Models)'
 
 fuzz: setup
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_FUZZ=ON -DDS4_CUDA=OFF \
-	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	  -DDS4_BUILD_TESTS=OFF -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 $(SAN_DEBUG_INFO) -DNDEBUG" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(SAN_DEBUG_INFO) -DNDEBUG"
 	cmake --build build-fuzz -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
 	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
 	  kvc_fuzz kvc_fuzz_seeds
@@ -72,18 +87,9 @@ fuzz: setup
 	./build-fuzz/bin/safetensors_fuzz_seeds build-fuzz/corpus/safetensors
 	./build-fuzz/bin/snapshot_fuzz_seeds build-fuzz/corpus/snapshot
 	./build-fuzz/bin/kvc_fuzz_seeds build-fuzz/corpus/kvc
-	./build-fuzz/bin/gguf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -print_final_stats=1 build-fuzz/corpus/gguf
-	./build-fuzz/bin/dsml_parser_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -print_final_stats=1 build-fuzz/corpus/dsml
-	./build-fuzz/bin/safetensors_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -print_final_stats=1 build-fuzz/corpus/safetensors
-	./build-fuzz/bin/snapshot_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=2097152 \
-	  -print_final_stats=1 build-fuzz/corpus/snapshot
-	./build-fuzz/bin/openai_request_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -print_final_stats=1 build-fuzz/corpus/openai
-	./build-fuzz/bin/kvc_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	  -print_final_stats=1 build-fuzz/corpus/kvc
+	FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) \
+	  gguf_reader_fuzz:4096:gguf dsml_parser_fuzz:4096:dsml safetensors_fuzz:4096:safetensors \
+	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc
 
 bench: build
 	./build/bin/ds4-kernel-bench

@@ -56,8 +56,11 @@ function kvFiles(dir) {
     });
 }
 
-// Waits until the writer has handled `n` checkpoints (written, failed or dropped).
-async function waitSaves(base, n, limitMs = 20000) {
+// Waits until the writer has handled `n` checkpoints (written, failed or dropped). Saves are
+// asynchronous (the scheduler never waits on the disk) and a lookup sees only written files, so a
+// test whose next request must find a file waits for it here first: on a busy disk (a build's
+// writeback, the 6.5 GB model fixture) one fsync can take seconds, and the file is not there yet.
+async function waitSaves(base, n, limitMs = 60000) {
   const t0 = Date.now();
   for (;;) {
     const d = (await health(base)).kv_disk;
@@ -223,6 +226,9 @@ test("eviction keeps the directory within the space budget", async () => {
         { role: "system", content: `Session ${i}. ` + SYSTEM_B },
         { role: "user", content: `Line ${i}: the order ships today.` },
       ]);
+      // Each request's saves (evict the previous session, cold this one) are written before the
+      // next: a writer more than max_pending behind would drop checkpoints.
+      await waitSaves(s.base, 2 * i + 1);
     }
     const d = await waitSaves(s.base, 9);  // five cold, four evict
     assert.ok(d.saved >= 9, JSON.stringify(d));
@@ -249,6 +255,7 @@ test("concurrent requests that switch sessions save and load without damage", as
   try {
     // Warm the cache with one of each, then fire twelve at once, interleaved.
     for (const c of convs) await ask(s, c);
+    await waitSaves(s.base, 5);  // cold A, evict A, cold B, evict B, cold C: each one is on disk
     const all = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(s, convs[i % 3])));
     for (const r of all) assert.equal(r.choices[0].finish_reason === "length" || r.choices[0].finish_reason === "stop", true);
     // Every switch found the other conversation on disk or live.
@@ -305,6 +312,7 @@ test("damaged and hostile cache files are skipped and never poison a session", a
       const r = await ask(s, conv);
       assert.equal(cached(r), 0, `${what}: nothing reused`);
       assert.equal(r.choices[0].message.content, good.choices[0].message.content, `${what}: same output`);
+      await waitSaves(s.base, 1);  // r's cold save, which `again` loads
       const again = await ask(s, conv);  // the session is sound: the next request reuses it
       assert.ok(cached(again) > 0, what);
     } finally {
