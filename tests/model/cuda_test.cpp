@@ -1,6 +1,6 @@
-// tests/model/cuda_test.cpp (label cuda): the CUDA backend against the Hugging Face reference and
-// against the CPU backend. Skips where no GPU (or no CUDA build) is available; on the GPU machine,
-// which lacks GoogleTest, the same checks run through tools/cuda/verify_all.sh (steps check, long).
+// tests/model/cuda_test.cpp (label cuda): the CUDA backend against the Hugging Face reference, and
+// batched sessions against their runs alone. Skips where no GPU (or no CUDA build) is available;
+// on the GPU machine it runs through tools/cuda/verify_all.sh (step gtest, GoogleTest carried).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,7 +21,12 @@ std::unique_ptr<Engine> open_cuda(const std::string& name, bool hf_mode) {
   return e.is_ok() ? std::move(e).value() : nullptr;
 }
 
-TEST(CudaBackend, MatchesHuggingFaceAndTheCpuBackend) {
+// Hugging Face mode (simulations off), f32 recipe: the reference vectors' last logits. The
+// quantized recipes' CPU-vs-CUDA agreement is gated by ds4-cuda-check (tools/cuda/cuda_check.cpp:
+// mean KLD and top-1 at decided positions, on decisive-routing models), not here: since issue 27
+// the backends are not bit-identical and on the plain tiny-q2 file the last logits of the
+// reference prompt are 5.5% apart (H200, 2026-12-01).
+TEST(CudaBackend, MatchesHuggingFace) {
   auto gpu = open_cuda("tiny-f32", true);
   if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
   for (const RefCase& c : load_reference("tiny")) {
@@ -30,31 +35,28 @@ TEST(CudaBackend, MatchesHuggingFaceAndTheCpuBackend) {
     ASSERT_TRUE((*s)->append(c.tokens).is_ok());
     EXPECT_LT(rel_l2((*s)->logits(), c.last_logits), 1e-4);
   }
-  auto cpu = open_model("tiny-q2", false);
-  auto gq = open_cuda("tiny-q2", false);
-  ASSERT_NE(gq, nullptr);
-  const auto toks = load_reference("tiny").back().tokens;
-  auto a = cpu->create_session({.n_ctx = 1024, .prefill_chunk = 128});
-  auto b = gq->create_session({.n_ctx = 1024, .prefill_chunk = 128});
-  ASSERT_TRUE((*a)->append(toks).is_ok() && (*b)->append(toks).is_ok());
-  EXPECT_LT(rel_l2((*b)->logits(), (*a)->logits()), 1e-4);
 }
 
 // Continuous batching on the CUDA backend (issue 26 item 3): the schedules of batch_test.cpp,
 // each request alone (Session::append) and all together (Engine::step, one forward pass per step,
 // rows of several sequences). The CUDA attention op cuts a batch into runs of one sequence's
-// consecutive rows, and the MoE groups all rows' slots by expert, so a row computes what it would
-// alone -- up to the kernel choice by row count: a decode row alone takes the one-row kernels (and
-// a CUDA graph), in a batch the multi-row ones, whose F16/F32 products and attention scores add
-// exact products in double in another order (docs/engine.md, CUDA settings). That can move a
-// float by one rounding next to a boundary, which the FP8/int8 simulations may amplify; hence a
-// gate, not bit equality: greedy tokens identical and logits within the CPU-vs-CUDA gate above.
-constexpr double kCudaBatchRelL2 = 1e-4;
+// consecutive rows and the MoE groups all rows' slots by expert, but the kernels are chosen by the
+// step's row count (one-row kernels and graphs for a decode row alone; cuBLAS for products of 16
+// rows or more; the split HC pre-step from 32), and those add in other orders. So a row in a
+// batch is within float rounding of the same row alone, not equal to it. With the FP8 / int8
+// simulations on (canonical mode) those roundings flip codes: measured on the H200
+// (2026-12-01), the first mixed step was already 1.0e-3 (small-f32) and 2.4e-2 .. 4.6e-2
+// (tiny-q2) apart, and greedy tokens then diverged (tiny-q2, rel L2 up to 1.5). Hence the test
+// runs the f32 models in Hugging Face mode (simulations off), where only the summation order
+// differs, under the Hugging Face gate of ds4-cuda-check; quantized rows are held to that tool's
+// distribution gates. (Not yet run in this form on a GPU: the H200 run above used canonical
+// mode.)
+constexpr double kCudaBatchRelL2 = 1e-3;
 
 TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
-  for (const char* name : {"tiny-q2", "tiny-f32", "small-f32"}) {
+  for (const char* name : {"tiny-f32", "small-f32"}) {
     SCOPED_TRACE(name);
-    auto gpu = open_cuda(name, false);
+    auto gpu = open_cuda(name, true);
     if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
     const std::vector<BatchPlan> plans = batch_plans_for(name);
     const BatchRun alone = run_alone(*gpu, plans);

@@ -21,6 +21,11 @@ const CHURN_WINDOW_MS = 15000;
 // what remains is allocator noise; a leaked request or session would show as steady growth
 // (each session at --ctx 1024 is several MiB of KV state on the tiny shape).
 const RSS_GROWTH_LIMIT = 48 << 20;
+// Under a sanitizer (make test-asan / test-tsan set these for ctest) RSS is not a leak signal:
+// ASan's quarantine keeps up to 256 MiB of freed blocks on purpose and TSan's shadow grows with
+// every address touched. There LeakSanitizer (detect_leaks=1, at the server's exit) checks the
+// heap instead, and the session and thread checks still run.
+const SANITIZED = Boolean(process.env.ASAN_OPTIONS || process.env.TSAN_OPTIONS);
 
 // A small deterministic PRNG (mulberry32): the same run every time.
 function rng(seed) {
@@ -149,7 +154,7 @@ test("100 clients churning leave no leaked session, thread or memory", async () 
     const grown = rss(s.pid) - rss0;
     console.log(`churn: threads ${threads0}, rss ${(rss0 / 2 ** 20).toFixed(1)} MiB, grew ` +
                 `${(grown / 2 ** 20).toFixed(1)} MiB`);
-    assert.ok(grown < RSS_GROWTH_LIMIT, `RSS grew by ${grown} bytes`);
+    if (!SANITIZED) assert.ok(grown < RSS_GROWTH_LIMIT, `RSS grew by ${grown} bytes`);
 
     // And it still serves, exactly as before.
     const again = await c.chat.completions.create(body(0, { max_tokens: 12 }));
