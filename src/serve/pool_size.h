@@ -20,9 +20,9 @@ inline constexpr double kPoolMemoryShare = 0.5;
 // More sessions than this rarely serve one box's agents better and each one is idle memory;
 // --parallel sets any number (the H200 benchmark runs 32).
 inline constexpr int kMaxDefaultSessions = 8;
-// When the backend cannot say what is free (cudaMemGetInfo failed, a backend without a report): 4 sessions
-// of the default 32k context are ~2 GiB, well inside what a 80-140 GiB GPU keeps free beside the
-// q2 weights, and 4 agents are the common case.
+// When the backend cannot say what is free (cudaMemGetInfo failed, or a backend without the
+// report): 4 sessions of the default 32k context are ~2 GiB, well inside what a 80-140 GiB GPU
+// keeps free beside the q2 weights, and 4 agents are the common case.
 inline constexpr int kUnknownMemorySessions = 4;
 
 struct PoolSizing {
