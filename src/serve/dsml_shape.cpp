@@ -131,7 +131,8 @@ std::string DsmlShape::determined() const {
 std::string DsmlShape::completion() const {
   DsmlShape s = *this;
   std::string out;
-  const auto add = [&](std::string_view bytes) {
+  // By value: the text often comes from s's own alternatives, which feeding replaces.
+  const auto add = [&](std::string bytes) {
     out += bytes;
     s.feed(bytes);
   };
@@ -139,9 +140,9 @@ std::string DsmlShape::completion() const {
     if (s.node_ == Node::kKey) {
       add(s.pos_ == 0 ? std::string(kFallbackKey) + "\"" : std::string("\""));
     } else if (s.node_ == Node::kValue) {
-      add(kParamClose.substr(s.pos_));
+      add(std::string(kParamClose.substr(s.pos_)));
     } else if (!s.alts_.empty()) {
-      add(std::string_view(s.alts_.front().text).substr(s.pos_));
+      add(s.alts_.front().text.substr(s.pos_));
     } else {
       break;  // no names to choose from (a shape for no tools never gets here)
     }
