@@ -3,9 +3,11 @@
 // Owns: finding the connection's socket and the check itself. cpp-httplib 0.11.4 gives a
 // handler neither its socket nor a liveness call (DataSink::is_writable only selects for write,
 // which a peer's FIN does not change), so the socket is found by its address pair (the local
-// port, the peer's numeric address and port, as httplib itself fills them in the Request) among
-// the process's open sockets; the connection's thread is inside the handler, so the socket stays
-// open and is that connection's until the handler returns. The check peeks without blocking: 0
+// port, the peer's numeric address and port, as httplib itself fills them in the Request): its
+// inode in the kernel's connection tables (/proc/net/tcp, tcp6), then the descriptor whose
+// /proc/self/fd link names that inode. Only files are read on the way (no fstat or getsockname
+// of other connections' descriptors, which their threads may be closing); the descriptor found
+// is this connection's, open until the handler returns. The check peeks without blocking: 0
 // bytes is the client's FIN, a reset is an error; a pipelined next request (bytes waiting) or
 // nothing yet means still there.
 // Does not own: the socket (httplib closes it), cancelling (the ticket's probe).
