@@ -46,9 +46,10 @@ std::optional<TokenId> OutputForcing::next(int remaining) {
     if (phase_ == Phase::kReasoning && !closing_) {
       const bool over_budget = budget_ > 0 && reasoning_tokens_ >= budget_;
       // A forced block must still fit after the reasoning.
-      const bool no_room =
-          force_tools_ &&
-          remaining <= tokens_of(std::string(kThinkEnd) + shape_.completion()) + kCloseMargin;
+      if (force_tools_ && !reasoning_close_tokens_) {
+        reasoning_close_tokens_ = tokens_of(std::string(kThinkEnd) + shape_.completion());
+      }
+      const bool no_room = force_tools_ && remaining <= *reasoning_close_tokens_ + kCloseMargin;
       if (over_budget || no_room) {
         closing_ = true;
         queue(kThinkEnd);

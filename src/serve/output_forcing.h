@@ -52,6 +52,9 @@ class OutputForcing {
   std::string tail_;           // the last bytes of the reasoning (</think> may straddle tokens)
   int reasoning_tokens_ = 0;
   bool closing_ = false;  // </think> is queued
+  // Tokens of "</think>" plus the forced block's shortest close. The shape is not fed during
+  // the reasoning, so this is the same at every reasoning step: counted once, when first asked.
+  std::optional<int> reasoning_close_tokens_;
 };
 
 }  // namespace ds4::serve
