@@ -54,9 +54,7 @@ Result<std::shared_ptr<Ticket>> Scheduler::submit(Request request) {
   if (request.prompt.empty()) return Status::invalid_argument("empty prompt");
   // Refused before it waits or takes a session: it could never run.
   if (request.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
-    return Status::out_of_range(
-        "Prompt has %zu tokens, but the configured context size is %d tokens",
-        request.prompt.size(), options_.n_ctx);
+    return prompt_over_context(request.prompt.size(), options_.n_ctx);
   }
   auto ticket = std::make_shared<Ticket>();
   {
@@ -128,8 +126,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
     replay_->remember(a.gen.tool_ids(), sampled_tool_block(a.gen.raw(), a.request.thinking));
   }
   Event done{.kind = EventKind::kDone, .text = a.gen.raw(), .finish = reason};
-  const size_t prompt = a.planned ? a.prompt.size() : a.request.prompt.size();
-  done.usage = {.prompt_tokens = static_cast<int>(prompt),
+  done.usage = {.prompt_tokens = static_cast<int>(a.prompt.size()),
                 .cached_tokens = a.cached,
                 .completion_tokens = a.generated};
   done.error = std::move(error);

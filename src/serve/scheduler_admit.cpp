@@ -72,13 +72,10 @@ void Scheduler::place(std::unique_ptr<Waiting> w) {
   Session& s = *slot->session;
   if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan));
   a.prompt = std::move(plan.tokens);
-  a.planned = true;
   if (a.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
     // Only a re-tokenized text continuation can grow past the context (submit checked the rest).
     return finish(*slot, FinishReason::kError,
-                  Status::out_of_range("Prompt has %zu tokens, but the configured context size "
-                                       "is %d tokens",
-                                       a.prompt.size(), options_.n_ctx));
+                  prompt_over_context(a.prompt.size(), options_.n_ctx));
   }
   // A session keeps its tokens only when they are a prefix of the prompt; otherwise it starts
   // again from position 0 (session.h: the CPU state cannot drop rows), which the first prefill

@@ -25,8 +25,7 @@ struct Scheduler::Active {
   Rng rng;
   Generation gen;
   uint64_t arrival;             // admission order: prefill chunks share a step's budget by it
-  std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h); empty until planned
-  bool planned = false;
+  std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h), set by place()
   bool decoding = false;
   int cached = 0;
   int generated = 0;
@@ -34,6 +33,13 @@ struct Scheduler::Active {
   TokenId next = 0;   // decoding: the token sampled this step, evaluated by the step
   size_t target = 0;  // prefilling: the prompt length the session reaches with this step
 };
+
+// The refusal of a prompt that does not fit in a session (at submit, and at placement when a
+// re-tokenized continuation grew past it).
+inline Status prompt_over_context(size_t tokens, int n_ctx) {
+  return Status::out_of_range("Prompt has %zu tokens, but the configured context size is %d tokens",
+                              tokens, n_ctx);
+}
 
 struct Scheduler::Slot {
   std::unique_ptr<Session> session;
