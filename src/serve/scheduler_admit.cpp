@@ -35,6 +35,7 @@ Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan
   Slot* reuse = nullptr;
   Slot* empty = nullptr;
   Slot* lru = nullptr;
+  PromptPlan lru_plan;  // the miss plan of the least recently used session, kept from the scan
   for (auto& slot : slots_) {
     if (slot->active) continue;
     const Session& s = *slot->session;
@@ -42,17 +43,24 @@ Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan
       if (!empty) empty = slot.get();
       continue;
     }
-    if (!lru || slot->last_used < lru->last_used) lru = slot.get();
     PromptPlan p = plan_prompt(s.tokens(), *tok_, request);
-    if (p.source != CacheSource::kMiss && (!reuse || p.reusable > plan->reusable)) {
-      reuse = slot.get();
-      *plan = std::move(p);
+    if (p.source != CacheSource::kMiss) {
+      if (!reuse || p.reusable > plan->reusable) {
+        reuse = slot.get();
+        *plan = std::move(p);
+      }
+    } else if (!lru || slot->last_used < lru->last_used) {
+      lru = slot.get();
+      lru_plan = std::move(p);
     }
   }
   if (reuse) return reuse;
-  Slot* slot = empty ? empty : lru;
-  if (slot) *plan = plan_prompt(slot->session->tokens(), *tok_, request);
-  return slot;
+  if (empty) {
+    *plan = plan_prompt(empty->session->tokens(), *tok_, request);
+    return empty;
+  }
+  if (lru) *plan = std::move(lru_plan);
+  return lru;
 }
 
 void Scheduler::place(std::unique_ptr<Waiting> w) {
