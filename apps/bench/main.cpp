@@ -18,8 +18,11 @@
 #include "ds4/sampling.h"
 #include "ds4/session.h"
 #include "ds4/tokenizer.h"
+#include "multi.h"
 
 namespace {
+
+using ds4bench::greedy_no_eos;
 
 constexpr int kUsageError = 2;
 constexpr int kRunError = 1;
@@ -39,6 +42,8 @@ struct BenchOptions {
   int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;
   bool op_times = false;  // print the host time spent in each backend op while generating
+  std::vector<int> sessions;  // --sessions: the multi-session decode mode (multi.h)
+  int stride = 1024;
 };
 
 struct Row {
@@ -92,15 +97,6 @@ std::vector<ds4::TokenId> bench_tokens(const ds4::Tokenizer& tok, const std::str
     out.insert(out.end(), body.begin(), body.begin() + static_cast<std::ptrdiff_t>(take));
   }
   return out;
-}
-
-// Greedy over every token but EOS, so the probe always decodes the same number of tokens.
-ds4::TokenId greedy_no_eos(std::span<const float> logits, ds4::TokenId eos) {
-  const ds4::TokenId best = ds4::argmax(logits);
-  if (best != eos || eos < 0) return best;
-  std::vector<float> masked(logits.begin(), logits.end());
-  masked[static_cast<size_t>(eos)] = ds4::kNegInf;
-  return ds4::argmax(masked);
 }
 
 void write_row(FILE* csv, const Row& r) {
@@ -246,6 +242,15 @@ int main(int argc, char** argv) {
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
   app.add_flag("--op-times", o.op_times,
                "print the host time per generated token in each backend op (stderr)");
+  app.add_option("--sessions", o.sessions,
+                 "multi-session decode mode: for each N, N sessions prefilled to --ctx-start "
+                 "tokens decode --gen-tokens steps together (one CSV row per N)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--stride", o.stride,
+                 "multi-session mode: session i's text starts stride * i tokens in")
+      ->check(CLI::Range(1, 1048576))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -257,6 +262,7 @@ int main(int argc, char** argv) {
     return usage_error("--ctx-start " + std::to_string(o.ctx_start) + " is above --ctx-max " +
                        std::to_string(o.ctx_max));
   }
+  if (!o.sessions.empty()) o.ctx_max = o.ctx_start;  // every session sits at ctx_start
   const int64_t needed = int64_t{o.ctx_max} + o.gen_tokens + 1;
   if (o.ctx == 0) {
     if (needed > 1048576) return usage_error("--ctx-max + --gen-tokens exceed 1048575 tokens");
@@ -279,7 +285,12 @@ int main(int argc, char** argv) {
   if (!tok.is_ok()) return usage_error(tok.status().message());
   if (tok->special_ids().bos < 0) return usage_error("the model's vocabulary has no BOS token");
   int text_tokens = 0;
-  const std::vector<ds4::TokenId> tokens = bench_tokens(*tok, text, o.ctx_max, &text_tokens);
+  const int max_sessions =
+      o.sessions.empty() ? 1 : *std::max_element(o.sessions.begin(), o.sessions.end());
+  const int64_t span_tokens = int64_t{o.stride} * (max_sessions - 1) + o.ctx_max;
+  if (span_tokens > (int64_t{1} << 28)) return usage_error("--stride x --sessions is too large");
+  const std::vector<ds4::TokenId> tokens =
+      bench_tokens(*tok, text, static_cast<int>(span_tokens), &text_tokens);
   if (text_tokens == 0) return usage_error("prompt file '" + o.prompt_file + "' has no text");
 
   ds4::EngineOptions eo;
@@ -290,6 +301,24 @@ int main(int argc, char** argv) {
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
+  if (!o.sessions.empty()) {
+    ds4bench::MultiOptions mo;
+    mo.sessions = o.sessions;
+    mo.position = o.ctx_start;
+    mo.stride = o.stride;
+    mo.gen_tokens = o.gen_tokens;
+    mo.ctx = o.ctx;
+    mo.prefill_chunk = o.prefill_chunk;
+    mo.op_times = o.op_times;
+    mo.fail = run_error;
+    FILE* out = o.csv.empty() ? stdout : std::fopen(o.csv.c_str(), "w");
+    if (out == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
+    const std::vector<ds4::TokenId> body(tokens.begin() + 1, tokens.end());  // without BOS
+    const int rc = ds4bench::run_sessions(e, body, tok->special_ids().bos,
+                                          tok->special_ids().eos, mo, out);
+    if (out != stdout && std::fclose(out) != 0) return run_error("CSV", ds4::Status::internal("close failed"));
+    return rc;
+  }
   auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});
   if (!session.is_ok()) return usage_error(session.status().message());
 

@@ -22,6 +22,9 @@
 #                 KREGEX replaces the kernel-name pattern; LSKIP skips that many matching
 #                 launches first.
 #   fillchunk     fill's sections in the chunk run (the chunk at AT): $OUT/ncu-fillchunk.csv.
+#   multi         one decode step of SESSIONS (default 16) sessions batched together, each at
+#                 2,048 tokens of its own slice of the fixture text (ds4-bench --sessions):
+#                 $OUT/ncu-multi.csv.
 # The raw CSV goes to $OUT/ncu-prefill.csv or $OUT/ncu-decode.csv (launch order kept, so the
 # prefill batch and each decoded token can be told apart: each starts with the embedding kernel).
 set -euo pipefail
@@ -56,6 +59,15 @@ else
   n=4
 fi
 ncu --version | tail -1
+if [[ $mode == multi ]]; then
+  DS4_CUDA_PROFILE_STEPS=1 ncu --profile-from-start off --clock-control none --cache-control none \
+    "${metrics[@]}" build-dev/bin/ds4-bench -m "$model" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "${SESSIONS:-16}" --ctx-start 2048 -n 2 \
+    > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
+  tail -2 "$out/profile_err.txt"
+  wc -l "$out/ncu-multi.csv"
+  exit 0
+fi
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
   build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-2048}" \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }

@@ -39,6 +39,9 @@
 #   gtest    the GoogleTest suite of label cuda (model_cuda_test: the CUDA backend against the
 #            reference vectors and the CPU backend, batched sessions against their runs alone),
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
+#   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
+#            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
+#   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -238,6 +241,16 @@ has ds4bench && step ds4bench 500 ds4bench && tail -8 "$out/ds4bench.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"
+fi
+if has multi; then
+  step multi 400 build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8,16,32}" \
+    --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
+  tail -8 "$out/multi.log"; cat "$out/multi.csv"
+fi
+if has profmulti; then
+  OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
+  tail -3 "$out/profmulti.log"
 fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode

@@ -127,8 +127,11 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
   const bool warm = n == last_step_rows_ && seq == last_step_seq_;
   last_step_rows_ = n;
   last_step_seq_ = seq;
-  // A profiler range (ncu/nsys with the range filter) over the first one-row steps.
-  if (n == 1 && profiled_steps_ < options_.profile_steps && profiled_steps_++ == 0)
+  // A profiler range (ncu/nsys with the range filter) over the first decode steps: steps of
+  // one row per sequence (one session decoding, or several batched by the server).
+  bool decode = n > 0;
+  for (int i = 1; i < n && decode; ++i) decode = rows[i].seq != rows[i - 1].seq;
+  if (decode && profiled_steps_ < options_.profile_steps && profiled_steps_++ == 0)
     DS4_CUDA_CHECK(cudaProfilerStart());
   // Or over one prefill chunk: the first step of several rows from position profile_at.
   if (options_.profile_at >= 0 && profile_at_state_ == 0 && n > 1 &&
@@ -177,7 +180,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPHS=0 launches every kernel eagerly. A step captured whole measured slower than
   // eager launches (51.0 vs 60.5 tokens/s): the GPU idled while the host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N one-row steps (ncu --profile-from-start off),
+  // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu --profile-from-start off),
   // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
   // DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64 tensor-core kernel instead
   // of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742 instead of 3,100 tokens/s

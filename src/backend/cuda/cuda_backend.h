@@ -80,7 +80,7 @@ class CudaBackend final : public Backend {
     bool graphs = true;        // submit decode steps (one row) as CUDA graphs (StepGraph)
     bool graph_stats = false;  // report the graphs' use on stderr when destroyed
     int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
-    int profile_steps = 0;     // > 0: the CUDA profiler range covers this many one-row steps
+    int profile_steps = 0;     // > 0: the CUDA profiler range covers this many decode steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
     // (blas_products.h).
