@@ -49,9 +49,15 @@ TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, R
   }
   const TokenId best = argmax(logits);
   if (max <= kNegInf) return best;
+  // Below `cut` a token's weight is under min_p whatever exp's rounding (exp(cut) is 1% under
+  // min_p), so its exponential is skipped: with the default min_p almost every token's is, which
+  // the server pays per decoded row (129,280 exponentials, twice). The weights are the same.
+  const float cut = min_p > 0.0f ? std::log(min_p) - 0.01f : -INFINITY;
   auto weight = [&](float v) -> float {
     if (!finite_logit(v)) return 0.0f;
-    const float p = std::exp((v - max) / t);
+    const float z = (v - max) / t;
+    if (z < cut) return 0.0f;
+    const float p = std::exp(z);
     return p < min_p ? 0.0f : p;  // relative to the best token's probability (which is 1)
   };
   float s = 0.0f;

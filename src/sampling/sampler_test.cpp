@@ -102,6 +102,23 @@ TEST(Sampling, MinPTopPAndTopKTruncate) {
   EXPECT_EQ(f.count(3), 0u);
 }
 
+// The full-vocabulary path skips the exponentials of tokens far under min_p; tokens just above
+// the cut keep their weight and tokens just under it none, at temperatures above and below 1.
+TEST(Sampling, MinPBoundaryIsExactOnTheFullVocabularyPath) {
+  for (const float t : {0.6f, 1.0f, 1.7f}) {
+    SamplingParams p;
+    p.seed = 11;
+    p.temperature = t;
+    p.min_p = 0.05f;
+    const float edge = std::log(p.min_p) * t;  // logit offset whose weight is exactly min_p
+    const std::vector<float> logits = {0.0f, edge + 1e-3f * t, edge - 1e-3f * t, -40.0f};
+    auto f = frequencies(logits, p, 40000);
+    EXPECT_GT(f[1], 0.03) << t;  // weight ~0.05 of ~1.05: drawn ~4.8% of the time
+    EXPECT_EQ(f.count(2), 0u) << t;
+    EXPECT_EQ(f.count(3), 0u) << t;
+  }
+}
+
 TEST(Sampling, SameSeedSameTokensAndNonFiniteLogitsAreNeverDrawn) {
   std::vector<float> logits(1000);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(float(i)) * 3;

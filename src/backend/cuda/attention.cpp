@@ -3,7 +3,9 @@
 // spare rows and the scratch sizes) and each run goes through the batched kernels
 // (kernels/attention.cuh) step by step: RoPE + FP8 + raw store, compressor lanes, indexer scores
 // and top-k, sink attention. Every per-row quantity follows from the row's position, so nothing
-// here waits for the device; a run computes what the rows would one by one, bit for bit.
+// here waits for the device; a run computes what the rows would one by one, bit for bit. The runs
+// of a step of several sequences (the server's batched decode) go to side streams, so that the
+// sequences' small kernels overlap; a run's results do not depend on its stream.
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>
@@ -64,26 +66,73 @@ int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_
   return static_cast<int>(std::max<int64_t>(1, limit));
 }
 
+CudaBackend::AttentionLane::~AttentionLane() {
+  if (!owned) return;
+  if (done != nullptr) cudaEventDestroy(done);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+void CudaBackend::AttentionLane::open() {
+  if (owned) return;
+  DS4_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DS4_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  owned = true;
+}
+
 void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
                                const AttentionInputs& in, Act out) {
+  runs_.clear();
+  int sequences = 0;
+  int ahead = 0;  // rows of this run's sequence in the runs before it (they run first)
   size_t r = 0;
   while (r < rows.size()) {
     DeviceSequence& s = sequence(rows[r].seq);
     DS4_CHECK(il >= 0 && il < static_cast<int>(s.layers.size()));
     DeviceLayer& c = s.layers[il];
+    const bool same = !runs_.empty() && runs_.back().seq == rows[r].seq;
+    ahead = same ? ahead + runs_.back().span.n : 0;
+    if (!same) ++sequences;
     const int limit = run_limit(l, c, s.layout.n_ctx);
     int n = 0;
     while (r + n < rows.size() && n < limit && rows[r + n].seq == rows[r].seq) {
-      check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens + n, s.layout.n_ctx, rows[r + n]);
+      check_row_continues(il, c.lay.ratio, l.ratio, c.n_tokens + ahead + n, s.layout.n_ctx,
+                          rows[r + n]);
       ++n;
     }
-    attend_run(l, c, RowSpan{rows[r].pos, n}, s.layout.n_ctx, in, static_cast<int64_t>(r), out);
+    runs_.push_back({&c, s.layout.n_ctx, RowSpan{rows[r].pos, n}, static_cast<int64_t>(r),
+                     rows[r].seq});
     r += static_cast<size_t>(n);
+  }
+  // One sequence (decode of one session, a prefill chunk), or a step being recorded: the main
+  // stream. Several sequences: each on a side lane (a sequence's runs stay in order on one
+  // lane); the lanes start after the work queued so far and the main stream waits for them all.
+  if (sequences == 1 || graph_.recording()) {
+    for (const Run& run : runs_)
+      attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, main_lane_);
+    return;
+  }
+  if (fork_ == nullptr) DS4_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  DS4_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+  const int used = std::min(sequences, kAttentionLanes);
+  for (int i = 0; i < used; ++i) {
+    side_lanes_[i].open();
+    DS4_CUDA_CHECK(cudaStreamWaitEvent(side_lanes_[i].stream, fork_, 0));
+  }
+  int lane = -1;
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    if (i == 0 || runs_[i].seq != runs_[i - 1].seq) lane = (lane + 1) % kAttentionLanes;
+    const Run& run = runs_[i];
+    attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[lane]);
+  }
+  for (int i = 0; i < used; ++i) {
+    DS4_CUDA_CHECK(cudaEventRecord(side_lanes_[i].done, side_lanes_[i].stream));
+    DS4_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_lanes_[i].done, 0));
   }
 }
 
 void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
-                             const AttentionInputs& in, int64_t r0, Act out) {
+                             const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where) {
+  cudaStream_t stream = where.stream;
   // A one-row step sizes its scratch for the whole context at once, so that recorded steps
   // (graphs, begin_step) never need to grow it.
   const bool single = run.n == 1;
@@ -91,13 +140,13 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   const RopeArg rope = rope_arg(l.rope);
   const int p_end = run.p0 + run.n;
   launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope, run,
-                        num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream_);
+                        num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream);
   if (l.ratio != 0) {
     DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
     const CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv,
                                         in.comp_gate, r0, l.comp_ape, l.comp_norm, false);
     c.n_comp += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
-                                  c.comp.floats() + int64_t{c.n_comp} * kHd, stream_);
+                                  c.comp.floats() + int64_t{c.n_comp} * kHd, stream);
   }
   const int32_t* visible = nullptr;
   if (l.ratio == 4) {
@@ -105,20 +154,20 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
     const CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv,
                                         in.index_gate, r0, l.index_ape, l.index_norm, true);
     c.n_index += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
-                                   c.index.floats() + int64_t{c.n_index} * kIhd, stream_);
+                                   c.index.floats() + int64_t{c.n_index} * kIhd, stream);
     DS4_CHECK(c.n_index == c.n_comp);
     if (c.n_index > l.index_top_k) {  // some row of the run selects
       launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
-                           num.qat_simulation, stream_);
+                           num.qat_simulation, stream);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
       float* scores =
-          scratch(index_scores_, single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
-      grow(visible_, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+          scratch(where.index_scores, single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
+      grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
       launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
                             in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
                             l.index_top_k, run, c.n_index, scores,
-                            static_cast<int32_t*>(visible_.get()), stream_);
-      visible = static_cast<const int32_t*>(visible_.get());
+                            static_cast<int32_t*>(where.visible.get()), stream);
+      visible = static_cast<const int32_t*>(where.visible.get());
     }
   }
   AttentionGeometry g;
@@ -130,10 +179,10 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
   const int64_t rows_reserved =
       single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
-  float* sc = scratch(scores_, int64_t{run.n} * l.n_head * (rows_reserved + 1));
+  float* sc = scratch(where.scores, int64_t{run.n} * l.n_head * (rows_reserved + 1));
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
                    static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
-                   stream_);
+                   stream);
   c.n_tokens += run.n;
 }
 

@@ -118,6 +118,7 @@ void PinnedInts::reserve(size_t n) {
 
 CudaBackend::CudaBackend(const Options& options) : options_(options) {
   DS4_CUDA_CHECK(cudaStreamCreate(&stream_));
+  main_lane_.stream = stream_;
   if (options_.blas) blas_ = std::make_unique<BlasProducts>();
 }
 
@@ -168,6 +169,7 @@ CudaBackend::~CudaBackend() {
                  static_cast<long long>(graph_.counts().instantiations));
   }
   seqs_.clear();
+  if (fork_ != nullptr) cudaEventDestroy(fork_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 

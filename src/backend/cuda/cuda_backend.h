@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <vector>
@@ -140,9 +141,25 @@ class CudaBackend final : public Backend {
                       float* y_gate, float* y_up, const SlotGroups* by_expert = nullptr);
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
-  // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ...
+  // Where an attention run goes: a stream and the run's scratch. The main lane is stream_; a step
+  // of several sequences spreads them over side lanes, whose kernels overlap (one sequence's
+  // attention kernels fill a fraction of the GPU).
+  struct AttentionLane {
+    AttentionLane() = default;
+    AttentionLane(const AttentionLane&) = delete;
+    AttentionLane& operator=(const AttentionLane&) = delete;
+    ~AttentionLane();
+    void open();  // a stream and an event of its own
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+    bool owned = false;
+    DeviceMemory scores, index_scores, visible;
+  };
+  static constexpr int kAttentionLanes = 8;
+  // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ..,
+  // queued on lane.stream.
   void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
-                  const AttentionInputs& in, int64_t r0, Act out);
+                  const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
   // Grows m to at least `bytes` (a recording step is cut short first: allocations wait for the
@@ -167,8 +184,19 @@ class CudaBackend final : public Backend {
   StepGraph graph_{options_.graph_segment};
   std::unique_ptr<BlasProducts> blas_;  // null when options_.blas is off
   DeviceMemory blas_scratch_;
-  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, scores_,
-      index_scores_, visible_, tickets_, split_;
+  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, tickets_,
+      split_;
+  AttentionLane main_lane_;  // stream_, not owned
+  std::array<AttentionLane, kAttentionLanes> side_lanes_;  // opened at the first step that fans out
+  cudaEvent_t fork_ = nullptr;
+  struct Run {  // an attention run of do_attention's batch
+    DeviceLayer* c;
+    int n_ctx;
+    RowSpan span;
+    int64_t r0;
+    int seq;
+  };
+  std::vector<Run> runs_;
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

@@ -7,7 +7,7 @@
 // kBody is a multiple of 16 and the plane starts at the (16-byte aligned) allocation, so every
 // body is 16-byte aligned; the total size equals the GGUF size.
 //
-// Kernel: a CTA owns 16 (8 or 4 for small one-slot products) consecutive output rows of one
+// Tile kernel: a CTA owns 16 consecutive output rows of one
 // matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of
 // kChunk (half as many for Q8_0, whose terms are two floats): every thread computes the terms of
 // some (row, block) items, reading each weight block once for all of the CTA's slots, and parks
@@ -46,10 +46,9 @@ using quant::ActQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
-constexpr int kRows = 16;      // output rows per CTA (fewer for small one-slot products)
+constexpr int kRows = 16;      // output rows per CTA of the tile kernel
 constexpr int kMaxSlots = 8;   // activation rows per CTA (weights read once for all of them)
 constexpr int kChunk = 64;     // blocks per shared-memory round
-constexpr int kMinCtas = 264;  // two CTAs per SM of an H100/H200: fewer rows per CTA below
 
 struct PlanarArgs {
   const uint8_t* body;
@@ -69,7 +68,8 @@ struct PlanarArgs {
   SlotGroups groups;  // order == nullptr: slots in index order
   float* y;
   int64_t y_stride;
-  bool stage_x;  // planar_rows_kernel: copy the activation row into shared memory first
+  bool stage_x;  // planar_rows_kernel: copy the activation rows into shared memory first
+  bool slot_groups_in_x;  // planar_rows_kernel: blockIdx.x is the slot group, blockIdx.y the rows
 };
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
@@ -170,25 +170,29 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
-// One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
-// row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
-// blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
-// by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
-// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight, and the
-// next two rounds' loads are issued before this round's fold.
-// With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
-// into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
-// bank conflicts), which from global memory costs a cache line per lane and load.
-template <class F, int kLanes>
+// kSlots slots per CTA (decode: one token's row, or one expert slot; a batched decode step of
+// a few sessions: up to 8 rows), kLanes lanes per output row: lane l forms the terms of blocks
+// l, l + kLanes, .. (its 16-byte loads of neighbouring blocks coalesce across the lanes) for
+// every slot from one load of the weights, and each round's kLanes terms reach every lane of the
+// row by shuffles and are added in block order, so each slot's fold is the tile kernel's, bit for
+// bit, with no shared memory round trip or barrier per chunk. Two rounds of loads are in flight,
+// and the next two rounds' loads are issued before this round's fold.
+// With a.stage_x (the CTA's rows all in one row group), the CTA first copies its slots'
+// activation rows into shared memory: the lanes of a row read blocks kXBytes apart (an odd number
+// of words, so no bank conflicts), which from global memory costs a cache line per lane and load.
+// The grid is (row CTAs, slot groups), or (slot groups, row CTAs) with a.slot_groups_in_x, where
+// the CTAs of one weight tile for all slot groups run together and share its reads in L2.
+template <class F, int kLanes, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
-  const int slot = static_cast<int>(blockIdx.y);
-  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  const int row_cta = static_cast<int>(a.slot_groups_in_x ? blockIdx.y : blockIdx.x);
+  const int slot0 = static_cast<int>(a.slot_groups_in_x ? blockIdx.x : blockIdx.y) * kSlots;
+  const int ns = min(kSlots, a.n_slots - slot0);
+  const int e = a.experts != nullptr ? a.experts[slot0] : 0;  // kSlots == 1 with experts
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
-  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
+  const int64_t o_raw = (static_cast<int64_t>(row_cta) * kThreads + threadIdx.x) / kLanes;
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
   const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
   const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
@@ -198,40 +202,63 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     return w;
   };
   typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
-  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  const uint8_t* x[kSlots];
+  const int words = a.nb * (F::kXBytes / 4);
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int slot = slot0 + min(s, ns - 1);
+    const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
+    x[s] = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  }
   if (a.stage_x) {
-    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (kThreads / kLanes);
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(
-        a.enc + xr * a.enc_row_bytes + (first_row / a.rows_per_group) * a.enc_group_bytes);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage);
-    const int words = a.nb * (F::kXBytes / 4);
-    for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
-    x = x_stage;
+    const int64_t first_row = static_cast<int64_t>(row_cta) * (kThreads / kLanes);
+    const int64_t group_off = (first_row / a.rows_per_group) * a.enc_group_bytes;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (s < ns) {
+        const int64_t xr = a.rows != nullptr ? a.rows[slot0 + s] : slot0 + s;
+        const uint32_t* src = reinterpret_cast<const uint32_t*>(a.enc + xr * a.enc_row_bytes + group_off);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage) + s * words;
+        for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
+      }
+      x[s] = x_stage + int64_t{min(s, ns - 1)} * words * 4;
+    }
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
   using Term = typename F::Term;
-  auto term = [&](const typename F::W& w, int b) {
-    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
-  };
-  float acc = 0.0f;
+  float acc[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) acc[s] = 0.0f;
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
-    const Term t0 = term(wa, ba);
-    const Term t1 = term(wb, bb);
+    Term t0[kSlots], t1[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      t0[s] = ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
+      t1[s] = bb < a.nb ? F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables) : Term{};
+    }
     if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
 #pragma unroll
-    for (int j = 0; j < kLanes; ++j) {
-      const Term v = planar::shfl_term(t0, j, kLanes);
-      if (b0 + j < a.nb) acc = planar::add_term(acc, v);
-    }
+    for (int s = 0; s < kSlots; ++s) {
 #pragma unroll
-    for (int j = 0; j < kLanes; ++j) {
-      const Term v = planar::shfl_term(t1, j, kLanes);
-      if (b0 + kLanes + j < a.nb) acc = planar::add_term(acc, v);
+      for (int j = 0; j < kLanes; ++j) {
+        const Term v = planar::shfl_term(t0[s], j, kLanes);
+        if (b0 + j < a.nb) acc[s] = planar::add_term(acc[s], v);
+      }
+#pragma unroll
+      for (int j = 0; j < kLanes; ++j) {
+        const Term v = planar::shfl_term(t1[s], j, kLanes);
+        if (b0 + kLanes + j < a.nb) acc[s] = planar::add_term(acc[s], v);
+      }
     }
   }
-  if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
+  if (lane == 0 && o_raw < a.out) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (s < ns) a.y[int64_t{slot0 + s} * a.y_stride + o] = F::finish(acc[s]);
+    }
+  }
 }
 
 // ---- packing: one thread per block ----
@@ -286,6 +313,9 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // them) and more loads in flight per thread; the fold, and so the result, is the same. On the
 // H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
+// The rows kernel serves products of one matrix up to this many slots (8 per CTA); more take the
+// tensor cores (planar_uses_imma) or the tile kernel.
+constexpr int kRowsMaxSlots = 32;
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -303,51 +333,61 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
-  // lane a block at a time (planar_rows_kernel).
-  if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
-    DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ && a.out > 0, "planar matmul: %d slots, %d rows",
-                  a.n_slots, a.out);
+  // Experts without groups, or a few slots of one matrix (decode; a batched decode step of a few
+  // sessions): a few lanes per output row, each lane a block at a time (planar_rows_kernel), up
+  // to 8 slots per CTA from one read of the weights.
+  if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots <= kRowsMaxSlots)) {
+    DS4_CHECK_MSG(a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
+    const int slots = a.experts != nullptr || a.n_slots == 1 ? 1
+                      : a.n_slots == 2                     ? 2
+                      : a.n_slots <= 4                     ? 4
+                                                           : 8;
+    const int64_t slot_groups = (a.n_slots + slots - 1) / slots;
     constexpr int per_lane = kRowsBlocksPerLane;
     const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
-    DS4_CHECK(ctas <= INT_MAX);
-    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
-    // Staged when the CTA's rows share one row group and the row fits the default shared memory.
-    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
+    // Several slot groups: the groups of one weight tile side by side in x (L2 serves the
+    // repeated reads), when the row CTAs fit the y dimension.
+    a.slot_groups_in_x = slot_groups > 1 && ctas <= kMaxGridYZ;
+    DS4_CHECK_MSG(ctas <= INT_MAX && (a.slot_groups_in_x || slot_groups <= kMaxGridYZ),
+                  "planar matmul: %d slots, %d rows", a.n_slots, a.out);
+    const dim3 grid = a.slot_groups_in_x ? dim3(static_cast<unsigned>(slot_groups),
+                                                static_cast<unsigned>(ctas))
+                                         : dim3(static_cast<unsigned>(ctas),
+                                                static_cast<unsigned>(slot_groups));
+    // Staged when the CTA's rows share one row group and the rows fit the default shared memory.
+    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
     static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
     a.stage_x = a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
                 aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
+    auto go = [&](auto lanes_c, auto slots_c) {
+      planar_rows_kernel<F, decltype(lanes_c)::value, decltype(slots_c)::value>
+          <<<grid, kThreads, smem, stream>>>(a);
+    };
+    auto by_slots = [&](auto lanes_c) {
+      if (slots == 1) go(lanes_c, std::integral_constant<int, 1>{});
+      else if (slots == 2) go(lanes_c, std::integral_constant<int, 2>{});
+      else if (slots == 4) go(lanes_c, std::integral_constant<int, 4>{});
+      else go(lanes_c, std::integral_constant<int, 8>{});
+    };
     if (lanes == 32) {
-      planar_rows_kernel<F, 32><<<grid, kThreads, smem, stream>>>(a);
+      by_slots(std::integral_constant<int, 32>{});
     } else if (lanes == 16) {
-      planar_rows_kernel<F, 16><<<grid, kThreads, smem, stream>>>(a);
+      by_slots(std::integral_constant<int, 16>{});
     } else {
-      planar_rows_kernel<F, 8><<<grid, kThreads, smem, stream>>>(a);
+      by_slots(std::integral_constant<int, 8>{});
     }
     DS4_CUDA_CHECK_LAUNCH();
     return;
   }
-  // Otherwise, with one slot per CTA: fewer rows per CTA when 16 would leave SMs idle; the fold
-  // order, and so the result, does not depend on the tile size.
-  int rows = kRows;
-  if (a.slots_per_cta == 1 && a.groups.order == nullptr) {
-    while (rows > 4 && (a.out + rows - 1) / rows * slot_tiles < kMinCtas) rows /= 2;
-  }
-  const int64_t tiles = (a.out + rows - 1) / rows;
+  // Otherwise (many slots of one matrix where the tensor cores do not apply, or slots grouped
+  // by expert): the tile kernel, kMaxSlots slots per CTA.
+  const int64_t tiles = (a.out + kRows - 1) / kRows;
   DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= kMaxGridYZ, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
-  if (a.slots_per_cta > 1 || a.groups.order != nullptr) {
-    planar_kernel<F, kRows, kMaxSlots><<<grid, kThreads, 0, stream>>>(a);
-  } else if (rows == 16) {
-    planar_kernel<F, 16, 1><<<grid, kThreads, 0, stream>>>(a);
-  } else if (rows == 8) {
-    planar_kernel<F, 8, 1><<<grid, kThreads, 0, stream>>>(a);
-  } else {
-    planar_kernel<F, 4, 1><<<grid, kThreads, 0, stream>>>(a);
-  }
+  planar_kernel<F, kRows, kMaxSlots><<<grid, kThreads, 0, stream>>>(a);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -420,10 +460,12 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   const int64_t rows_per_group = w.ne[1] / groups;
   if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
   if (path == PlanarPath::kImma) return true;
-  // kAuto: enough slots per CTA for the tensor cores to pay (a guess, to be tuned on the device):
-  // 16 slots fill two of the CTA's four slot tiles; grouped, an expert should average a slot.
-  constexpr int64_t kMinSlots = 16;
-  return n_slots >= kMinSlots && (!experts || n_slots >= w.ne[2]);
+  // kAuto: enough slots per CTA for the tensor cores to pay. Without experts, up to
+  // kRowsMaxSlots slots take the rows kernel, which reads the weights at the bandwidth (on the
+  // H200, 16 decode rows of Flash q2 spent 15.8 ms in 345 tensor-core products, bench/serving.md);
+  // grouped, 16 slots fill two of the CTA's four slot tiles and an expert should average a slot.
+  if (!experts) return n_slots > kRowsMaxSlots;
+  return n_slots >= 16 && n_slots >= w.ne[2];
 }
 
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
