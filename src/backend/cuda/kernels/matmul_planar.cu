@@ -69,7 +69,6 @@ struct PlanarArgs {
   float* y;
   int64_t y_stride;
   bool stage_x;  // planar_rows_kernel: copy the activation rows into shared memory first
-  bool slot_groups_in_x;  // planar_rows_kernel: blockIdx.x is the slot group, blockIdx.y the rows
 };
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
@@ -171,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 }
 
 // kSlots slots per CTA (decode: one token's row, or one expert slot; a batched decode step of
-// a few sessions: up to 8 rows), kLanes lanes per output row: lane l forms the terms of blocks
+// a few sessions: up to 4 rows), kLanes lanes per output row: lane l forms the terms of blocks
 // l, l + kLanes, .. (its 16-byte loads of neighbouring blocks coalesce across the lanes) for
 // every slot from one load of the weights, and each round's kLanes terms reach every lane of the
 // row by shuffles and are added in block order, so each slot's fold is the tile kernel's, bit for
@@ -180,14 +179,13 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 // With a.stage_x (the CTA's rows all in one row group), the CTA first copies its slots'
 // activation rows into shared memory: the lanes of a row read blocks kXBytes apart (an odd number
 // of words, so no bank conflicts), which from global memory costs a cache line per lane and load.
-// The grid is (row CTAs, slot groups), or (slot groups, row CTAs) with a.slot_groups_in_x, where
-// the CTAs of one weight tile for all slot groups run together and share its reads in L2.
+// The grid is (row CTAs, slot groups).
 template <class F, int kLanes, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
-  const int row_cta = static_cast<int>(a.slot_groups_in_x ? blockIdx.y : blockIdx.x);
-  const int slot0 = static_cast<int>(a.slot_groups_in_x ? blockIdx.x : blockIdx.y) * kSlots;
+  const int row_cta = static_cast<int>(blockIdx.x);
+  const int slot0 = static_cast<int>(blockIdx.y) * kSlots;
   const int ns = min(kSlots, a.n_slots - slot0);
   const int e = a.experts != nullptr ? a.experts[slot0] : 0;  // kSlots == 1 with experts
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
@@ -313,9 +311,12 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // them) and more loads in flight per thread; the fold, and so the result, is the same. On the
 // H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
-// The rows kernel serves products of one matrix up to this many slots (8 per CTA); more take the
-// tensor cores (planar_uses_imma) or the tile kernel.
-constexpr int kRowsMaxSlots = 32;
+// The rows kernel serves products of one matrix up to this many slots (one CTA reads the weights
+// for all of them); more take the tensor cores (planar_uses_imma) or the tile kernel. Every lane
+// folds every slot's terms, so the fold grows with the slots: on the H200, 16 decode rows of
+// Flash q2 in CTAs of 8 slots spent 31.2 ms in the Q8_0 products where the tensor cores spent
+// 15.8 (bench/serving.md).
+constexpr int kRowsMaxSlots = 4;
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -335,26 +336,17 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
   // Experts without groups, or a few slots of one matrix (decode; a batched decode step of a few
   // sessions): a few lanes per output row, each lane a block at a time (planar_rows_kernel), up
-  // to 8 slots per CTA from one read of the weights.
+  // to kRowsMaxSlots slots per CTA from one read of the weights.
   if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots <= kRowsMaxSlots)) {
     DS4_CHECK_MSG(a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
-    const int slots = a.experts != nullptr || a.n_slots == 1 ? 1
-                      : a.n_slots == 2                     ? 2
-                      : a.n_slots <= 4                     ? 4
-                                                           : 8;
+    const int slots = a.experts != nullptr || a.n_slots == 1 ? 1 : (a.n_slots == 2 ? 2 : 4);
     const int64_t slot_groups = (a.n_slots + slots - 1) / slots;
     constexpr int per_lane = kRowsBlocksPerLane;
     const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
     const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
-    // Several slot groups: the groups of one weight tile side by side in x (L2 serves the
-    // repeated reads), when the row CTAs fit the y dimension.
-    a.slot_groups_in_x = slot_groups > 1 && ctas <= kMaxGridYZ;
-    DS4_CHECK_MSG(ctas <= INT_MAX && (a.slot_groups_in_x || slot_groups <= kMaxGridYZ),
-                  "planar matmul: %d slots, %d rows", a.n_slots, a.out);
-    const dim3 grid = a.slot_groups_in_x ? dim3(static_cast<unsigned>(slot_groups),
-                                                static_cast<unsigned>(ctas))
-                                         : dim3(static_cast<unsigned>(ctas),
-                                                static_cast<unsigned>(slot_groups));
+    DS4_CHECK_MSG(ctas <= INT_MAX && slot_groups <= kMaxGridYZ, "planar matmul: %d slots, %d rows",
+                  a.n_slots, a.out);
+    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
     // Staged when the CTA's rows share one row group and the rows fit the default shared memory.
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
     static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
@@ -368,8 +360,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     auto by_slots = [&](auto lanes_c) {
       if (slots == 1) go(lanes_c, std::integral_constant<int, 1>{});
       else if (slots == 2) go(lanes_c, std::integral_constant<int, 2>{});
-      else if (slots == 4) go(lanes_c, std::integral_constant<int, 4>{});
-      else go(lanes_c, std::integral_constant<int, 8>{});
+      else go(lanes_c, std::integral_constant<int, 4>{});
     };
     if (lanes == 32) {
       by_slots(std::integral_constant<int, 32>{});
@@ -460,10 +451,8 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   const int64_t rows_per_group = w.ne[1] / groups;
   if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
   if (path == PlanarPath::kImma) return true;
-  // kAuto: enough slots per CTA for the tensor cores to pay. Without experts, up to
-  // kRowsMaxSlots slots take the rows kernel, which reads the weights at the bandwidth (on the
-  // H200, 16 decode rows of Flash q2 spent 15.8 ms in 345 tensor-core products, bench/serving.md);
-  // grouped, 16 slots fill two of the CTA's four slot tiles and an expert should average a slot.
+  // kAuto: without experts, past kRowsMaxSlots slots (fewer take the rows kernel); grouped, 16
+  // slots fill two of the CTA's four slot tiles and an expert should average a slot.
   if (!experts) return n_slots > kRowsMaxSlots;
   return n_slots >= 16 && n_slots >= w.ne[2];
 }

@@ -471,8 +471,9 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .n_mat = 3,
        .experts = {2, 0, 1, 2, 0, 1},
        .rows = {0, 0, 0, 0, 0, 0}},
-      // A batched decode step of a few sessions: the rows kernel, 8 slots per CTA, the slot
-      // groups of a weight tile side by side; a partial last group, a row map, groups 2.
+      // Batched decode steps of a few sessions: the rows kernel with 4 slots per CTA in slot
+      // groups side by side (scalar path), a partial last group, a row map, groups 2; or the
+      // tensor cores (default path).
       {.name = "21 slots (batched decode)",
        .cols = col_sizes[3],
        .out = 45,
