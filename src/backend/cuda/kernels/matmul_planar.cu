@@ -22,6 +22,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
@@ -68,8 +69,15 @@ struct PlanarArgs {
   SlotGroups groups;  // order == nullptr: slots in index order
   float* y;
   int64_t y_stride;
-  bool stage_x;  // planar_rows_kernel: copy the activation rows into shared memory first
+  bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
+  bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
 };
+
+// Bytes of the slots kernel's fold lines (8 warps of warp_terms terms), a multiple of 16.
+template <class Term>
+__host__ __device__ constexpr int64_t slots_fold_bytes(int warp_terms) {
+  return (int64_t{kThreads / 32} * warp_terms * static_cast<int64_t>(sizeof(Term)) + 15) / 16 * 16;
+}
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
 // blockIdx.y * slots_per_cta ..; with groups (kSlots == kMaxSlots): the group blockIdx.y of the
@@ -169,31 +177,98 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
-// kSlots slots per CTA (decode: one token's row, or one expert slot; a batched decode step of
-// a few sessions: up to 4 rows), kLanes lanes per output row: lane l forms the terms of blocks
-// l, l + kLanes, .. (its 16-byte loads of neighbouring blocks coalesce across the lanes) for
-// every slot from one load of the weights, and each round's kLanes terms reach every lane of the
-// row by shuffles and are added in block order, so each slot's fold is the tile kernel's, bit for
-// bit, with no shared memory round trip or barrier per chunk. Two rounds of loads are in flight,
-// and the next two rounds' loads are issued before this round's fold.
-// With a.stage_x (the CTA's rows all in one row group), the CTA first copies its slots'
-// activation rows into shared memory: the lanes of a row read blocks kXBytes apart (an odd number
-// of words, so no bank conflicts), which from global memory costs a cache line per lane and load.
-// The grid is (row CTAs, slot groups).
-template <class F, int kLanes, int kSlots>
+// One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
+// row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
+// blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
+// by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
+// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight, and the
+// next two rounds' loads are issued before this round's fold.
+// With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
+// into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
+// bank conflicts), which from global memory costs a cache line per lane and load.
+template <class F, int kLanes>
 __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
-  const int row_cta = static_cast<int>(blockIdx.x);
-  const int slot0 = static_cast<int>(blockIdx.y) * kSlots;
-  const int ns = min(kSlots, a.n_slots - slot0);
-  const int e = a.experts != nullptr ? a.experts[slot0] : 0;  // kSlots == 1 with experts
+  const int slot = static_cast<int>(blockIdx.y);
+  const int e = a.experts != nullptr ? a.experts[slot] : 0;
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  const int64_t o_raw = (static_cast<int64_t>(row_cta) * kThreads + threadIdx.x) / kLanes;
+  const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
   const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
   const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
+  auto load = [&](int b) {
+    typename F::W w{};
+    if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
+    return w;
+  };
+  typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
+  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  if (a.stage_x) {
+    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (kThreads / kLanes);
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(
+        a.enc + xr * a.enc_row_bytes + (first_row / a.rows_per_group) * a.enc_group_bytes);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage);
+    const int words = a.nb * (F::kXBytes / 4);
+    for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
+    x = x_stage;
+    __syncthreads();  // a.stage_x is the same for the whole CTA
+  }
+  const Iq2Lookup tables = shared_tables.load();
+  using Term = typename F::Term;
+  auto term = [&](const typename F::W& w, int b) {
+    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
+  };
+  float acc = 0.0f;
+  for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+    const int ba = b0 + lane, bb = b0 + kLanes + lane;
+    const Term t0 = term(wa, ba);
+    const Term t1 = term(wb, bb);
+    if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const Term v = planar::shfl_term(t0, j, kLanes);
+      if (b0 + j < a.nb) acc = planar::add_term(acc, v);
+    }
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const Term v = planar::shfl_term(t1, j, kLanes);
+      if (b0 + kLanes + j < a.nb) acc = planar::add_term(acc, v);
+    }
+  }
+  if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
+}
+
+// kSlots (2, 4 or 8) slots of one matrix per CTA (a batched decode step of a few sessions),
+// kLanes lanes per output row: the lanes load the weights as planar_rows_kernel does and form
+// every slot's terms from one load; each round's terms go to shared memory, and one lane per
+// (row, slot) adds them in block order (bit for bit the tile kernel's fold), so the fold costs a
+// lane's adds per slot rather than every lane's shuffles. The activation rows are staged as there
+// (a.stage_x). The grid is (row CTAs, slot groups), or (slot groups, row CTAs) with
+// a.slot_groups_in_x: the slot groups of one weight tile run side by side and share its reads
+// in L2.
+template <class F, int kLanes, int kSlots>
+__global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs a) {
+  static_assert(kSlots <= kLanes, "one folding lane per (row, slot) of a warp");
+  using Term = typename F::Term;
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  constexpr int kRound = 2 * kLanes;  // blocks per round
+  constexpr int kPitch = kRound + 1;  // padded: the folding lanes' reads fall in different banks
+  constexpr int kWarpTerms = kRowsPerWarp * kSlots * kPitch;
+  extern __shared__ __align__(16) uint8_t smem[];
+  __shared__ SharedTables<F> shared_tables;
+  Term* fold = reinterpret_cast<Term*>(smem);
+  uint8_t* x_stage = smem + slots_fold_bytes<Term>(kWarpTerms);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, wl = tid % 32;
+  const int row_cta = static_cast<int>(a.slot_groups_in_x ? blockIdx.y : blockIdx.x);
+  const int slot0 = static_cast<int>(a.slot_groups_in_x ? blockIdx.x : blockIdx.y) * kSlots;
+  const int ns = min(kSlots, a.n_slots - slot0);
+  const int lane = tid % kLanes;
+  const int64_t o_raw = (static_cast<int64_t>(row_cta) * kThreads + tid) / kLanes;
+  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;  // every lane reaches the barriers
+  const int64_t blk0 = o * a.nb;
   auto load = [&](int b) {
     typename F::W w{};
     if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
@@ -215,47 +290,41 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     for (int s = 0; s < kSlots; ++s) {
       if (s < ns) {
         const int64_t xr = a.rows != nullptr ? a.rows[slot0 + s] : slot0 + s;
-        const uint32_t* src = reinterpret_cast<const uint32_t*>(a.enc + xr * a.enc_row_bytes + group_off);
+        const auto* src = reinterpret_cast<const uint32_t*>(a.enc + xr * a.enc_row_bytes + group_off);
         uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage) + s * words;
-        for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
+        for (int i = tid; i < words; i += kThreads) dst[i] = src[i];
       }
       x[s] = x_stage + int64_t{min(s, ns - 1)} * words * 4;
     }
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
-  using Term = typename F::Term;
-  float acc[kSlots];
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s) acc[s] = 0.0f;
-  for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+  // This lane's terms of a round go to its row's kSlots lines; lane wl < kRowsPerWarp * kSlots
+  // folds line wl (row wl / kSlots of the warp, slot wl % kSlots).
+  Term* mine = fold + warp * kWarpTerms + (wl / kLanes) * kSlots * kPitch;
+  const Term* line = fold + warp * kWarpTerms + wl * kPitch;
+  const bool folds = wl < kRowsPerWarp * kSlots;
+  float acc = 0.0f;
+  for (int b0 = 0; b0 < a.nb; b0 += kRound) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
-    Term t0[kSlots], t1[kSlots];
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      t0[s] = ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
-      t1[s] = bb < a.nb ? F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables) : Term{};
+      mine[s * kPitch + lane] = ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
+      mine[s * kPitch + kLanes + lane] =
+          bb < a.nb ? F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables) : Term{};
     }
-    if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-#pragma unroll
-      for (int j = 0; j < kLanes; ++j) {
-        const Term v = planar::shfl_term(t0[s], j, kLanes);
-        if (b0 + j < a.nb) acc[s] = planar::add_term(acc[s], v);
-      }
-#pragma unroll
-      for (int j = 0; j < kLanes; ++j) {
-        const Term v = planar::shfl_term(t1[s], j, kLanes);
-        if (b0 + kLanes + j < a.nb) acc[s] = planar::add_term(acc[s], v);
-      }
+    if (b0 + kRound < a.nb) wa = load(ba + kRound), wb = load(bb + kRound);
+    __syncwarp();
+    if (folds) {
+      const int n = min(kRound, a.nb - b0);
+      for (int j = 0; j < n; ++j) acc = planar::add_term(acc, line[j]);
     }
+    __syncwarp();
   }
-  if (lane == 0 && o_raw < a.out) {
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      if (s < ns) a.y[int64_t{slot0 + s} * a.y_stride + o] = F::finish(acc[s]);
-    }
+  if (folds) {
+    const int s = wl % kSlots;
+    const int64_t row = (static_cast<int64_t>(row_cta) * kThreads + warp * 32) / kLanes + wl / kSlots;
+    if (s < ns && row < a.out) a.y[int64_t{slot0 + s} * a.y_stride + row] = F::finish(acc);
   }
 }
 
@@ -311,12 +380,16 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // them) and more loads in flight per thread; the fold, and so the result, is the same. On the
 // H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
-// The rows kernel serves products of one matrix up to this many slots (one CTA reads the weights
-// for all of them); more take the tensor cores (planar_uses_imma) or the tile kernel. Every lane
-// folds every slot's terms, so the fold grows with the slots: on the H200, 16 decode rows of
-// Flash q2 in CTAs of 8 slots spent 31.2 ms in the Q8_0 products where the tensor cores spent
-// 15.8 (bench/serving.md).
-constexpr int kRowsMaxSlots = 4;
+// Products of one matrix up to this many slots take planar_slots_kernel; more take the tensor
+// cores (planar_uses_imma) or the tile kernel. TEMPORARY A/B: DS4_CUDA_ROWS_MAX_SLOTS (default 32)
+// picks the bound, to be fixed from the H200 measurement and the switch deleted.
+int rows_max_slots() {
+  static const int n = [] {
+    const char* v = std::getenv("DS4_CUDA_ROWS_MAX_SLOTS");
+    return v != nullptr ? std::atoi(v) : 32;
+  }();
+  return n;
+}
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -334,42 +407,72 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  // Experts without groups, or a few slots of one matrix (decode; a batched decode step of a few
-  // sessions): a few lanes per output row, each lane a block at a time (planar_rows_kernel), up
-  // to kRowsMaxSlots slots per CTA from one read of the weights.
-  if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots <= kRowsMaxSlots)) {
-    DS4_CHECK_MSG(a.out > 0, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
-    const int slots = a.experts != nullptr || a.n_slots == 1 ? 1 : (a.n_slots == 2 ? 2 : 4);
-    const int64_t slot_groups = (a.n_slots + slots - 1) / slots;
-    constexpr int per_lane = kRowsBlocksPerLane;
-    const int lanes = a.nb >= 32 * per_lane ? 32 : (a.nb >= 16 * per_lane ? 16 : 8);
-    const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
-    DS4_CHECK_MSG(ctas <= INT_MAX && slot_groups <= kMaxGridYZ, "planar matmul: %d slots, %d rows",
-                  a.n_slots, a.out);
-    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
-    // Staged when the CTA's rows share one row group and the rows fit the default shared memory.
-    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
-    static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
-    a.stage_x = a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
-                aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
-    const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
-    auto go = [&](auto lanes_c, auto slots_c) {
-      planar_rows_kernel<F, decltype(lanes_c)::value, decltype(slots_c)::value>
-          <<<grid, kThreads, smem, stream>>>(a);
-    };
-    auto by_slots = [&](auto lanes_c) {
-      if (slots == 1) go(lanes_c, std::integral_constant<int, 1>{});
-      else if (slots == 2) go(lanes_c, std::integral_constant<int, 2>{});
-      else go(lanes_c, std::integral_constant<int, 4>{});
-    };
+  const int64_t lanes_for_row = a.nb >= 32 * kRowsBlocksPerLane ? 32
+                                : (a.nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
+  const int lanes = static_cast<int>(lanes_for_row);
+  const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
+  DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
+  auto by_lanes = [&](auto go) {
     if (lanes == 32) {
-      by_slots(std::integral_constant<int, 32>{});
+      go(std::integral_constant<int, 32>{});
     } else if (lanes == 16) {
-      by_slots(std::integral_constant<int, 16>{});
+      go(std::integral_constant<int, 16>{});
     } else {
-      by_slots(std::integral_constant<int, 8>{});
+      go(std::integral_constant<int, 8>{});
     }
     DS4_CUDA_CHECK_LAUNCH();
+  };
+  auto stageable = [&](int64_t x_bytes) {
+    return a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
+           aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
+  };
+  static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
+  // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
+  // lane a block at a time (planar_rows_kernel).
+  if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots == 1)) {
+    DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ, "planar matmul: %d slots", a.n_slots);
+    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
+    // Staged when the CTA's rows share one row group and the row fits the default shared memory.
+    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
+    a.stage_x = stageable(x_bytes);
+    const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
+    by_lanes([&](auto lanes_c) {
+      planar_rows_kernel<F, decltype(lanes_c)::value><<<grid, kThreads, smem, stream>>>(a);
+    });
+    return;
+  }
+  // A few slots of one matrix (a batched decode step of a few sessions): planar_slots_kernel,
+  // up to 8 slots per CTA from one read of the weights.
+  if (a.groups.order == nullptr && a.experts == nullptr && a.n_slots <= rows_max_slots()) {
+    const int slots = a.n_slots == 2 ? 2 : (a.n_slots <= 4 ? 4 : 8);
+    const int64_t slot_groups = (a.n_slots + slots - 1) / slots;
+    a.slot_groups_in_x = slot_groups > 1 && ctas <= kMaxGridYZ;
+    DS4_CHECK_MSG(a.slot_groups_in_x || slot_groups <= kMaxGridYZ, "planar matmul: %d slots",
+                  a.n_slots);
+    const dim3 grid = a.slot_groups_in_x
+                          ? dim3(static_cast<unsigned>(slot_groups), static_cast<unsigned>(ctas))
+                          : dim3(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
+    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
+    a.stage_x = stageable(x_bytes);
+    by_lanes([&](auto lanes_c) {
+      constexpr int kL = decltype(lanes_c)::value;
+      auto go = [&](auto slots_c) {
+        constexpr int kS = decltype(slots_c)::value;
+        const int64_t fold = slots_fold_bytes<typename F::Term>((32 / kL) * kS * (2 * kL + 1));
+        const size_t smem = static_cast<size_t>(fold + (a.stage_x ? x_bytes : 0));
+        DS4_CUDA_CHECK(cudaFuncSetAttribute(planar_slots_kernel<F, kL, kS>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(smem)));
+        planar_slots_kernel<F, kL, kS><<<grid, kThreads, smem, stream>>>(a);
+      };
+      if (slots == 2) {
+        go(std::integral_constant<int, 2>{});
+      } else if (slots == 4) {
+        go(std::integral_constant<int, 4>{});
+      } else {
+        go(std::integral_constant<int, 8>{});
+      }
+    });
     return;
   }
   // Otherwise (many slots of one matrix where the tensor cores do not apply, or slots grouped
@@ -451,9 +554,9 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   const int64_t rows_per_group = w.ne[1] / groups;
   if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
   if (path == PlanarPath::kImma) return true;
-  // kAuto: without experts, past kRowsMaxSlots slots (fewer take the rows kernel); grouped, 16
+  // kAuto: without experts, past rows_max_slots() slots (fewer take the slots kernel); grouped, 16
   // slots fill two of the CTA's four slot tiles and an expert should average a slot.
-  if (!experts) return n_slots > kRowsMaxSlots;
+  if (!experts) return n_slots > rows_max_slots();
   return n_slots >= 16 && n_slots >= w.ne[2];
 }
 
