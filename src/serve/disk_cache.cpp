@@ -38,6 +38,7 @@ Result<std::unique_ptr<DiskCache>> DiskCache::open(DiskCacheOptions options, Rep
   kv::KvcStoreOptions so{.dir = options.dir,
                          .budget_bytes = options.budget_bytes,
                          .limits = {.max_tool_ids = options.max_tool_ids},
+                         .strict_quant = options.query.strict_quant,
                          .now = unix_now,
                          .log = options.log};
   DS4_ASSIGN_OR_RETURN(kv::KvcStore store, kv::KvcStore::open(std::move(so)));
@@ -206,7 +207,7 @@ void DiskCache::restore_tool_ids(std::span<const std::string> ids) {
   std::vector<kv::ToolMapEntry> found;
   {
     std::lock_guard lock(store_mu_);
-    found = store_.tool_map_entries(wanted);
+    found = store_.tool_map_entries(wanted, o_.query.model);
   }
   remember(found);
 }
