@@ -436,6 +436,12 @@ void KvcStore::remove(const std::string& name) {
   std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
 }
 
+void KvcStore::forget(const KvcEntry& entry) {
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == entry.name; });
+  std::erase_if(refused_, [&](const Refused& r) { return r.name == entry.name; });
+  refused_.push_back({entry.name, entry.file_bytes, entry.mtime_ns});
+}
+
 std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string> ids,
                                                      KvcModel model) const {
   std::vector<ToolMapEntry> out;

@@ -126,6 +126,9 @@ class KvcStore {
   Status touch(const std::string& name);
   // Deletes a file (consumed by the live session, or corrupt).
   void remove(const std::string& name);
+  // Drops a file from the index without touching the disk (no I/O: the caller has the file
+  // removed later); rescan() does not index it again unless it changes.
+  void forget(const KvcEntry& entry);
 
   // The exact-replay entries of the wanted ids, from every file of `model` that carries a tool-id
   // map (features.md §3.2: files another model wrote are not used).

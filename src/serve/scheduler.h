@@ -111,6 +111,7 @@ class Scheduler {
   void before_decode(Slot& slot);
   void save_checkpoint(Slot& slot, kv::SaveReason reason);
   void save_on_shutdown();
+  void bind_visible(Slot& slot, FinishReason reason);  // a finished turn's visible transcript
 
   std::unique_ptr<Engine> engine_;
   const Tokenizer* tok_;

@@ -79,6 +79,9 @@ void Scheduler::place(std::unique_ptr<Waiting> w) {
   Active& a = *slot->active;
   Session& s = *slot->session;
   if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan));
+  // The last request's visible-transcript binding ends here (its evict save, if any, is done).
+  slot->visible.clear();
+  slot->visible_at = 0;
   a.prompt = std::move(plan.tokens);
   if (a.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
     // Only a re-tokenized text continuation can grow past the context (submit checked the rest).

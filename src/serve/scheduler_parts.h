@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "serve/generation.h"
@@ -49,6 +50,12 @@ struct Scheduler::Slot {
   size_t last_stored = 0;  // highest frontier saved or loaded: continued saves go beyond it
   size_t saved_at = 0;     // the session's length when it was last saved or loaded (0: never)
   size_t cold = 0;         // the current request's cold save point (0: none)
+  // The visible-transcript binding the last request left (features.md §2.7): the client's
+  // rendering of the session without its hidden reasoning, true while the session holds
+  // `visible_at` tokens; it keys the evict and shutdown saves (§3.3). Empty: none.
+  std::string visible;
+  size_t visible_at = 0;
+  uint8_t visible_flag = 0;  // kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag
 };
 
 }  // namespace ds4::serve
