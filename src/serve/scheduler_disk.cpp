@@ -141,8 +141,10 @@ void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
   const Active& a = *slot.active;
   const Request& r = a.request;
   // §2.7: a Responses turn, or a tool-less chat / messages one, that reasoned, closed its
-  // reasoning and ended normally. The client renders it back as the prompt without its trailing
-  // "<think>", then "</think>" and the answer: the reasoning is dropped.
+  // reasoning and ended normally. The client sends it back without the reasoning, which the
+  // template renders (chat/template.cpp) as the prompt without its trailing "<think>", then
+  // "</think>" and the answer; with tools declared earlier reasoning is kept, so the "<think>"
+  // stays and the (empty) reasoning is closed by "</think>".
   const bool responses = r.protocol == Protocol::kResponses;
   if (!r.thinking || !(responses || (r.protocol == Protocol::kChat && !r.tools))) return;
   if (reason != FinishReason::kStop && reason != FinishReason::kToolCalls) return;
@@ -152,7 +154,8 @@ void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
   const std::string out = tok_->decode(live.subspan(a.prompt.size()));
   const size_t end = out.find(chat::kThinkEnd);
   if (end == std::string::npos) return;  // still reasoning: nothing visible to key by
-  slot.visible = r.rendered.substr(0, r.rendered.size() - chat::kThinkStart.size());
+  slot.visible =
+      r.tools ? r.rendered : r.rendered.substr(0, r.rendered.size() - chat::kThinkStart.size());
   slot.visible.append(out, end);
   slot.visible_at = live.size();
   slot.visible_flag = responses ? kv::kKvcResponsesTextFlag : kv::kKvcThinkingTextFlag;
