@@ -56,6 +56,10 @@ struct Scheduler::Slot {
   std::string visible;
   size_t visible_at = 0;
   uint8_t visible_flag = 0;  // kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag
+  // The decoded text of `text_tokens`, a copy of the session's tokens when it was last needed
+  // (choose_slot's text-prefix rule; Scheduler::live_text keeps it in step with the session).
+  std::vector<TokenId> text_tokens;
+  std::string text;
 };
 
 }  // namespace ds4::serve
