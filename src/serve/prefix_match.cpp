@@ -10,6 +10,7 @@ const char* to_string(CacheSource source) {
     case CacheSource::kMiss: return "miss";
     case CacheSource::kTokens: return "tokens";
     case CacheSource::kText: return "text";
+    case CacheSource::kVisible: return "visible";
     case CacheSource::kDisk: return "disk";
   }
   return "?";

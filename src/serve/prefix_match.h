@@ -17,7 +17,9 @@
 
 namespace ds4::serve {
 
-enum class CacheSource { kMiss, kTokens, kText, kDisk };  // kDisk: loaded from a cache file
+// kVisible: the session's visible-transcript binding (features.md §1.13 rules 1 and 6); kDisk:
+// loaded from a cache file.
+enum class CacheSource { kMiss, kTokens, kText, kVisible, kDisk };
 const char* to_string(CacheSource source);
 
 struct PromptPlan {

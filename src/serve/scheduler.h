@@ -114,7 +114,10 @@ class Scheduler {
   void before_decode(Slot& slot);
   void save_checkpoint(Slot& slot, kv::SaveReason reason);
   void save_on_shutdown();
-  void bind_visible(Slot& slot, FinishReason reason);  // a finished turn's visible transcript
+  // Visible-transcript bindings (scheduler_visible.cpp): remembered when a thinking turn ends,
+  // used by a request that starts with the transcript (else `miss` is returned unchanged).
+  void bind_visible(Slot& slot, FinishReason reason);
+  PromptPlan plan_visible(Slot& slot, const Request& request, PromptPlan miss) const;
 
   std::unique_ptr<Engine> engine_;
   const Tokenizer* tok_;

@@ -57,6 +57,7 @@ Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan
     }
     PromptPlan p = plan_prompt(s.tokens(), *tok_, request,
                                [&]() -> const std::string& { return live_text(*slot); });
+    if (p.source == CacheSource::kMiss) p = plan_visible(*slot, request, std::move(p));
     if (p.source != CacheSource::kMiss) {
       if (!reuse || p.reusable > plan->reusable) {
         reuse = slot.get();

@@ -6,22 +6,11 @@
 #include <cstdio>
 #include <string_view>
 
-#include "ds4/chat.h"
 #include "serve/scheduler.h"
 #include "serve/scheduler_parts.h"
 
 namespace ds4::serve {
 namespace {
-
-// The disk files a request may load besides token-text ones (kv::KvcQuery::visible_keys).
-uint8_t visible_keys(Protocol p) {
-  switch (p) {
-    case Protocol::kResponses: return kv::kKvcResponsesTextFlag;
-    case Protocol::kChat: return kv::kKvcThinkingTextFlag;
-    case Protocol::kCompletions: break;
-  }
-  return 0;
-}
 
 const char* key_name(uint8_t flags) {
   if ((flags & kv::kKvcResponsesTextFlag) != 0) return "responses-visible";
@@ -133,41 +122,6 @@ void Scheduler::save_checkpoint(Slot& slot, kv::SaveReason reason) {
     job.token_ids.assign(live.begin(), live.end());
   }
   disk_->save(std::move(job));
-}
-
-void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
-  slot.visible.clear();
-  slot.visible_at = 0;
-  const Active& a = *slot.active;
-  const Request& r = a.request;
-  // §2.7: a Responses turn, or a tool-less chat / messages one, that reasoned, closed its
-  // reasoning and ended normally. The client sends it back without the reasoning, which the
-  // template renders (chat/template.cpp) as the prompt without its trailing "<think>", then
-  // "</think>" and the answer; with tools declared earlier reasoning is kept, so the "<think>"
-  // stays and the (empty) reasoning is closed by "</think>".
-  const bool responses = r.protocol == Protocol::kResponses;
-  if (!r.thinking || !(responses || (r.protocol == Protocol::kChat && !r.tools))) return;
-  if (reason != FinishReason::kStop && reason != FinishReason::kToolCalls) return;
-  if (!r.rendered.ends_with(chat::kThinkStart)) return;
-  const auto live = slot.session->tokens();
-  if (live.size() <= a.prompt.size()) return;
-  const std::string out = tok_->decode(live.subspan(a.prompt.size()));
-  const size_t end = out.find(chat::kThinkEnd);
-  if (end == std::string::npos) return;  // still reasoning: nothing visible to key by
-  slot.visible =
-      r.tools ? r.rendered : r.rendered.substr(0, r.rendered.size() - chat::kThinkStart.size());
-  slot.visible.append(out, end);
-  slot.visible_at = live.size();
-  slot.visible_flag = responses ? kv::kKvcResponsesTextFlag : kv::kKvcThinkingTextFlag;
-}
-
-void Scheduler::save_on_shutdown() {
-  for (auto& slot : slots_) {
-    const size_t n = static_cast<size_t>(slot->session->n_tokens());
-    if (n >= options_.cache.min_tokens && n != slot->saved_at) {
-      save_checkpoint(*slot, kv::SaveReason::kShutdown);
-    }
-  }
 }
 
 }  // namespace ds4::serve

@@ -42,6 +42,17 @@ inline Status prompt_over_context(size_t tokens, int n_ctx) {
                               tokens, n_ctx);
 }
 
+// The disk files a request may load besides token-text ones (kv::KvcQuery::visible_keys), and the
+// live bindings it may use: Responses its own, chat and messages the thinking-visible ones.
+inline uint8_t visible_keys(Protocol p) {
+  switch (p) {
+    case Protocol::kResponses: return kv::kKvcResponsesTextFlag;
+    case Protocol::kChat: return kv::kKvcThinkingTextFlag;
+    case Protocol::kCompletions: break;
+  }
+  return 0;
+}
+
 struct Scheduler::Slot {
   std::unique_ptr<Session> session;
   std::unique_ptr<Active> active;

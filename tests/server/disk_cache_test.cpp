@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "ds4/chat.h"
 #include "gguf/test_util.h"
@@ -282,6 +283,44 @@ TEST_F(DiskCacheTest, AThinkingTurnIsSavedUnderItsVisibleTranscriptAndServesOnly
   ASSERT_TRUE(d3.error.is_ok()) << d3.error.to_string();
   EXPECT_EQ(d3.usage.cached_tokens, static_cast<int>(frontier));
   EXPECT_TRUE(logged("key=thinking-visible"));
+  stop();
+}
+
+// §3.5 step 7: after a load the file's hits and last use are rewritten, or the file is deleted
+// when the live session owns it (consumed: more tokens than the cold window) -- by the writer
+// thread, in queue order, so the scheduler thread does no file I/O for it; flush() waits for it.
+TEST_F(DiskCacheTest, AHitsBookkeepingIsDoneByTheWriter) {
+  start();
+  Request r = chat(system_, "Fog?", 4);
+  std::string text;
+  ASSERT_TRUE(run(r, &text).error.is_ok());
+  stop();
+  const auto cold_of = [&]() -> std::optional<File> {
+    for (const File& f : files(dir_.file("kv"))) {
+      if (f.header.reason == kv::SaveReason::kCold) return f;
+    }
+    return std::nullopt;
+  };
+  ASSERT_TRUE(cold_of().has_value());
+  EXPECT_EQ(cold_of()->header.hits, 0u);
+  start();
+  text.clear();
+  ASSERT_GT(run(r, &text).usage.cached_tokens, 0);
+  disk_->flush();
+  ASSERT_TRUE(cold_of().has_value());
+  EXPECT_EQ(cold_of()->header.hits, 1u);
+  EXPECT_GE(cold_of()->header.last_used, cold_of()->header.created);
+  stop();
+  // A cold window smaller than the file: the load consumes it.
+  policy_.cold_max_tokens = 32;
+  const uint32_t tokens = cold_of()->header.tokens;
+  ASSERT_GT(tokens, 32u);
+  start();
+  text.clear();
+  EXPECT_EQ(run(r, &text).usage.cached_tokens, static_cast<int>(tokens));
+  disk_->flush();
+  EXPECT_FALSE(cold_of().has_value());
+  EXPECT_TRUE(logged(" consumed file="));
   stop();
 }
 

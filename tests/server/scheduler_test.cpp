@@ -372,5 +372,47 @@ TEST_F(SchedulerTest, TheTextPrefixRuleSeesTheSessionsCurrentText) {
             static_cast<int>(live.size() + tok_->encode(" yes", SpecialTokens::kRecognize).size()));
 }
 
+// §1.13 rule 6, §2.7: a tool-less chat turn that reasoned leaves its visible transcript bound to
+// the session; the client's next request (the answer without its reasoning, and a new question)
+// reuses the whole session, reasoning included, and tokenizes only its new suffix. The binding is
+// the chat protocols' only: the same text as a Responses request is a miss.
+TEST_F(SchedulerTest, AThinkingChatTurnIsContinuedThroughItsVisibleTranscript) {
+  auto s = start();
+  const std::string answer = "It is sunny.";
+  std::vector<chat::Message> msgs{{.role = chat::Role::kUser, .content = "Weather?"}};
+  const auto render = [&](Protocol protocol) {
+    auto text = chat::render(msgs, {.think = chat::ThinkMode::kHigh, .context_size = kCtx});
+    EXPECT_TRUE(text.is_ok());
+    Request r;
+    r.rendered = *text;
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.thinking = true;
+    r.protocol = protocol;
+    r.max_tokens = 8;
+    return r;
+  };
+  Request first = render(Protocol::kChat);
+  first.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
+  first.forced.push_back(tok_->special_ids().eos);
+  first.max_tokens = static_cast<int>(first.forced.size()) + 4;
+  const size_t frontier = first.prompt.size() + first.forced.size() - 1;
+  msgs.push_back({.role = chat::Role::kAssistant, .content = answer});
+  msgs.push_back({.role = chat::Role::kUser, .content = "And tomorrow?"});
+  for (const Protocol next : {Protocol::kChat, Protocol::kResponses}) {
+    const Event d1 = drain(**s->submit(first));
+    ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+    ASSERT_EQ(d1.finish, FinishReason::kStop);
+    Request second = render(next);
+    const Event d2 = drain(**s->submit(std::move(second)));
+    ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+    if (next == Protocol::kChat) {
+      EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(frontier));
+      EXPECT_GT(d2.usage.prompt_tokens, static_cast<int>(frontier));
+    } else {
+      EXPECT_LT(d2.usage.cached_tokens, static_cast<int>(first.prompt.size()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ds4::serve
