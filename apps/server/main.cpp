@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
                   .strict_quant = f.kv_reject_different_quant,
                   .model = shape == "pro" ? ds4::kv::KvcModel::kPro : ds4::kv::KvcModel::kFlash},
         .max_tool_ids = static_cast<size_t>(f.tool_memory_max_ids)};
-    auto d = ds4::serve::DiskCache::open(std::move(dco), replay.get());
+    auto d = ds4::serve::DiskCache::open(std::move(dco), replay.get(), *tok);
     if (!d.is_ok()) return fatal("--kv-disk-dir " + f.kv_disk_dir + ": " + d.status().message());
     disk = std::move(*d);
     const auto st = disk->stats();

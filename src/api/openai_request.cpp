@@ -292,6 +292,9 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   out.tools = r.tools;
   out.tool_choice = r.tool_choice;
   out.reasoning_budget = r.reasoning_budget;
+  out.protocol = r.endpoint == Endpoint::kResponses     ? serve::Protocol::kResponses
+                 : r.endpoint == Endpoint::kCompletions ? serve::Protocol::kCompletions
+                                                        : serve::Protocol::kChat;
   return out;
 }
 

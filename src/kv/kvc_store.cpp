@@ -71,6 +71,26 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+// §3.6 (N): the factor on the score of a continued file that an incoming file continues.
+double devaluation(uint32_t hits) {
+  const double h = hits;
+  return 0.05 + 0.45 * h / (h + 1);
+}
+
+// Sets a file's hit count and last use in its header, in place.
+Status rewrite_bookkeeping(const std::string& path, uint32_t hits, uint64_t last_used) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (fd.get() < 0) return Status::io_error("open '%s': %s", path.c_str(), std::strerror(errno));
+  DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> head, read_prefix(fd.get(), kKvcHeaderBytes, path));
+  DS4_ASSIGN_OR_RETURN(KvcHeader h, decode_kvc_header(head));
+  h.hits = hits;
+  h.last_used = last_used;
+  head = encode_kvc_header(h);
+  if (::pwrite(fd.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
+    return Status::io_error("update '%s': %s", path.c_str(), std::strerror(errno));
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string sha1_hex(std::string_view bytes) {
@@ -104,7 +124,7 @@ Result<KvcStore> KvcStore::open(KvcStoreOptions options) {
   KvcStore store(std::move(options));
   DS4_ASSIGN_OR_RETURN(std::vector<std::string> names, store.list());
   for (const std::string& n : names) store.index(n);
-  store.evict_for(0, "");  // a smaller budget than the last run's holds from the start (§3.6)
+  store.evict_for(0, nullptr);  // a smaller budget than the last run's holds from the start (§3.6)
   return store;
 }
 
@@ -195,8 +215,30 @@ uint64_t KvcStore::bytes_used() const {
   return n;
 }
 
-void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
+void KvcStore::evict_for(uint64_t incoming, const PreparedKvc* in) {
   const uint64_t now = o_.now();
+  // §3.6 (N): a continued file that the incoming one continues -- its text a strict prefix of the
+  // incoming text, the same model, the quant admitted, a context >= the incoming one's (so the
+  // incoming file loads into every session it does), no visible-transcript key the incoming file
+  // lacks -- is worth less: the incoming file serves those prompts with more tokens. Its score is
+  // scaled by 0.05 + 0.45 h/(h+1) (h: its hits), so a file that kept being hit keeps more value.
+  constexpr uint8_t kVisible = kKvcResponsesTextFlag | kKvcThinkingTextFlag;
+  const auto continues = [&](const KvcEntry& e) {
+    if (in == nullptr || e.name == in->name || e.header.reason != SaveReason::kContinued) {
+      return false;
+    }
+    const KvcHeader& h = in->header;
+    if (e.text_bytes >= in->text.size() || e.header.model != h.model ||
+        (o_.strict_quant && e.header.quant_bits != h.quant_bits) || e.header.n_ctx < h.n_ctx ||
+        (h.flags & ~e.header.flags & kVisible) != 0) {
+      return false;
+    }
+    return sha1_hex(std::string_view(in->text).substr(0, e.text_bytes)) + ".kv" == e.name;
+  };
+  std::vector<std::string> devalued;
+  for (const KvcEntry& e : entries_) {
+    if (continues(e)) devalued.push_back(e.name);
+  }
   auto score = [&](const KvcEntry& e) {
     const uint64_t used = e.header.last_used != 0 ? e.header.last_used : e.header.created;
     const double age = now > used ? static_cast<double>(now - used) : 0.0;
@@ -205,16 +247,25 @@ void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
     const bool anchor = e.header.reason == SaveReason::kCold ||
                         e.header.reason == SaveReason::kEvict ||
                         e.header.reason == SaveReason::kShutdown;
-    return (hits + 1) * e.header.tokens / static_cast<double>(std::max<uint64_t>(1, e.file_bytes)) *
-           (anchor ? 2.0 : 1.0);
+    double s = (hits + 1) * e.header.tokens /
+               static_cast<double>(std::max<uint64_t>(1, e.file_bytes)) * (anchor ? 2.0 : 1.0);
+    if (std::find(devalued.begin(), devalued.end(), e.name) != devalued.end()) {
+      s *= devaluation(e.header.hits);
+    }
+    return s;
   };
+  const std::string keep = in != nullptr ? in->name : std::string();
   while (!entries_.empty() && bytes_used() + incoming > o_.budget_bytes) {
     const KvcEntry* worst = nullptr;
+    double worst_score = 0;
     for (const KvcEntry& e : entries_) {
       if (e.name == keep) continue;
-      if (worst == nullptr || score(e) < score(*worst) ||
-          (score(e) == score(*worst) && e.header.last_used < worst->header.last_used))
+      const double sc = score(e);
+      if (worst == nullptr || sc < worst_score ||
+          (sc == worst_score && e.header.last_used < worst->header.last_used)) {
         worst = &e;
+        worst_score = sc;
+      }
     }
     if (worst == nullptr) break;
     log("kv cache: evicting " + worst->name + " (" + std::to_string(worst->file_bytes) +
@@ -223,17 +274,55 @@ void KvcStore::evict_for(uint64_t incoming, const std::string& keep) {
   }
 }
 
+std::optional<KvcStore::ReadKvc> KvcStore::compatible_file(const std::string& name,
+                                                           const KvcHeader& header,
+                                                           std::string_view text) const {
+  const std::string p = path(name);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) > o_.budget_bytes) {
+    return std::nullopt;
+  }
+  auto bytes = read_prefix(fd.get(), static_cast<uint64_t>(st.st_size), p);
+  if (!bytes.is_ok()) return std::nullopt;
+  auto v = decode_kvc(*bytes, o_.limits);
+  if (!v.is_ok() || v->text != text) return std::nullopt;
+  const KvcHeader& h = v->header;
+  constexpr uint8_t kVisible = kKvcResponsesTextFlag | kKvcThinkingTextFlag;
+  if (h.model != header.model || (o_.strict_quant && h.quant_bits != header.quant_bits) ||
+      h.n_ctx > header.n_ctx || (h.flags & kVisible) != (header.flags & kVisible)) {
+    return std::nullopt;
+  }
+  return ReadKvc(std::move(*bytes), std::move(*v));
+}
+
 Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
                                       std::span<const uint8_t> payload,
                                       std::span<const ToolMapEntry> tool_map) const {
   if (header.created == 0) header.created = o_.now();
   if (header.last_used == 0) header.last_used = header.created;
-  const std::vector<uint8_t> bytes = encode_kvc(header, text, payload, tool_map);
+  PreparedKvc p{.name = sha1_hex(text) + ".kv", .header = header, .text = std::string(text)};
+  std::vector<uint8_t> bytes;
+  if (std::optional<ReadKvc> old = compatible_file(p.name, header, text)) {
+    // Only the tool-id map changes: the mappings already there stay (their blocks are in the
+    // text), the new ones are added.
+    std::vector<ToolMapEntry> map(tool_map.begin(), tool_map.end());
+    for (const ToolMapEntry& t : old->view.tool_map) {
+      if (std::none_of(map.begin(), map.end(), [&](const ToolMapEntry& m) { return m.id == t.id; }))
+        map.push_back(t);
+    }
+    p.header = old->view.header;
+    p.kept = true;
+    bytes = encode_kvc(p.header, old->view.text, old->view.payload, map);
+  } else {
+    bytes = encode_kvc(header, text, payload, tool_map);
+  }
   if (bytes.size() > o_.budget_bytes)
     return Status::resource_exhausted("a %zu-byte cache file exceeds the %llu-byte budget",
                                       bytes.size(),
                                       static_cast<unsigned long long>(o_.budget_bytes));
-  PreparedKvc p{.name = sha1_hex(text) + ".kv", .tmp = {}, .bytes = bytes.size()};
+  p.bytes = bytes.size();
   p.tmp = path("." + p.name + ".tmp." + std::to_string(::getpid()));
   Status st;
   {
@@ -255,9 +344,20 @@ Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
 }
 
 Status KvcStore::commit(const PreparedKvc& p) {
+  auto old = std::find_if(entries_.begin(), entries_.end(),
+                          [&](const KvcEntry& e) { return e.name == p.name; });
+  if (p.kept && old != entries_.end() &&
+      (old->header.hits != p.header.hits || old->header.last_used != p.header.last_used)) {
+    // The kept file served a hit after prepare() read it: its bookkeeping goes along.
+    if (Status st = rewrite_bookkeeping(p.tmp, old->header.hits, old->header.last_used);
+        !st.is_ok()) {
+      ::unlink(p.tmp.c_str());
+      return st;
+    }
+  }
   // The file it replaces does not count against the budget.
-  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == p.name; });
-  evict_for(p.bytes, p.name);
+  if (old != entries_.end()) entries_.erase(old);
+  evict_for(p.bytes, &p);
   if (::rename(p.tmp.c_str(), path(p.name).c_str()) != 0) {
     const Status st = Status::io_error("rename '%s': %s", p.tmp.c_str(), std::strerror(errno));
     ::unlink(p.tmp.c_str());
@@ -281,7 +381,8 @@ std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery
   for (const KvcEntry& e : entries_) {
     const KvcHeader& h = e.header;
     if (e.text_bytes > rendered.size() || h.tokens < q.min_tokens || h.n_ctx > q.n_ctx ||
-        h.model != q.model || (q.strict_quant && h.quant_bits != q.quant_bits))
+        h.model != q.model || (q.strict_quant && h.quant_bits != q.quant_bits) ||
+        (h.flags & (kKvcResponsesTextFlag | kKvcThinkingTextFlag) & ~q.visible_keys) != 0)
       continue;
     if (best != nullptr && (e.text_bytes < best->text_bytes ||
                             (e.text_bytes == best->text_bytes && h.tokens <= best->header.tokens)))
@@ -335,10 +436,17 @@ void KvcStore::remove(const std::string& name) {
   std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == name; });
 }
 
-std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string> ids) const {
+void KvcStore::forget(const KvcEntry& entry) {
+  std::erase_if(entries_, [&](const KvcEntry& e) { return e.name == entry.name; });
+  std::erase_if(refused_, [&](const Refused& r) { return r.name == entry.name; });
+  refused_.push_back({entry.name, entry.file_bytes, entry.mtime_ns});
+}
+
+std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string> ids,
+                                                     KvcModel model) const {
   std::vector<ToolMapEntry> out;
   for (const KvcEntry& e : entries_) {
-    if ((e.header.flags & kKvcToolMapFlag) == 0) continue;
+    if ((e.header.flags & kKvcToolMapFlag) == 0 || e.header.model != model) continue;
     // Only the trailer is read: the text and the payload are skipped.
     const std::string p = path(e.name);
     Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));

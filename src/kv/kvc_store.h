@@ -28,6 +28,9 @@ struct KvcStoreOptions {
   std::string dir;
   uint64_t budget_bytes = uint64_t{8192} << 20;  // --kv-disk-space-mb, default 8192
   KvcLimits limits;
+  // --kv-cache-reject-different-quant: a file of the other quant is neither loaded, nor kept in
+  // place of a new save of the same text, nor devalued by one (§3.3, §3.6).
+  bool strict_quant = false;
   // Seconds since the epoch; tests replace it.
   std::function<uint64_t()> now;
   // One line per skipped or removed file (hostile, damaged, evicted); may be empty.
@@ -41,6 +44,12 @@ struct KvcQuery {
   uint8_t quant_bits = 2;
   bool strict_quant = false;  // --kv-cache-reject-different-quant
   KvcModel model = KvcModel::kFlash;
+  // Header bits 1-2 (kKvcResponsesTextFlag, kKvcThinkingTextFlag) this request admits. A file
+  // whose text is a visible transcript (the client's rendering of a turn whose hidden reasoning
+  // the live tokens still hold) serves only the protocol whose rendering that is: Responses for
+  // bit 1, chat and Anthropic messages for bit 2 (features.md §1.13 rules 1 and 6, §3.1). Files
+  // keyed by their token text (neither bit) serve every request.
+  uint8_t visible_keys = 0;
 };
 
 struct KvcEntry {
@@ -56,6 +65,12 @@ struct PreparedKvc {
   std::string name;  // "<sha1>.kv"
   std::string tmp;   // the temporary path
   uint64_t bytes = 0;
+  KvcHeader header;  // the header written (for a kept file: the one it had when prepared)
+  std::string text;  // the cache text: commit() devalues the files it continues (§3.6)
+  // True when a compatible file of the same name was there (same text, quant admitted, its
+  // context <= the new one's): the temporary file is that file with only its tool-id map
+  // rewritten (features.md §3.3), so its payload, reason, hits and times are kept.
+  bool kept = false;
 };
 
 class KvcStore {
@@ -71,9 +86,11 @@ class KvcStore {
   // is not read or logged again until it changes.
   void rescan();
 
-  // Writes the file for `text`, replacing one of the same text. Files are evicted first so the
-  // new one fits the budget (never the new one itself). On failure (a full disk, say) the
-  // temporary file is removed and every older file is intact.
+  // Writes the file for `text`. A file of the same name that is compatible (text identical,
+  // quant admitted, its context <= header.n_ctx) is kept with only its tool-id map rewritten:
+  // the union of its mappings and `tool_map` (features.md §3.3); any other is replaced. Files are
+  // evicted first so the new one fits the budget (never the new one itself). On failure (a full
+  // disk, say) the temporary file is removed and every older file is intact.
   Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
   // save() in two halves, so that a caller holding a lock around the store need not hold it
@@ -109,9 +126,14 @@ class KvcStore {
   Status touch(const std::string& name);
   // Deletes a file (consumed by the live session, or corrupt).
   void remove(const std::string& name);
+  // Drops a file from the index without touching the disk (no I/O: the caller has the file
+  // removed later); rescan() does not index it again unless it changes.
+  void forget(const KvcEntry& entry);
 
-  // The exact-replay entries of the wanted ids, from every file that carries a tool-id map.
-  std::vector<ToolMapEntry> tool_map_entries(std::span<const std::string> ids) const;
+  // The exact-replay entries of the wanted ids, from every file of `model` that carries a tool-id
+  // map (features.md §3.2: files another model wrote are not used).
+  std::vector<ToolMapEntry> tool_map_entries(std::span<const std::string> ids,
+                                             KvcModel model) const;
 
   const std::vector<KvcEntry>& entries() const { return entries_; }
   uint64_t bytes_used() const;
@@ -122,8 +144,12 @@ class KvcStore {
   Result<std::vector<std::string>> list() const;  // the cache names in the directory, sorted
   void index(const std::string& name);
   void log(const std::string& line) const;
-  // Deletes files by ascending score until `incoming` more bytes fit the budget.
-  void evict_for(uint64_t incoming, const std::string& keep);
+  // Deletes files by ascending score until `incoming` more bytes fit the budget. With
+  // `prepared`, that file is protected and the continued files it continues are devalued (§3.6).
+  void evict_for(uint64_t incoming, const PreparedKvc* prepared);
+  // The file at `name`, read whole, when a new save of `text` under `header` keeps it (§3.3).
+  std::optional<ReadKvc> compatible_file(const std::string& name, const KvcHeader& header,
+                                         std::string_view text) const;
 
   KvcStoreOptions o_;
   std::vector<KvcEntry> entries_;

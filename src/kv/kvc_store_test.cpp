@@ -181,7 +181,9 @@ TEST(KvcStore, FailedWriteKeepsOlderFilesIntact) {
     std::signal(SIGXFSZ, SIG_IGN);
     rlimit lim{65536, 65536};
     setrlimit(RLIMIT_FSIZE, &lim);
-    const Status big = s->save(header(9), "replaced", payload(1 << 20), {});
+    KvcHeader h = header(9);
+    h.n_ctx = 2048;  // the old file's 4096 does not fit such a session: it is replaced (§3.3)
+    const Status big = s->save(h, "replaced", payload(1 << 20), {});
     _exit(big.is_ok() ? 1 : big.code() == StatusCode::kIoError ? 0 : 2);
   }
   int status = 0;
@@ -208,7 +210,7 @@ TEST(KvcStore, ToolMapEntriesComeFromAnyFile) {
   ASSERT_TRUE(s->save(header(9), "two", payload(10), b).is_ok());
   ASSERT_TRUE(s->save(header(9), "three", payload(10), {}).is_ok());
   const std::vector<std::string> want = {"call_b", "call_a", "call_x"};
-  auto got = s->tool_map_entries(want);
+  auto got = s->tool_map_entries(want, KvcModel::kFlash);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(std::find(got.begin(), got.end(), a[0]) != got.end());
   EXPECT_TRUE(std::find(got.begin(), got.end(), b[0]) != got.end());
@@ -264,8 +266,11 @@ TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
   auto hit = mine->find("<bos>theirs!", query());
   ASSERT_TRUE(hit.has_value());
   EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
-  // Rewritten by the other server (another size): re-read, and still readable.
-  ASSERT_TRUE(other->save(header(12), "<bos>theirs", payload(80), {}).is_ok());
+  // Rewritten by the other server (another size; a smaller context, so the file is replaced, not
+  // kept): re-read, and still readable.
+  KvcHeader smaller = header(12);
+  smaller.n_ctx = 2048;
+  ASSERT_TRUE(other->save(smaller, "<bos>theirs", payload(80), {}).is_ok());
   mine->rescan();
   hit = mine->find("<bos>theirs!", query());
   ASSERT_TRUE(hit.has_value());
@@ -285,6 +290,142 @@ TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
   mine->rescan();
   EXPECT_FALSE(mine->find("<bos>theirs!", query()).has_value());
   EXPECT_EQ(mine->bytes_used(), 0u);
+}
+
+// Header bits 1 and 2 (features.md §3.1, §1.13): a file keyed by a visible transcript serves only
+// the protocol whose rendering it is; a token-text file serves every request.
+TEST(KvcStore, VisibleTranscriptKeysServeOnlyTheirProtocol) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  const std::string base = "<bos>system<user>q<assistant>";
+  const std::string responses = base + "</think>answer one";
+  const std::string thinking = base + "</think>answer two";
+  ASSERT_TRUE(s->save(header(5), base, payload(10), {}).is_ok());
+  KvcHeader hr = header(20);
+  hr.flags = kKvcResponsesTextFlag;
+  ASSERT_TRUE(s->save(hr, responses, payload(10), {}).is_ok());
+  KvcHeader ht = header(30);
+  ht.flags = kKvcThinkingTextFlag;
+  ASSERT_TRUE(s->save(ht, thinking, payload(10), {}).is_ok());
+  const auto tokens_for = [&](const std::string& prompt, uint8_t visible) -> uint32_t {
+    KvcQuery q = query();
+    q.visible_keys = visible;
+    auto hit = s->find(prompt, q);
+    return hit ? hit->header.tokens : 0;
+  };
+  const std::string next_r = responses + "<user>more", next_t = thinking + "<user>more";
+  EXPECT_EQ(tokens_for(next_r, kKvcResponsesTextFlag), 20u);
+  EXPECT_EQ(tokens_for(next_r, kKvcThinkingTextFlag), 5u);
+  EXPECT_EQ(tokens_for(next_r, 0), 5u);
+  EXPECT_EQ(tokens_for(next_t, kKvcThinkingTextFlag), 30u);
+  EXPECT_EQ(tokens_for(next_t, kKvcResponsesTextFlag), 5u);
+  EXPECT_EQ(tokens_for(next_t, 0), 5u);
+  // The bits are in the file: a new server reads them back.
+  auto reopened = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(reopened.is_ok());
+  KvcQuery q = query();
+  q.visible_keys = kKvcThinkingTextFlag;
+  auto hit = reopened->find(next_t, q);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->header.flags & (kKvcResponsesTextFlag | kKvcThinkingTextFlag),
+            kKvcThinkingTextFlag);
+}
+
+// §3.6 (N): a continued file whose text the incoming file continues is devalued by
+// 0.05 + 0.45 h/(h+1): with one hit (factor 0.275) it goes before an equally old file with none,
+// which it outscores otherwise -- as when its context is smaller than the incoming one's.
+TEST(KvcStore, EvictionDevaluesAContinuedFileTheIncomingOneContinues) {
+  for (const uint32_t prefix_ctx : {4096u, 2048u}) {
+    TempDir tmp;
+    std::vector<std::string> logs;
+    auto s = KvcStore::open(options(tmp.file("kv"), 2200, &logs));
+    ASSERT_TRUE(s.is_ok());
+    KvcHeader prefix = header(8);
+    prefix.hits = 1;
+    prefix.n_ctx = prefix_ctx;
+    ASSERT_TRUE(s->save(prefix, "<bos>conv", payload(1000), {}).is_ok());
+    ASSERT_TRUE(s->save(header(8), "<bos>othe", payload(1000), {}).is_ok());
+    ASSERT_TRUE(s->save(header(8), "<bos>conversation goes on", payload(1000), {}).is_ok());
+    ASSERT_EQ(s->entries().size(), 2u);
+    const bool devalued = prefix_ctx >= 4096;  // ctx >= the incoming file's 4096
+    EXPECT_EQ(s->find("<bos>conv!", query()).has_value(), !devalued) << prefix_ctx;
+    EXPECT_EQ(s->find("<bos>othe!", query()).has_value(), devalued) << prefix_ctx;
+    EXPECT_TRUE(s->find("<bos>conversation goes on", query()).has_value());
+  }
+}
+
+// §3.3: a save whose file exists and is compatible (same text, quant admitted, its context <= the
+// new one's) keeps that file -- payload, reason, hits, times -- and rewrites only its tool-id map;
+// an incompatible one (a larger context) is replaced.
+TEST(KvcStore, SameNameSaveKeepsACompatibleFileAndRewritesOnlyItsToolMap) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  const std::string text = "<bos>same text";
+  const std::string path = tmp.file("kv/" + sha1_hex(text) + ".kv");
+  KvcHeader first = header(9);
+  first.n_ctx = 2048;
+  first.hits = 3;
+  first.created = 100;
+  first.reason = SaveReason::kCold;
+  const std::vector<ToolMapEntry> a = {{"call_a", "<dsml a>"}}, b = {{"call_b", "<dsml b>"}};
+  ASSERT_TRUE(s->save(first, text, payload(10), a).is_ok());
+  const std::vector<uint8_t> other(20, 0x11);
+  ASSERT_TRUE(s->save(header(9), text, other, b).is_ok());  // context 4096 >= 2048: kept
+  {
+    const auto bytes = gguf::testing::read_bytes(path);
+    auto v = decode_kvc(bytes);
+    ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+    EXPECT_EQ(v->header.n_ctx, 2048u);
+    EXPECT_EQ(v->header.hits, 3u);
+    EXPECT_EQ(v->header.created, 100u);
+    EXPECT_EQ(v->header.reason, SaveReason::kCold);
+    EXPECT_EQ(std::vector<uint8_t>(v->payload.begin(), v->payload.end()), payload(10));
+    ASSERT_EQ(v->tool_map.size(), 2u);
+    EXPECT_EQ(v->tool_map[0], b[0]);
+    EXPECT_EQ(v->tool_map[1], a[0]);
+  }
+  ASSERT_EQ(s->entries().size(), 1u);
+  EXPECT_EQ(s->entries()[0].header.hits, 3u);
+  // A hit between the two halves of a save is not lost.
+  auto p = s->prepare(header(9), text, other, {});
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_TRUE(p->kept);
+  ASSERT_TRUE(s->touch(sha1_hex(text) + ".kv").is_ok());
+  ASSERT_TRUE(s->commit(*p).is_ok());
+  EXPECT_EQ(s->entries()[0].header.hits, 4u);
+  EXPECT_EQ(decode_kvc(gguf::testing::read_bytes(path))->header.hits, 4u);
+  // A session of a smaller context cannot use the old file: it is replaced.
+  KvcHeader small = header(9);
+  small.n_ctx = 1024;
+  ASSERT_TRUE(s->save(small, text, other, b).is_ok());
+  const auto bytes = gguf::testing::read_bytes(path);
+  auto v = decode_kvc(bytes);
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ(v->header.n_ctx, 1024u);
+  EXPECT_EQ(v->header.hits, 0u);
+  EXPECT_EQ(std::vector<uint8_t>(v->payload.begin(), v->payload.end()), other);
+  ASSERT_EQ(v->tool_map.size(), 1u);
+  EXPECT_EQ(v->tool_map[0], b[0]);
+}
+
+// §3.2 (N): tool-id maps come only from files the engine's model wrote.
+TEST(KvcStore, ToolMapEntriesComeOnlyFromFilesOfTheModel) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  KvcHeader pro = header(9);
+  pro.model = KvcModel::kPro;
+  const std::vector<ToolMapEntry> p = {{"call_p", "<dsml p>"}}, f = {{"call_f", "<dsml f>"}};
+  ASSERT_TRUE(s->save(pro, "pro text", payload(10), p).is_ok());
+  ASSERT_TRUE(s->save(header(9), "flash text", payload(10), f).is_ok());
+  const std::vector<std::string> want = {"call_p", "call_f"};
+  EXPECT_EQ(s->tool_map_entries(want, KvcModel::kFlash), f);
+  EXPECT_EQ(s->tool_map_entries(want, KvcModel::kPro), p);
 }
 
 }  // namespace

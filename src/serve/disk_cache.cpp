@@ -23,7 +23,8 @@ uint64_t unix_now() { return static_cast<uint64_t>(std::time(nullptr)); }
 
 }  // namespace
 
-Result<std::unique_ptr<DiskCache>> DiskCache::open(DiskCacheOptions options, ReplayMap* replay) {
+Result<std::unique_ptr<DiskCache>> DiskCache::open(DiskCacheOptions options, ReplayMap* replay,
+                                                   const Tokenizer& tok) {
   if (options.query.quant_bits != 2 && options.query.quant_bits != 4) {
     return Status::invalid_argument(
         "the disk KV cache stores 2- or 4-bit routed-expert checkpoints; this model's experts "
@@ -38,16 +39,18 @@ Result<std::unique_ptr<DiskCache>> DiskCache::open(DiskCacheOptions options, Rep
   kv::KvcStoreOptions so{.dir = options.dir,
                          .budget_bytes = options.budget_bytes,
                          .limits = {.max_tool_ids = options.max_tool_ids},
+                         .strict_quant = options.query.strict_quant,
                          .now = unix_now,
                          .log = options.log};
   DS4_ASSIGN_OR_RETURN(kv::KvcStore store, kv::KvcStore::open(std::move(so)));
-  std::unique_ptr<DiskCache> c(new DiskCache(std::move(options), replay, std::move(store)));
+  std::unique_ptr<DiskCache> c(new DiskCache(std::move(options), replay, tok, std::move(store)));
   c->thread_ = std::thread([p = c.get()] { p->run(); });
   return c;
 }
 
-DiskCache::DiskCache(DiskCacheOptions options, ReplayMap* replay, kv::KvcStore store)
-    : o_(std::move(options)), replay_(replay), store_(std::move(store)) {}
+DiskCache::DiskCache(DiskCacheOptions options, ReplayMap* replay, const Tokenizer& tok,
+                     kv::KvcStore store)
+    : o_(std::move(options)), replay_(replay), tok_(&tok), store_(std::move(store)) {}
 
 DiskCache::~DiskCache() {
   {
@@ -65,11 +68,12 @@ bool DiskCache::save(SaveJob job) {
   {
     std::lock_guard lock(mu_);
     const bool fits =
-        queue_.empty() || (queue_.size() < o_.max_pending &&
-                           queued_bytes_ + job.payload.size() <= o_.max_pending_bytes);
+        queued_saves_ == 0 || (queued_saves_ < o_.max_pending &&
+                               queued_bytes_ + job.payload.size() <= o_.max_pending_bytes);
     if (!stop_ && fits) {
       queued_bytes_ += job.payload.size();
-      queue_.push_back(std::move(job));
+      ++queued_saves_;
+      queue_.push_back(Job{.kind = Job::Kind::kSave, .save = std::move(job), .name = {}});
       cv_.notify_all();
       return true;
     }
@@ -90,20 +94,47 @@ void DiskCache::run() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything is written
-    SaveJob job = std::move(queue_.front());
+    Job job = std::move(queue_.front());
     queue_.pop_front();
-    queued_bytes_ -= job.payload.size();
+    if (job.kind == Job::Kind::kSave) {
+      queued_bytes_ -= job.save.payload.size();
+      --queued_saves_;
+    }
     writing_ = true;
     lock.unlock();
-    write(job);
+    if (job.kind == Job::Kind::kSave) {
+      write(job.save);
+    } else {
+      bookkeep(job);
+    }
     lock.lock();
     writing_ = false;
     if (queue_.empty()) idle_cv_.notify_all();
   }
 }
 
+void DiskCache::push(Job job) {
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(job));
+  cv_.notify_all();
+}
+
+void DiskCache::bookkeep(const Job& job) {
+  std::lock_guard lock(store_mu_);
+  if (job.kind == Job::Kind::kRemove) {
+    store_.remove(job.name);
+    return;
+  }
+  Status st = store_.touch(job.name);
+  if (!st.is_ok()) log("kv cache: " + st.to_string());
+}
+
 void DiskCache::write(SaveJob& job) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (job.text.empty()) {
+    job.text = tok_->decode(job.token_ids);
+    job.key_flag = 0;
+  }
   std::vector<kv::ToolMapEntry> map;
   if (replay_) {
     for (auto& [id, block] : replay_->entries_in(job.text)) {
@@ -112,6 +143,7 @@ void DiskCache::write(SaveJob& job) {
   }
   kv::KvcHeader h{.quant_bits = o_.query.quant_bits,
                   .reason = job.reason,
+                  .flags = job.key_flag,
                   .model = o_.query.model,
                   .tokens = job.tokens,
                   .n_ctx = o_.query.n_ctx};
@@ -148,12 +180,14 @@ void DiskCache::write(SaveJob& job) {
   }
 }
 
-std::optional<DiskHit> DiskCache::lookup(std::string_view rendered) {
+std::optional<DiskHit> DiskCache::lookup(std::string_view rendered, uint8_t visible_keys) {
+  kv::KvcQuery query = o_.query;
+  query.visible_keys = visible_keys;
   std::lock_guard lock(store_mu_);
   store_.rescan();  // files another server wrote, files a user removed
   // A damaged file is removed by read(); the next best one is tried (a bounded number of times).
   for (int attempt = 0; attempt < 8; ++attempt) {
-    std::optional<kv::KvcEntry> e = store_.find(rendered, o_.query);
+    std::optional<kv::KvcEntry> e = store_.find(rendered, query);
     if (!e) return std::nullopt;
     auto read = store_.read(*e, rendered);
     if (!read.is_ok() && read.status().code() == StatusCode::kIoError) {
@@ -180,20 +214,26 @@ void DiskCache::remember(std::span<const kv::ToolMapEntry> entries) {
 
 void DiskCache::loaded(const DiskHit& hit, bool consume) {
   remember(hit.tool_map);
-  std::lock_guard lock(store_mu_);
-  ++hits_;
   if (consume) {
-    store_.remove(hit.entry.name);
-    return;
+    std::lock_guard lock(store_mu_);
+    store_.forget(hit.entry);
   }
-  Status st = store_.touch(hit.entry.name);
-  if (!st.is_ok()) log("kv cache: " + st.to_string());
+  {
+    std::lock_guard lock(mu_);
+    ++hits_;
+  }
+  push(Job{.kind = consume ? Job::Kind::kRemove : Job::Kind::kTouch,
+           .save = {},
+           .name = hit.entry.name});
 }
 
 void DiskCache::reject(const DiskHit& hit, const std::string& why) {
   log("kv cache: removing " + hit.entry.name + ": its payload does not load: " + why);
-  std::lock_guard lock(store_mu_);
-  store_.remove(hit.entry.name);
+  {
+    std::lock_guard lock(store_mu_);
+    store_.forget(hit.entry);
+  }
+  push(Job{.kind = Job::Kind::kRemove, .save = {}, .name = hit.entry.name});
 }
 
 void DiskCache::restore_tool_ids(std::span<const std::string> ids) {
@@ -206,7 +246,7 @@ void DiskCache::restore_tool_ids(std::span<const std::string> ids) {
   std::vector<kv::ToolMapEntry> found;
   {
     std::lock_guard lock(store_mu_);
-    found = store_.tool_map_entries(wanted);
+    found = store_.tool_map_entries(wanted, o_.query.model);
   }
   remember(found);
 }
@@ -218,9 +258,9 @@ DiskCacheStats DiskCache::stats() const {
     s.saved = saved_;
     s.failed = failed_;
     s.dropped = dropped_;
+    s.hits = hits_;
   }
   std::lock_guard lock(store_mu_);
-  s.hits = hits_;
   s.files = store_.entries().size();
   s.bytes = store_.bytes_used();
   return s;

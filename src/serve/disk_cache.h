@@ -1,11 +1,14 @@
 // src/serve/disk_cache.h: the disk KV cache as the server uses it (features.md §3): a KVC
 // directory (kv/kvc_store.h) behind one lock, and the disk writer thread.
-// Owns: the store, the bounded queue of checkpoints waiting to be written, and the writer thread
-// that encodes and writes them (temporary file, fsync, rename), so the scheduler never waits on a
-// disk write: it hands over the payload bytes it copied out of the session and goes on.
-// Lookups (scheduler thread) and tool-id restores (HTTP threads) read files under the same lock.
+// Owns: the store, the FIFO of disk work (checkpoints waiting to be written, bounded; the header
+// updates and removals that follow a load), and the writer thread that does that work: it
+// decodes a checkpoint's tokens into its cache text, encodes and writes the file (temporary file,
+// fsync, rename), rewrites a loaded file's hits and last use, deletes consumed or rejected files.
+// So the scheduler never waits on a disk write: it hands over the payload bytes it copied out of
+// the session (the one copy only the session's owner can make) and goes on. Lookups (scheduler
+// thread) and tool-id restores (HTTP threads) read files under the same lock.
 // Does not own: when to save or what to load into which session (the scheduler, with
-// cache_policy.h), the replay map (borrowed: it must outlive the cache).
+// cache_policy.h), the replay map and the tokenizer (borrowed: they must outlive the cache).
 #pragma once
 
 #include <condition_variable>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "ds4/status.h"
+#include "ds4/tokenizer.h"
 #include "kv/kvc_store.h"
 #include "serve/replay_map.h"
 
@@ -40,11 +44,15 @@ struct DiskCacheOptions {
   std::function<void(const std::string&)> log;
 };
 
-// A checkpoint handed to the writer: the session's payload and the decoded text of its tokens.
+// A checkpoint handed to the writer: the session's payload and what names it -- its tokens, which
+// the writer decodes into the cache text, or a visible transcript given as `text` with the header
+// bit that says so (features.md §3.1, §3.3: evict and shutdown saves of a live binding).
 struct SaveJob {
   kv::SaveReason reason = kv::SaveReason::kUnknown;
   uint32_t tokens = 0;
+  std::vector<TokenId> token_ids;  // used when `text` is empty
   std::string text;
+  uint8_t key_flag = 0;  // 0, kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag (with text)
   std::vector<uint8_t> payload;
 };
 
@@ -68,10 +76,12 @@ struct DiskCacheStats {
 class DiskCache {
  public:
   // Opens (creates) the directory and starts the writer. `replay` may be null (exact replay
-  // off): then files are written without a tool-id map and maps are not restored. Errors: the
-  // directory cannot be created or read, quant bits other than 2 and 4.
-  static Result<std::unique_ptr<DiskCache>> open(DiskCacheOptions options, ReplayMap* replay);
-  // Writes what is queued, then stops the writer.
+  // off): then files are written without a tool-id map and maps are not restored. `tok` decodes
+  // checkpoint tokens (the writer thread calls its const methods). Errors: the directory cannot
+  // be created or read, quant bits other than 2 and 4.
+  static Result<std::unique_ptr<DiskCache>> open(DiskCacheOptions options, ReplayMap* replay,
+                                                 const Tokenizer& tok);
+  // Does the queued work, then stops the writer.
   ~DiskCache();
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
@@ -79,17 +89,19 @@ class DiskCache {
   // Queues a checkpoint for the writer (returns at once). False when it was dropped: below the
   // minimum, or the writer already has max_pending waiting.
   bool save(SaveJob job);
-  // Waits until every queued checkpoint is written (tests, shutdown).
+  // Waits until all queued work is done (tests, shutdown).
   void flush();
 
-  // The file whose text is the longest byte prefix of `rendered` that the query admits, read and
-  // checked; nullopt when there is none (damaged files met on the way are removed and logged).
-  std::optional<DiskHit> lookup(std::string_view rendered);
-  // After the payload went into a session: its tool-id map goes into the replay map, and the
-  // file's hits + 1 and last use now, or the file is deleted when the live session now owns it
-  // (`consume`).
+  // The file whose text is the longest byte prefix of `rendered` that the query admits, with
+  // `visible_keys` (kv::KvcQuery) for the files keyed by a visible transcript, read and checked;
+  // nullopt when there is none (damaged files met on the way are removed and logged).
+  std::optional<DiskHit> lookup(std::string_view rendered, uint8_t visible_keys = 0);
+  // After the payload went into a session: its tool-id map goes into the replay map now; the
+  // writer then rewrites the file's hits + 1 and last use, or deletes it when the live session
+  // owns it (`consume`; it leaves the index at once, so no lookup finds it meanwhile).
   void loaded(const DiskHit& hit, bool consume);
-  // The payload could not be used (another shape, a bad row count...): the file is removed.
+  // The payload could not be used (another shape, a bad row count...): the file leaves the index
+  // now and the writer deletes it.
   void reject(const DiskHit& hit, const std::string& why);
 
   // Puts the mappings of `ids` that the replay map lacks, from every file with a tool-id map,
@@ -101,22 +113,33 @@ class DiskCache {
   void log(const std::string& line) const;
 
  private:
-  DiskCache(DiskCacheOptions options, ReplayMap* replay, kv::KvcStore store);
+  // One piece of the writer's work, done in the order queued (a removal queued before a save of
+  // the same name never deletes the new file).
+  struct Job {
+    enum class Kind { kSave, kTouch, kRemove } kind = Kind::kSave;
+    SaveJob save;      // kSave
+    std::string name;  // kTouch, kRemove
+  };
+  DiskCache(DiskCacheOptions options, ReplayMap* replay, const Tokenizer& tok, kv::KvcStore store);
   void run();
   void write(SaveJob& job);
+  void bookkeep(const Job& job);
+  void push(Job job);  // a touch or a removal (never dropped)
   void remember(std::span<const kv::ToolMapEntry> entries);
 
   DiskCacheOptions o_;
   ReplayMap* replay_;
+  const Tokenizer* tok_;
   mutable std::mutex store_mu_;
   kv::KvcStore store_;  // guarded by store_mu_
-  int hits_ = 0;        // guarded by store_mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;                // work for the writer, or stop
   std::condition_variable idle_cv_;           // the queue drained
-  std::deque<SaveJob> queue_;                 // guarded by mu_
+  std::deque<Job> queue_;                     // guarded by mu_
+  size_t queued_saves_ = 0;                   // guarded by mu_: kSave jobs in queue_
   uint64_t queued_bytes_ = 0;                 // guarded by mu_: payload bytes in queue_
+  int hits_ = 0;                              // guarded by mu_
   bool writing_ = false;                      // guarded by mu_
   bool stop_ = false;                         // guarded by mu_
   int saved_ = 0, failed_ = 0, dropped_ = 0;  // guarded by mu_

@@ -10,6 +10,7 @@ const char* to_string(CacheSource source) {
     case CacheSource::kMiss: return "miss";
     case CacheSource::kTokens: return "tokens";
     case CacheSource::kText: return "text";
+    case CacheSource::kVisible: return "visible";
     case CacheSource::kDisk: return "disk";
   }
   return "?";
@@ -23,6 +24,15 @@ size_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b) {
 
 PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok,
                        const Request& request) {
+  std::string text;
+  return plan_prompt(live, tok, request, [&]() -> const std::string& {
+    text = tok.decode(live);
+    return text;
+  });
+}
+
+PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok, const Request& request,
+                       const std::function<const std::string&()>& live_text) {
   PromptPlan plan;
   const size_t common = common_prefix(live, request.prompt);
   if (!live.empty() && common == live.size()) {
@@ -32,7 +42,7 @@ PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok,
     return plan;
   }
   if (!live.empty() && !request.rendered.empty()) {
-    const std::string decoded = tok.decode(live);
+    const std::string& decoded = live_text();
     if (std::string_view(request.rendered).starts_with(decoded)) {
       plan.tokens.assign(live.begin(), live.end());
       tok.encode_append(std::string_view(request.rendered).substr(decoded.size()),

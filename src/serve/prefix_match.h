@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ds4/tokenizer.h"
@@ -15,7 +17,9 @@
 
 namespace ds4::serve {
 
-enum class CacheSource { kMiss, kTokens, kText, kDisk };  // kDisk: loaded from a cache file
+// kVisible: the session's visible-transcript binding (features.md §1.13 rules 1 and 6); kDisk:
+// loaded from a cache file.
+enum class CacheSource { kMiss, kTokens, kText, kVisible, kDisk };
 const char* to_string(CacheSource source);
 
 struct PromptPlan {
@@ -27,5 +31,9 @@ struct PromptPlan {
 size_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b);
 
 PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok, const Request& request);
+// The same, with the decoded text of `live` from `decoded` (called at most once, and only when the
+// token rule fails), so a caller that keeps each session's text need not decode it again.
+PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok, const Request& request,
+                       const std::function<const std::string&()>& decoded);
 
 }  // namespace ds4::serve

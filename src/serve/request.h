@@ -39,6 +39,13 @@ struct ToolChoice {
   bool one_call = false;           // kRequired: one invoke only (parallel calls disabled)
 };
 
+// Whose rendering a request's text is (features.md §1.13, §2.7, §3.1): after a thinking turn
+// the client renders its history without the hidden reasoning the live session holds, so a
+// Responses turn, or a tool-less chat / Anthropic messages one, leaves that visible transcript as
+// the key of the session's evict and shutdown saves, and a file keyed so serves only requests of
+// the same protocol. kCompletions (and tests) use token-text keys only.
+enum class Protocol { kCompletions, kChat, kResponses };  // kChat: also Anthropic messages
+
 struct Request {
   std::vector<TokenId> prompt;    // the rendered prompt, tokenized with specials recognised
   std::string rendered;           // its text: the byte-prefix match against a live session
@@ -50,6 +57,7 @@ struct Request {
   bool tools = false;             // recognise DSML tool-call blocks
   ToolChoice tool_choice;         // kRequired / kNamed need tools (output_forcing.h)
   int reasoning_budget = 0;       // > 0 (thinking): </think> is forced after this many tokens
+  Protocol protocol = Protocol::kCompletions;
   // Test hook: these tokens are taken in place of the first sampled ones (the model still
   // evaluates each), so a test can make the tiny model emit a particular tool call.
   std::vector<TokenId> forced;

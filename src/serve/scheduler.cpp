@@ -125,6 +125,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   if (replay_ && a.gen.tool_calls() > 0) {
     replay_->remember(a.gen.tool_ids(), sampled_tool_block(a.gen.raw(), a.request.thinking));
   }
+  bind_visible(slot, reason);
   Event done{.kind = EventKind::kDone, .text = a.gen.raw(), .finish = reason};
   done.usage = {.prompt_tokens = static_cast<int>(a.prompt.size()),
                 .cached_tokens = a.cached,

@@ -99,6 +99,9 @@ class Scheduler {
   void take(std::vector<std::unique_ptr<Waiting>>* out);
   void place(std::unique_ptr<Waiting> w);
   Slot* choose_slot(const Request& request, PromptPlan* plan);
+  // The decoded text of an idle session's tokens, kept in the slot between admissions: only the
+  // tokens appended since are decoded; tokens that changed otherwise are decoded again.
+  const std::string& live_text(Slot& slot);
   // One batched engine step (scheduler_step.cpp).
   void step();
   bool sample_next(Slot& slot);  // false: the request finished instead
@@ -111,6 +114,10 @@ class Scheduler {
   void before_decode(Slot& slot);
   void save_checkpoint(Slot& slot, kv::SaveReason reason);
   void save_on_shutdown();
+  // Visible-transcript bindings (scheduler_visible.cpp): remembered when a thinking turn ends,
+  // used by a request that starts with the transcript (else `miss` is returned unchanged).
+  void bind_visible(Slot& slot, FinishReason reason);
+  PromptPlan plan_visible(Slot& slot, const Request& request, PromptPlan miss) const;
 
   std::unique_ptr<Engine> engine_;
   const Tokenizer* tok_;

@@ -31,6 +31,18 @@ void Scheduler::take(std::vector<std::unique_ptr<Waiting>>* out) {
   }
 }
 
+const std::string& Scheduler::live_text(Slot& slot) {
+  const auto live = slot.session->tokens();
+  if (common_prefix(slot.text_tokens, live) != slot.text_tokens.size()) {
+    slot.text_tokens.clear();  // rewound or replaced: no byte offsets per token, so all again
+    slot.text.clear();
+  }
+  const auto tail = live.subspan(slot.text_tokens.size());
+  slot.text += tok_->decode(tail);  // decoding is per token bytes: the text of a prefix extends
+  slot.text_tokens.insert(slot.text_tokens.end(), tail.begin(), tail.end());
+  return slot.text;
+}
+
 Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan) {
   Slot* reuse = nullptr;
   Slot* empty = nullptr;
@@ -43,7 +55,9 @@ Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan
       if (!empty) empty = slot.get();
       continue;
     }
-    PromptPlan p = plan_prompt(s.tokens(), *tok_, request);
+    PromptPlan p = plan_prompt(s.tokens(), *tok_, request,
+                               [&]() -> const std::string& { return live_text(*slot); });
+    if (p.source == CacheSource::kMiss) p = plan_visible(*slot, request, std::move(p));
     if (p.source != CacheSource::kMiss) {
       if (!reuse || p.reusable > plan->reusable) {
         reuse = slot.get();
@@ -79,6 +93,9 @@ void Scheduler::place(std::unique_ptr<Waiting> w) {
   Active& a = *slot->active;
   Session& s = *slot->session;
   if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan));
+  // The last request's visible-transcript binding ends here (its evict save, if any, is done).
+  slot->visible.clear();
+  slot->visible_at = 0;
   a.prompt = std::move(plan.tokens);
   if (a.prompt.size() >= static_cast<size_t>(options_.n_ctx)) {
     // Only a re-tokenized text continuation can grow past the context (submit checked the rest).

@@ -10,6 +10,15 @@
 #include "serve/scheduler_parts.h"
 
 namespace ds4::serve {
+namespace {
+
+const char* key_name(uint8_t flags) {
+  if ((flags & kv::kKvcResponsesTextFlag) != 0) return "responses-visible";
+  if ((flags & kv::kKvcThinkingTextFlag) != 0) return "thinking-visible";
+  return "token-text";
+}
+
+}  // namespace
 
 PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
   Active& a = *slot.active;
@@ -26,7 +35,7 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
   const std::string_view rendered = a.request.rendered;
   if (!rendered.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (std::optional<DiskHit> hit = disk_->lookup(rendered)) {
+    if (std::optional<DiskHit> hit = disk_->lookup(rendered, visible_keys(a.request.protocol))) {
       const uint32_t n = hit->entry.header.tokens;
       Status st = s.load(hit->payload);
       if (st.is_ok() && static_cast<uint32_t>(s.n_tokens()) != n) {
@@ -53,10 +62,9 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
                 .count();
         char line[200];
         std::snprintf(line, sizeof line,
-                      "kv cache hit text tokens=%u text=%u quant=%u key=token-text load=%.1f ms%s "
-                      "file=",
-                      n, hit->entry.text_bytes, hit->entry.header.quant_bits, ms,
-                      consume ? " consumed" : "");
+                      "kv cache hit text tokens=%u text=%u quant=%u key=%s load=%.1f ms%s file=", n,
+                      hit->entry.text_bytes, hit->entry.header.quant_bits,
+                      key_name(hit->entry.header.flags), ms, consume ? " consumed" : "");
         disk_->log(line + hit->entry.name);
         return p;
       }
@@ -95,24 +103,25 @@ void Scheduler::save_checkpoint(Slot& slot, kv::SaveReason reason) {
   const size_t n = static_cast<size_t>(s.n_tokens());
   slot.saved_at = n;
   if (n > slot.last_stored) slot.last_stored = n;
+  // The one copy the scheduler thread makes (only the session's owner may read its state); the
+  // writer decodes the tokens into the cache text and does all the file I/O.
   auto payload = s.save();
   if (!payload.is_ok()) {
     disk_->log("kv cache: cannot copy the session out: " + payload.status().to_string());
     return;
   }
-  disk_->save({.reason = reason,
-               .tokens = static_cast<uint32_t>(n),
-               .text = tok_->decode(s.tokens()),
-               .payload = std::move(*payload)});
-}
-
-void Scheduler::save_on_shutdown() {
-  for (auto& slot : slots_) {
-    const size_t n = static_cast<size_t>(slot->session->n_tokens());
-    if (n >= options_.cache.min_tokens && n != slot->saved_at) {
-      save_checkpoint(*slot, kv::SaveReason::kShutdown);
-    }
+  SaveJob job{.reason = reason, .tokens = static_cast<uint32_t>(n), .payload = std::move(*payload)};
+  const bool bound = (reason == kv::SaveReason::kEvict || reason == kv::SaveReason::kShutdown) &&
+                     !slot.visible.empty() && slot.visible_at == n;
+  if (bound) {
+    // §3.3: the key is the transcript the client will send back, not the token text.
+    job.text = slot.visible;
+    job.key_flag = slot.visible_flag;
+  } else {
+    const auto live = s.tokens();
+    job.token_ids.assign(live.begin(), live.end());
   }
+  disk_->save(std::move(job));
 }
 
 }  // namespace ds4::serve

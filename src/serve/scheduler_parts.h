@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "serve/generation.h"
@@ -41,6 +42,17 @@ inline Status prompt_over_context(size_t tokens, int n_ctx) {
                               tokens, n_ctx);
 }
 
+// The disk files a request may load besides token-text ones (kv::KvcQuery::visible_keys), and the
+// live bindings it may use: Responses its own, chat and messages the thinking-visible ones.
+inline uint8_t visible_keys(Protocol p) {
+  switch (p) {
+    case Protocol::kResponses: return kv::kKvcResponsesTextFlag;
+    case Protocol::kChat: return kv::kKvcThinkingTextFlag;
+    case Protocol::kCompletions: break;
+  }
+  return 0;
+}
+
 struct Scheduler::Slot {
   std::unique_ptr<Session> session;
   std::unique_ptr<Active> active;
@@ -49,6 +61,16 @@ struct Scheduler::Slot {
   size_t last_stored = 0;  // highest frontier saved or loaded: continued saves go beyond it
   size_t saved_at = 0;     // the session's length when it was last saved or loaded (0: never)
   size_t cold = 0;         // the current request's cold save point (0: none)
+  // The visible-transcript binding the last request left (features.md §2.7): the client's
+  // rendering of the session without its hidden reasoning, true while the session holds
+  // `visible_at` tokens; it keys the evict and shutdown saves (§3.3). Empty: none.
+  std::string visible;
+  size_t visible_at = 0;
+  uint8_t visible_flag = 0;  // kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag
+  // The decoded text of `text_tokens`, a copy of the session's tokens when it was last needed
+  // (choose_slot's text-prefix rule; Scheduler::live_text keeps it in step with the session).
+  std::vector<TokenId> text_tokens;
+  std::string text;
 };
 
 }  // namespace ds4::serve

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "ds4/chat.h"
 #include "gguf/test_util.h"
@@ -64,7 +65,7 @@ class DiskCacheTest : public ::testing::Test {
                          std::lock_guard lock(logs_mu_);  // the writer and the scheduler log
                          logs_.push_back(l);
                        }};
-    auto d = DiskCache::open(std::move(o), &replay_);
+    auto d = DiskCache::open(std::move(o), &replay_, *tok_);
     ASSERT_TRUE(d.is_ok()) << d.status().to_string();
     disk_ = std::move(*d);
     EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
@@ -92,6 +93,24 @@ class DiskCacheTest : public ::testing::Test {
     r.sampling.seed = 3;
     r.max_tokens = max_tokens;
     return r;
+  }
+  // A thinking-mode chat render of `msgs` (its generation prompt ends with "<think>").
+  Request thinking_chat(const std::vector<chat::Message>& msgs, Protocol protocol) {
+    auto text = chat::render(msgs, {.think = chat::ThinkMode::kHigh, .context_size = kCtx});
+    EXPECT_TRUE(text.is_ok());
+    Request r;
+    r.rendered = *text;
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.sampling.seed = 3;
+    r.max_tokens = 40;
+    r.thinking = true;
+    r.protocol = protocol;
+    return r;
+  }
+  bool logged(const std::string& needle) {
+    std::lock_guard lock(logs_mu_);
+    return std::any_of(logs_.begin(), logs_.end(),
+                       [&](const std::string& l) { return l.find(needle) != std::string::npos; });
   }
   Event run(Request r, std::string* text) {
     auto t = sched_->submit(std::move(r));
@@ -213,6 +232,96 @@ TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScrat
   // The cold save of this run wrote a sound file under the same name again.
   const auto again = gguf::testing::read_bytes(path);
   EXPECT_NE(again, bytes);
+}
+
+// §3.1, §3.3, §2.7: a tool-less chat turn that reasoned leaves its visible transcript (the prompt
+// without "<think>", then "</think>" and the answer: what the client sends back) as the key of the
+// session's evict save, with header bit 2. The next chat request of that conversation loads it
+// (the live tokens, reasoning included, and only the suffix tokenized); a Responses request with
+// the same text does not (bit 2 files serve chat and messages only) and gets the token-text file.
+TEST_F(DiskCacheTest, AThinkingTurnIsSavedUnderItsVisibleTranscriptAndServesOnlyChat) {
+  start();
+  const std::string answer = "Yes, light rain.";
+  std::vector<chat::Message> msgs{{.role = chat::Role::kSystem, .content = system_},
+                                  {.role = chat::Role::kUser, .content = "Rain today?"}};
+  Request r1 = thinking_chat(msgs, Protocol::kChat);
+  r1.forced = tok_->encode("I look at the station.</think>" + answer, SpecialTokens::kRecognize);
+  r1.forced.push_back(tok_->special_ids().eos);
+  const std::string visible =
+      r1.rendered.substr(0, r1.rendered.size() - chat::kThinkStart.size()) + "</think>" + answer;
+  const size_t cold =
+      cold_boundary(r1.prompt, tok_->special_ids().user, tok_->special_ids().assistant, policy_);
+  std::string text;
+  const Event d1 = run(r1, &text);
+  ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+  ASSERT_EQ(d1.finish, FinishReason::kStop);
+  const size_t frontier = r1.prompt.size() + r1.forced.size() - 1;  // the EOS is not evaluated
+  // Another conversation replaces the session: the evict save.
+  text.clear();
+  ASSERT_TRUE(run(chat("You translate into French.", "Good morning", 3), &text).error.is_ok());
+  disk_->flush();
+  const auto all = files(dir_.file("kv"));
+  const auto evict = std::find_if(all.begin(), all.end(), [](const File& f) {
+    return f.header.reason == kv::SaveReason::kEvict;
+  });
+  ASSERT_NE(evict, all.end());
+  EXPECT_EQ(evict->name, kv::sha1_hex(visible) + ".kv");
+  EXPECT_EQ(evict->header.flags & (kv::kKvcThinkingTextFlag | kv::kKvcResponsesTextFlag),
+            kv::kKvcThinkingTextFlag);
+  EXPECT_EQ(evict->header.tokens, frontier);
+  // The client's next request: the answer without its reasoning, and a new question.
+  msgs.push_back({.role = chat::Role::kAssistant, .content = answer});
+  msgs.push_back({.role = chat::Role::kUser, .content = "And tomorrow?"});
+  Request as_responses = thinking_chat(msgs, Protocol::kResponses);
+  ASSERT_TRUE(as_responses.rendered.starts_with(visible));  // the template agrees with the key
+  text.clear();
+  const Event d2 = run(as_responses, &text);
+  ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+  EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(cold));  // the token-text cold file
+  text.clear();
+  const Event d3 = run(thinking_chat(msgs, Protocol::kChat), &text);
+  ASSERT_TRUE(d3.error.is_ok()) << d3.error.to_string();
+  EXPECT_EQ(d3.usage.cached_tokens, static_cast<int>(frontier));
+  EXPECT_TRUE(logged("key=thinking-visible"));
+  stop();
+}
+
+// §3.5 step 7: after a load the file's hits and last use are rewritten, or the file is deleted
+// when the live session owns it (consumed: more tokens than the cold window) -- by the writer
+// thread, in queue order, so the scheduler thread does no file I/O for it; flush() waits for it.
+TEST_F(DiskCacheTest, AHitsBookkeepingIsDoneByTheWriter) {
+  start();
+  Request r = chat(system_, "Fog?", 4);
+  std::string text;
+  ASSERT_TRUE(run(r, &text).error.is_ok());
+  stop();
+  const auto cold_of = [&]() -> std::optional<File> {
+    for (const File& f : files(dir_.file("kv"))) {
+      if (f.header.reason == kv::SaveReason::kCold) return f;
+    }
+    return std::nullopt;
+  };
+  ASSERT_TRUE(cold_of().has_value());
+  EXPECT_EQ(cold_of()->header.hits, 0u);
+  start();
+  text.clear();
+  ASSERT_GT(run(r, &text).usage.cached_tokens, 0);
+  disk_->flush();
+  ASSERT_TRUE(cold_of().has_value());
+  EXPECT_EQ(cold_of()->header.hits, 1u);
+  EXPECT_GE(cold_of()->header.last_used, cold_of()->header.created);
+  stop();
+  // A cold window smaller than the file: the load consumes it.
+  policy_.cold_max_tokens = 32;
+  const uint32_t tokens = cold_of()->header.tokens;
+  ASSERT_GT(tokens, 32u);
+  start();
+  text.clear();
+  EXPECT_EQ(run(r, &text).usage.cached_tokens, static_cast<int>(tokens));
+  disk_->flush();
+  EXPECT_FALSE(cold_of().has_value());
+  EXPECT_TRUE(logged(" consumed file="));
+  stop();
 }
 
 }  // namespace

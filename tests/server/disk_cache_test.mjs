@@ -355,3 +355,50 @@ test("a full disk fails the save, keeps older files and keeps serving", async ()
   assert.deepEqual(readdirSync(dir).filter((n) => n.includes(".tmp.")), [], "no temporary file left");
   assert.ok(statSync(dir).isDirectory());
 });
+
+// features.md §3.1, §3.3, §2.7: a Responses turn that reasoned is saved (shutdown) under the
+// visible transcript the client sends back -- the reasoning dropped -- with header bit 1, and
+// after a restart the client's next request of that conversation is served from that file: its
+// cached tokens are the whole first turn, reasoning included, not just the cold prefix.
+test("a reasoning Responses turn is saved under its visible transcript and reloaded after a restart", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+  const answer = "Light rain in Paris.";
+  const forced = "I read the station log first.</think>" + answer + "<｜end▁of▁sentence｜>";
+  const flags = kvFlags(dir, ["--test-forced-output", forced]);
+  const rclient = (s) => client(s).responses;
+  const body = { model: "deepseek-reasoner", instructions: SYSTEM_A, tools: [
+    { type: "function", name: "get_weather", description: "Weather for a city",
+      parameters: { type: "object", properties: { city: { type: "string" } } } },
+  ], max_output_tokens: 100 };
+  const s1 = await startServer(flags);
+  let first;
+  try {
+    first = await rclient(s1).create({ ...body, input: "Is it raining?" });
+    assert.equal(first.status, "completed", JSON.stringify(first.output));
+    assert.equal(first.output_text, answer);
+  } finally {
+    await s1.stop();
+  }
+  const shutdown = kvFiles(dir).find((f) => f.reason === "shutdown");
+  assert.ok(shutdown, JSON.stringify(kvFiles(dir).map((f) => f.reason)));
+  assert.equal(shutdown.flags & 0x06, 0x02, "keyed by a Responses-visible transcript");
+  assert.ok(shutdown.text.endsWith("</think>" + answer), shutdown.text.slice(-80));
+  assert.ok(!shutdown.text.includes("station log first"), "the key has no reasoning");
+  assert.equal(shutdown.tokens, first.usage.input_tokens + first.usage.output_tokens - 1);
+
+  const s2 = await startServer(flags);
+  try {
+    const next = await rclient(s2).create({
+      ...body,
+      input: [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "Is it raining?" }] },
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: answer }] },
+        { type: "message", role: "user", content: [{ type: "input_text", text: "And tomorrow?" }] },
+      ],
+    });
+    assert.equal(next.usage.input_tokens_details.cached_tokens, shutdown.tokens, s2.stderr());
+    assert.match(s2.stderr(), /kv cache hit text tokens=\d+ text=\d+ quant=2 key=responses-visible /);
+  } finally {
+    await s2.stop();
+  }
+});

@@ -325,5 +325,94 @@ TEST_F(SchedulerTest, ARequestCancelledWhileWaitingNeverTakesASession) {
   EXPECT_EQ(st.queued, 0);
 }
 
+// choose_slot keeps each idle session's decoded text between admissions (scheduler.h live_text):
+// the text-prefix rule must still see the session's current tokens. A request that continues the
+// text of the session's latest tokens reuses exactly them and tokenizes only its own suffix; a
+// stale text (the one from before the previous request, or from before the session was replaced)
+// would plan a wrong prompt: the earlier turn's bytes twice, or another conversation's tokens.
+TEST_F(SchedulerTest, TheTextPrefixRuleSeesTheSessionsCurrentText) {
+  auto s = start();
+  // A prompt whose tokens differ from the live ones at once, so only the text rule can hold.
+  const auto text_only = [&](const std::string& rendered, const std::string& out) {
+    Request r;
+    r.rendered = rendered;
+    r.prompt = tok_->encode("x" + rendered, SpecialTokens::kRecognize);
+    r.forced = tok_->encode(out, SpecialTokens::kRecognize);
+    r.max_tokens = static_cast<int>(r.forced.size());
+    return r;
+  };
+  Request a = chat("Tell me something", 4);
+  a.forced = tok_->encode(" one two three", SpecialTokens::kRecognize);
+  a.max_tokens = static_cast<int>(a.forced.size());
+  std::vector<TokenId> live = a.prompt;  // the session's tokens after each request
+  live.insert(live.end(), a.forced.begin(), a.forced.end() - 1);  // the last one is not evaluated
+  ASSERT_TRUE(drain(**s->submit(std::move(a))).error.is_ok());
+  for (const std::string suffix : {" and more", " again", " and a third time"}) {
+    Request r = text_only(tok_->decode(live) + suffix, " fine, thanks");
+    const std::vector<TokenId> added = tok_->encode(suffix, SpecialTokens::kRecognize);
+    const std::vector<TokenId> out = r.forced;
+    const Event d = drain(**s->submit(std::move(r)));
+    ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
+    EXPECT_EQ(d.usage.cached_tokens, static_cast<int>(live.size())) << suffix;
+    EXPECT_EQ(d.usage.prompt_tokens, static_cast<int>(live.size() + added.size())) << suffix;
+    live.insert(live.end(), added.begin(), added.end());
+    live.insert(live.end(), out.begin(), out.end() - 1);
+  }
+  // Another conversation replaces the session's tokens; its continuation is planned from them.
+  Request b = chat("Something else entirely", 4);
+  b.forced = tok_->encode(" no", SpecialTokens::kRecognize);
+  b.max_tokens = static_cast<int>(b.forced.size());
+  live = b.prompt;
+  live.insert(live.end(), b.forced.begin(), b.forced.end() - 1);
+  ASSERT_EQ(drain(**s->submit(std::move(b))).usage.cached_tokens, 0);
+  const Event d = drain(**s->submit(text_only(tok_->decode(live) + " yes", " ok")));
+  ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
+  EXPECT_EQ(d.usage.cached_tokens, static_cast<int>(live.size()));
+  EXPECT_EQ(d.usage.prompt_tokens,
+            static_cast<int>(live.size() + tok_->encode(" yes", SpecialTokens::kRecognize).size()));
+}
+
+// §1.13 rule 6, §2.7: a tool-less chat turn that reasoned leaves its visible transcript bound to
+// the session; the client's next request (the answer without its reasoning, and a new question)
+// reuses the whole session, reasoning included, and tokenizes only its new suffix. The binding is
+// the chat protocols' only: the same text as a Responses request is a miss.
+TEST_F(SchedulerTest, AThinkingChatTurnIsContinuedThroughItsVisibleTranscript) {
+  auto s = start();
+  const std::string answer = "It is sunny.";
+  std::vector<chat::Message> msgs{{.role = chat::Role::kUser, .content = "Weather?"}};
+  const auto render = [&](Protocol protocol) {
+    auto text = chat::render(msgs, {.think = chat::ThinkMode::kHigh, .context_size = kCtx});
+    EXPECT_TRUE(text.is_ok());
+    Request r;
+    r.rendered = *text;
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.thinking = true;
+    r.protocol = protocol;
+    r.max_tokens = 8;
+    return r;
+  };
+  Request first = render(Protocol::kChat);
+  first.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
+  first.forced.push_back(tok_->special_ids().eos);
+  first.max_tokens = static_cast<int>(first.forced.size()) + 4;
+  const size_t frontier = first.prompt.size() + first.forced.size() - 1;
+  msgs.push_back({.role = chat::Role::kAssistant, .content = answer});
+  msgs.push_back({.role = chat::Role::kUser, .content = "And tomorrow?"});
+  for (const Protocol next : {Protocol::kChat, Protocol::kResponses}) {
+    const Event d1 = drain(**s->submit(first));
+    ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+    ASSERT_EQ(d1.finish, FinishReason::kStop);
+    Request second = render(next);
+    const Event d2 = drain(**s->submit(std::move(second)));
+    ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+    if (next == Protocol::kChat) {
+      EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(frontier));
+      EXPECT_GT(d2.usage.prompt_tokens, static_cast<int>(frontier));
+    } else {
+      EXPECT_LT(d2.usage.cached_tokens, static_cast<int>(first.prompt.size()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ds4::serve
