@@ -41,7 +41,7 @@ struct BenchOptions {
   std::string csv;  // empty: stdout
   int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;
-  bool op_times = false;  // print the host time spent in each backend op while generating
+  bool op_times = false;      // print the host time spent in each backend op while generating
   std::vector<int> sessions;  // --sessions: the multi-session decode mode (multi.h)
   int stride = 1024;
 };
@@ -314,9 +314,10 @@ int main(int argc, char** argv) {
     FILE* out = o.csv.empty() ? stdout : std::fopen(o.csv.c_str(), "w");
     if (out == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
     const std::vector<ds4::TokenId> body(tokens.begin() + 1, tokens.end());  // without BOS
-    const int rc = ds4bench::run_sessions(e, body, tok->special_ids().bos,
-                                          tok->special_ids().eos, mo, out);
-    if (out != stdout && std::fclose(out) != 0) return run_error("CSV", ds4::Status::internal("close failed"));
+    const int rc =
+        ds4bench::run_sessions(e, body, tok->special_ids().bos, tok->special_ids().eos, mo, out);
+    if (out != stdout && std::fclose(out) != 0)
+      return run_error("CSV", ds4::Status::internal("close failed"));
     return rc;
   }
   auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});

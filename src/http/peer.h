@@ -1,15 +1,11 @@
 // src/http/peer.h: whether the client of a request the handler is still answering has left,
 // for responses that write nothing until they end (non-streaming generation).
-// Owns: finding the connection's socket and the check itself. cpp-httplib 0.11.4 gives a
-// handler neither its socket nor a liveness call (DataSink::is_writable only selects for write,
-// which a peer's FIN does not change), so the socket is found by its address pair (the local
-// port, the peer's numeric address and port, as httplib itself fills them in the Request): its
-// inode in the kernel's connection tables (/proc/net/tcp, tcp6), then the descriptor whose
-// /proc/self/fd link names that inode. Only files are read on the way (no fstat or getsockname
-// of other connections' descriptors, which their threads may be closing); the descriptor found
-// is this connection's, open until the handler returns. The check peeks without blocking: 0
-// bytes is the client's FIN, a reset is an error; a pipelined next request (bytes waiting) or
-// nothing yet means still there.
+// Owns: the check. The connection's socket is found by its address pair (socket_lookup.h: the
+// local port, the peer's numeric address and port, as httplib itself fills them in the Request);
+// cpp-httplib 0.11.4 gives a handler neither its socket nor a liveness call
+// (DataSink::is_writable only selects for write, which a peer's FIN does not change). The check
+// peeks without blocking: 0 bytes is the client's FIN, a reset is an error; a pipelined next
+// request (bytes waiting) or nothing yet means still there.
 // Does not own: the socket (httplib closes it), cancelling (the ticket's probe).
 #pragma once
 

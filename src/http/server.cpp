@@ -2,10 +2,13 @@
 #include "http/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -15,12 +18,31 @@
 #include "api/responses_request.h"
 #include "api/responses_response.h"
 #include "api/sse.h"
+#include "base/log.h"
 #include "http/peer.h"
+#include "http/socket_lookup.h"
 #include "http/trace.h"
 #include "serve/tool_id.h"
 
 namespace ds4::http {
 namespace {
+
+// cpp-httplib 0.11.4 listens with a backlog of 5 connections: a burst of clients connecting at
+// once (a load generator, an agent's parallel sub-agents) overflowed it, and the connections the
+// kernel could not queue failed after their SYN retry ("transport: Read" for 46 of 64 clients
+// on loopback). listen() on a listening socket sets its backlog anew (Linux), so the server's
+// socket, found by its port, gets the system's maximum. Runs before any connection is served.
+void widen_backlog(int port) {
+  for (const char* any : {"0.0.0.0", "::"}) {
+    if (const auto fd = find_socket_fd(port, any, 0)) {
+      if (::listen(*fd, SOMAXCONN) != 0) {
+        DS4_LOG_WARN("cannot widen the listen backlog of port %d: %s", port, std::strerror(errno));
+      }
+      return;
+    }
+  }
+  DS4_LOG_WARN("listening socket of port %d not found: its backlog stays at 5 connections", port);
+}
 
 using std::chrono::milliseconds;
 constexpr const char* kJson = "application/json";
@@ -391,6 +413,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::bind(
     }
     impl->port = options.port;
   }
+  widen_backlog(impl->port);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

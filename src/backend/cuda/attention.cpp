@@ -99,8 +99,8 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
                           rows[r + n]);
       ++n;
     }
-    runs_.push_back({&c, s.layout.n_ctx, RowSpan{rows[r].pos, n}, static_cast<int64_t>(r),
-                     rows[r].seq});
+    runs_.push_back(
+        {&c, s.layout.n_ctx, RowSpan{rows[r].pos, n}, static_cast<int64_t>(r), rows[r].seq});
     r += static_cast<size_t>(n);
   }
   // One sequence (decode of one session, a prefill chunk), or a step being recorded: the main
@@ -160,8 +160,8 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
       launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
                            num.qat_simulation, stream);
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
-      float* scores =
-          scratch(where.index_scores, single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
+      float* scores = scratch(where.index_scores,
+                              single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
       grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
       launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
                             in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,

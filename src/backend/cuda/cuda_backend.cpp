@@ -182,11 +182,11 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPHS=0 launches every kernel eagerly. A step captured whole measured slower than
   // eager launches (51.0 vs 60.5 tokens/s): the GPU idled while the host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu --profile-from-start off),
-  // DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at position P or later;
-  // DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64 tensor-core kernel instead
-  // of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742 instead of 3,100 tokens/s
-  // prefill at 8k on the H200.
+  // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu
+  // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
+  // position P or later; DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64
+  // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742
+  // instead of 3,100 tokens/s prefill at 8k on the H200.
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);

@@ -186,7 +186,7 @@ class CudaBackend final : public Backend {
   DeviceMemory blas_scratch_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, tickets_,
       split_;
-  AttentionLane main_lane_;  // stream_, not owned
+  AttentionLane main_lane_;                                // stream_, not owned
   std::array<AttentionLane, kAttentionLanes> side_lanes_;  // opened at the first step that fans out
   cudaEvent_t fork_ = nullptr;
   struct Run {  // an attention run of do_attention's batch

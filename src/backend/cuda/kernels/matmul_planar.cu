@@ -22,7 +22,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backend/cuda/check.h"
@@ -47,9 +46,9 @@ using quant::ActQ8_0;
 using quant::BlockQ8_K;
 
 constexpr int kThreads = 256;
-constexpr int kRows = 16;      // output rows per CTA of the tile kernel
-constexpr int kMaxSlots = 8;   // activation rows per CTA (weights read once for all of them)
-constexpr int kChunk = 64;     // blocks per shared-memory round
+constexpr int kRows = 16;     // output rows per CTA of the tile kernel
+constexpr int kMaxSlots = 8;  // activation rows per CTA (weights read once for all of them)
+constexpr int kChunk = 64;    // blocks per shared-memory round
 
 struct PlanarArgs {
   const uint8_t* body;
@@ -290,7 +289,8 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     for (int s = 0; s < kSlots; ++s) {
       if (s < ns) {
         const int64_t xr = a.rows != nullptr ? a.rows[slot0 + s] : slot0 + s;
-        const auto* src = reinterpret_cast<const uint32_t*>(a.enc + xr * a.enc_row_bytes + group_off);
+        const auto* src =
+            reinterpret_cast<const uint32_t*>(a.enc + xr * a.enc_row_bytes + group_off);
         uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage) + s * words;
         for (int i = tid; i < words; i += kThreads) dst[i] = src[i];
       }
@@ -309,7 +309,8 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      mine[s * kPitch + lane] = ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
+      mine[s * kPitch + lane] =
+          ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
       mine[s * kPitch + kLanes + lane] =
           bb < a.nb ? F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables) : Term{};
     }
@@ -323,7 +324,8 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
   }
   if (folds) {
     const int s = wl % kSlots;
-    const int64_t row = (static_cast<int64_t>(row_cta) * kThreads + warp * 32) / kLanes + wl / kSlots;
+    const int64_t row =
+        (static_cast<int64_t>(row_cta) * kThreads + warp * 32) / kLanes + wl / kSlots;
     if (s < ns && row < a.out) a.y[int64_t{slot0 + s} * a.y_stride + row] = F::finish(acc);
   }
 }
@@ -380,16 +382,11 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // them) and more loads in flight per thread; the fold, and so the result, is the same. On the
 // H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
-// Products of one matrix up to this many slots take planar_slots_kernel; more take the tensor
-// cores (planar_uses_imma) or the tile kernel. TEMPORARY A/B: DS4_CUDA_ROWS_MAX_SLOTS (default 32)
-// picks the bound, to be fixed from the H200 measurement and the switch deleted.
-int rows_max_slots() {
-  static const int n = [] {
-    const char* v = std::getenv("DS4_CUDA_ROWS_MAX_SLOTS");
-    return v != nullptr ? std::atoi(v) : 32;
-  }();
-  return n;
-}
+// Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
+// slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
+// decode steps of N sessions (ds4-bench --sessions, bench/serving.md) took 37.9 / 61.5 / 107.3 ms
+// at N = 8 / 16 / 32 with the slots kernel and 43.3 / 64.0 / 96.4 ms with the tensor cores.
+constexpr int kSlotsMaxSlots = 16;
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -407,8 +404,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t slot_tiles = a.groups.order != nullptr
                                  ? a.groups.max_groups
                                  : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  const int64_t lanes_for_row = a.nb >= 32 * kRowsBlocksPerLane ? 32
-                                : (a.nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
+  const int64_t lanes_for_row =
+      a.nb >= 32 * kRowsBlocksPerLane ? 32 : (a.nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
   const int lanes = static_cast<int>(lanes_for_row);
   const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
   DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
@@ -443,7 +440,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   }
   // A few slots of one matrix (a batched decode step of a few sessions): planar_slots_kernel,
   // up to 8 slots per CTA from one read of the weights.
-  if (a.groups.order == nullptr && a.experts == nullptr && a.n_slots <= rows_max_slots()) {
+  if (a.groups.order == nullptr && a.experts == nullptr && a.n_slots <= kSlotsMaxSlots) {
     const int slots = a.n_slots == 2 ? 2 : (a.n_slots <= 4 ? 4 : 8);
     const int64_t slot_groups = (a.n_slots + slots - 1) / slots;
     a.slot_groups_in_x = slot_groups > 1 && ctas <= kMaxGridYZ;
@@ -554,9 +551,9 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   const int64_t rows_per_group = w.ne[1] / groups;
   if (groups != 1 && rows_per_group % kImmaRows != 0) return false;
   if (path == PlanarPath::kImma) return true;
-  // kAuto: without experts, past rows_max_slots() slots (fewer take the slots kernel); grouped, 16
+  // kAuto: without experts, past kSlotsMaxSlots slots (fewer take the slots kernel); grouped, 16
   // slots fill two of the CTA's four slot tiles and an expert should average a slot.
-  if (!experts) return n_slots > rows_max_slots();
+  if (!experts) return n_slots > kSlotsMaxSlots;
   return n_slots >= 16 && n_slots >= w.ne[2];
 }
 

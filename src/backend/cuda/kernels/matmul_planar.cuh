@@ -59,9 +59,9 @@ enum class PlanarPath : uint8_t { kAuto, kScalar, kImma };
 // Whether launch_matmul_planar runs a product (n_slots slots, `groups` output row groups; with
 // experts, grouped by expert or not) on the tensor-core kernel. It can for Q8_0, Q2_K and IQ2_XXS
 // weights, products without experts or grouped by expert, and row groups of a multiple of its
-// tile rows; kAuto takes it from 5 slots without experts (up to 4, the rows kernel reads the
-// weights once for all of them), and with experts from 16 slots and at least as many slots as
-// matrices.
+// tile rows; kAuto takes it from 17 slots without experts (from 2 to 16, the slots kernel reads
+// the weights once for up to 8 of them), and with experts from 16 slots and at least as many
+// slots as matrices.
 bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                       PlanarPath path);
 

@@ -471,22 +471,22 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .n_mat = 3,
        .experts = {2, 0, 1, 2, 0, 1},
        .rows = {0, 0, 0, 0, 0, 0}},
-      // Batched decode steps of a few sessions: the rows kernel with 4 slots per CTA in slot
-      // groups side by side (scalar path), a partial last group, a row map, groups 2; or the
-      // tensor cores (default path).
-      {.name = "21 slots (batched decode)",
+      // Batched decode steps of a few sessions: the slots kernel, CTAs of up to 8 slots (13: two
+      // groups side by side, the second partial; 16 with a row map and groups 2), or the tensor
+      // cores (kImma); 6 slots: one group of 8 with two slots unused.
+      {.name = "13 slots (batched decode)",
        .cols = col_sizes[3],
        .out = 45,
-       .n_slots = 21,
-       .n_enc_rows = 21},
-      {.name = "32 slots, groups 2, row map",
+       .n_slots = 13,
+       .n_enc_rows = 13},
+      {.name = "16 slots, groups 2, row map",
        .cols = col_sizes[2],
        .out = 300,
-       .n_slots = 32,
+       .n_slots = 16,
        .n_enc_rows = 7,
        .groups = 2,
-       .rows = {6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0,
-                1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2}},
+       .rows = {6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0}},
+      {.name = "6 slots", .cols = col_sizes[1], .out = 70, .n_slots = 6, .n_enc_rows = 6},
       {.name = "64 slots, groups 2",
        .cols = col_sizes[1],
        .out = 256,
