@@ -99,6 +99,21 @@ std::vector<ds4::TokenId> bench_tokens(const ds4::Tokenizer& tok, const std::str
   return out;
 }
 
+// The CSV's destination: the --csv file, or stdout when none is given; null when it cannot be
+// opened.
+FILE* open_csv(const std::string& path) {
+  return path.empty() ? stdout : std::fopen(path.c_str(), "w");
+}
+
+// Closes a CSV file (stdout stays open); a failed close is a run error, else rc.
+int close_csv(FILE* csv, const std::string& path, int rc) {
+  if (csv != stdout && std::fclose(csv) != 0) {
+    std::fprintf(stderr, "ds4-bench: cannot write CSV file '%s'\n", path.c_str());
+    return kRunError;
+  }
+  return rc;
+}
+
 void write_row(FILE* csv, const Row& r) {
   std::fprintf(csv, "%d,%d,%.6f,%.2f,%d,%.6f,%.2f,%" PRIu64 ",%.6f,%.6f\n", r.frontier,
                r.prefill_tokens, r.prefill_s, per_second(r.prefill_tokens, r.prefill_s),
@@ -311,23 +326,18 @@ int main(int argc, char** argv) {
     mo.prefill_chunk = o.prefill_chunk;
     mo.op_times = o.op_times;
     mo.fail = run_error;
-    FILE* out = o.csv.empty() ? stdout : std::fopen(o.csv.c_str(), "w");
+    FILE* out = open_csv(o.csv);
     if (out == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
     const std::vector<ds4::TokenId> body(tokens.begin() + 1, tokens.end());  // without BOS
-    const int rc =
-        ds4bench::run_sessions(e, body, tok->special_ids().bos, tok->special_ids().eos, mo, out);
-    if (out != stdout && std::fclose(out) != 0)
-      return run_error("CSV", ds4::Status::internal("close failed"));
-    return rc;
+    return close_csv(
+        out, o.csv,
+        ds4bench::run_sessions(e, body, tok->special_ids().bos, tok->special_ids().eos, mo, out));
   }
   auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});
   if (!session.is_ok()) return usage_error(session.status().message());
 
-  FILE* csv = stdout;
-  if (!o.csv.empty()) {
-    csv = std::fopen(o.csv.c_str(), "w");
-    if (csv == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
-  }
+  FILE* csv = open_csv(o.csv);
+  if (csv == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
   std::fprintf(csv,
                "# model=%s backend=%s shape=%s ctx=%d state_bytes=%" PRIu64
                " bytes_per_token=%.1f prompt_tokens=%d gen_tokens=%d prefill_chunk=%d\n",
@@ -345,11 +355,8 @@ int main(int argc, char** argv) {
                e.session_bytes(o.ctx) / 1048576.0);
 
   std::vector<Row> rows;
-  const int rc = run_sweep(e, **session, tokens, tok->special_ids().eos, o, csv, &rows);
-  if (csv != stdout && std::fclose(csv) != 0) {
-    std::fprintf(stderr, "ds4-bench: cannot write CSV file '%s'\n", o.csv.c_str());
-    return kRunError;
-  }
+  const int rc =
+      close_csv(csv, o.csv, run_sweep(e, **session, tokens, tok->special_ids().eos, o, csv, &rows));
   if (rc == 0) print_summary(rows);
   return rc;
 }

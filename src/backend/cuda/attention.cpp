@@ -91,7 +91,7 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
     DeviceLayer& c = s.layers[il];
     const bool same = !runs_.empty() && runs_.back().seq == rows[r].seq;
     ahead = same ? ahead + runs_.back().span.n : 0;
-    if (!same) ++sequences;
+    if (!same) ++sequences;  // a sequence's runs share its lane: (sequences - 1) % lanes
     const int limit = run_limit(l, c, s.layout.n_ctx);
     int n = 0;
     while (r + n < rows.size() && n < limit && rows[r + n].seq == rows[r].seq) {
@@ -99,8 +99,8 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
                           rows[r + n]);
       ++n;
     }
-    runs_.push_back(
-        {&c, s.layout.n_ctx, RowSpan{rows[r].pos, n}, static_cast<int64_t>(r), rows[r].seq});
+    runs_.push_back({&c, s.layout.n_ctx, RowSpan{rows[r].pos, n}, static_cast<int64_t>(r),
+                     rows[r].seq, (sequences - 1) % kAttentionLanes});
     r += static_cast<size_t>(n);
   }
   // One sequence (decode of one session, a prefill chunk), or a step being recorded: the main
@@ -118,12 +118,8 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
     side_lanes_[i].open();
     DS4_CUDA_CHECK(cudaStreamWaitEvent(side_lanes_[i].stream, fork_, 0));
   }
-  int lane = -1;
-  for (size_t i = 0; i < runs_.size(); ++i) {
-    if (i == 0 || runs_[i].seq != runs_[i - 1].seq) lane = (lane + 1) % kAttentionLanes;
-    const Run& run = runs_[i];
-    attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[lane]);
-  }
+  for (const Run& run : runs_)
+    attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[run.lane]);
   for (int i = 0; i < used; ++i) {
     DS4_CUDA_CHECK(cudaEventRecord(side_lanes_[i].done, side_lanes_[i].stream));
     DS4_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_lanes_[i].done, 0));

@@ -195,6 +195,7 @@ class CudaBackend final : public Backend {
     RowSpan span;
     int64_t r0;
     int seq;
+    int lane;  // the side lane its sequence takes when the step fans out
   };
   std::vector<Run> runs_;
 };

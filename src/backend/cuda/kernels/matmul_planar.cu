@@ -401,12 +401,8 @@ int64_t planar_body_bytes(GgufType t) {
 
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
-  const int64_t slot_tiles = a.groups.order != nullptr
-                                 ? a.groups.max_groups
-                                 : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
-  const int64_t lanes_for_row =
+  const int lanes =
       a.nb >= 32 * kRowsBlocksPerLane ? 32 : (a.nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
-  const int lanes = static_cast<int>(lanes_for_row);
   const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
   DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
   auto by_lanes = [&](auto go) {
@@ -474,6 +470,9 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   }
   // Otherwise (many slots of one matrix where the tensor cores do not apply, or slots grouped
   // by expert): the tile kernel, kMaxSlots slots per CTA.
+  const int64_t slot_tiles = a.groups.order != nullptr
+                                 ? a.groups.max_groups
+                                 : (a.n_slots + a.slots_per_cta - 1) / a.slots_per_cta;
   const int64_t tiles = (a.out + kRows - 1) / kRows;
   DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= kMaxGridYZ, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
