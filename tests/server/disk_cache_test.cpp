@@ -82,10 +82,9 @@ class DiskCacheTest : public ::testing::Test {
     sched_.reset();  // saves the live session (shutdown)
     disk_.reset();   // writes what is queued
   }
-  Request chat(const std::string& system, const std::string& user, int max_tokens) {
-    std::vector<chat::Message> msgs{{.role = chat::Role::kSystem, .content = system},
-                                    {.role = chat::Role::kUser, .content = user}};
-    auto text = chat::render(msgs, {.think = chat::ThinkMode::kNone, .context_size = kCtx});
+  // `msgs` rendered in thinking mode `think`, tokenized, seed 3.
+  Request rendered(const std::vector<chat::Message>& msgs, chat::ThinkMode think, int max_tokens) {
+    auto text = chat::render(msgs, {.think = think, .context_size = kCtx});
     EXPECT_TRUE(text.is_ok());
     Request r;
     r.rendered = *text;
@@ -94,15 +93,14 @@ class DiskCacheTest : public ::testing::Test {
     r.max_tokens = max_tokens;
     return r;
   }
+  Request chat(const std::string& system, const std::string& user, int max_tokens) {
+    return rendered({{.role = chat::Role::kSystem, .content = system},
+                     {.role = chat::Role::kUser, .content = user}},
+                    chat::ThinkMode::kNone, max_tokens);
+  }
   // A thinking-mode chat render of `msgs` (its generation prompt ends with "<think>").
   Request thinking_chat(const std::vector<chat::Message>& msgs, Protocol protocol) {
-    auto text = chat::render(msgs, {.think = chat::ThinkMode::kHigh, .context_size = kCtx});
-    EXPECT_TRUE(text.is_ok());
-    Request r;
-    r.rendered = *text;
-    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
-    r.sampling.seed = 3;
-    r.max_tokens = 40;
+    Request r = rendered(msgs, chat::ThinkMode::kHigh, 40);
     r.thinking = true;
     r.protocol = protocol;
     return r;
