@@ -57,6 +57,8 @@ struct SynthCmdOptions {
   int threads = 0;
   std::string hf_dir;  // instead of a GGUF: the f32 weights as a Hugging Face checkpoint directory
   bool decisive_routing = false;
+  bool decisive = false;  // routing, indexer and sampling
+  int branch_shift = -1;  // -1: the decisive law's default
 };
 int run_synth(const SynthCmdOptions& opts);
 

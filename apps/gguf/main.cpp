@@ -67,6 +67,14 @@ int main(int argc, char** argv) {
   synth_cmd->add_flag("--mtp", synth.mtp, "write the optional MTP file's tensors");
   synth_cmd->add_flag("--decisive-routing", synth.decisive_routing,
                       "selection biases in wide tiers: every engine picks the same experts");
+  synth_cmd->add_flag("--decisive", synth.decisive,
+                      "decisive routing, indexer (scores all 0) and sampling (head rows are "
+                      "embedding rows: the next token's logit stands out)");
+  synth_cmd
+      ->add_option("--branch-shift", synth.branch_shift,
+                   "scale the sublayers' output projections by 2^-N (default: 0, or "
+                   "the decisive law's with --decisive)")
+      ->check(CLI::Range(0, 16));
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 

@@ -65,7 +65,12 @@ int run_synth(const SynthCmdOptions& opts) {
   s.output = opts.output;
   s.mtp = opts.mtp;
   s.threads = opts.threads;
-  s.decisive_routing = opts.decisive_routing;
+  s.decisive.routing = opts.decisive_routing || opts.decisive;
+  s.decisive.indexer = opts.decisive;
+  s.decisive.sampling = opts.decisive;
+  s.decisive.branch_shift = opts.branch_shift >= 0
+                                ? opts.branch_shift
+                                : (opts.decisive ? synth::kDecisiveBranchShift : 0);
   if (opts.output.empty() == opts.hf_dir.empty()) {
     std::fprintf(stderr, "ds4-gguf synth: give exactly one of -o FILE.gguf and --hf-dir DIR\n");
     return 2;

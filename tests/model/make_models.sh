@@ -31,5 +31,8 @@ converted tiny
 for recipe in f32 q8 q2 q4; do direct tiny $recipe; done
 converted small
 direct small f32
+# The decisive law (docs/synth.md) on the small shape, for model_decisive_test.
+fresh "$out/small-q2-decisive.gguf" || "$gguf" synth --shape small --quant q2 --seed 1 --decisive \
+  --vocab "$vocab" -o "$out/small-q2-decisive.gguf" >/dev/null
 direct tiny f32 && "$gguf" synth --shape tiny --quant q2 --seed 1 --vocab "$vocab" --mtp \
   -o "$out/tiny-mtp.gguf" >/dev/null

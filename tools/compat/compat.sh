@@ -4,7 +4,7 @@
 # GGUF, promessi_sposi.txt, and ds4's public source in .devdeps/ds4src -- an oracle that is built
 # and run here, never committed). STEPS is a comma list of
 #   build    our tools (CUDA, sm_90) and ds4 (`make ds4 CUDA_ARCH=sm_90`), side by side
-#   synth    the Flash q2 file with decisive routing (ds4-gguf synth --decisive-routing) in /dev/shm
+#   synth    the Flash q2 file of the decisive law (ds4-gguf synth --decisive) in /dev/shm
 #   inspect  `ds4 --inspect` (ds4's loader: metadata + tensor layout) on that file, and our check
 #   hf       a checkpoint written by transformers' save_pretrained (tools/reference/
 #            saved_checkpoint.py), converted by ds4-gguf convert and checked against transformers'
@@ -28,13 +28,13 @@ source tools/cuda/common.sh
 if has build; then
   rm -rf /dev/shm/ds4src && cp -r .devdeps/ds4src /dev/shm/ds4src
   (cd /dev/shm/ds4src && make -j8 ds4 CUDA_ARCH=sm_90 > "$work/ds4-build.log" 2>&1; echo "ds4 build rc $?") &
-  ds4_build ds4-gguf ds4 ds4-ref-check > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
+  ds4_build ds4-gguf ds4 ds4-ref-check matmul_check ds4-cuda-check > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; exit 1; }
   echo "our build done at $SECONDS s"
   wait
   echo "ds4 built at $SECONDS s"; tail -3 "$work/ds4-build.log"
 fi
 if has synth; then
-  [[ -s $model ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 7 --decisive-routing \
+  [[ -s $model ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 7 --decisive \
     --vocab .devdeps/ds4-vocab.gguf -o "$model" || exit 1
   ls -la "$model"
 fi

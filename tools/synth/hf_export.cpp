@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "tools/convert/name_map.h"
@@ -62,6 +63,12 @@ std::string hf_config_json(const model::Shape& s) {
 
 Status write_hf_checkpoint(const SynthOptions& opts, const std::string& dir) {
   const auto specs = model::model_tensors(opts.shape, model::Recipe::kF32);
+  LawContext law{opts.decisive, nullptr};
+  std::optional<SuccessorMap> successors;
+  if (opts.decisive.sampling) {
+    DS4_ASSIGN_OR_RETURN(successors, successor_map(opts.vocab_gguf, opts.shape.n_vocab, opts.seed));
+    law.successors = &*successors;
+  }
   std::map<std::string, convert::TensorData> out;  // HF tensors, filled segment by segment
   for (const model::TensorSpec& spec : specs) {
     // Hugging Face's hash-routed layers hold no selection bias (the engine never reads one).
@@ -70,7 +77,7 @@ Status write_hf_checkpoint(const SynthOptions& opts, const std::string& dir) {
                          convert::source_plan(spec, opts.shape, convert::Layout::kHuggingFace));
     const uint64_t row_elems = spec.dims[0], rows = spec.n_elements() / row_elems;
     std::vector<uint8_t> values(spec.n_elements() * 4);
-    generate_rows(spec, opts.shape, opts.seed, 0, rows, values.data());
+    generate_rows(spec, opts.shape, opts.seed, 0, rows, values.data(), law);
     const bool ints = spec.type == gguf::GgufType::kI32;
     const convert::Dtype dtype =
         ints ? convert::Dtype::kI64 : convert::Dtype::kF32;  // HF keeps tid2eid as int64

@@ -16,7 +16,8 @@ namespace ds4::synth {
 // rope_scaling as YaRN like the real checkpoint).
 std::string hf_config_json(const model::Shape& shape);
 
-// Writes `dir` with the weights synthesize() would write for (opts.shape, f32, opts.seed). Holds
+// Writes `dir` with the weights synthesize() would write for (opts.shape, f32, opts.seed,
+// opts.decisive). Holds
 // the whole model in memory: for test shapes.
 Status write_hf_checkpoint(const SynthOptions& opts, const std::string& dir);
 

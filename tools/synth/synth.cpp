@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "base/f16.h"
@@ -16,6 +19,7 @@
 #include "gguf/writer.h"
 #include "model/hparams.h"
 #include "quant/blocks.h"
+#include "quant/quantize.h"
 #include "tools/convert/tokenizer_keys.h"
 #include "tools/synth/synth_values.h"
 
@@ -79,6 +83,57 @@ void fix_blocks(GgufType type, float range, uint8_t* data, uint64_t n_bytes) {
   }
 }
 
+// Rows [row_begin, row_end) of the decisive output.weight: row v is the head's scale times the sum
+// of the stored (F16) embedding rows of v's predecessors; a row without predecessors (a special
+// token's) keeps the default law. The float rows are then stored in the tensor's type.
+void decisive_head_rows(const model::TensorSpec& spec, uint64_t seed, uint64_t row_begin,
+                        uint64_t row_end, const SuccessorMap& map, uint8_t* out) {
+  const uint64_t n = spec.dims[0];
+  const uint64_t head_key = tensor_key(spec.name, seed);
+  const uint64_t embd_key = tensor_key("token_embd.weight", seed);
+  const ValueLaw law = value_law(spec);
+  const uint64_t rb = row_bytes(spec);
+  std::vector<float> row(n);
+  for (uint64_t v = row_begin; v < row_end; ++v) {
+    const auto preds = map.predecessors(static_cast<int32_t>(v));
+    if (preds.empty()) {
+      for (uint64_t d = 0; d < n; ++d) row[d] = element_value(head_key, v * n + d, law);
+    } else {
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (const int32_t t : preds) {
+        for (uint64_t d = 0; d < n; ++d) {
+          const float e = element_value(embd_key, static_cast<uint64_t>(t) * n + d, {0.0f, 1.0f});
+          row[d] += f16_to_f32(f32_to_f16(e));
+        }
+      }
+      for (float& x : row) x *= law.scale;
+    }
+    uint8_t* dst = out + (v - row_begin) * rb;
+    if (spec.type == GgufType::kF32) {
+      std::memcpy(dst, row.data(), n * sizeof(float));
+    } else {
+      const Status st =
+          quant::quantize_rows(spec.type, row.data(), dst, 1, static_cast<int64_t>(n), nullptr);
+      if (!st.is_ok()) std::memset(dst, 0, rb);  // unreachable: every head type has an encoder
+    }
+  }
+}
+
+bool is_indexer_proj(const std::string& name) {
+  constexpr std::string_view kSuffix = ".indexer.proj.weight";
+  return name.size() > kSuffix.size() &&
+         std::string_view(name).substr(name.size() - kSuffix.size()) == kSuffix;
+}
+
+bool is_branch_output(const std::string& name) {
+  for (std::string_view s :
+       {".attn_output_b.weight", ".ffn_down_shexp.weight", ".ffn_down_exps.weight"}) {
+    if (name.size() > s.size() && std::string_view(name).substr(name.size() - s.size()) == s)
+      return true;
+  }
+  return false;
+}
+
 Status copy_tokenizer_keys(const std::string& vocab_path, int n_vocab, gguf::Writer* w) {
   if (vocab_path.empty()) {
     return Status::invalid_argument(
@@ -92,16 +147,45 @@ Status copy_tokenizer_keys(const std::string& vocab_path, int n_vocab, gguf::Wri
 
 }  // namespace
 
+Result<SuccessorMap> successor_map(const std::string& vocab_gguf, int n_vocab, uint64_t seed) {
+  DS4_ASSIGN_OR_RETURN(const convert::MetadataList keys,
+                       convert::tokenizer_metadata_from_gguf(vocab_gguf, n_vocab));
+  for (const auto& [k, v] : keys) {
+    if (k != "tokenizer.ggml.token_type") continue;
+    const auto types = v.as_i64_array();
+    if (!types || types->size() != static_cast<size_t>(n_vocab))
+      return Status::invalid_argument("%s: tokenizer.ggml.token_type is not %d integers",
+                                      vocab_gguf.c_str(), n_vocab);
+    std::vector<bool> ordinary(types->size());
+    size_t n_ordinary = 0;
+    for (size_t t = 0; t < types->size(); ++t) n_ordinary += (ordinary[t] = (*types)[t] == 1);
+    if (n_ordinary == 0)
+      return Status::invalid_argument("%s: no ordinary token (type 1)", vocab_gguf.c_str());
+    return SuccessorMap(ordinary, tensor_key("output.weight", seed));
+  }
+  return Status::invalid_argument("%s lacks tokenizer.ggml.token_type", vocab_gguf.c_str());
+}
+
 void generate_rows(const model::TensorSpec& spec, const model::Shape& shape, uint64_t seed,
-                   uint64_t row_begin, uint64_t row_end, uint8_t* out, bool decisive_routing) {
+                   uint64_t row_begin, uint64_t row_end, uint8_t* out, const LawContext& ctx) {
   const uint64_t key = tensor_key(spec.name, seed);
   const uint64_t row_elems = spec.dims[0];
   const uint64_t first = row_begin * row_elems, n = (row_end - row_begin) * row_elems;
-  const ValueLaw law = value_law(spec);
+  ValueLaw law = value_law(spec);
+  if (ctx.decisive.branch_shift != 0 && is_branch_output(spec.name))
+    law.scale = std::ldexp(law.scale, -ctx.decisive.branch_shift);
+  if (ctx.decisive.indexer && is_indexer_proj(spec.name)) {
+    std::memset(out, 0, (row_end - row_begin) * row_bytes(spec));  // +0 in every float type
+    return;
+  }
+  if (ctx.decisive.sampling && ctx.successors != nullptr && spec.name == "output.weight") {
+    decisive_head_rows(spec, seed, row_begin, row_end, *ctx.successors, out);
+    return;
+  }
   switch (spec.type) {
     case GgufType::kF32: {
       auto* f = reinterpret_cast<float*>(out);
-      if (decisive_routing && spec.role == model::TensorRole::kRouterBias) {
+      if (ctx.decisive.routing && spec.role == model::TensorRole::kRouterBias) {
         for (uint64_t k = 0; k < n; ++k) f[k] = tiered_bias(key, first + k, shape.n_expert);
         return;
       }
@@ -159,6 +243,12 @@ Status synthesize(const SynthOptions& opts, SynthReport* report) {
     const uint64_t per = std::max<uint64_t>(1, kChunkBytes / row_bytes(specs[t]));
     for (uint64_t r = 0; r < rows; r += per) chunks.push_back({t, r, std::min(rows, r + per)});
   }
+  LawContext law{opts.decisive, nullptr};
+  std::optional<SuccessorMap> successors;
+  if (opts.decisive.sampling) {
+    DS4_ASSIGN_OR_RETURN(successors, successor_map(opts.vocab_gguf, opts.shape.n_vocab, opts.seed));
+    law.successors = &*successors;
+  }
   base::ThreadPool pool(opts.threads);
   std::mutex mu;
   Status first_error;
@@ -167,8 +257,7 @@ Status synthesize(const SynthOptions& opts, SynthReport* report) {
     const model::TensorSpec& spec = specs[c.tensor];
     const uint64_t rb = row_bytes(spec);
     std::vector<uint8_t> buf((c.row_end - c.row_begin) * rb);
-    generate_rows(spec, opts.shape, opts.seed, c.row_begin, c.row_end, buf.data(),
-                  opts.decisive_routing);
+    generate_rows(spec, opts.shape, opts.seed, c.row_begin, c.row_end, buf.data(), law);
     const Status s = w.write_tensor_data(c.tensor, buf, c.row_begin * rb);
     if (!s.is_ok()) {
       std::lock_guard<std::mutex> lock(mu);

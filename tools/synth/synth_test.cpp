@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "base/f16.h"
 #include "gguf/reader.h"
 #include "gguf/test_util.h"
 #include "model/validate.h"
@@ -149,9 +151,85 @@ TEST(Synth, DecisiveBiasesArePermutedTiers) {
       "blk.5.exp_probs_b.bias", gguf::GgufType::kF32, {8}, model::TensorRole::kRouterBias, 5};
   std::vector<float> plain(8), tiered(8);
   generate_rows(bias, model::kTiny, 3, 0, 1, reinterpret_cast<uint8_t*>(plain.data()));
-  generate_rows(bias, model::kTiny, 3, 0, 1, reinterpret_cast<uint8_t*>(tiered.data()), true);
+  LawContext law;
+  law.decisive.routing = true;
+  generate_rows(bias, model::kTiny, 3, 0, 1, reinterpret_cast<uint8_t*>(tiered.data()), law);
   EXPECT_EQ(tiered[0], tiered_bias(tensor_key(bias.name, 3), 0, 8));
   EXPECT_LE(std::fabs(plain[0]), 0.125f);  // the default law is untouched
+}
+
+// The decisive head's map: ordinary tokens are permuted among themselves, every token's successor
+// is ordinary, and the predecessor lists invert succ exactly.
+TEST(Synth, SuccessorMapPermutesOrdinaryTokensAndCoversEveryToken) {
+  std::vector<bool> ordinary(1000, true);
+  for (int t : {0, 1, 2}) ordinary[static_cast<size_t>(t)] = false;
+  for (int t = 900; t < 1000; ++t) ordinary[static_cast<size_t>(t)] = false;
+  const SuccessorMap map(ordinary, tensor_key("output.weight", 5));
+  std::set<int32_t> images;
+  size_t n_preds = 0;
+  for (int32_t t = 0; t < 1000; ++t) {
+    const int32_t s = map.successor(t);
+    ASSERT_TRUE(ordinary[static_cast<size_t>(s)]) << t;
+    if (ordinary[static_cast<size_t>(t)]) images.insert(s);
+    const auto p = map.predecessors(s);
+    EXPECT_NE(std::find(p.begin(), p.end(), t), p.end()) << t;
+  }
+  EXPECT_EQ(images.size(), 897u);  // a bijection of the 897 ordinary tokens
+  for (int32_t v = 0; v < 1000; ++v) {
+    for (const int32_t t : map.predecessors(v)) EXPECT_EQ(map.successor(t), v);
+    n_preds += map.predecessors(v).size();
+    if (!ordinary[static_cast<size_t>(v)]) {
+      EXPECT_TRUE(map.predecessors(v).empty()) << v;
+    }
+  }
+  EXPECT_EQ(n_preds, 1000u);
+}
+
+// --decisive: head row v is the head's scale times the sum of its predecessors' stored embedding
+// rows (exactly in f32; within Q8_0's rounding in the quantised recipes); indexer.proj is zero.
+TEST(Synth, DecisiveHeadRowsAreScaledEmbeddingRowsAndIndexerProjIsZero) {
+  std::vector<bool> ordinary(static_cast<size_t>(model::kTiny.n_vocab), true);
+  ordinary[0] = ordinary[1] = false;
+  const SuccessorMap map(ordinary, tensor_key("output.weight", 3));
+  LawContext law;
+  law.decisive = {true, true, true};
+  law.successors = &map;
+  const uint64_t n = static_cast<uint64_t>(model::kTiny.n_embd);
+  const int32_t v = map.successor(1);  // a row with two predecessors: 1 and an ordinary token
+  ASSERT_EQ(map.predecessors(v).size(), 2u);
+  const auto f32 = model::model_tensors(model::kTiny, model::Recipe::kF32);
+  std::vector<float> embd(2 * n), head(n);
+  const auto& e = find(f32, "token_embd.weight");
+  for (size_t k = 0; k < 2; ++k) {
+    const uint64_t t = static_cast<uint64_t>(map.predecessors(v)[k]);
+    generate_rows(e, model::kTiny, 3, t, t + 1, reinterpret_cast<uint8_t*>(embd.data() + k * n));
+  }
+  const auto& h = find(f32, "output.weight");
+  const uint64_t r = static_cast<uint64_t>(v);
+  generate_rows(h, model::kTiny, 3, r, r + 1, reinterpret_cast<uint8_t*>(head.data()), law);
+  const float scale = value_law(h).scale;
+  for (uint64_t d = 0; d < n; ++d) {
+    const float want =
+        (f16_to_f32(f32_to_f16(embd[d])) + f16_to_f32(f32_to_f16(embd[n + d]))) * scale;
+    ASSERT_EQ(head[d], want) << d;
+  }
+  const auto q2 = model::model_tensors(model::kTiny, model::Recipe::kQ2);
+  const auto& hq = find(q2, "output.weight");
+  ASSERT_EQ(hq.type, gguf::GgufType::kQ8_0);
+  std::vector<uint8_t> qbytes(*gguf::byte_size(hq.type, hq.dims[0]));
+  generate_rows(hq, model::kTiny, 3, r, r + 1, qbytes.data(), law);
+  std::vector<float> deq(n);
+  ASSERT_TRUE(
+      quant::dequantize(hq.type, qbytes.data(), deq.data(), static_cast<int64_t>(n)).is_ok());
+  for (uint64_t d = 0; d < n; ++d) EXPECT_NEAR(deq[d], head[d], 2 * scale / 127) << d;
+  for (const auto& t : q2) {
+    if (t.name.find(".indexer.proj.weight") == std::string::npos) continue;
+    std::vector<uint8_t> b(*gguf::byte_size(t.type, t.dims[0]) * 2, 0xff);
+    generate_rows(t, model::kTiny, 3, 0, 2, b.data(), law);
+    EXPECT_EQ(std::count(b.begin(), b.end(), 0), static_cast<long>(b.size())) << t.name;
+    generate_rows(t, model::kTiny, 3, 0, 2, b.data());
+    EXPECT_LT(std::count(b.begin(), b.end(), 0), static_cast<long>(b.size() / 4)) << t.name;
+  }
 }
 
 TEST(Synth, EveryRecipeOfTheTestShapesPassesCheck) {

@@ -60,4 +60,28 @@ int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert) {
   return static_cast<int32_t>((start + k) % static_cast<uint64_t>(n_expert));
 }
 
+SuccessorMap::SuccessorMap(const std::vector<bool>& ordinary, uint64_t key) {
+  std::vector<int32_t> ord;
+  for (size_t t = 0; t < ordinary.size(); ++t)
+    if (ordinary[t]) ord.push_back(static_cast<int32_t>(t));
+  const uint64_t m = ord.size();
+  succ_.assign(ordinary.size(), 0);
+  if (m == 0) return;
+  uint64_t a = (element_bits(key, 0) % m) | 1;
+  while (std::gcd(a, m) != 1) a += 2;
+  const uint64_t b = element_bits(key, 1) % m;
+  for (uint64_t i = 0; i < m; ++i) succ_[static_cast<size_t>(ord[i])] = ord[(a * i + b) % m];
+  for (size_t t = 0; t < ordinary.size(); ++t) {
+    if (!ordinary[t]) succ_[t] = ord[(element_bits(key, 2 + t) >> 32) % m];
+  }
+  // Predecessor lists in CSR form, each in ascending token order.
+  pred_begin_.assign(succ_.size() + 1, 0);
+  for (int32_t s : succ_) ++pred_begin_[static_cast<size_t>(s) + 1];
+  for (size_t v = 0; v < succ_.size(); ++v) pred_begin_[v + 1] += pred_begin_[v];
+  preds_.resize(succ_.size());
+  std::vector<uint32_t> fill(pred_begin_.begin(), pred_begin_.end() - 1);
+  for (size_t t = 0; t < succ_.size(); ++t)
+    preds_[fill[static_cast<size_t>(succ_[t])]++] = static_cast<int32_t>(t);
+}
+
 }  // namespace ds4::synth

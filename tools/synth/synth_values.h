@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "model/inventory.h"
 
@@ -52,5 +54,29 @@ float tiered_bias(uint64_t key, uint64_t e, int n_expert);
 // Entry i of a token -> experts table with `n_used` entries per token: token t = i / n_used picks
 // n_used consecutive experts starting at a random one, so they are distinct.
 int32_t token_expert(uint64_t key, uint64_t i, int n_used, int n_expert);
+
+// The token map of the decisive head (docs/synth.md): every token t has a successor succ(t), an
+// ordinary token. The ordinary tokens are permuted among themselves (succ(o_i) = o_{(a i + b) mod
+// m}, o the ordinary ids in order, m their count, a coprime to m); every other token (the specials)
+// maps to a random ordinary one. Row v of the decisive output.weight is the sum of the embedding
+// rows of v's predecessors {t : succ(t) = v}, so after token t the logit of succ(t) stands out.
+class SuccessorMap {
+ public:
+  // ordinary[t]: token t is ordinary (a normal vocabulary token); at least one must be. `key`
+  // draws a, b and the specials' successors.
+  SuccessorMap(const std::vector<bool>& ordinary, uint64_t key);
+
+  int n_vocab() const { return static_cast<int>(succ_.size()); }
+  int32_t successor(int32_t t) const { return succ_[static_cast<size_t>(t)]; }
+  std::span<const int32_t> predecessors(int32_t v) const {
+    const auto b = pred_begin_[static_cast<size_t>(v)], e = pred_begin_[static_cast<size_t>(v) + 1];
+    return {preds_.data() + b, e - b};
+  }
+
+ private:
+  std::vector<int32_t> succ_;
+  std::vector<uint32_t> pred_begin_;  // predecessors of v: preds_[pred_begin_[v], pred_begin_[v+1])
+  std::vector<int32_t> preds_;
+};
 
 }  // namespace ds4::synth
