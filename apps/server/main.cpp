@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api/openai_request.h"
+#include "ds4/chat.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
 #include "http/server.h"
@@ -51,6 +52,7 @@ struct Flags {
   int max_queue = 32;
   size_t max_body = 64u << 20;
   std::vector<std::string> forced_output;
+  std::string chat_template = ds4::chat::to_string(ds4::chat::Template::kOfficial);
   // Disk KV cache (features.md §3.4; docs/kvcache.md).
   std::string kv_disk_dir;
   uint64_t kv_disk_space_mb = 8192;
@@ -100,6 +102,16 @@ int main(int argc, char** argv) {
                "add Access-Control-Allow-* headers to every response (default: off)");
   app.add_option("--api-key", f.api_key,
                  "require 'Authorization: Bearer KEY' on /v1/* (default: none)");
+  app.add_option("--chat-template", f.chat_template,
+                 "prompt format: official (DeepSeek's encoder) or ds4 (the ds4 engine's server, "
+                 "byte for byte: to share its disk KV cache files or its prompts)")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            auto t = ds4::chat::template_from_string(name);
+            return t.is_ok() ? std::string() : t.status().message();
+          },
+          "{official,ds4}"))
+      ->capture_default_str();
   app.add_option("--trace", f.trace, "write one JSON line per request to FILE (default: none)");
   app.add_option("--tool-memory-max-ids", f.tool_memory_max_ids,
                  "tool-call ids whose exact DSML is remembered")
@@ -155,6 +167,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
+  const ds4::chat::Template chat_template = *ds4::chat::template_from_string(f.chat_template);
   if (!f.kv_disk_dir.empty()) {
     if (const ds4::Status st = ds4::serve::validate(f.kv); !st.is_ok()) {
       return usage_error(st.message());
@@ -238,7 +251,8 @@ int main(int argc, char** argv) {
 
   ds4::api::ApiConfig config{
       .n_ctx = f.ctx,
-      .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId)};
+      .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId),
+      .chat_template = chat_template};
   ds4::http::HttpOptions ho{.host = f.host,
                             .port = f.port,
                             .api_key = f.api_key,
@@ -267,8 +281,9 @@ int main(int argc, char** argv) {
   });
   std::printf(
       "ds4-server: listening on http://%s:%d (model %s, ctx %d per session, %d sessions, backend "
-      "%s)\n",
-      f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, parallel, f.backend.c_str());
+      "%s, chat template %s)\n",
+      f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, parallel, f.backend.c_str(),
+      ds4::chat::to_string(chat_template));
   std::fflush(stdout);
   const ds4::Status st = (*server)->run();
   finished = true;

@@ -115,10 +115,29 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
 // The prompt text the ds4 engine's own server renders for the same conversation (model.md §6.6
 // "Server rendering"): the tools block in its wording first, every system/developer text in one
 // system region, text parts joined directly, the tool-result sentinel escaped, earlier reasoning
-// kept in tool context. For measuring those choices against ds4 (bench/compat.md); the engine's
-// servers render the official format with render(). Fails like render() on a malformed tool.
+// kept in tool context. ds4-server renders it with `--chat-template ds4` (docs/chat.md, "Server
+// templates"); bench/compat.md measures it against ds4. Fails like render() on a malformed tool.
 Result<std::string> render_ds4_server(std::span<const Message> messages,
                                       const RenderOptions& options);
+
+// ---- Server templates ----
+// The prompt format a server renders every request in: kOfficial is render() (DeepSeek's
+// reference encoder, the default), kDs4 is render_ds4_server() (the ds4 engine's server, byte for
+// byte). docs/chat.md says when to use which.
+enum class Template { kOfficial, kDs4 };
+inline constexpr std::string_view kTemplateNames = "official, ds4";  // the accepted names
+const char* to_string(Template t);                                   // "official", "ds4"
+// "official" -> kOfficial, "ds4" -> kDs4; anything else fails with kInvalidArgument, naming the
+// accepted values.
+Result<Template> template_from_string(std::string_view name);
+// render() or render_ds4_server(), as `t` says.
+Result<std::string> render(std::span<const Message> messages, const RenderOptions& options,
+                           Template t);
+// Whether template `t` keeps the reasoning of assistant turns before the last user turn in
+// thinking mode (the client's history then repeats the "<think>" the prompt ended with): official,
+// when a message carries tools (render() rule 8); ds4, in tool context (tools declared, or a tool
+// call or tool result in the history).
+bool keeps_earlier_reasoning(std::span<const Message> messages, Template t);
 
 // ---- DSML tool calls ----
 // The assistant-side block "\n\n<｜DSML｜tool_calls>\n...\n</｜DSML｜tool_calls>" ("" for no

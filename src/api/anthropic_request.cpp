@@ -158,16 +158,29 @@ std::optional<ApiError> parse_messages(const json& msgs, std::vector<std::string
 }
 
 // Anthropic tool objects -> OpenAI function objects; server tools (typed, not "custom") skipped.
-json openai_tools(const json& tools) {
-  json out = json::array();
+// Json: nlohmann::json, or ordered_json for the rendered copy (name, description, parameters,
+// the schema in the client's key order). `verbatim`: each kept tool as the client sent it, which
+// --chat-template ds4 renders (ds4-server keeps Anthropic schemas verbatim, features.md §2.1).
+template <class Json>
+Json openai_tools(const Json& tools, bool verbatim = false) {
+  Json out = Json::array();
+  if (!tools.is_array()) return out;
   for (const auto& t : tools) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
     if (t.contains("type") && t["type"] != "custom") continue;
-    json fn = {{"name", t["name"]}};
+    if (verbatim) {
+      out.push_back(t);
+      continue;
+    }
+    Json fn = Json::object();
+    fn["name"] = t["name"];
     if (t.contains("description") && t["description"].is_string())
       fn["description"] = t["description"];
-    fn["parameters"] = t.value("input_schema", json{{"type", "object"}});
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+    fn["parameters"] = t.value("input_schema", Json{{"type", "object"}});
+    Json tool = Json::object();
+    tool["type"] = "function";
+    tool["function"] = std::move(fn);
+    out.push_back(std::move(tool));
   }
   return out;
 }
@@ -214,7 +227,8 @@ std::optional<ApiError> thinking_budget(const json& body, int* budget) {
   return std::nullopt;
 }
 
-ApiResult<ApiRequest> parse_object(const json& body, const ApiConfig& config) {
+ApiResult<ApiRequest> parse_object(const json& body, const nlohmann::ordered_json& ordered,
+                                   const ApiConfig& config) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   ApiRequest r{.endpoint = Endpoint::kMessages, .model = config.model_id};
   Fields f(body);
@@ -261,7 +275,8 @@ ApiResult<ApiRequest> parse_object(const json& body, const ApiConfig& config) {
   if (const json* tools = f.find("tools"); tools && !choice.none) {
     if (!tools->is_array()) return bad_request("'tools' must be an array", "tools");
     converted = openai_tools(*tools);
-    if (auto e = attach_tools(converted, &r.messages)) return *e;
+    const bool verbatim = config.chat_template == chat::Template::kDs4;
+    if (auto e = attach_tools(converted, openai_tools(ordered, verbatim), &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
@@ -276,7 +291,7 @@ ApiResult<ApiRequest> parse_messages_request(std::string_view body, const ApiCon
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad_request("invalid JSON request");
   try {
-    return parse_object(j, config);
+    return parse_object(j, ordered_tools(body, j), config);
   } catch (const json::exception& e) {  // a type the checks above missed: still the client's
     return bad_request(std::string("invalid JSON request: ") + e.what());
   }

@@ -135,7 +135,8 @@ std::optional<ApiError> parse_stop(const json& body, std::vector<std::string>* o
   return std::nullopt;
 }
 
-ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body, const ApiConfig& config) {
+ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body,
+                                   const nlohmann::ordered_json& ordered, const ApiConfig& config) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   ApiRequest r;
   r.endpoint = endpoint;
@@ -188,7 +189,7 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body, const Ap
   ParsedToolChoice& choice = std::get<ParsedToolChoice>(tc);
   const json* tools = choice.none ? nullptr : f.find("tools");
   if (tools) {
-    if (auto e = attach_tools(*tools, &r.messages)) return *e;
+    if (auto e = attach_tools(*tools, ordered, &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
@@ -211,17 +212,27 @@ void replay_tool_calls(serve::ReplayMap& replay, chat::Message* m) {
 
 }  // namespace
 
+nlohmann::ordered_json ordered_tools(std::string_view body, const json& parsed) {
+  if (!parsed.is_object() || !parsed.contains("tools")) return nullptr;
+  const auto ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (ordered.is_discarded() || !ordered.is_object() || !ordered.contains("tools")) return nullptr;
+  return ordered["tools"];
+}
+
 // Attaches the tool objects to the first system message (one is added at the front if none).
-std::optional<ApiError> attach_tools(const json& tools, std::vector<chat::Message>* msgs) {
+std::optional<ApiError> attach_tools(const json& tools, const nlohmann::ordered_json& ordered,
+                                     std::vector<chat::Message>* msgs) {
   if (!tools.is_array()) return bad_request("'tools' must be an array", "tools");
+  const bool in_order = ordered.is_array() && ordered.size() == tools.size();
   std::vector<std::string> texts;
-  for (const auto& t : tools) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
     if (!t.is_object()) return bad_request("each tool must be an object", "tools");
     const json* fn = t.contains("function") ? &t["function"] : &t;
     if (!fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
       return bad_request("each tool needs function.name", "tools");
     }
-    texts.push_back(t.dump());
+    texts.push_back(in_order ? ordered[i].dump() : t.dump());
   }
   if (texts.empty()) return std::nullopt;
   auto it = std::find_if(msgs->begin(), msgs->end(),
@@ -260,7 +271,7 @@ ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad_request("invalid JSON request");
   try {
-    return parse_object(endpoint, j, config);
+    return parse_object(endpoint, j, ordered_tools(body, j), config);
   } catch (const json::exception& e) {  // a type the checks above missed: still the client's
     return bad_request(std::string("invalid JSON request: ") + e.what());
   }
@@ -273,10 +284,11 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
     for (auto& m : messages) replay_tool_calls(*replay, &m);
   }
   chat::RenderOptions ro{.think = r.think, .context_size = config.n_ctx};
-  auto text = chat::render(messages, ro);
+  auto text = chat::render(messages, ro, config.chat_template);
   if (!text.is_ok()) return bad_request(text.status().message(), "messages");
   serve::Request out;
   out.rendered = std::move(*text);
+  out.keeps_reasoning = chat::keeps_earlier_reasoning(messages, config.chat_template);
   out.prompt = tok.encode(out.rendered, SpecialTokens::kRecognize);
   if (out.prompt.size() >= static_cast<size_t>(config.n_ctx)) {
     return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx,

@@ -29,6 +29,8 @@ enum class Endpoint { kChat, kCompletions, kMessages, kResponses };
 struct ApiConfig {
   int n_ctx = 32768;
   std::string model_id = std::string(kFlashId);  // echoed when a request names no model
+  // The prompt format every endpoint renders (ds4-server --chat-template; docs/chat.md).
+  chat::Template chat_template = chat::Template::kOfficial;
 };
 
 struct ApiRequest {
@@ -56,10 +58,10 @@ bool known_model(std::string_view id);
 ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
                                     const ApiConfig& config);
 
-// Renders and tokenizes. With `replay`, an assistant message whose call ids all map to one
-// remembered block renders that block byte for byte (exact replay); otherwise, and without
-// `replay`, its calls render canonically. Errors: rendering rejects the messages (400), the prompt
-// does not fit in the context (400 context_length_exceeded).
+// Renders (in config.chat_template) and tokenizes. With `replay`, an assistant message whose call
+// ids all map to one remembered block renders that block byte for byte (exact replay); otherwise,
+// and without `replay`, its calls render canonically. Errors: rendering rejects the messages (400),
+// the prompt does not fit in the context (400 context_length_exceeded).
 ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
                                         const ApiConfig& config,
                                         serve::ReplayMap* replay = nullptr);

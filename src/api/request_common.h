@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/errors.h"
@@ -71,9 +72,18 @@ class Fields {
   std::optional<ApiError> error_;
 };
 
+// Tool schemas render in the client's key order, as the reference encoder's json.dumps of the
+// client's object and ds4-server do; nlohmann::json sorts keys, so the tools are read a second
+// time, in order, from the body. The body's "tools" member in the client's order (null when the
+// body has none or does not parse).
+nlohmann::ordered_json ordered_tools(std::string_view body, const nlohmann::json& parsed);
+
 // Attaches OpenAI tool objects ({"type":"function","function":{...}} or a bare function object)
-// to the first system message, adding one at the front if there is none.
-std::optional<ApiError> attach_tools(const nlohmann::json& tools, std::vector<chat::Message>* msgs);
+// to the first system message, adding one at the front if there is none. `ordered`: the same
+// array in the client's key order (what is rendered; `tools` itself when it is not that array).
+std::optional<ApiError> attach_tools(const nlohmann::json& tools,
+                                     const nlohmann::ordered_json& ordered,
+                                     std::vector<chat::Message>* msgs);
 
 // After a protocol's controls are read: explicit ones win; without any, the deepseek-chat alias
 // turns thinking off and deepseek-reasoner on; then the Think-Max context rule.

@@ -119,27 +119,40 @@ class InputReader {
   std::string pending_reasoning_;
 };
 
-// Function tools in the OpenAI chat shape; every other type is skipped.
-json function_tools(const json& tools) {
-  json out = json::array();
+// Function tools in the OpenAI chat shape; every other type is skipped. Json: nlohmann::json, or
+// ordered_json for the rendered copy (name, description, parameters, the schema in the client's
+// key order). `verbatim`: each kept tool as the client sent it, which --chat-template ds4 renders
+// (ds4-server unwraps only a "function" member and keeps other schemas verbatim, features.md §2.1).
+template <class Json>
+Json function_tools(const Json& tools, bool verbatim = false) {
+  Json out = Json::array();
+  if (!tools.is_array()) return out;
   for (const auto& t : tools) {
     if (!t.is_object()) continue;
     const std::string type = t.value("type", std::string("function"));
     if (type != "function") continue;
-    const json* fn = t.contains("function") && t["function"].is_object() ? &t["function"] : &t;
+    const Json* fn = t.contains("function") && t["function"].is_object() ? &t["function"] : &t;
     if (!fn->contains("name") || !(*fn)["name"].is_string()) continue;
-    json f = {{"name", (*fn)["name"]}};
+    if (verbatim) {
+      out.push_back(t);
+      continue;
+    }
+    Json f = Json::object();
+    f["name"] = (*fn)["name"];
     if (fn->contains("description") && (*fn)["description"].is_string()) {
       f["description"] = (*fn)["description"];
     }
-    f["parameters"] = fn->value("parameters", json{{"type", "object"}});
-    out.push_back({{"type", "function"}, {"function", std::move(f)}});
+    f["parameters"] = fn->value("parameters", Json{{"type", "object"}});
+    Json tool = Json::object();
+    tool["type"] = "function";
+    tool["function"] = std::move(f);
+    out.push_back(std::move(tool));
   }
   return out;
 }
 
-ApiResult<ResponsesParsed> parse_object(const json& body, const ApiConfig& config,
-                                        ResponsesStore* store) {
+ApiResult<ResponsesParsed> parse_object(const json& body, const nlohmann::ordered_json& ordered,
+                                        const ApiConfig& config, ResponsesStore* store) {
   if (!body.is_object()) return bad_request("the request body must be a JSON object");
   ResponsesParsed p;
   ApiRequest& r = p.request;
@@ -219,7 +232,8 @@ ApiResult<ResponsesParsed> parse_object(const json& body, const ApiConfig& confi
   if (const json* tools = f.find("tools"); tools && !choice.none) {
     if (!tools->is_array()) return bad_request("'tools' must be an array", "tools");
     converted = function_tools(*tools);
-    if (auto e = attach_tools(converted, &r.messages)) return *e;
+    const bool verbatim = config.chat_template == chat::Template::kDs4;
+    if (auto e = attach_tools(converted, function_tools(ordered, verbatim), &r.messages)) return *e;
     r.tools = std::any_of(r.messages.begin(), r.messages.end(),
                           [](const chat::Message& m) { return !m.tools.empty(); });
   }
@@ -235,7 +249,7 @@ ApiResult<ResponsesParsed> parse_responses_request(std::string_view body, const 
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad_request("invalid JSON request");
   try {
-    return parse_object(j, config, store);
+    return parse_object(j, ordered_tools(body, j), config, store);
   } catch (const json::exception& e) {  // a type the checks above missed: still the client's
     return bad_request(std::string("invalid JSON request: ") + e.what());
   }

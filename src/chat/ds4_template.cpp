@@ -3,7 +3,8 @@
 // official encoder (template.cpp) in the tools block (its own wording, first in the prompt, the
 // function schemas as compact JSON), in gathering every system/developer text into one system
 // region, in escaping the tool-result sentinel and in its tool-context rule for keeping reasoning.
-// It exists to measure those choices against ds4 (bench/compat.md); servers render render().
+// ds4-server renders it with `--chat-template ds4`; bench/compat.md measures it against ds4.
+// Also here: the Template selection (to_string, template_from_string, render(..., Template)).
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -66,6 +67,13 @@ void append_tool_result(std::string_view content, std::string* out) {
   *out += kToolResultEnd;
 }
 
+// ds4's tool context: tools declared, or a tool call or tool result anywhere in the history.
+bool tool_context(std::span<const Message> messages) {
+  return std::any_of(messages.begin(), messages.end(), [](const Message& m) {
+    return !m.tools.empty() || m.role == Role::kTool || !m.tool_calls.empty();
+  });
+}
+
 std::string user_text(const Message& m) {
   if (m.blocks.empty()) return m.content;
   std::string text;
@@ -82,7 +90,7 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
 
   std::string schemas;
   std::vector<std::string> system_parts;
-  bool tool_context = false;
+  const bool keep_reasoning = tool_context(messages);
   int last_user = -1;
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
@@ -91,11 +99,9 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
     const bool carrier = m.content.empty() && !m.tools.empty();
     if ((m.role == Role::kSystem || m.role == Role::kDeveloper) && !carrier)
       system_parts.push_back(m.content);
-    if (m.role == Role::kTool || !m.tool_calls.empty()) tool_context = true;
     if (m.role == Role::kUser || m.role == Role::kTool) last_user = static_cast<int>(i);
   }
   if (!schemas.empty()) {
-    tool_context = true;
     std::string block(kDs4ToolsIntro);
     block += kToolsExample;
     block += kDs4ToolsStringRule;
@@ -132,7 +138,7 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
       case Role::kAssistant:
         if (pending) {
           out += kAssistantTag;
-          if (thinking && (tool_context || static_cast<int>(i) > last_user)) {
+          if (thinking && (keep_reasoning || static_cast<int>(i) > last_user)) {
             out += kThinkStart;
             out += m.reasoning;
           }
@@ -151,6 +157,27 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
     out += thinking ? kThinkStart : kThinkEnd;
   }
   return out;
+}
+
+const char* to_string(Template t) { return t == Template::kDs4 ? "ds4" : "official"; }
+
+Result<Template> template_from_string(std::string_view name) {
+  if (name == "official") return Template::kOfficial;
+  if (name == "ds4") return Template::kDs4;
+  return Status::invalid_argument("unknown chat template '%.*s': use one of %.*s",
+                                  static_cast<int>(name.size()), name.data(),
+                                  static_cast<int>(kTemplateNames.size()), kTemplateNames.data());
+}
+
+Result<std::string> render(std::span<const Message> messages, const RenderOptions& options,
+                           Template t) {
+  return t == Template::kDs4 ? render_ds4_server(messages, options) : render(messages, options);
+}
+
+bool keeps_earlier_reasoning(std::span<const Message> messages, Template t) {
+  if (t == Template::kDs4) return tool_context(messages);
+  return std::any_of(messages.begin(), messages.end(),
+                     [](const Message& m) { return !m.tools.empty(); });
 }
 
 }  // namespace ds4::chat

@@ -2,7 +2,9 @@
 // differs from them exactly where docs/chat.md says (issue 22, bench/compat.md). The expected texts
 // are ds4-server's own: tests/data/ds4_render/rN.txt is the rendered prompt its --trace recorded
 // for the OpenAI request rN.request.json (ds4 built from its public source; bench/compat.md says
-// how). The messages below are those requests, field for field.
+// how). The messages below are those requests, field for field. Also the server-template
+// selection (ds4-server --chat-template): its names, render(..., Template) and the
+// reasoning-keeping rule.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -114,6 +116,73 @@ TEST(Ds4ServerRendering, OnlyTheToolResultSentinelIsEscaped) {
   ASSERT_TRUE(got.is_ok());
   EXPECT_NE(got->find("<tool_result>a&lt;/tool_result>b<c>&</tool_result>"), std::string::npos)
       << *got;
+}
+
+// ds4-server parses --chat-template with template_from_string: a bad name's error names the
+// accepted ones.
+TEST(ServerTemplate, NamesParseAndABadOneNamesTheAllowedValues) {
+  EXPECT_EQ(*template_from_string("official"), Template::kOfficial);
+  EXPECT_EQ(*template_from_string("ds4"), Template::kDs4);
+  for (Template t : {Template::kOfficial, Template::kDs4}) {
+    EXPECT_EQ(*template_from_string(to_string(t)), t);
+  }
+  for (const char* bad : {"", "Official", "ds4-server", "ds4 ", "chatml"}) {
+    auto r = template_from_string(bad);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(),
+              "unknown chat template '" + std::string(bad) + "': use one of official, ds4");
+  }
+}
+
+// render(..., Template) is render() or render_ds4_server().
+TEST(ServerTemplate, RenderSelectsTheTemplate) {
+  for (const Case& c : cases()) {
+    RenderOptions o;
+    o.think = c.think;
+    o.context_size = 4096;
+    auto ds4 = render(c.messages, o, Template::kDs4);
+    auto official = render(c.messages, o, Template::kOfficial);
+    ASSERT_TRUE(ds4.is_ok() && official.is_ok()) << c.name;
+    EXPECT_EQ(*ds4, ds4_text(c.name)) << c.name;
+    EXPECT_EQ(*official, *render(c.messages, o)) << c.name;
+  }
+}
+
+// keeps_earlier_reasoning() says what each template does with an earlier turn's reasoning in
+// thinking mode: official keeps it only when a message carries tools, ds4 also in a history with
+// a tool call or result (its tool context).
+TEST(ServerTemplate, KeepsEarlierReasoningAsTheTemplateRenders) {
+  Message call = msg(Role::kAssistant, "");
+  call.reasoning = "EARLIER-CALL-REASONING";
+  call.tool_calls = {{"call_1", "get_weather", R"({"city":"Rome"})"}};
+  Message result = msg(Role::kTool, "sunny");
+  result.tool_call_id = "call_1";
+  Message answer = msg(Role::kAssistant, "Sunny.");
+  answer.reasoning = "EARLIER-ANSWER-REASONING";
+  const std::vector<Message> tool_history = {msg(Role::kUser, "Weather in Rome?"), call, result,
+                                             answer, msg(Role::kUser, "And tomorrow?")};
+  Message tools = msg(Role::kSystem, "");
+  tools.tools = {kWeatherShort};
+  std::vector<Message> declared = tool_history;
+  declared.insert(declared.begin(), tools);
+  const std::vector<Message> plain = {msg(Role::kUser, "Hi"), answer, msg(Role::kUser, "More?")};
+  struct Want {
+    const std::vector<Message>* messages;
+    bool official, ds4;
+  };
+  const RenderOptions o{.think = ThinkMode::kHigh};
+  for (const Want& w : {Want{&plain, false, false}, Want{&tool_history, false, true},
+                        Want{&declared, true, true}}) {
+    for (Template t : {Template::kOfficial, Template::kDs4}) {
+      const bool keeps = t == Template::kDs4 ? w.ds4 : w.official;
+      EXPECT_EQ(keeps_earlier_reasoning(*w.messages, t), keeps) << to_string(t);
+      auto text = render(*w.messages, o, t);
+      ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+      EXPECT_EQ(text->find("EARLIER-ANSWER-REASONING") != std::string::npos, keeps)
+          << to_string(t) << ": " << *text;
+    }
+  }
 }
 
 }  // namespace

@@ -58,6 +58,9 @@ struct Request {
   ToolChoice tool_choice;         // kRequired / kNamed need tools (output_forcing.h)
   int reasoning_budget = 0;       // > 0 (thinking): </think> is forced after this many tokens
   Protocol protocol = Protocol::kCompletions;
+  // The template kept the reasoning of earlier turns (chat::keeps_earlier_reasoning): a client's
+  // next request repeats the "<think>" this prompt ends with (the visible transcript, §2.7).
+  bool keeps_reasoning = false;
   // Test hook: these tokens are taken in place of the first sampled ones (the model still
   // evaluates each), so a test can make the tiny model emit a particular tool call.
   std::vector<TokenId> forced;

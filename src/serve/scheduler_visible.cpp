@@ -18,13 +18,16 @@ void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
   slot.visible_at = 0;
   const Active& a = *slot.active;
   const Request& r = a.request;
-  // §2.7: a Responses turn, or a tool-less chat / messages one, that reasoned, closed its
-  // reasoning and ended normally. The client sends it back without the reasoning, which the
-  // template renders (chat/template.cpp) as the prompt without its trailing "<think>", then
-  // "</think>" and the answer; with tools declared earlier reasoning is kept, so the "<think>"
-  // stays and the (empty) reasoning is closed by "</think>".
+  // §2.7: a Responses turn, or a chat / messages one whose prompt does not keep earlier
+  // reasoning (no tools), that reasoned, closed its reasoning and ended normally. The client
+  // sends it back without the reasoning, which the template renders (chat/template.cpp) as the
+  // prompt without its trailing "<think>", then "</think>" and the answer; where the template
+  // keeps earlier reasoning (tools declared; with --chat-template ds4 also a tool call or result
+  // in the history: Request::keeps_reasoning) the "<think>" stays and the (empty) reasoning is
+  // closed by "</think>".
+  const bool keeps = r.tools || r.keeps_reasoning;
   const bool responses = r.protocol == Protocol::kResponses;
-  if (!r.thinking || !(responses || (r.protocol == Protocol::kChat && !r.tools))) return;
+  if (!r.thinking || !(responses || (r.protocol == Protocol::kChat && !keeps))) return;
   if (reason != FinishReason::kStop && reason != FinishReason::kToolCalls) return;
   if (!r.rendered.ends_with(chat::kThinkStart)) return;
   const auto live = slot.session->tokens();
@@ -33,7 +36,7 @@ void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
   const size_t end = out.find(chat::kThinkEnd);
   if (end == std::string::npos) return;  // still reasoning: nothing visible to key by
   slot.visible =
-      r.tools ? r.rendered : r.rendered.substr(0, r.rendered.size() - chat::kThinkStart.size());
+      keeps ? r.rendered : r.rendered.substr(0, r.rendered.size() - chat::kThinkStart.size());
   slot.visible.append(out, end);
   slot.visible_at = live.size();
   slot.visible_flag = responses ? kv::kKvcResponsesTextFlag : kv::kKvcThinkingTextFlag;

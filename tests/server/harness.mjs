@@ -17,9 +17,9 @@ export async function startServer(args = [], opts = {}) {
       })
     : spawn(SERVER, argv, { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
+  let out = "";
   proc.stderr.on("data", (d) => (stderr += d));
   const port = await new Promise((resolve, reject) => {
-    let out = "";
     proc.stdout.on("data", (d) => {
       out += d;
       const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
@@ -33,6 +33,7 @@ export async function startServer(args = [], opts = {}) {
     pid: proc.pid, // with opts.fileLimitKb, bash exec's the server: the same process
     base: `http://127.0.0.1:${port}`,
     stderr: () => stderr,
+    stdout: () => out,
     async stop() {
       proc.kill("SIGTERM");
       const { code, signal } = await exited;
