@@ -414,5 +414,58 @@ TEST_F(SchedulerTest, AThinkingChatTurnIsContinuedThroughItsVisibleTranscript) {
   }
 }
 
+// --chat-template ds4 keeps earlier reasoning in tool context, also without declared tools
+// (Request::keeps_reasoning): the client's next request renders the finished turn as "<think>" +
+// its (empty) reasoning + "</think>" + the answer, so a Responses turn binds its transcript with
+// the "<think>" kept and the next request reuses the whole session. The same request marked as
+// not keeping it (the official rule, or before keeps_reasoning) binds the wrong text: a miss past
+// the prompt.
+TEST_F(SchedulerTest, AKeptReasoningTranscriptKeepsItsThinkStart) {
+  const std::string answer = "It is sunny.";
+  chat::Message call{.role = chat::Role::kAssistant};
+  call.tool_calls = {{"call_1", "get_weather", R"({"city":"Rome"})"}};
+  std::vector<chat::Message> msgs{{.role = chat::Role::kUser, .content = "Weather?"},
+                                  call,
+                                  {.role = chat::Role::kTool, .content = "sunny"}};
+  ASSERT_TRUE(chat::keeps_earlier_reasoning(msgs, chat::Template::kDs4));
+  const auto render = [&](bool keeps) {
+    auto text = chat::render(msgs, {.think = chat::ThinkMode::kHigh, .context_size = kCtx},
+                             chat::Template::kDs4);
+    EXPECT_TRUE(text.is_ok());
+    Request r;
+    r.rendered = *text;
+    r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
+    r.thinking = true;
+    r.protocol = Protocol::kResponses;
+    r.keeps_reasoning = keeps;
+    r.max_tokens = 8;
+    return r;
+  };
+  for (const bool keeps : {true, false}) {
+    auto s = start();  // a fresh pool: nothing of the other run to reuse
+    msgs.resize(3);
+    Request first = render(keeps);
+    first.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
+    first.forced.push_back(tok_->special_ids().eos);
+    first.max_tokens = static_cast<int>(first.forced.size()) + 4;
+    const size_t frontier = first.prompt.size() + first.forced.size() - 1;
+    const size_t prompt = first.prompt.size();
+    const Event d1 = drain(**s->submit(std::move(first)));
+    ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+    ASSERT_EQ(d1.finish, FinishReason::kStop);
+    msgs.push_back({.role = chat::Role::kAssistant, .content = answer});
+    msgs.push_back({.role = chat::Role::kUser, .content = "And tomorrow?"});
+    Request second = render(keeps);
+    ASSERT_NE(second.rendered.find("<think></think>" + answer), std::string::npos);
+    const Event d2 = drain(**s->submit(std::move(second)));
+    ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+    if (keeps) {
+      EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(frontier));
+    } else {
+      EXPECT_LE(d2.usage.cached_tokens, static_cast<int>(prompt));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ds4::serve
