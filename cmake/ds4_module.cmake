@@ -33,6 +33,9 @@ function(ds4_add_module name)
     # conversions 7 of them (433 s -> 88 s). Test and app files stay at -O0: -O1 doubles their
     # compile time (src/api/anthropic_test.cpp: 16.7 -> 36.5 s of CPU) for no run-time gain.
     target_compile_options(ds4_${name} PRIVATE -O1)
+    if(DS4_FUZZ AND name IN_LIST DS4_FUZZ_COVERAGE_MODULES)
+      target_compile_options(ds4_${name} PRIVATE -fsanitize=fuzzer-no-link)
+    endif()
   endif()
   if(ARG_DEPS)
     target_link_libraries(ds4_${name} PUBLIC ${ARG_DEPS})

@@ -6,10 +6,10 @@
 // turn reuses the session (cache_read_input_tokens), a tool_use round trip (the hidden
 // --test-forced-output hook makes the random model emit one DSML call) replays the sampled bytes
 // and is cached, count_tokens, and errors in Anthropic's shape.
-import { test, before, after } from "node:test";
+import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
-import { startServer, FORCED_WEATHER_CALL as FORCED } from "./harness.mjs";
+import { test, startServer, FORCED_WEATHER_CALL as FORCED } from "./harness.mjs";
 
 const tools = [
   {

@@ -8,12 +8,11 @@
 // queued, every session free), its thread count (/proc/PID/task) is back to what it was after
 // the warm-up, its RSS grew by less than a bound (RSS_GROWTH_LIMIT), and a fixed-seed request
 // answers exactly as it did before the churn.
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import OpenAI from "openai";
-import { startServer, health, waitIdle } from "./harness.mjs";
+import { test, startServer, health, waitIdle } from "./harness.mjs";
 
 const CLIENTS = 100;
 const CHURN_WINDOW_MS = 15000;

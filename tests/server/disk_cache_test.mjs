@@ -6,13 +6,13 @@
 // one loaded; the space budget holds under eviction; concurrent requests that switch sessions save
 // and load without damage; hostile files are skipped; a size-limited process (ulimit -f: a full
 // disk) fails its saves and keeps serving.
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import {
+  test,
   startServer,
   health,
   waitIdle,

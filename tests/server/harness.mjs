@@ -2,6 +2,38 @@
 // it with SIGTERM (asserting a clean exit). Paths come from the environment CTest sets.
 import { spawn } from "node:child_process";
 import assert from "node:assert/strict";
+import { test as nodeTest } from "node:test";
+
+// test(name, fn): node:test's test, for the files that CTest runs in parts (tests/server/
+// CMakeLists.txt, ds4_server_node_test). DS4_TEST_SHARD=K/N: of the file's tests, in declaration
+// order, this process runs the K-th, (K+N)-th, ... (so N CTest entries that ctest -j runs side by
+// side run every test exactly once, whatever tests are added). DS4_TEST_ONLY=REGEX: only the
+// tests whose name matches (the ThreadSanitizer selection). A process left with no test fails:
+// a selection that no longer matches anything is an error, not a pass.
+const [shardIndex, shardCount] = (process.env.DS4_TEST_SHARD ?? "1/1").split("/").map(Number);
+assert.ok(shardIndex >= 1 && shardIndex <= shardCount, `bad DS4_TEST_SHARD ${process.env.DS4_TEST_SHARD}`);
+const only = process.env.DS4_TEST_ONLY ? new RegExp(process.env.DS4_TEST_ONLY) : null;
+let declared = 0;
+let selected = 0;
+let checked = false;
+export function test(name, fn) {
+  if (!checked) {
+    // After the file's top-level code has declared all its tests: with none selected, one
+    // failing test (so the file's `after` hooks still stop its servers).
+    checked = true;
+    setImmediate(() => {
+      if (selected > 0) return;
+      nodeTest("harness: the selection has a test", () => {
+        assert.fail(`no test selected (DS4_TEST_SHARD=${shardIndex}/${shardCount}, ` +
+          `DS4_TEST_ONLY=${only ?? ""}, ${declared} declared)`);
+      });
+    });
+  }
+  if (only && !only.test(name)) return;
+  if (declared++ % shardCount !== shardIndex - 1) return;
+  selected++;
+  nodeTest(name, fn);
+}
 
 export const SERVER = process.env.DS4_SERVER;
 export const MODEL = process.env.DS4_SERVER_MODEL;

@@ -4,10 +4,10 @@
 // continues, stop sequences, completions, OpenAI-style errors, a client aborting mid-stream
 // (the request stops within a token and the server keeps serving), 16 concurrent clients, the
 // bounded queue's 429, the API key, the body limit, and a clean SIGTERM exit (also mid-stream).
-import { test, before, after } from "node:test";
+import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { startServer, waitIdle, health } from "./harness.mjs";
+import { test, startServer, waitIdle, health } from "./harness.mjs";
 
 let main;
 let client;

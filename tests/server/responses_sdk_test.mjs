@@ -5,10 +5,10 @@
 // previous_response_id continues the live conversation (cached tokens) and an unknown one is a
 // clear 400, non-function tools are skipped, and a function_call round trip (the hidden
 // --test-forced-output hook) replays the sampled DSML and is cached.
-import { test, before, after } from "node:test";
+import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { startServer, FORCED_WEATHER_CALL as FORCED } from "./harness.mjs";
+import { test, startServer, FORCED_WEATHER_CALL as FORCED } from "./harness.mjs";
 
 const tools = [
   { type: "web_search" },

@@ -8,7 +8,7 @@
 // thinking.budget_tokens ends the reasoning after that many tokens. Then a non-streaming client
 // that closes its connection has its request cancelled within a few tokens (the trace records
 // finish "cancelled") and the next request is served normally.
-import { test, before, after } from "node:test";
+import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import fs from "node:fs";
@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { startServer, waitIdle, health } from "./harness.mjs";
+import { test, startServer, waitIdle, health } from "./harness.mjs";
 
 const fn = (name, props) => ({
   type: "function",

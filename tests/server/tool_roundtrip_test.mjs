@@ -5,13 +5,12 @@
 // the server must render the sampled bytes exactly (trace: the second prompt starts with the
 // first prompt + output) and report them as cached. With --disable-exact-dsml-tool-replay the
 // history renders canonically instead, so the bytes differ and less is reused.
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { startServer, FORCED_WEATHER_CALL as FORCED, weatherTools as tools } from "./harness.mjs";
+import { test, startServer, FORCED_WEATHER_CALL as FORCED, weatherTools as tools } from "./harness.mjs";
 
 
 async function roundTrip(extraFlags) {
