@@ -9,14 +9,13 @@
 // directory shared by servers of both templates serves a file only to a prompt that starts with
 // its text: the tools prompt written under `ds4` is not loaded under `official`, the tool-less one
 // (the same bytes in both) is.
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startServer, SERVER, MODEL } from "./harness.mjs";
+import { test, startServer, SERVER, MODEL } from "./harness.mjs";
 
 const DATA = join(dirname(fileURLToPath(import.meta.url)), "..", "data");
 const NAMES = ["r1", "r2", "r3", "r4", "r5", "r6"];
