@@ -14,6 +14,7 @@
 #include "api/anthropic_request.h"
 #include "api/openai_request.h"
 #include "api/responses_request.h"
+#include "tokenizer/test_vocab.h"
 
 namespace ds4::api {
 namespace {
@@ -28,11 +29,9 @@ constexpr const char* kSchema =
 class ChatTemplateTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(*t));
+    tok_ = tokenizer::testing::vocab_tokenizer();  // loaded once per test binary
+    ASSERT_NE(tok_, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   }
-  static void TearDownTestSuite() { delete tok_; }
 
   // Parses `body` for `ep` and builds it; the rendered request (empty on an error).
   static serve::Request build(Endpoint ep, const std::string& body, const ApiConfig& c) {
@@ -59,10 +58,10 @@ class ChatTemplateTest : public ::testing::Test {
     return std::holds_alternative<serve::Request>(b) ? std::get<serve::Request>(b)
                                                      : serve::Request{};
   }
-  static Tokenizer* tok_;
+  static const Tokenizer* tok_;
   static std::vector<chat::Message> messages_;  // the last build's parsed messages
 };
-Tokenizer* ChatTemplateTest::tok_ = nullptr;
+const Tokenizer* ChatTemplateTest::tok_ = nullptr;
 std::vector<chat::Message> ChatTemplateTest::messages_;
 
 std::string data_file(const std::string& path) {

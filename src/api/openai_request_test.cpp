@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/test_vocab.h"
+
 namespace ds4::api {
 namespace {
 
@@ -29,20 +31,18 @@ ApiError err(std::string_view body, Endpoint ep = Endpoint::kChat) {
 class BuildTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(*t));
+    tok_ = tokenizer::testing::vocab_tokenizer();  // loaded once per test binary
+    ASSERT_NE(tok_, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   }
-  static void TearDownTestSuite() { delete tok_; }
   static serve::Request build(const ApiRequest& r, ApiConfig c = kConfig) {
     auto b = build_request(r, *tok_, c);
     if (auto* e = std::get_if<ApiError>(&b)) ADD_FAILURE() << e->message;
     return std::holds_alternative<serve::Request>(b) ? std::get<serve::Request>(b)
                                                      : serve::Request{};
   }
-  static Tokenizer* tok_;
+  static const Tokenizer* tok_;
 };
-Tokenizer* BuildTest::tok_ = nullptr;
+const Tokenizer* BuildTest::tok_ = nullptr;
 
 TEST(ParseRequest, DefaultsThinkHighAndIgnoreClientSampling) {
   const ApiRequest r =

@@ -10,6 +10,7 @@
 #include "api/openai_request.h"
 #include "api/responses_request.h"
 #include "api/responses_store.h"
+#include "tokenizer/test_vocab.h"
 
 namespace ds4::api {
 namespace {
@@ -118,8 +119,8 @@ TEST(ToolChoice, Responses) {
 }
 
 TEST(ToolChoice, BuildCarriesTheChoiceAndTheBudget) {
-  auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-  ASSERT_TRUE(t.is_ok());
+  const Tokenizer* t = tokenizer::testing::vocab_tokenizer();
+  ASSERT_NE(t, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   auto r = messages({{"type", "tool"}, {"name", "b"}},
                     {{"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}});
   ASSERT_TRUE(std::holds_alternative<ApiRequest>(r));

@@ -8,17 +8,17 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "tokenizer/test_vocab.h"
+
 namespace ds4::serve {
 namespace {
 
 class GenerationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(*t));
+    tok_ = tokenizer::testing::vocab_tokenizer();  // loaded once per test binary
+    ASSERT_NE(tok_, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   }
-  static void TearDownTestSuite() { delete tok_; }
 
   // Feeds `text` token by token; returns the events and the index of the token that ended it.
   struct Run {
@@ -45,9 +45,9 @@ class GenerationTest : public ::testing::Test {
       if (e.kind == kind) s += e.text;
     return s;
   }
-  static Tokenizer* tok_;
+  static const Tokenizer* tok_;
 };
-Tokenizer* GenerationTest::tok_ = nullptr;
+const Tokenizer* GenerationTest::tok_ = nullptr;
 
 TEST_F(GenerationTest, ReasoningContentAndStopString) {
   Request req{.stop = {"STOP"}, .parse_output = true, .thinking = true};

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/generation.h"
+#include "tokenizer/test_vocab.h"
 
 namespace ds4::serve {
 namespace {
@@ -19,11 +20,9 @@ constexpr int kMaxSteps = 400;
 class OutputForcingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(*t));
+    tok_ = tokenizer::testing::vocab_tokenizer();  // loaded once per test binary
+    ASSERT_NE(tok_, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   }
-  static void TearDownTestSuite() { delete tok_; }
 
   struct Run {
     std::vector<Event> events;
@@ -61,9 +60,9 @@ class OutputForcingTest : public ::testing::Test {
     for (const auto& e : of(r, kind)) s += e.text;
     return s;
   }
-  static Tokenizer* tok_;
+  static const Tokenizer* tok_;
 };
-Tokenizer* OutputForcingTest::tok_ = nullptr;
+const Tokenizer* OutputForcingTest::tok_ = nullptr;
 
 TEST_F(OutputForcingTest, NamedChoiceGivesOneCallOfThatTool) {
   Request req{.tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"get_weather"}}};

@@ -5,26 +5,26 @@
 
 #include <gtest/gtest.h>
 
+#include "tokenizer/test_vocab.h"
+
 namespace ds4::serve {
 namespace {
 
 class PrefixMatch : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    auto t = Tokenizer::open(DS4_TEST_VOCAB_PATH);
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(*t));
+    tok_ = tokenizer::testing::vocab_tokenizer();  // loaded once per test binary
+    ASSERT_NE(tok_, nullptr) << "no vocabulary GGUF at " DS4_TEST_VOCAB_PATH;
   }
-  static void TearDownTestSuite() { delete tok_; }
   static std::vector<TokenId> enc(std::string_view s) {
     return tok_->encode(s, SpecialTokens::kRecognize);
   }
   static Request request(const std::string& text) {
     return Request{.prompt = enc(text), .rendered = text};
   }
-  static Tokenizer* tok_;
+  static const Tokenizer* tok_;
 };
-Tokenizer* PrefixMatch::tok_ = nullptr;
+const Tokenizer* PrefixMatch::tok_ = nullptr;
 
 TEST_F(PrefixMatch, TokenPrefixKeepsTheRequestTokens) {
   const std::string head = "<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜></think>";
