@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/check.h"
 #include "base/f16.h"
 #include "base/thread_pool.h"
 #include "gguf/reader.h"
@@ -112,26 +113,19 @@ void decisive_head_rows(const model::TensorSpec& spec, uint64_t seed, uint64_t r
     if (spec.type == GgufType::kF32) {
       std::memcpy(dst, row.data(), n * sizeof(float));
     } else {
+      // Every type a head can have (F16, Q8_0, ...) has an encoder: a failure is a bug.
       const Status st =
           quant::quantize_rows(spec.type, row.data(), dst, 1, static_cast<int64_t>(n), nullptr);
-      if (!st.is_ok()) std::memset(dst, 0, rb);  // unreachable: every head type has an encoder
+      DS4_CHECK_MSG(st.is_ok(), "decisive head: %s", st.to_string().c_str());
     }
   }
 }
 
-bool is_indexer_proj(const std::string& name) {
-  constexpr std::string_view kSuffix = ".indexer.proj.weight";
-  return name.size() > kSuffix.size() &&
-         std::string_view(name).substr(name.size() - kSuffix.size()) == kSuffix;
-}
+bool is_indexer_proj(std::string_view name) { return name.ends_with(".indexer.proj.weight"); }
 
-bool is_branch_output(const std::string& name) {
-  for (std::string_view s :
-       {".attn_output_b.weight", ".ffn_down_shexp.weight", ".ffn_down_exps.weight"}) {
-    if (name.size() > s.size() && std::string_view(name).substr(name.size() - s.size()) == s)
-      return true;
-  }
-  return false;
+bool is_branch_output(std::string_view name) {
+  return name.ends_with(".attn_output_b.weight") || name.ends_with(".ffn_down_shexp.weight") ||
+         name.ends_with(".ffn_down_exps.weight");
 }
 
 Status copy_tokenizer_keys(const std::string& vocab_path, int n_vocab, gguf::Writer* w) {
