@@ -133,10 +133,12 @@ int main(int argc, char** argv) {
     return usage_error("the prompt has " + std::to_string(prompt_tokens->size()) +
                        " tokens; --ctx " + std::to_string(o.ctx) + " cannot hold it");
   }
+  // The logits first: the prompt is then evaluated once for both dumps (the continuation extends
+  // the session, and logits taken after it would evaluate the prompt again from position 0).
   ds4::Status st;
-  if (!o.dump_logprobs.empty()) st = ds4::cli::dump_logprobs(e, **session, *tok, *prompt_tokens, o);
-  if (st.is_ok() && !o.dump_logits.empty()) {
-    st = ds4::cli::dump_logits(e, **session, *tok, *prompt_tokens, o);
+  if (!o.dump_logits.empty()) st = ds4::cli::dump_logits(e, **session, *tok, *prompt_tokens, o);
+  if (st.is_ok() && !o.dump_logprobs.empty()) {
+    st = ds4::cli::dump_logprobs(e, **session, *tok, *prompt_tokens, o);
   }
   if (dumping) {
     if (!st.is_ok()) std::fprintf(stderr, "ds4: %s\n", st.message().c_str());

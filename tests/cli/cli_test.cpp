@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -86,6 +87,17 @@ TEST(Cli, DumpsAreJsonMatchingTheEngineLogits) {
   ASSERT_EQ(run(common + "--dump-logits " + lg).code, 0);
   const nlohmann::json jp = nlohmann::json::parse(std::ifstream(lp));
   const nlohmann::json jl = nlohmann::json::parse(std::ifstream(lg));
+  // Both dumps from one run (the prompt evaluated once) are the two runs' files byte for byte.
+  const std::string lp2 = lp + ".both", lg2 = lg + ".both";
+  ASSERT_EQ(
+      run(common + "-n 3 --dump-logprobs " + lp2 + " --logprobs-top-k 5 --dump-logits " + lg2).code,
+      0);
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(slurp(lp2), slurp(lp));
+  EXPECT_EQ(slurp(lg2), slurp(lg));
 
   auto tok = ds4::Tokenizer::open(kModel);
   ASSERT_TRUE(tok.is_ok());

@@ -68,7 +68,7 @@ def main():
     work = sys.argv[1]
     prompts = ["p1", "p3", "p2", "r-think", "r-system"]
     pairs = [("ds4-cpu", "ds4-cuda"), ("ds4-cpu", "ours-cpu"), ("ds4-cpu", "ours-cuda"),
-             ("ds4-cuda", "ours-cuda"), ("ours-cpu", "ours-cuda")]
+             ("ds4-cuda", "ours-cpu"), ("ds4-cuda", "ours-cuda"), ("ours-cpu", "ours-cuda")]
     print("| prompt | A | B | prompt tokens A / B | last-logits rel L2 | last-logits KLD | "
           "top-1 agree (steps) | mean step KLD | greedy 16 | min top-1 margin (A) |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -92,15 +92,22 @@ run_one() {
     local flag=--cuda; [[ $backend == cpu ]] && flag=--cpu
     [[ $dumps == *l* ]] && "$ds4" -m "$model" $flag "${args[@]}" -c 8192 --dump-logits "$work/$tag.logits.json" > "$work/$tag.l.log" 2>&1
     [[ $dumps == *p* ]] && "$ds4" -m "$model" $flag "${args[@]}" -c 8192 -n 16 --dump-logprobs "$work/$tag.logprobs.json" --logprobs-top-k 128 > "$work/$tag.p.log" 2>&1
-  else
-    [[ $dumps == *l* ]] && "$ours" -m "$model" --backend "$backend" "${args[@]}" -c 8192 --dump-logits "$work/$tag.logits.json" > "$work/$tag.l.log" 2>&1
-    [[ $dumps == *p* ]] && "$ours" -m "$model" --backend "$backend" "${args[@]}" -c 8192 -n 16 --dump-logprobs "$work/$tag.logprobs.json" --logprobs-top-k 128 > "$work/$tag.p.log" 2>&1
+  else  # both dumps from one run: the prompt is evaluated once (logits first, then the continuation)
+    local dump=()
+    [[ $dumps == *l* ]] && dump+=(--dump-logits "$work/$tag.logits.json")
+    [[ $dumps == *p* ]] && dump+=(-n 16 --dump-logprobs "$work/$tag.logprobs.json" --logprobs-top-k 128)
+    # CPU_SET (taskset's list) and CPU_THREADS keep a CPU run off the cores a GPU run uses.
+    local pin=()
+    [[ $backend == cpu && -n ${CPU_SET:-} ]] && pin=(taskset -c "$CPU_SET" "$ours" -t "${CPU_THREADS:-0}")
+    [[ ${#pin[@]} -eq 0 ]] && pin=("$ours")
+    "${pin[@]}" -m "$model" --backend "$backend" "${args[@]}" -c 8192 "${dump[@]}" > "$work/$tag.lp.log" 2>&1
   fi
   echo "$tag rc $? $((SECONDS - t0)) s" >> "$work/times.txt"
 }
 export -f run_one
 ENGINES=${ENGINES:-ds4 ours}  # which engines the cpu and gpu chains run
-export work model ds4 ours ENGINES BG_RUNS
+CPU_SET=${CPU_SET:-} CPU_THREADS=${CPU_THREADS:-0}
+export work model ds4 ours ENGINES BG_RUNS CPU_SET CPU_THREADS
 if has cpu; then
   rm -f "$work/cpu.done"
   setsid bash -c 'for p in p1 r-think r-system p3 p2; do for e in $ENGINES; do run_one $e cpu $p; done; done; touch $work/cpu.done' \

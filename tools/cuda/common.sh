@@ -7,7 +7,7 @@
 #                         and build the targets; output on stdout/stderr
 #   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
 #                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
-DS4_FLASH=/dev/shm/flash-q2.gguf
+DS4_FLASH=${DS4_FLASH:-/dev/shm/flash-q2.gguf}  # another file (the decisive one of compat.sh) by name
 
 ds4_build() {
   local dir=${BUILD_DIR:-build-dev} serve=()

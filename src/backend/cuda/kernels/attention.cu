@@ -10,6 +10,7 @@
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
 
@@ -60,6 +61,7 @@ __device__ void hadamard_fp4(float* x) {
 __global__ void rope_qkv_store_kernel(float* q_all, int64_t q_stride, int n_head, float* kv_all,
                                       int64_t kv_stride, RopeArg rope, int p0, bool qat,
                                       bool f16_rows, float* ring, int ring_cap) {
+  kernel_begin();
   const int t = static_cast<int>(blockIdx.x);
   const int pos = p0 + t;
   float* q = q_all + t * q_stride;
@@ -116,6 +118,7 @@ __device__ void lane_source(const LaneArgs& a, int q, int col, float* kv, float*
 // Window w of the batch (the w-th that ends in it, at position pe) pooled into dst + w * hd:
 // softmax-gated sum, model.md §4.7 step 5, in the CPU's order.
 __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
+  kernel_begin();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= a.hd) return;
   const int w = static_cast<int>(blockIdx.y);
@@ -173,6 +176,7 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
 // 2048-row chunk: ~146 us per launch on the H200).
 constexpr int kPoolRatio = 128, kPoolCols = 32, kPoolThreads = 256;
 __global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, float* dst) {
+  kernel_begin();
   __shared__ float kv_s[kPoolRatio][kPoolCols + 1];
   __shared__ float wt_s[kPoolRatio][kPoolCols + 1];  // scores, then weights
   __shared__ float m_s[kPoolCols];
@@ -227,6 +231,7 @@ __global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, 
 // the window completed at the batch's last boundary, when there is one. Old values are read
 // before anything is written.
 __global__ void lane_state_kernel(LaneArgs a) {
+  kernel_begin();
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= a.width) return;
   const int end = a.p0 + a.n;  // the first position after the batch
@@ -272,6 +277,7 @@ __global__ void lane_state_kernel(LaneArgs a) {
 // window of the batch's blockIdx.x-th boundary), in place.
 __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeArg rope, int p0,
                                    int ratio, bool indexer_lane, bool qat, bool f16_rows) {
+  kernel_begin();
   __shared__ float x[kHd];
   __shared__ double part[32];
   const int w = static_cast<int>(blockIdx.x);
@@ -304,6 +310,7 @@ __global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeA
 // Head blockIdx.x of row blockIdx.y.
 __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope, int p0,
                                      bool qat) {
+  kernel_begin();
   __shared__ float x[kIhd];
   const int t = static_cast<int>(blockIdx.y);
   float* head = iq_all + t * stride + blockIdx.x * kIhd;
@@ -341,6 +348,7 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
     attention_scores_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
                             const float* ring, const float* comp, const int32_t* visible_all,
                             int p0, float* scratch) {
+  kernel_begin();
   const int t = static_cast<int>(blockIdx.z);
   const RowGeometry rg(g, visible_all, p0 + t, t);
   const int i0 = static_cast<int>(blockIdx.x) * kScoreTile;
@@ -399,6 +407,7 @@ __global__ void __launch_bounds__(kDmThreads)
     attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
                                  const float* ring, const float* comp, const int32_t* visible_all,
                                  int p0, float* scratch, uint32_t* maxima) {
+  kernel_begin();
   __shared__ double qs[kDmHeads][kDmPitch];
   __shared__ double ks[kDmRows][kDmPitch];
   __shared__ float tile_max[kDmRows / 32][kDmHeads];  // per warp column: its 32 rows' maxima
@@ -506,6 +515,7 @@ __global__ void __launch_bounds__(kSumThreads)
     attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
                          const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                          const float* scratch, float* out_all, int64_t out_stride) {
+  kernel_begin();
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
   static_assert(kDims == 1 || kDims == 4, "one or four dims per thread");
   static_assert(kSumHeads <= kSumRows, "the outputs fit where the values were staged");
@@ -638,8 +648,8 @@ void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, in
                            const RopeArg& rope, RowSpan rows, bool qat, bool f16_rows, float* ring,
                            int ring_cap, cudaStream_t s) {
   if (rows.n == 0) return;
-  rope_qkv_store_kernel<<<rows.n, 256, 0, s>>>(q, q_stride, n_head, kv, kv_stride, rope, rows.p0,
-                                               qat, f16_rows, ring, ring_cap);
+  launch(rope_qkv_store_kernel, rows.n, 256, 0, s, q, q_stride, n_head, kv, kv_stride, rope,
+         rows.p0, qat, f16_rows, ring, ring_cap);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -666,19 +676,19 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
     if (lane.ratio == kPoolRatio) {
-      lane_pool128_kernel<<<dim3((lane.hd + kPoolCols - 1) / kPoolCols, emitted), kPoolThreads, 0,
-                            s>>>(a, dst);
+      launch(lane_pool128_kernel, dim3((lane.hd + kPoolCols - 1) / kPoolCols, emitted),
+             kPoolThreads, 0, s, a, dst);
     } else {
-      lane_pool_kernel<<<dim3((lane.hd + 127) / 128, emitted), 128, 0, s>>>(a, dst);
+      launch(lane_pool_kernel, dim3((lane.hd + 127) / 128, emitted), 128, 0, s, a, dst);
     }
     DS4_CUDA_CHECK_LAUNCH();
-    finish_rows_kernel<<<emitted, 256, 0, s>>>(dst, lane.hd, lane.norm, rope, rows.p0, lane.ratio,
-                                               lane.indexer_lane, qat, f16_rows);
+    launch(finish_rows_kernel, emitted, 256, 0, s, dst, lane.hd, lane.norm, rope, rows.p0,
+           lane.ratio, lane.indexer_lane, qat, f16_rows);
     DS4_CUDA_CHECK_LAUNCH();
   }
   // Ratio 128: the rewritten rows side by side (each is written once, from the batch only).
   const int state_rows = lane.ratio == 4 ? 1 : lane_rules::rewritten_rows(rows.n, lane.ratio);
-  lane_state_kernel<<<dim3((a.width + 127) / 128, state_rows), 128, 0, s>>>(a);
+  launch(lane_state_kernel, dim3((a.width + 127) / 128, state_rows), 128, 0, s, a);
   DS4_CUDA_CHECK_LAUNCH();
   return emitted;
 }
@@ -686,7 +696,7 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
 void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& rope, RowSpan rows,
                           bool qat, cudaStream_t s) {
   if (rows.n == 0) return;
-  indexer_query_kernel<<<dim3(n_ih, rows.n), 128, 0, s>>>(iq, stride, rope, rows.p0, qat);
+  launch(indexer_query_kernel, dim3(n_ih, rows.n), 128, 0, s, iq, stride, rope, rows.p0, qat);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -715,13 +725,13 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
     }
     const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
                     rows.n);
-    attention_scores_dmma_kernel<<<grid, kDmThreads, 0, s>>>(q, q_stride, g, ring, comp, visible,
-                                                             rows.p0, scratch, maxima);
+    launch(attention_scores_dmma_kernel, grid, kDmThreads, 0, s, q, q_stride, g, ring, comp,
+           visible, rows.p0, scratch, maxima);
   } else {
     const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
                     (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
-    attention_scores_kernel<<<grid, 32 * kScoreHeads, 0, s>>>(q, q_stride, g, ring, comp, visible,
-                                                              rows.p0, scratch);
+    launch(attention_scores_kernel, grid, 32 * kScoreHeads, 0, s, q, q_stride, g, ring, comp,
+           visible, rows.p0, scratch);
   }
   DS4_CUDA_CHECK_LAUNCH();
   if (tile) {
@@ -732,8 +742,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // The grid follows the kernel's heads and dims per CTA.
   const auto run = [&](auto kernel, int heads, int dims) {
     const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
-    kernel<<<grid, kSumThreads, 0, s>>>(g, ring, comp, visible, sinks, rope, rows.p0, scratch, out,
-                                        out_stride);
+    launch(kernel, grid, kSumThreads, 0, s, g, ring, comp, visible, sinks, rope, rows.p0, scratch,
+           out, out_stride);
   };
   if (!batch) {
     run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);

@@ -20,6 +20,7 @@
 #include "backend/cuda/kernels/attention_rows.cuh"
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "base/check.h"
 
@@ -48,6 +49,7 @@ __global__ void __launch_bounds__(kTThreads, 2)
                               const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
                               const float* scratch, const uint32_t* maxima, float* out_all,
                               int64_t out_stride) {
+  kernel_begin();
   extern __shared__ __align__(16) float smem[];
   float* const vals = smem;                   // [2][kTRows][kTDims]
   float* const wts = smem + 2 * kTValFloats;  // [2][kTRows][kTWPitch]
@@ -198,8 +200,8 @@ void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, co
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kTSmem)));
   const dim3 grid(kHd / kTDims, (g.n_head + kTHeads - 1) / kTHeads, rows.n);
-  attention_sum_tile_kernel<<<grid, kTThreads, kTSmem, s>>>(
-      g, ring, comp, visible, sinks, rope, rows.p0, scratch, maxima, out, out_stride);
+  launch(attention_sum_tile_kernel, grid, kTThreads, kTSmem, s, g, ring, comp, visible, sinks, rope,
+         rows.p0, scratch, maxima, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

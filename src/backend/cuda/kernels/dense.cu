@@ -2,6 +2,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 
 namespace ds4::backend::cuda {
@@ -25,6 +26,7 @@ __device__ __forceinline__ int64_t grid_col() {
 
 __global__ void embed_kernel(const void* table, bool f16, int64_t n_embd, const int32_t* tokens,
                              int64_t rows, int copies, float* out) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= n_embd) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -37,6 +39,7 @@ __global__ void embed_kernel(const void* table, bool f16, int64_t n_embd, const 
 
 __global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, const float* w,
                                 float* y) {
+  kernel_begin();
   __shared__ double part[32];
   const int64_t seg_per_row = cols / segment;
   const int64_t row = blockIdx.x / seg_per_row, seg = blockIdx.x % seg_per_row;
@@ -61,6 +64,7 @@ __global__ void rms_norm_kernel(const float* x, int64_t cols, int64_t segment, c
 template <int kPer>
 __global__ void __launch_bounds__(kThreads)
     rms_norm_held_kernel(const float* x, int64_t cols, const float* w, float* y) {
+  kernel_begin();
   __shared__ double part[32];
   constexpr int kSegment = kThreads * kPer;
   const int64_t seg_per_row = cols / kSegment;
@@ -138,6 +142,7 @@ __device__ __forceinline__ void hc_mix_row(float* m, int n_rt, const float* scal
 
 __global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scale,
                               const float* base, int iters) {
+  kernel_begin();
   const int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (r >= rows) return;
   float* m = mix + r * (2 * n + n * n);
@@ -156,6 +161,7 @@ __global__ void hc_mix_kernel(float* mix, int64_t rows, int n, const float* scal
 
 __global__ void hc_collapse_kernel(const float* x, const float* mix, int64_t rows, int n,
                                    int64_t n_embd, float* cur) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= n_embd) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -169,6 +175,7 @@ __global__ void hc_collapse_kernel(const float* x, const float* mix, int64_t row
 // blockIdx.z: the HC copy b of the output.
 __global__ void hc_post_kernel(const float* x, const float* f, const float* mix, int64_t rows,
                                int n, int64_t n_embd, float* y) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= n_embd) return;
   const int b = static_cast<int>(blockIdx.z);
@@ -187,6 +194,7 @@ __global__ void hc_post_kernel(const float* x, const float* f, const float* mix,
 template <int kN>
 __global__ void hc_post_all_kernel(const float* x, const float* f, const float* mix, int64_t rows,
                                    int64_t n_embd, float* y) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= n_embd) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -209,6 +217,7 @@ __global__ void hc_post_all_kernel(const float* x, const float* f, const float* 
 __global__ void head_collapse_kernel(const float* x, const float* pre, const float* scale,
                                      const float* base, int64_t rows, int n, int64_t n_embd,
                                      float* e) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= n_embd) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -223,6 +232,7 @@ __global__ void head_collapse_kernel(const float* x, const float* pre, const flo
 
 __global__ void swiglu_kernel(const float* g, const float* u, const float* weights, int64_t rows,
                               int64_t cols, float* out) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -237,6 +247,7 @@ __global__ void swiglu_kernel(const float* g, const float* u, const float* weigh
 
 __global__ void sum_slots_kernel(const float* slots, int k, const float* shared, int64_t rows,
                                  int64_t cols, float* out) {
+  kernel_begin();
   const int64_t d = grid_col();
   if (d >= cols) return;
   for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
@@ -252,8 +263,8 @@ void launch_embed(const void* table, gguf::GgufType type, int64_t n_embd, const 
                   int64_t rows, int copies, float* out, cudaStream_t s) {
   DS4_CHECK(type == gguf::GgufType::kF16 || type == gguf::GgufType::kF32);
   if (rows == 0 || n_embd == 0) return;
-  embed_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(table, type == gguf::GgufType::kF16,
-                                                            n_embd, tokens, rows, copies, out);
+  launch(embed_kernel, grid_rows(rows, n_embd), kThreads, 0, s, table, type == gguf::GgufType::kF16,
+         n_embd, tokens, rows, copies, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -268,25 +279,26 @@ void launch_rms_norm(const float* x, int64_t rows, int64_t cols, int64_t segment
   // values in registers.
   const int64_t per = threads == kThreads && segment % kThreads == 0 ? segment / kThreads : 0;
   switch (per) {
-    case 2: rms_norm_held_kernel<2><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-    case 4: rms_norm_held_kernel<4><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-    case 16: rms_norm_held_kernel<16><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-    case 64: rms_norm_held_kernel<64><<<ctas, kThreads, 0, s>>>(x, cols, w, y); break;
-    default: rms_norm_kernel<<<ctas, threads, 0, s>>>(x, cols, segment, w, y); break;
+    case 2: launch(rms_norm_held_kernel<2>, ctas, kThreads, 0, s, x, cols, w, y); break;
+    case 4: launch(rms_norm_held_kernel<4>, ctas, kThreads, 0, s, x, cols, w, y); break;
+    case 16: launch(rms_norm_held_kernel<16>, ctas, kThreads, 0, s, x, cols, w, y); break;
+    case 64: launch(rms_norm_held_kernel<64>, ctas, kThreads, 0, s, x, cols, w, y); break;
+    default: launch(rms_norm_kernel, ctas, threads, 0, s, x, cols, segment, w, y); break;
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_hc_mix(float* mix, int64_t rows, int n_hc, const float* scale, const float* base,
                    int iters, cudaStream_t s) {
-  hc_mix_kernel<<<blocks_for(rows), kThreads, 0, s>>>(mix, rows, n_hc, scale, base, iters);
+  launch(hc_mix_kernel, blocks_for(rows), kThreads, 0, s, mix, rows, n_hc, scale, base, iters);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc, int64_t n_embd,
                         float* cur, cudaStream_t s) {
   if (rows == 0 || n_embd == 0) return;
-  hc_collapse_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, mix, rows, n_hc, n_embd, cur);
+  launch(hc_collapse_kernel, grid_rows(rows, n_embd), kThreads, 0, s, x, mix, rows, n_hc, n_embd,
+         cur);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -295,34 +307,36 @@ void launch_hc_post(const float* x, const float* f, const float* mix, int64_t ro
   if (rows == 0 || n_embd == 0) return;
   DS4_CHECK(n_hc > 0 && n_hc <= 64);
   if (n_hc == 4) {  // the model's streams (the CTA-per-copy kernel serves any other count)
-    hc_post_all_kernel<4><<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, f, mix, rows, n_embd, y);
+    launch(hc_post_all_kernel<4>, grid_rows(rows, n_embd), kThreads, 0, s, x, f, mix, rows, n_embd,
+           y);
     DS4_CUDA_CHECK_LAUNCH();
     return;
   }
-  hc_post_kernel<<<grid_rows(rows, n_embd, n_hc), kThreads, 0, s>>>(x, f, mix, rows, n_hc, n_embd,
-                                                                    y);
+  launch(hc_post_kernel, grid_rows(rows, n_embd, n_hc), kThreads, 0, s, x, f, mix, rows, n_hc,
+         n_embd, y);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_head_collapse(const float* x, const float* pre, const float* scale, const float* base,
                           int64_t rows, int n_hc, int64_t n_embd, float* e, cudaStream_t s) {
   if (rows == 0 || n_embd == 0) return;
-  head_collapse_kernel<<<grid_rows(rows, n_embd), kThreads, 0, s>>>(x, pre, scale, base, rows, n_hc,
-                                                                    n_embd, e);
+  launch(head_collapse_kernel, grid_rows(rows, n_embd), kThreads, 0, s, x, pre, scale, base, rows,
+         n_hc, n_embd, e);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_swiglu(const float* g, const float* u, const float* weights, int64_t rows, int64_t cols,
                    float* out, cudaStream_t s) {
   if (rows == 0 || cols == 0) return;
-  swiglu_kernel<<<grid_rows(rows, cols), kThreads, 0, s>>>(g, u, weights, rows, cols, out);
+  launch(swiglu_kernel, grid_rows(rows, cols), kThreads, 0, s, g, u, weights, rows, cols, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_sum_slots(const float* slots, int k, const float* shared, int64_t rows, int64_t cols,
                       float* out, cudaStream_t s) {
   if (rows == 0 || cols == 0) return;
-  sum_slots_kernel<<<grid_rows(rows, cols), kThreads, 0, s>>>(slots, k, shared, rows, cols, out);
+  launch(sum_slots_kernel, grid_rows(rows, cols), kThreads, 0, s, slots, k, shared, rows, cols,
+         out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

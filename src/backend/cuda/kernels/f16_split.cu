@@ -3,6 +3,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/f16_split.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "base/check.h"
 
 namespace ds4::backend::cuda {
@@ -12,6 +13,7 @@ constexpr int kThreads = 256;
 
 // Four values per thread: one 16-byte load, two 8-byte stores per output.
 __global__ void f16_split_kernel(const float4* x, int64_t n4, __half2* hi, __half2* lo) {
+  kernel_begin();
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= n4) return;
   const float4 v = x[i];
@@ -33,9 +35,9 @@ void launch_f16_split(const float* x, int64_t n, __half* hi, __half* lo, cudaStr
   const int64_t n4 = n / 4;
   const int64_t ctas = (n4 + kThreads - 1) / kThreads;
   DS4_CHECK_MSG(ctas <= INT_MAX, "f16 split: %lld values in one launch", static_cast<long long>(n));
-  f16_split_kernel<<<static_cast<unsigned>(ctas), kThreads, 0, s>>>(
-      reinterpret_cast<const float4*>(x), n4, reinterpret_cast<__half2*>(hi),
-      reinterpret_cast<__half2*>(lo));
+  launch(f16_split_kernel, static_cast<unsigned>(ctas), kThreads, 0, s,
+         reinterpret_cast<const float4*>(x), n4, reinterpret_cast<__half2*>(hi),
+         reinterpret_cast<__half2*>(lo));
   DS4_CUDA_CHECK_LAUNCH();
 }
 

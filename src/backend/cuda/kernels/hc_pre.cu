@@ -10,6 +10,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 
 namespace ds4::backend::cuda {
@@ -106,10 +107,12 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   const int64_t r = blockIdx.y;
   const int o = static_cast<int>(blockIdx.x);
   const int tid = static_cast<int>(threadIdx.x);
+  const uint16_t* w = static_cast<const uint16_t*>(a.fn) + o * width;
+  prefetch_l2(w, width * static_cast<int64_t>(sizeof(uint16_t)));  // before the wait (launch.cuh)
+  kernel_begin();
   const float* xr = a.x + r * width;
   // rms_norm_kernel's scale (no weight), then the row product of the normed row.
   const float rms = hc_row_rms(xr, width, part);
-  const uint16_t* w = static_cast<const uint16_t*>(a.fn) + o * width;
   double acc = 0.0;
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {
@@ -139,6 +142,7 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
 constexpr int kBatch = 8;
 static_assert(kMix % kBatch == 0, "whole batches of products");
 __global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs a) {
+  kernel_begin();
   __shared__ double part[32];
   __shared__ double batch_part[kHcThreads / 32][kBatch];
   const int64_t width = kHc * a.n_embd;
@@ -189,9 +193,9 @@ void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
   // kHcPreBatchRows: a guess between decode's one row and prefill's 512, not yet tuned on the
   // device (kMix CTAs per row fill the GPU below it).
   if (a.rows >= kHcPreBatchRows) {
-    hc_pre_rows_kernel<<<static_cast<unsigned>(a.rows), kHcThreads, 0, s>>>(a);
+    launch(hc_pre_rows_kernel, static_cast<unsigned>(a.rows), kHcThreads, 0, s, a);
   } else {
-    hc_pre_kernel<<<dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s>>>(a);
+    launch(hc_pre_kernel, dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s, a);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
 
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(256)
     indexer_scores_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
                           const float* w_all, int64_t w_stride, float wscale, int n_ih, int top_k,
                           int p0, int n_stride, float* scores) {
+  kernel_begin();
   __shared__ float qs[kMaxIndexerHeads * kQPitch];
   __shared__ float ks[kScoreRows][kQPitch];
   __shared__ float dots[kScoreRows][kMaxIndexerHeads + 1];
@@ -100,6 +102,7 @@ __global__ void __launch_bounds__(256)
     indexer_scores_tile_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
                                const float* w_all, int64_t w_stride, float wscale, int n_ih,
                                int top_k, int p0, int n_stride, float* scores) {
+  kernel_begin();
   extern __shared__ float smem_f[];
   float* qs = smem_f;                               // [kMaxIndexerHeads][kQPitch]
   float* ks = smem_f + kMaxIndexerHeads * kQPitch;  // [kTileRows][kQPitch]
@@ -164,6 +167,7 @@ __global__ void __launch_bounds__(kWideThreads)
     indexer_scores_wide_kernel(const float* keys, const float* iq_all, int64_t iq_stride,
                                const float* w_all, int64_t w_stride, float wscale, int n_ih,
                                int top_k, int p0, int n_stride, float* scores) {
+  kernel_begin();
   extern __shared__ __align__(16) float smem_w[];
   float* qs = smem_w;                                  // [kMaxIndexerHeads][kWidePitch]
   float* ks = smem_w + kMaxIndexerHeads * kWidePitch;  // [kWideKeys][kWidePitch]
@@ -240,19 +244,19 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_wide_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kWideSmem)));
-    indexer_scores_wide_kernel<<<dim3((n_last + kWideKeys - 1) / kWideKeys, rows.n), kWideThreads,
-                                 kWideSmem, s>>>(keys, iq, iq_stride, w, w_stride, wscale, n_ih,
-                                                 top_k, rows.p0, n_stride, scores);
+    launch(indexer_scores_wide_kernel, dim3((n_last + kWideKeys - 1) / kWideKeys, rows.n),
+           kWideThreads, kWideSmem, s, keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k,
+           rows.p0, n_stride, scores);
   } else if (rows.n >= kBatchRows) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_tile_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kTileSmem)));
-    indexer_scores_tile_kernel<<<dim3((n_last + kTileRows - 1) / kTileRows, rows.n), 256, kTileSmem,
-                                 s>>>(keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k,
-                                      rows.p0, n_stride, scores);
+    launch(indexer_scores_tile_kernel, dim3((n_last + kTileRows - 1) / kTileRows, rows.n), 256,
+           kTileSmem, s, keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride,
+           scores);
   } else {
-    indexer_scores_kernel<<<dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s>>>(
-        keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
+    launch(indexer_scores_kernel, dim3((n_last + kScoreRows - 1) / kScoreRows, rows.n), 256, 0, s,
+           keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows.p0, n_stride, scores);
   }
   DS4_CUDA_CHECK_LAUNCH();
   launch_select_top_k_rows(scores, n_stride, rows.p0, rows.n, 4, top_k, out, s);

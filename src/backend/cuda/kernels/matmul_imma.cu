@@ -40,6 +40,7 @@
 #include "backend/cuda/kernels/async_copy.cuh"
 #include "backend/cuda/kernels/imma_formats.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -610,6 +611,7 @@ constexpr size_t smem_bytes() {
 // flight while chunk ch is multiplied.
 template <class P, int kS>
 __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) {
+  kernel_begin();
   static_assert(kS >= 2, "at least double buffering");
   extern __shared__ __align__(16) uint8_t smem[];
   auto* stages = reinterpret_cast<Stage<P>*>(smem);
@@ -720,7 +722,7 @@ void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) 
   constexpr size_t kSmem = smem_bytes<P, kS>();
   DS4_CUDA_CHECK(cudaFuncSetAttribute(
       imma_kernel<P, kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
-  imma_kernel<P, kS><<<grid, kThreads, kSmem, stream>>>(p);
+  launch(imma_kernel<P, kS>, grid, kThreads, kSmem, stream, p);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

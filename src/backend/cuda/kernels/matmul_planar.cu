@@ -26,6 +26,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
@@ -125,6 +126,7 @@ struct SharedTables {
 // kTileRows output rows and up to kSlots slots per CTA.
 template <class F, int kTileRows, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
+  kernel_begin();
   using Term = typename F::Term;
   // Rounds of kC blocks: two-float terms (Q8_0) take half as many, in the same shared memory.
   constexpr int kC = kChunk * static_cast<int>(sizeof(float)) / static_cast<int>(sizeof(Term));
@@ -190,9 +192,12 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
   const int slot = static_cast<int>(blockIdx.y);
-  const int e = a.experts != nullptr ? a.experts[slot] : 0;
+  // A dense product's first weight loads go out before the wait (launch.cuh); a routed one
+  // learns its expert from the routing kernel before it.
+  const bool routed = a.experts != nullptr;
+  if (routed) await_predecessor();
+  const int e = routed ? a.experts[slot] : 0;
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
-  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
@@ -204,6 +209,9 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     return w;
   };
   typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
+  if (!routed) await_predecessor();
+  allow_successor();
+  const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
   const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
   if (a.stage_x) {
     const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (kThreads / kLanes);
@@ -274,6 +282,7 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     return w;
   };
   typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
+  kernel_begin();  // the weights' first loads went out before the wait (launch.cuh)
   const uint8_t* x[kSlots];
   const int words = a.nb * (F::kXBytes / 4);
 #pragma unroll
@@ -334,6 +343,7 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
 
 __global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, int block_bytes,
                             uint8_t* dst) {
+  kernel_begin();
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= n_blocks) return;
   if (!planar::pack_block(static_cast<GgufType>(type), src + b * block_bytes, b, n_blocks, dst))
@@ -344,6 +354,7 @@ __global__ void pack_kernel(int type, const uint8_t* src, int64_t n_blocks, int 
 
 __global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_mat,
                                    int32_t* counts) {
+  kernel_begin();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n_slots) return;
   const int e = experts[j];
@@ -353,6 +364,7 @@ __global__ void count_slots_kernel(const int32_t* experts, int n_slots, int n_ma
 
 __global__ void slot_offsets_kernel(const int32_t* counts, int n_mat, int32_t* first,
                                     int32_t* group_first, int32_t* wide_first, int32_t* cursor) {
+  kernel_begin();
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   int at = 0, groups = 0, wide = 0;
   for (int e = 0; e < n_mat; ++e) {
@@ -371,6 +383,7 @@ __global__ void slot_offsets_kernel(const int32_t* counts, int n_mat, int32_t* f
 
 __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_t* cursor,
                                      int32_t* order) {
+  kernel_begin();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= n_slots) return;
   order[atomicAdd(&cursor[experts[j]], 1)] = j;  // order within an expert does not matter
@@ -430,7 +443,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     a.stage_x = stageable(x_bytes);
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     by_lanes([&](auto lanes_c) {
-      planar_rows_kernel<F, decltype(lanes_c)::value><<<grid, kThreads, smem, stream>>>(a);
+      launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
     });
     return;
   }
@@ -456,7 +469,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
         DS4_CUDA_CHECK(cudaFuncSetAttribute(planar_slots_kernel<F, kL, kS>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(smem)));
-        planar_slots_kernel<F, kL, kS><<<grid, kThreads, smem, stream>>>(a);
+        launch(planar_slots_kernel<F, kL, kS>, grid, kThreads, smem, stream, a);
       };
       if (slots == 2) {
         go(std::integral_constant<int, 2>{});
@@ -477,7 +490,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   DS4_CHECK_MSG(tiles <= INT_MAX && slot_tiles <= kMaxGridYZ, "planar matmul: grid %lld x %lld",
                 static_cast<long long>(tiles), static_cast<long long>(slot_tiles));
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(slot_tiles));
-  planar_kernel<F, kRows, kMaxSlots><<<grid, kThreads, 0, stream>>>(a);
+  launch(planar_kernel<F, kRows, kMaxSlots>, grid, kThreads, 0, stream, a);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -499,9 +512,9 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
   constexpr int kPackThreads = 256;
   const int64_t ctas = (n_blocks + kPackThreads - 1) / kPackThreads;
   DS4_CHECK(ctas <= INT_MAX);
-  pack_kernel<<<static_cast<unsigned>(ctas), kPackThreads, 0, stream>>>(
-      static_cast<int>(t), static_cast<const uint8_t*>(src), n_blocks,
-      static_cast<int>(gguf::block_bytes(t)), static_cast<uint8_t*>(dst));
+  launch(pack_kernel, static_cast<unsigned>(ctas), kPackThreads, 0, stream, static_cast<int>(t),
+         static_cast<const uint8_t*>(src), n_blocks, static_cast<int>(gguf::block_bytes(t)),
+         static_cast<uint8_t*>(dst));
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -524,12 +537,12 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   const int n = static_cast<int>(n_slots);
   constexpr int kT = 256;
   DS4_CUDA_CHECK(cudaMemsetAsync(counts, 0, sizeof(int32_t) * (n_matrices + 1), stream));
-  count_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, n_matrices, counts);
+  launch(count_slots_kernel, (n + kT - 1) / kT, kT, 0, stream, experts, n, n_matrices, counts);
   DS4_CUDA_CHECK_LAUNCH();
-  slot_offsets_kernel<<<1, 32, 0, stream>>>(counts, n_matrices, first, group_first, wide_first,
-                                            cursor);
+  launch(slot_offsets_kernel, 1, 32, 0, stream, counts, n_matrices, first, group_first, wide_first,
+         cursor);
   DS4_CUDA_CHECK_LAUNCH();
-  scatter_slots_kernel<<<(n + kT - 1) / kT, kT, 0, stream>>>(experts, n, cursor, order);
+  launch(scatter_slots_kernel, (n + kT - 1) / kT, kT, 0, stream, experts, n, cursor, order);
   DS4_CUDA_CHECK_LAUNCH();
   SlotGroups g;
   g.order = order;

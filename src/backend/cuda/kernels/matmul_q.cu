@@ -26,6 +26,7 @@
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
@@ -104,6 +105,7 @@ __device__ __forceinline__ int encode_block() {
 // One warp per 32-value block; lane i encodes value i (quantize_act_q8_0).
 __global__ void __launch_bounds__(kCtaThreads)
     encode_q8_0_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, ActQ8_0* out) {
+  kernel_begin();
   const int b = encode_block();
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (b >= nb) return;  // uniform per warp
@@ -175,6 +177,7 @@ __device__ void encode_q8_k_block(const float* xb, int lane, BlockQ8_K& o) {
 // One warp per 256-value block; lane i holds values i + 32k, k < 8 (quantize_act_q8_k).
 __global__ void __launch_bounds__(kCtaThreads)
     encode_q8_k_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, BlockQ8_K* out) {
+  kernel_begin();
   const int b = encode_block();
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (b >= nb) return;  // uniform per warp
@@ -482,6 +485,7 @@ __device__ RowOperands row_operands(const MatmulArgs& a, int slot, int64_t o) {
 
 template <class Dot>
 __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a) {
+  kernel_begin();
   const int warp = static_cast<int>(threadIdx.x / kWarpSize);
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   const int64_t tile = blockIdx.x / a.n_slots;
@@ -504,6 +508,9 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const Mat
   __shared__ double part[kWarpsPerCta];
   const int64_t o = blockIdx.x;
   const int slot = static_cast<int>(blockIdx.y);
+  // A dense product's weight row is asked of L2 before the wait (launch.cuh).
+  if (a.experts == nullptr) prefetch_l2(a.w + o * a.row_bytes, a.row_bytes);
+  kernel_begin();
   const RowOperands op = row_operands(a, slot, o);
   const double total = block_sum_double(
       Dot::template partial<kCtaThreads>(op.w, op.x, a.n_blocks, static_cast<int>(threadIdx.x)),
@@ -528,6 +535,7 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const Mat
 constexpr int kDmmaSlots = 64, kDmmaK = 32;
 template <bool kF16, int kRows>
 __global__ void __launch_bounds__(kCtaThreads, 2) matmul_float_dmma_kernel(const MatmulArgs a) {
+  kernel_begin();
   static_assert(kCtaThreads == 256 && (kRows == 16 || kRows == 32 || kRows == 64 || kRows == 128),
                 "8 warps; 1, 2 or 4 warps across the rows");
   constexpr int kChunk = kRows == 128 ? kDmmaK / 2 : kDmmaK;  // values per staged chunk
@@ -619,6 +627,7 @@ __global__ void __launch_bounds__(kCtaThreads, 2) matmul_float_dmma_kernel(const
 
 // y[s, o] = the parts' double sums of matmul_float_dmma_kernel added in order, rounded once.
 __global__ void float_parts_kernel(const MatmulArgs a, int parts) {
+  kernel_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t{a.n_slots} * a.out) return;
   const int64_t s = i / a.out, o = i % a.out;
@@ -629,7 +638,7 @@ __global__ void float_parts_kernel(const MatmulArgs a, int parts) {
 
 template <class Dot>
 void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
-  matmul_kernel<Dot><<<static_cast<unsigned>(ctas), kCtaThreads, 0, stream>>>(a);
+  launch(matmul_kernel<Dot>, static_cast<unsigned>(ctas), kCtaThreads, 0, stream, a);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -680,18 +689,18 @@ void launch_float_dmma(MatmulArgs a, int64_t out, int64_t n_slots, void* split_s
   const dim3 grid(static_cast<unsigned>((out + t.rows - 1) / t.rows),
                   static_cast<unsigned>(t.slot_tiles), static_cast<unsigned>(parts));
   if (t.rows == 128) {
-    matmul_float_dmma_kernel<kF16, 128><<<grid, kCtaThreads, 0, stream>>>(a);
+    launch(matmul_float_dmma_kernel<kF16, 128>, grid, kCtaThreads, 0, stream, a);
   } else if (t.rows == 64) {
-    matmul_float_dmma_kernel<kF16, 64><<<grid, kCtaThreads, 0, stream>>>(a);
+    launch(matmul_float_dmma_kernel<kF16, 64>, grid, kCtaThreads, 0, stream, a);
   } else if (t.rows == 32) {
-    matmul_float_dmma_kernel<kF16, 32><<<grid, kCtaThreads, 0, stream>>>(a);
+    launch(matmul_float_dmma_kernel<kF16, 32>, grid, kCtaThreads, 0, stream, a);
   } else {
-    matmul_float_dmma_kernel<kF16, 16><<<grid, kCtaThreads, 0, stream>>>(a);
+    launch(matmul_float_dmma_kernel<kF16, 16>, grid, kCtaThreads, 0, stream, a);
   }
   DS4_CUDA_CHECK_LAUNCH();
   if (parts > 1) {
     const int64_t n = out * n_slots;
-    float_parts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(a, parts);
+    launch(float_parts_kernel, static_cast<unsigned>((n + 255) / 256), 256, 0, stream, a, parts);
     DS4_CUDA_CHECK_LAUNCH();
   }
 }
@@ -749,15 +758,15 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
   if (t == GgufType::kQ8_0) {
     const int64_t nb = cols / kQ8_0Elems;
     DS4_CHECK(nb <= INT_MAX);
-    encode_q8_0_kernel<<<encode_grid(n_rows, nb), kCtaThreads, 0, stream>>>(
-        x, n_rows, static_cast<int>(nb), stride, static_cast<ActQ8_0*>(out));
+    launch(encode_q8_0_kernel, encode_grid(n_rows, nb), kCtaThreads, 0, stream, x, n_rows,
+           static_cast<int>(nb), stride, static_cast<ActQ8_0*>(out));
     DS4_CUDA_CHECK_LAUNCH();
     return;
   }
   const int64_t nb = cols / kSuperElems;  // Q2_K, Q4_K, IQ2_XXS: Q8_K activations
   DS4_CHECK(nb <= INT_MAX);
-  encode_q8_k_kernel<<<encode_grid(n_rows, nb), kCtaThreads, 0, stream>>>(
-      x, n_rows, static_cast<int>(nb), stride, static_cast<BlockQ8_K*>(out));
+  launch(encode_q8_k_kernel, encode_grid(n_rows, nb), kCtaThreads, 0, stream, x, n_rows,
+         static_cast<int>(nb), stride, static_cast<BlockQ8_K*>(out));
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -835,9 +844,9 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
       cols >= 1024) {
     const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
     if (w.type == GgufType::kF16) {
-      matmul_float_row_kernel<DotF16><<<grid, kCtaThreads, 0, stream>>>(a);
+      launch(matmul_float_row_kernel<DotF16>, grid, kCtaThreads, 0, stream, a);
     } else {
-      matmul_float_row_kernel<DotF32><<<grid, kCtaThreads, 0, stream>>>(a);
+      launch(matmul_float_row_kernel<DotF32>, grid, kCtaThreads, 0, stream, a);
     }
     DS4_CUDA_CHECK_LAUNCH();
     return;

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/routing.cuh"
 #include "base/check.h"
 
@@ -32,6 +33,7 @@ __device__ __forceinline__ bool before(float sa, int ia, float sb, int ib) {
 __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const float* bias,
                              const int32_t* tid2eid, const int32_t* tokens, int k,
                              float weight_scale, int32_t* sel, float* weights, int32_t* slot_rows) {
+  kernel_begin();
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (t >= n_rows) return;  // uniform per warp
@@ -122,8 +124,8 @@ void launch_route(float* logits, int64_t n_rows, int n_expert, const float* bias
   if (n_rows == 0) return;
   const int64_t ctas = (n_rows + kWarpsPerCta - 1) / kWarpsPerCta;
   DS4_CHECK(ctas <= INT_MAX);
-  route_kernel<<<static_cast<unsigned>(ctas), kWarpsPerCta * kWarp, 0, stream>>>(
-      logits, n_rows, n_expert, bias, tid2eid, tokens, k, weight_scale, sel, weights, slot_rows);
+  launch(route_kernel, static_cast<unsigned>(ctas), kWarpsPerCta * kWarp, 0, stream, logits, n_rows,
+         n_expert, bias, tid2eid, tokens, k, weight_scale, sel, weights, slot_rows);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/topk.cuh"
 #include "base/check.h"
 
@@ -47,6 +48,7 @@ __device__ int block_exclusive_count(bool flag, int* warp_counts, int* total) {
 __global__ void __launch_bounds__(kThreads)
     select_top_k_kernel(const float* all_scores, int64_t stride, int n_fixed, int p0, int ratio,
                         int k, int32_t* all_out) {
+  kernel_begin();
   const int row = static_cast<int>(blockIdx.x);
   const int n = n_fixed > 0 ? n_fixed : (p0 + row + 1) / ratio;
   if (n <= k) return;  // uniform per CTA
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_select_top_k(const float* scores, int n, int k, int32_t* out, cudaStream_t stream) {
   DS4_CHECK_MSG(k > 0 && k < n, "top-k: k=%d of n=%d", k, n);
-  select_top_k_kernel<<<1, kThreads, 0, stream>>>(scores, 0, n, 0, 1, k, out);
+  launch(select_top_k_kernel, 1, kThreads, 0, stream, scores, 0, n, 0, 1, k, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -131,7 +133,7 @@ void launch_select_top_k_rows(const float* scores, int64_t stride, int p0, int n
                 "top-k rows: k=%d ratio=%d p0=%d rows=%d stride=%lld", k, ratio, p0, n_rows,
                 static_cast<long long>(stride));
   if (n_rows == 0) return;
-  select_top_k_kernel<<<n_rows, kThreads, 0, stream>>>(scores, stride, 0, p0, ratio, k, out);
+  launch(select_top_k_kernel, n_rows, kThreads, 0, stream, scores, stride, 0, p0, ratio, k, out);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
