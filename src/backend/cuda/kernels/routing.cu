@@ -38,6 +38,21 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   if (t >= n_rows) return;  // uniform per warp
   float* p = logits + t * n_expert;
+  // p of each of the lane's experts, in a loop that is not unrolled: softplus inlines this
+  // project's double-precision log and exp, and sixteen unrolled copies made the kernel ~100 KB of
+  // code, fetched from DRAM at each launch (the layer's weights evict it from L2; bench/h200.md).
+  // The values go through shared memory to the registers of the unrolled selection below.
+  __shared__ float probs[kWarpsPerCta][kWarp * kMaxPerLane];
+  float* mine_probs = probs[threadIdx.x / kWarp];
+#pragma unroll 1
+  for (int j = 0; j < kMaxPerLane; ++j) {
+    const int e = lane + kWarp * j;
+    if (e < n_expert) {
+      const float v = sqrtf(softplus(p[e]));
+      mine_probs[e] = v;
+      p[e] = v;
+    }
+  }
   // Lane l owns experts l, l + 32, ..: their p + bias in registers, and which are taken.
   float score[kMaxPerLane], prob[kMaxPerLane];
   unsigned taken = 0;
@@ -45,8 +60,7 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
   for (int j = 0; j < kMaxPerLane; ++j) {
     const int e = lane + kWarp * j;
     if (e < n_expert) {
-      prob[j] = sqrtf(softplus(p[e]));
-      p[e] = prob[j];
+      prob[j] = mine_probs[e];
       score[j] = bias != nullptr ? prob[j] + bias[e] : prob[j];
     }
   }
