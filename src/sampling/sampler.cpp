@@ -42,16 +42,35 @@ TokenId draw_sorted(const std::vector<Cand>& c, float t, float top_p, float min_
   return c[kept - 1].id;
 }
 
-TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, Rng& rng) {
-  float max = kNegInf;
-  for (float v : logits) {
-    if (finite_logit(v) && v > max) max = v;
+// The largest finite logit, and argmax's token (the first largest value, NaN skipped), in one
+// pass. Not inlined: inside the sampler GCC 12 kept the running maximum on the stack, a load and
+// a store per token (0.43 ms per 129,280-token draw on the CPU machine; 0.20 ms so).
+struct Extremes {
+  float max;
+  TokenId argmax;
+};
+[[gnu::noinline]] Extremes extremes(std::span<const float> logits) {
+  float hi = kNegInf, best_v = kNegInf;
+  TokenId best = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = logits[i];
+    if (v > best_v) best_v = v, best = static_cast<TokenId>(i);
+    if (finite_logit(v) && v > hi) hi = v;
   }
-  const TokenId best = argmax(logits);
+  return {hi, best};
+}
+
+TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, Rng& rng) {
+  // One pass for the extremes, one for the weights; the draw then walks only the tokens of
+  // nonzero weight, in id order, as a walk over the whole vocabulary would (the server pays this
+  // per decoded row).
+  const Extremes ex = extremes(logits);
+  const float max = ex.max;
+  const TokenId best = ex.argmax;
   if (max <= kNegInf) return best;
   // Below `cut` a token's weight is under min_p whatever exp's rounding (exp(cut) is 1% under
-  // min_p), so its exponential is skipped: with the default min_p almost every token's is, which
-  // the server pays per decoded row (129,280 exponentials, twice). The weights are the same.
+  // min_p), so its exponential is skipped: with the default min_p almost every token's is. The
+  // weights are the same.
   const float cut = min_p > 0.0f ? std::log(min_p) - 0.01f : -INFINITY;
   auto weight = [&](float v) -> float {
     if (!finite_logit(v)) return 0.0f;
@@ -60,14 +79,28 @@ TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, R
     const float p = std::exp(z);
     return p < min_p ? 0.0f : p;  // relative to the best token's probability (which is 1)
   };
+  struct Weighted {
+    TokenId id;
+    float w;
+  };
+  // A cheaper test first, with no division: a logit under `floor` is also under `cut`, by a
+  // margin of 0.01 t that the roundings of (v - max) / t (relative 2^-24 of the operands) cannot
+  // close at the temperatures it is used for, so skipping those tokens leaves the same weights.
+  const bool prefilter = min_p > 0.0f && t >= 1e-3f;
+  const float floor = prefilter ? max + (cut - 0.01f) * t : kNegInf;
+  std::vector<Weighted> kept;  // the tokens of nonzero weight
   float s = 0.0f;
-  for (float v : logits) s += weight(v);
-  float r = rng.uniform() * s;
   for (size_t i = 0; i < logits.size(); ++i) {
+    if (!(logits[i] >= floor)) continue;  // NaN and -inf too: their weight is 0
     const float p = weight(logits[i]);
     if (p == 0.0f) continue;
-    r -= p;
-    if (r <= 0.0f) return static_cast<TokenId>(i);
+    s += p;
+    kept.push_back({static_cast<TokenId>(i), p});
+  }
+  float r = rng.uniform() * s;
+  for (const Weighted& c : kept) {
+    r -= c.w;
+    if (r <= 0.0f) return c.id;
   }
   return best;
 }

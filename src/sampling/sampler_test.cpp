@@ -119,6 +119,50 @@ TEST(Sampling, MinPBoundaryIsExactOnTheFullVocabularyPath) {
   }
 }
 
+// The full-vocabulary draw skips tokens far under min_p before dividing by the temperature and
+// walks only the kept tokens; it must draw exactly what the plain rule draws: every token's
+// weight exp((v - max) / t), zero under min_p, one uniform scaled by their sum, walked in id order.
+TEST(Sampling, FullVocabularyDrawEqualsThePlainWalk) {
+  std::vector<float> logits(129280);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(float(i) * 0.37f) * 9.0f;
+  logits[5] = NAN;
+  logits[6] = kNegInf;
+  for (const float t : {0.05f, 0.7f, 1.0f, 2.5f}) {
+    for (const float min_p : {0.0f, 0.05f, 0.3f}) {
+      SamplingParams p;
+      p.temperature = t;
+      p.min_p = min_p;
+      Rng fast(99), plain(99);
+      for (int n = 0; n < 16; ++n) {
+        float max = kNegInf;
+        for (float v : logits) {
+          if (std::isfinite(v)) max = std::max(max, v);
+        }
+        auto w = [&](float v) {
+          if (!std::isfinite(v)) return 0.0f;
+          const float q = std::exp((v - max) / t);
+          return q < min_p ? 0.0f : q;
+        };
+        float sum = 0.0f;
+        for (float v : logits) sum += w(v);
+        float r = plain.uniform() * sum;
+        TokenId want = argmax(logits);
+        for (size_t i = 0; i < logits.size(); ++i) {
+          const float q = w(logits[i]);
+          if (q == 0.0f) continue;
+          r -= q;
+          if (r <= 0.0f) {
+            want = static_cast<TokenId>(i);
+            break;
+          }
+        }
+        ASSERT_EQ(sample(logits, p, fast), want)
+            << "t " << t << " min_p " << min_p << " draw " << n;
+      }
+    }
+  }
+}
+
 TEST(Sampling, SameSeedSameTokensAndNonFiniteLogitsAreNeverDrawn) {
   std::vector<float> logits(1000);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(float(i)) * 3;
