@@ -6,6 +6,17 @@
 #include "serve/scheduler_parts.h"
 
 namespace ds4::serve {
+namespace {
+
+// Threads (the scheduler's own among them) that draw a step's tokens: one per session, at most
+// four and at most half the hardware's, but two wherever there are two sessions, so that the
+// threaded tests run the parallel draws on a 2-core machine too.
+int sample_threads(int sessions) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::clamp(sessions, 1, std::max(2, std::min(4, hw / 2)));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engine,
                                                     const Tokenizer& tok,
@@ -37,13 +48,19 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
   s->order_.reserve(s->slots_.size());
   s->entries_.reserve(s->slots_.size());
   s->entry_slots_.reserve(s->slots_.size());
+  s->draws_.reserve(s->slots_.size());
   s->thread_ = std::thread([p = s.get()] { p->run(); });
   return s;
 }
 
 Scheduler::Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok,
                      const SchedulerOptions& options, ReplayMap* replay, DiskCache* disk)
-    : engine_(std::move(engine)), tok_(&tok), options_(options), replay_(replay), disk_(disk) {}
+    : engine_(std::move(engine)),
+      tok_(&tok),
+      options_(options),
+      replay_(replay),
+      disk_(disk),
+      sample_pool_(sample_threads(options.sessions)) {}
 
 Scheduler::~Scheduler() {
   shutdown();

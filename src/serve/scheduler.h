@@ -16,9 +16,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
 #include "serve/cache_policy.h"
@@ -104,7 +106,17 @@ class Scheduler {
   const std::string& live_text(Slot& slot);
   // One batched engine step (scheduler_step.cpp).
   void step();
-  bool sample_next(Slot& slot);  // false: the request finished instead
+  // A decoding request's next token, in three parts: what it needs (the disk checkpoint before
+  // decode, its sampling parameters, a forced token), the model's draw (for every request of the
+  // step at once, on sample_pool_), then taking the token (false: the request finished instead).
+  struct Draw {
+    Slot* slot;
+    SamplingParams params;
+    std::optional<TokenId> forced;
+    TokenId sampled = 0;
+  };
+  Draw prepare_draw(Slot& slot);
+  bool take_token(Slot& slot, TokenId id);
   void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
   // Disk cache (scheduler_disk.cpp).
@@ -131,6 +143,10 @@ class Scheduler {
   std::vector<Slot*> order_;  // this step's running slots in arrival order
   std::vector<StepEntry> entries_;  // this step's engine entries ...
   std::vector<Slot*> entry_slots_;  // ... and the slot of each
+  std::vector<Draw> draws_;         // this step's decoding requests
+  // Draws the step's tokens side by side: each request has its own logits and random state, and
+  // a draw over the 129,280-token vocabulary costs ~0.2 ms, a row of the step.
+  base::ThreadPool sample_pool_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

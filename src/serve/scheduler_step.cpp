@@ -32,9 +32,18 @@ void Scheduler::step() {
 
   entries_.clear();
   entry_slots_.clear();
-  size_t budget = static_cast<size_t>(options_.batch_tokens);
+  draws_.clear();
   for (Slot* slot : order_) {
-    if (!slot->active->decoding || !sample_next(*slot)) continue;
+    if (slot->active->decoding) draws_.push_back(prepare_draw(*slot));
+  }
+  sample_pool_.parallel_for(static_cast<int64_t>(draws_.size()), [this](int64_t i) {
+    Draw& d = draws_[static_cast<size_t>(i)];
+    if (!d.forced) d.sampled = d.slot->session->sample(d.params, d.slot->active->rng);
+  });
+  size_t budget = static_cast<size_t>(options_.batch_tokens);
+  for (const Draw& d : draws_) {
+    Slot* slot = d.slot;
+    if (!take_token(*slot, d.forced ? *d.forced : slot->active->gen.vet(d.sampled))) continue;
     entries_.push_back({.session = slot->session.get(),
                         .tokens = std::span<const TokenId>(&slot->active->next, 1)});
     entry_slots_.push_back(slot);
@@ -73,18 +82,21 @@ void Scheduler::step() {
   }
 }
 
-bool Scheduler::sample_next(Slot& slot) {
+Scheduler::Draw Scheduler::prepare_draw(Slot& slot) {
   Active& a = *slot.active;
   if (disk_) before_decode(slot);
   const size_t i = static_cast<size_t>(a.generated);
-  SamplingParams params = a.request.sampling;
-  if (a.gen.dsml_greedy()) params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
+  Draw d{.slot = &slot, .params = a.request.sampling, .forced = std::nullopt};
+  if (a.gen.dsml_greedy()) d.params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
   // The test hook's tokens first, then what the output must say (a forced tool choice, a
-  // reasoning budget), else the model's sample as the forced shape allows it.
-  std::optional<TokenId> forced;
-  if (i < a.request.forced.size()) forced = a.request.forced[i];
-  if (!forced) forced = a.gen.forced_next(a.limit - a.generated);
-  const TokenId id = forced ? *forced : a.gen.vet(slot.session->sample(params, a.rng));
+  // reasoning budget), else the model's sample (drawn next) as the forced shape allows it.
+  if (i < a.request.forced.size()) d.forced = a.request.forced[i];
+  if (!d.forced) d.forced = a.gen.forced_next(a.limit - a.generated);
+  return d;
+}
+
+bool Scheduler::take_token(Slot& slot, TokenId id) {
+  Active& a = *slot.active;
   ++a.generated;
   if (id == tok_->special_ids().eos) {
     finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);
