@@ -25,6 +25,9 @@
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   chunk24  the same with 2048- and 4096-row prefill chunks
+#   hcab     the same with the decode HC pre-step's row product in one pass
+#            (DS4_CUDA_HC_ONEPASS=0 and 1; the probes are compared, not required to agree)
+#   checkhc  ds4-cuda-check with DS4_CUDA_HC_ONEPASS=1 (the tolerances of the one-pass product)
 #   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
 #            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
@@ -128,6 +131,8 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 checkoff() { env "$1=0" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
 export -f checkoff
 has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
+has checkhc && DS4_CUDA_HC_ONEPASS=1 step checkhc 300 build-dev/bin/ds4-cuda-check "$m" \
+  tests/data/reference 0 && tail -3 "$out/checkhc.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
@@ -223,6 +228,7 @@ has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
+has hcab && step hcab 400 ab hcab DS4_CUDA_HC_ONEPASS 0 1 any && tail -4 "$out/hcab.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done
