@@ -28,6 +28,9 @@
 #   hcab     the same with the decode HC pre-step's row product in one pass
 #            (DS4_CUDA_HC_ONEPASS=0 and 1; the probes are compared, not required to agree)
 #   checkhc  ds4-cuda-check with DS4_CUDA_HC_ONEPASS=1 (the tolerances of the one-pass product)
+#   treeab   the same A/B with the decode rows kernel's sums as a butterfly over the row's lanes
+#            (DS4_CUDA_ROWS_TREE=0 and 1; probes compared, not required to agree)
+#   checktree ds4-cuda-check with DS4_CUDA_ROWS_TREE=1 (matmul_check's bit-exact dots do not apply)
 #   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
 #            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
@@ -131,8 +134,11 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 checkoff() { env "$1=0" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
 export -f checkoff
 has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
-has checkhc && DS4_CUDA_HC_ONEPASS=1 step checkhc 300 build-dev/bin/ds4-cuda-check "$m" \
-  tests/data/reference 0 && tail -3 "$out/checkhc.log"
+# checkon VAR: ds4-cuda-check with VAR=1 (an alternative path under test), its table only.
+checkon() { env "$1=1" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
+export -f checkon
+has checkhc && step checkhc 300 checkon DS4_CUDA_HC_ONEPASS && tail -3 "$out/checkhc.log"
+has checktree && step checktree 300 checkon DS4_CUDA_ROWS_TREE && tail -3 "$out/checktree.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
@@ -229,6 +235,7 @@ has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chun
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
 has hcab && step hcab 400 ab hcab DS4_CUDA_HC_ONEPASS 0 1 any && tail -4 "$out/hcab.log"
+has treeab && step treeab 400 ab treeab DS4_CUDA_ROWS_TREE 0 1 any && tail -4 "$out/treeab.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
@@ -71,6 +72,10 @@ struct PlanarArgs {
   int64_t y_stride;
   bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
   bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
+  // planar_rows_kernel: each lane adds its own blocks' terms and the row's lanes are summed by a
+  // butterfly at the end, instead of every lane adding every term in block order (an A/B of
+  // DS4_CUDA_ROWS_TREE=1, not yet measured on a GPU; the sums' order differs from the CPU's).
+  bool tree_fold;
 };
 
 // Bytes of the slots kernel's fold lines (8 warps of warp_terms terms), a multiple of 16.
@@ -229,6 +234,20 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
   };
   float acc = 0.0f;
+  if (a.tree_fold) {
+    for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+      const int ba = b0 + lane, bb = b0 + kLanes + lane;
+      const Term t0 = term(wa, ba);
+      const Term t1 = term(wb, bb);
+      if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
+      if (ba < a.nb) acc = planar::add_term(acc, t0);
+      if (bb < a.nb) acc = planar::add_term(acc, t1);
+    }
+#pragma unroll
+    for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
+    return;
+  }
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
     const Term t0 = term(wa, ba);
@@ -441,6 +460,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     // Staged when the CTA's rows share one row group and the row fits the default shared memory.
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
     a.stage_x = stageable(x_bytes);
+    static const bool tree_fold = env_switch("DS4_CUDA_ROWS_TREE", false);  // the A/B above
+    a.tree_fold = tree_fold;
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     by_lanes([&](auto lanes_c) {
       launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
