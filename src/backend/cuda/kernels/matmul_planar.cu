@@ -72,9 +72,10 @@ struct PlanarArgs {
   int64_t y_stride;
   bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
   bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
-  // planar_rows_kernel: each lane adds its own blocks' terms and the row's lanes are summed by a
-  // butterfly at the end, instead of every lane adding every term in block order (an A/B of
-  // DS4_CUDA_ROWS_TREE=1, not yet measured on a GPU; the sums' order differs from the CPU's).
+  // planar_rows_kernel / planar_slots_kernel: each lane adds its own blocks' terms (per slot) and
+  // the row's lanes are summed by a butterfly at the end, instead of every term being added in
+  // block order (an A/B of DS4_CUDA_ROWS_TREE=1, not yet measured on a GPU; the sums' order
+  // differs from the CPU's).
   bool tree_fold;
 };
 
@@ -327,6 +328,35 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
+  if (a.tree_fold) {  // each lane sums its own blocks per slot, then a butterfly per slot
+    float sums[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) sums[s] = 0.0f;
+    for (int b0 = 0; b0 < a.nb; b0 += kRound) {
+      const int ba = b0 + lane, bb = b0 + kLanes + lane;
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        if (ba < a.nb)
+          sums[s] = planar::add_term(sums[s], F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables));
+        if (bb < a.nb)
+          sums[s] = planar::add_term(sums[s], F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables));
+      }
+      if (b0 + kRound < a.nb) wa = load(ba + kRound), wb = load(bb + kRound);
+    }
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off /= 2)
+        sums[s] += __shfl_xor_sync(0xffffffffu, sums[s], off);
+    }
+    if (lane == 0 && o_raw < a.out) {
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        if (s < ns) a.y[int64_t{slot0 + s} * a.y_stride + o] = F::finish(sums[s]);
+      }
+    }
+    return;
+  }
   // This lane's terms of a round go to its row's kSlots lines; lane wl < kRowsPerWarp * kSlots
   // folds line wl (row wl / kSlots of the warp, slot wl % kSlots).
   Term* mine = fold + warp * kWarpTerms + (wl / kLanes) * kSlots * kPitch;
@@ -431,6 +461,12 @@ int64_t planar_body_bytes(GgufType t) {
   }
 }
 
+// DS4_CUDA_ROWS_TREE=1: PlanarArgs::tree_fold in the rows and slots kernels (an A/B).
+bool rows_tree() {
+  static const bool on = env_switch("DS4_CUDA_ROWS_TREE", false);
+  return on;
+}
+
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int lanes =
@@ -460,8 +496,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
     // Staged when the CTA's rows share one row group and the row fits the default shared memory.
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
     a.stage_x = stageable(x_bytes);
-    static const bool tree_fold = env_switch("DS4_CUDA_ROWS_TREE", false);  // the A/B above
-    a.tree_fold = tree_fold;
+    a.tree_fold = rows_tree();
     const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
     by_lanes([&](auto lanes_c) {
       launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
@@ -481,6 +516,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                           : dim3(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
     a.stage_x = stageable(x_bytes);
+    a.tree_fold = rows_tree();
     by_lanes([&](auto lanes_c) {
       constexpr int kL = decltype(lanes_c)::value;
       auto go = [&](auto slots_c) {
