@@ -97,10 +97,9 @@ run_one() {
     [[ $dumps == *l* ]] && dump+=(--dump-logits "$work/$tag.logits.json")
     [[ $dumps == *p* ]] && dump+=(-n 16 --dump-logprobs "$work/$tag.logprobs.json" --logprobs-top-k 128)
     # CPU_SET (taskset's list) and CPU_THREADS keep a CPU run off the cores a GPU run uses.
-    local pin=()
-    [[ $backend == cpu && -n ${CPU_SET:-} ]] && pin=(taskset -c "$CPU_SET" "$ours" -t "${CPU_THREADS:-0}")
-    [[ ${#pin[@]} -eq 0 ]] && pin=("$ours")
-    "${pin[@]}" -m "$model" --backend "$backend" "${args[@]}" -c 8192 "${dump[@]}" > "$work/$tag.lp.log" 2>&1
+    local cmd=("$ours")
+    [[ $backend == cpu && -n $CPU_SET ]] && cmd=(taskset -c "$CPU_SET" "$ours" -t "$CPU_THREADS")
+    "${cmd[@]}" -m "$model" --backend "$backend" "${args[@]}" -c 8192 "${dump[@]}" > "$work/$tag.lp.log" 2>&1
   fi
   echo "$tag rc $? $((SECONDS - t0)) s" >> "$work/times.txt"
 }

@@ -31,13 +31,19 @@ fi
 if has ds4src; then
   mirror=${DS4_MIRROR:-/work/.mirror/lobanov+ds4/repo}
   rm -rf "$d/ds4src" && mkdir -p "$d/ds4src"
-  # The snapshot may lack its largest blobs (listed, absent): those paths are left out.
-  local_missing=()
-  while read -r _ _ sha path; do
-    git --git-dir="$mirror" cat-file -e "$sha" 2> /dev/null || local_missing+=(":(exclude)$path")
+  # File by file: the snapshot may lack some blobs (listed, absent; `git archive` reports an error
+  # for each), and those files are left out.
+  absent=0
+  while read -r mode _ sha path; do
+    mkdir -p "$d/ds4src/$(dirname "$path")"
+    if git --git-dir="$mirror" cat-file blob "$sha" > "$d/ds4src/$path" 2> /dev/null; then
+      [[ $mode == 100755 ]] && chmod +x "$d/ds4src/$path"
+    else
+      rm -f "$d/ds4src/$path"
+      absent=$((absent + 1))
+    fi
   done < <(git --git-dir="$mirror" ls-tree -r HEAD)
-  ((${#local_missing[@]})) && echo "ds4src: ${#local_missing[@]} absent blobs left out"
-  git --git-dir="$mirror" archive HEAD -- . "${local_missing[@]}" | tar -x -C "$d/ds4src"
+  echo "ds4src: $absent absent blobs left out"
   git --git-dir="$mirror" rev-parse HEAD > "$d/ds4src/COMMIT"
 fi
 # pkg_files PKG...: every regular file and link the packages install under /usr/include and the

@@ -235,25 +235,16 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
   };
   float acc = 0.0f;
-  if (a.tree_fold) {
-    for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
-      const int ba = b0 + lane, bb = b0 + kLanes + lane;
-      const Term t0 = term(wa, ba);
-      const Term t1 = term(wb, bb);
-      if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
-      if (ba < a.nb) acc = planar::add_term(acc, t0);
-      if (bb < a.nb) acc = planar::add_term(acc, t1);
-    }
-#pragma unroll
-    for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
-    return;
-  }
   for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
     const Term t0 = term(wa, ba);
     const Term t1 = term(wb, bb);
     if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
+    if (a.tree_fold) {  // this lane's own blocks; the row's lanes are added after the loop
+      if (ba < a.nb) acc = planar::add_term(acc, t0);
+      if (bb < a.nb) acc = planar::add_term(acc, t1);
+      continue;
+    }
 #pragma unroll
     for (int j = 0; j < kLanes; ++j) {
       const Term v = planar::shfl_term(t0, j, kLanes);
@@ -264,6 +255,10 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
       const Term v = planar::shfl_term(t1, j, kLanes);
       if (b0 + kLanes + j < a.nb) acc = planar::add_term(acc, v);
     }
+  }
+  if (a.tree_fold) {
+#pragma unroll
+    for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
   }
   if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
 }
@@ -328,7 +323,10 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
-  if (a.tree_fold) {  // each lane sums its own blocks per slot, then a butterfly per slot
+  // DS4_CUDA_ROWS_TREE: each lane sums its own blocks per slot, then a butterfly per slot. A loop
+  // of its own (the rows kernel shares one): kSlots sums live beside the fold pointers would
+  // raise the ordered loop's registers.
+  if (a.tree_fold) {
     float sums[kSlots];
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) sums[s] = 0.0f;
