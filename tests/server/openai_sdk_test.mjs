@@ -191,16 +191,24 @@ test("beyond the bounded queue requests get 429", async () => {
     const ac = new AbortController();
     const long = chat({ max_tokens: 3000, stream: true });
     const running = await c.chat.completions.create(long, { signal: ac.signal });
-    const it = running[Symbol.asyncIterator]();
-    await it.next(); // admitted and generating
-    const waiting = c.chat.completions.create(long, { signal: ac.signal });
-    for (let i = 0; (await health(s.base)).queued < 1; i++) {
-      assert.ok(i < 500, "second request never queued");
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    // The stream's first bytes come before the scheduler admits it: wait until it runs.
+    const until = async (what, ok) => {
+      for (let i = 0; !ok(await health(s.base)); i++) {
+        assert.ok(i < 500, what);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    await until("first request never ran", (h) => h.running === 1 && h.queued === 0);
+    // Its outcome is kept at once (no unhandled rejection): it must wait, not be refused.
+    const waiting = c.chat.completions.create(long, { signal: ac.signal }).then(
+      () => null,
+      (e) => e,
+    );
+    await until("second request never queued", (h) => h.queued === 1);
     await assert.rejects(c.chat.completions.create(chat()), (e) => e.status === 429 && e.error?.type === "rate_limit_error");
     ac.abort();
-    await waiting.catch(() => {});
+    const second = await waiting;
+    assert.ok(second === null || second.status !== 429, `the waiting request was refused: ${second}`);
     await waitIdle(s.base);
   } finally {
     await s.stop();
