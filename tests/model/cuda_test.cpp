@@ -3,7 +3,10 @@
 // on the GPU machine it runs through tools/cuda/verify_all.sh (step gtest, GoogleTest carried).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <utility>
 
 #include "batch_driver.h"
 #include "model_test_util.h"
@@ -69,6 +72,34 @@ TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
       std::printf("[batch] %s plan %zu: %d of %d entries bit-identical, max rel L2 %.3g\n", name, i,
                   d.bit_identical, d.entries, d.max_rel_l2);
     }
+  }
+}
+
+// DS4_CUDA_ATTN_SEQS=1 (CudaBackend::Options::seq_attention): a step of one decode row in each
+// of several sequences launches its RoPE stores and sink attention once for all rows instead of
+// once per sequence. Each row's arithmetic is the per-sequence kernels', so the batched run is
+// bit-identical with the switch off and on, quantized canonical mode included (tiny's indexer
+// top_k of 4 makes every sequence past position 19 select its own compressed rows).
+TEST(CudaBackend, OneAttentionLaunchForAStepsSequencesChangesNoBit) {
+  for (const auto& [name, hf_mode] : {std::pair{"tiny-q2", false}, std::pair{"small-f32", true}}) {
+    SCOPED_TRACE(name);
+    const std::vector<BatchPlan> plans = batch_plans_for(name);
+    BatchRun runs[2];
+    for (int on = 0; on < 2; ++on) {
+      setenv("DS4_CUDA_ATTN_SEQS", on ? "1" : "0", 1);
+      auto gpu = open_cuda(name, hf_mode);
+      unsetenv("DS4_CUDA_ATTN_SEQS");
+      if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
+      runs[on] = run_batched(*gpu, plans);
+    }
+    const bool decode_step = std::any_of(runs[1].steps.begin(), runs[1].steps.end(), [](auto& s) {
+      return s.entries >= 2 && s.rows == s.entries;
+    });
+    EXPECT_TRUE(decode_step) << "no step of one row in each of several sequences";
+    ASSERT_EQ(runs[0].plans.size(), plans.size());
+    ASSERT_EQ(runs[1].plans.size(), plans.size());
+    for (size_t i = 0; i < plans.size(); ++i)
+      EXPECT_EQ(compare_traces(runs[0].plans[i], runs[1].plans[i], 0.0), "") << "plan " << i;
   }
 }
 

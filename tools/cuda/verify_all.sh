@@ -47,6 +47,9 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
+#   seqab    multi's sessions (MULTI, default 4,8,16) with the batched decode step's attention
+#            per sequence on side lanes and in one launch for all (DS4_CUDA_ATTN_SEQS=0 and 1);
+#            gtest checks that the two agree bit for bit
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -260,6 +263,17 @@ if has multi; then
     --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8,16,32}" \
     --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
+fi
+# multi_with VALUE: multi's engine steps with DS4_CUDA_ATTN_SEQS=VALUE.
+multi_with() {
+  DS4_CUDA_ATTN_SEQS=$1 build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-4,8,16}" --ctx-start 2048 \
+    -n "${GEN_TOKENS:-16}" --csv "$out/seqab_$1.csv" && cat "$out/seqab_$1.csv"
+}
+export -f multi_with
+if has seqab; then
+  step seqab 400 bash -c 'multi_with 0 && multi_with 1'
+  tail -12 "$out/seqab.log"
 fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi

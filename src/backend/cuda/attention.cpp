@@ -5,7 +5,9 @@
 // and top-k, sink attention. Every per-row quantity follows from the row's position, so nothing
 // here waits for the device; a run computes what the rows would one by one, bit for bit. The runs
 // of a step of several sequences (the server's batched decode) go to side streams, so that the
-// sequences' small kernels overlap; a run's results do not depend on its stream.
+// sequences' small kernels overlap; a run's results do not depend on its stream. With
+// Options::seq_attention, a step of one row per sequence launches its RoPE stores and its sink
+// attention once for all rows (attend_sequences).
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>
@@ -111,32 +113,123 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
       attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, main_lane_);
     return;
   }
+  const int used = std::min(sequences, kAttentionLanes);
+  const bool one_row_each =
+      static_cast<size_t>(sequences) == runs_.size() &&
+      std::all_of(runs_.begin(), runs_.end(), [](const Run& run) { return run.span.n == 1; });
+  if (options_.seq_attention && one_row_each) return attend_sequences(l, in, out, used);
+  fork_lanes(used);
+  for (const Run& run : runs_)
+    attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[run.lane]);
+  join_lanes(used);
+}
+
+void CudaBackend::fork_lanes(int used) {
   if (fork_ == nullptr) DS4_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
   DS4_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-  const int used = std::min(sequences, kAttentionLanes);
   for (int i = 0; i < used; ++i) {
     side_lanes_[i].open();
     DS4_CUDA_CHECK(cudaStreamWaitEvent(side_lanes_[i].stream, fork_, 0));
   }
-  for (const Run& run : runs_)
-    attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[run.lane]);
+}
+
+void CudaBackend::join_lanes(int used) {
   for (int i = 0; i < used; ++i) {
     DS4_CUDA_CHECK(cudaEventRecord(side_lanes_[i].done, side_lanes_[i].stream));
     DS4_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_lanes_[i].done, 0));
   }
 }
 
+// The rows of runs_ (one each, in batch order) in groups of kMaxSeqRows: the RoPE stores of a
+// group in one launch on the main stream, every run's compressor lanes and indexer on the side
+// lanes (they read neither the ring nor q), then the group's sink attention in one launch.
+void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInputs& in, Act out,
+                                   int used) {
+  const Numerics& num = numerics();
+  const RopeArg rope = rope_arg(l.rope);
+  const int n = static_cast<int>(runs_.size());
+  const int ring_cap = runs_[0].c->ring_cap;
+  for (const Run& run : runs_) DS4_CHECK(run.c->ring_cap == ring_cap);  // one layer's layout
+  grow(seq_picks_, sizeof(int32_t) * static_cast<size_t>(n) * std::max(1, l.index_top_k));
+  int32_t* picks = static_cast<int32_t*>(seq_picks_.get());
+  std::vector<SeqRows> groups((n + kMaxSeqRows - 1) / kMaxSeqRows);
+  for (int i = 0; i < n; ++i) {
+    const Run& run = runs_[i];
+    DS4_CHECK(run.r0 == i);  // one row per run: run i is batch row i
+    SeqRows& g = groups[i / kMaxSeqRows];
+    g.pos[g.n] = run.span.p0;
+    g.ring[g.n] = run.c->raw.floats();
+    g.comp[g.n] = run.c->comp.floats();
+    g.visible[g.n] = nullptr;
+    ++g.n;
+  }
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const int64_t r0 = int64_t{kMaxSeqRows} * static_cast<int64_t>(k);
+    launch_rope_qkv_store_seqs(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope,
+                               groups[k], num.qat_simulation, num.f16_rows, ring_cap, stream_);
+  }
+  fork_lanes(used);
+  for (int i = 0; i < n; ++i) {
+    const Run& run = runs_[i];
+    groups[i / kMaxSeqRows].visible[i % kMaxSeqRows] =
+        prepare_run(l, *run.c, run.span, in, run.r0, side_lanes_[run.lane], false,
+                    picks + int64_t{i} * l.index_top_k);
+  }
+  join_lanes(used);
+  AttentionGeometry g;
+  g.n_head = l.n_head;
+  g.raw_cap = runs_[0].c->lay.raw_cap;
+  g.ring_cap = ring_cap;
+  g.ratio = l.ratio;
+  g.top_k = l.index_top_k;
+  for (const Run& run : runs_) {
+    const int p_end = run.span.p0 + 1;
+    g.max_rows = std::max(g.max_rows, std::min(g.raw_cap, p_end) + max_compressed(l, p_end));
+  }
+  const int rows = std::min(n, kMaxSeqRows);
+  float* sc = scratch(main_lane_.scores, int64_t{rows} * l.n_head * (g.max_rows + 1));
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const int64_t r0 = int64_t{kMaxSeqRows} * static_cast<int64_t>(k);
+    launch_attention_seqs(in.q.row(r0), in.q.cols, g, groups[k],
+                          static_cast<const float*>(l.sinks.data), rope, sc, out.row(r0), out.cols,
+                          stream_);
+  }
+}
+
 void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
                              const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where) {
-  cudaStream_t stream = where.stream;
   // A one-row step sizes its scratch for the whole context at once, so that recorded steps
   // (graphs, begin_step) never need to grow it.
   const bool single = run.n == 1;
+  const int32_t* visible = prepare_run(l, c, run, in, r0, where, true, nullptr);
+  const int p_end = run.p0 + run.n;
+  AttentionGeometry g;
+  g.n_head = l.n_head;
+  g.raw_cap = c.lay.raw_cap;
+  g.ring_cap = c.ring_cap;
+  g.ratio = l.ratio;
+  g.top_k = l.index_top_k;
+  g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
+  const int64_t rows_reserved =
+      single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
+  float* sc = scratch(where.scores, int64_t{run.n} * l.n_head * (rows_reserved + 1));
+  launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
+                   static_cast<const float*>(l.sinks.data), rope_arg(l.rope), run, sc, out.row(r0),
+                   out.cols, where.stream);
+}
+
+const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                                        const AttentionInputs& in, int64_t r0, AttentionLane& where,
+                                        bool store, int32_t* picks) {
+  cudaStream_t stream = where.stream;
+  const bool single = run.n == 1;
   const Numerics& num = numerics();
   const RopeArg rope = rope_arg(l.rope);
+  if (store) {
+    launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope, run,
+                          num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream);
+  }
   const int p_end = run.p0 + run.n;
-  launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope, run,
-                        num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream);
   if (l.ratio != 0) {
     DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
     const CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv,
@@ -158,28 +251,18 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
       const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
       float* scores = scratch(where.index_scores,
                               single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
-      grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+      if (picks == nullptr) {
+        grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+        picks = static_cast<int32_t*>(where.visible.get());
+      }
       launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
                             in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
-                            l.index_top_k, run, c.n_index, scores,
-                            static_cast<int32_t*>(where.visible.get()), stream);
-      visible = static_cast<const int32_t*>(where.visible.get());
+                            l.index_top_k, run, c.n_index, scores, picks, stream);
+      visible = picks;
     }
   }
-  AttentionGeometry g;
-  g.n_head = l.n_head;
-  g.raw_cap = c.lay.raw_cap;
-  g.ring_cap = c.ring_cap;
-  g.ratio = l.ratio;
-  g.top_k = l.index_top_k;
-  g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
-  const int64_t rows_reserved =
-      single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
-  float* sc = scratch(where.scores, int64_t{run.n} * l.n_head * (rows_reserved + 1));
-  launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
-                   static_cast<const float*>(l.sinks.data), rope, run, sc, out.row(r0), out.cols,
-                   stream);
   c.n_tokens += run.n;
+  return visible;
 }
 
 }  // namespace ds4::backend::cuda

@@ -186,7 +186,8 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
   // position P or later; DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64
   // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742
-  // instead of 3,100 tokens/s prefill at 8k on the H200.
+  // instead of 3,100 tokens/s prefill at 8k on the H200; DS4_CUDA_ATTN_SEQS=1 turns on
+  // Options::seq_attention (an A/B not yet run on a GPU).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
@@ -194,6 +195,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.blas = env_switch("DS4_CUDA_BLAS", o.blas);
+  o.seq_attention = env_switch("DS4_CUDA_ATTN_SEQS", o.seq_attention);
   return new CudaBackend(o);
 }
 

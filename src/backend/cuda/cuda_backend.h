@@ -86,6 +86,10 @@ class CudaBackend final : public Backend {
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
     // (blas_products.h).
     bool blas = true;
+    // A batched decode step (one row in each of several sequences): the RoPE store and the sink
+    // attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead of
+    // one per sequence on the side lanes (an A/B, DS4_CUDA_ATTN_SEQS=1).
+    bool seq_attention = false;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -160,6 +164,18 @@ class CudaBackend final : public Backend {
   // queued on lane.stream.
   void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
                   const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where);
+  // What precedes the sink attention for a run, on lane.stream: the RoPE + raw store (when
+  // `store`), the compressor lanes and the indexer's picks (into `picks`, run.n * top_k ints, or
+  // the lane's buffer when null). Returns the picks, or nullptr where no row of the run selects.
+  const int32_t* prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                             const AttentionInputs& in, int64_t r0, AttentionLane& where,
+                             bool store, int32_t* picks);
+  // Options::seq_attention's path for runs_ (each one row of its own sequence): see Options.
+  void attend_sequences(const AttentionLayer& l, const AttentionInputs& in, Act out, int used);
+  // The side lanes 0 .. used - 1 start after the work queued on the main stream so far; the main
+  // stream waits for what they were given since.
+  void fork_lanes(int used);
+  void join_lanes(int used);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
   // Grows m to at least `bytes` (a recording step is cut short first: allocations wait for the
@@ -198,6 +214,7 @@ class CudaBackend final : public Backend {
     int lane;  // the side lane its sequence takes when the step fans out
   };
   std::vector<Run> runs_;
+  DeviceMemory seq_picks_;  // attend_sequences: each run's indexer picks
 };
 
 Backend* make_cuda_backend(const BackendOptions& options);

@@ -58,15 +58,26 @@ __device__ void hadamard_fp4(float* x) {
 
 // ---- RoPE + FP8 + raw store: one CTA per row ----
 
+// The rows the store writes: n consecutive positions of one sequence from p0 into one ring
+// (or SeqTable: each row its own).
+struct StoreRun {
+  float* ring;
+  int p0;
+  __device__ int pos(int t) const { return p0 + t; }
+  __device__ float* ring_of(int) const { return ring; }
+};
+
+template <class Src>
 __global__ void rope_qkv_store_kernel(float* q_all, int64_t q_stride, int n_head, float* kv_all,
-                                      int64_t kv_stride, RopeArg rope, int p0, bool qat,
-                                      bool f16_rows, float* ring, int ring_cap) {
+                                      int64_t kv_stride, RopeArg rope,
+                                      const __grid_constant__ Src src, bool qat, bool f16_rows,
+                                      int ring_cap) {
   kernel_begin();
   const int t = static_cast<int>(blockIdx.x);
-  const int pos = p0 + t;
+  const int pos = src.pos(t);
   float* q = q_all + t * q_stride;
   float* kv = kv_all + t * kv_stride;
-  float* raw_slot = ring + int64_t{pos % ring_cap} * kHd;
+  float* raw_slot = src.ring_of(t) + int64_t{pos % ring_cap} * kHd;
   for (int i = threadIdx.x; i < n_head * 32; i += blockDim.x) {
     rope_pair(q + (i / 32) * kHd + kNope, rope.inv_freq, i % 32, pos, false);
   }
@@ -344,13 +355,13 @@ constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
 // of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
 // Lane k holds dims k, k + 32, ..; exact products summed in double, like the CPU's f32 dot
 // (quant/dot.h: the double sum's order may differ, its float rounding agrees but for ties).
+template <class Src>
 __global__ void __launch_bounds__(32 * kScoreHeads)
     attention_scores_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
-                            const float* ring, const float* comp, const int32_t* visible_all,
-                            int p0, float* scratch) {
+                            const __grid_constant__ Src src, float* scratch) {
   kernel_begin();
   const int t = static_cast<int>(blockIdx.z);
-  const RowGeometry rg(g, visible_all, p0 + t, t);
+  const RowGeometry rg(g, src, t);
   const int i0 = static_cast<int>(blockIdx.x) * kScoreTile;
   if (i0 >= rg.n_rows) return;  // uniform per CTA
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -364,8 +375,8 @@ __global__ void __launch_bounds__(32 * kScoreHeads)
   const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
   const int i_end = min(i0 + kScoreTile, rg.n_rows);
   for (int i = i0; i < i_end; i += 2) {  // two rows in flight
-    const float* ra = rg.row(g, ring, comp, i);
-    const float* rb = i + 1 < i_end ? rg.row(g, ring, comp, i + 1) : ra;
+    const float* ra = rg.row(i);
+    const float* rb = i + 1 < i_end ? rg.row(i + 1) : ra;
     float va[kHd / 32], vb[kHd / 32];
 #pragma unroll
     for (int j = 0; j < kHd / 32; ++j) va[j] = ra[lane + 32 * j], vb[j] = rb[lane + 32 * j];
@@ -405,14 +416,13 @@ static_assert(kDmRows * kDmChunk / kDmThreads == kDmLoads &&
 
 __global__ void __launch_bounds__(kDmThreads)
     attention_scores_dmma_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
-                                 const float* ring, const float* comp, const int32_t* visible_all,
-                                 int p0, float* scratch, uint32_t* maxima) {
+                                 OneRun src, float* scratch, uint32_t* maxima) {
   kernel_begin();
   __shared__ double qs[kDmHeads][kDmPitch];
   __shared__ double ks[kDmRows][kDmPitch];
   __shared__ float tile_max[kDmRows / 32][kDmHeads];  // per warp column: its 32 rows' maxima
   const int t = static_cast<int>(blockIdx.z);
-  const RowGeometry rg(g, visible_all, p0 + t, t);
+  const RowGeometry rg(g, src, t);
   const int i0 = static_cast<int>(blockIdx.x) * kDmRows;
   if (i0 >= rg.n_rows) return;  // uniform per CTA
   const int hbase = static_cast<int>(blockIdx.y) * kDmHeads;
@@ -426,7 +436,7 @@ __global__ void __launch_bounds__(kDmThreads)
 #pragma unroll
   for (int m = 0; m < kDmLoads; ++m) {
     const int i = i0 + srow + 8 * m;
-    rows[m] = i < rg.n_rows ? rg.row(g, ring, comp, i) : nullptr;
+    rows[m] = i < rg.n_rows ? rg.row(i) : nullptr;
   }
   float qn[kDmLoads], kn[kDmLoads];
   const auto fetch = [&](int c) {
@@ -510,11 +520,10 @@ __global__ void __launch_bounds__(kDmThreads)
 // the same order), instead of every thread of the CTA for its heads, and the weights of 4 rows
 // come in one 16-byte load (a third of the float operations and most of the shared loads of the
 // inner loop).
-template <int kSumHeads, int kDims>
+template <class Src, int kSumHeads, int kDims>
 __global__ void __launch_bounds__(kSumThreads)
-    attention_sum_kernel(AttentionGeometry g, const float* ring, const float* comp,
-                         const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
-                         const float* scratch, float* out_all, int64_t out_stride) {
+    attention_sum_kernel(AttentionGeometry g, const __grid_constant__ Src src, const float* sinks,
+                         RopeArg rope, const float* scratch, float* out_all, int64_t out_stride) {
   kernel_begin();
   static_assert(kSumHeads % kSumGroups == 0, "whole head groups per thread");
   static_assert(kDims == 1 || kDims == 4, "one or four dims per thread");
@@ -530,8 +539,8 @@ __global__ void __launch_bounds__(kSumThreads)
   __shared__ float den_sh[kSumHeads];
   float(*const o)[kCtaDims] = reinterpret_cast<float(*)[kCtaDims]>(vrows);  // after the rows
   const int t = static_cast<int>(blockIdx.z);
-  const int pos = p0 + t;
-  const RowGeometry rg(g, visible_all, pos, t);
+  const int pos = src.pos(t);
+  const RowGeometry rg(g, src, t);
   const int h0 = static_cast<int>(blockIdx.x) * kSumHeads;
   const int d0 = static_cast<int>(blockIdx.y) * kCtaDims;
   const int tid = static_cast<int>(threadIdx.x);
@@ -573,9 +582,8 @@ __global__ void __launch_bounds__(kSumThreads)
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
       const int idx = tid + k * kSumThreads, r = idx / (kCtaDims / 4), q4 = idx % (kCtaDims / 4);
-      next[k] = i0 + r < rg.n_rows
-                    ? reinterpret_cast<const float4*>(rg.row(g, ring, comp, i0 + r) + d0)[q4]
-                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      next[k] = i0 + r < rg.n_rows ? reinterpret_cast<const float4*>(rg.row(i0 + r) + d0)[q4]
+                                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
   };
   fetch(0);
@@ -642,14 +650,43 @@ __global__ void __launch_bounds__(kSumThreads)
   }
 }
 
+// The weighted sum's grid: heads, dims per CTA as the kernel's, one z per batch row.
+dim3 sum_grid(const AttentionGeometry& g, int heads, int dims, int n) {
+  return dim3((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), n);
+}
+
+// A few rows (decode): the scores with a warp per head, then the 4-head weighted sum.
+template <class Src>
+void launch_decode_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                             const Src& src, int n, const float* sinks, const RopeArg& rope,
+                             float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
+  const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
+                  (g.n_head + kScoreHeads - 1) / kScoreHeads, n);
+  launch(attention_scores_kernel<Src>, grid, 32 * kScoreHeads, 0, s, q, q_stride, g, src, scratch);
+  DS4_CUDA_CHECK_LAUNCH();
+  launch(attention_sum_kernel<Src, kSumHeadsFew, 1>, sum_grid(g, kSumHeadsFew, 1, n), kSumThreads,
+         0, s, g, src, sinks, rope, scratch, out, out_stride);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
                            const RopeArg& rope, RowSpan rows, bool qat, bool f16_rows, float* ring,
                            int ring_cap, cudaStream_t s) {
   if (rows.n == 0) return;
-  launch(rope_qkv_store_kernel, rows.n, 256, 0, s, q, q_stride, n_head, kv, kv_stride, rope,
-         rows.p0, qat, f16_rows, ring, ring_cap);
+  launch(rope_qkv_store_kernel<StoreRun>, rows.n, 256, 0, s, q, q_stride, n_head, kv, kv_stride,
+         rope, StoreRun{ring, rows.p0}, qat, f16_rows, ring_cap);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
+                                int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
+                                bool qat, bool f16_rows, int ring_cap, cudaStream_t s) {
+  DS4_CHECK(rows.n >= 0 && rows.n <= kMaxSeqRows);
+  if (rows.n == 0) return;
+  launch(rope_qkv_store_kernel<SeqTable>, rows.n, 256, 0, s, q, q_stride, n_head, kv, kv_stride,
+         rope, SeqTable{rows}, qat, f16_rows, ring_cap);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -708,6 +745,7 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   static_assert(kHd - kNope == kSumDims, "the rotated tail must be one dim range");
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= kMaxGridYZ, "attention: %d rows in one launch", rows.n);
+  const OneRun src{ring, comp, visible, rows.p0};
   // (32 heads x 128 dims per CTA, which reads each cached row from L2 half as often, measured 3%
   // slower on the H200 and was removed: bench/h200.md.)
   const bool batch = rows.n >= kSumBatchRows;
@@ -718,39 +756,37 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 -> 2,586
   // tokens/s).
   uint32_t* maxima = nullptr;
-  if (batch) {  // batches: the FP64 tensor cores; decode: a warp per head
-    if (tile) {
-      maxima = reinterpret_cast<uint32_t*>(scratch + int64_t{rows.n} * g.n_head * g.max_rows);
-      DS4_CUDA_CHECK(cudaMemsetAsync(maxima, 0, sizeof(uint32_t) * rows.n * g.n_head, s));
-    }
-    const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
-                    rows.n);
-    launch(attention_scores_dmma_kernel, grid, kDmThreads, 0, s, q, q_stride, g, ring, comp,
-           visible, rows.p0, scratch, maxima);
-  } else {
-    const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
-                    (g.n_head + kScoreHeads - 1) / kScoreHeads, rows.n);
-    launch(attention_scores_kernel, grid, 32 * kScoreHeads, 0, s, q, q_stride, g, ring, comp,
-           visible, rows.p0, scratch);
+  if (!batch) {  // decode: a warp per head
+    launch_decode_attention(q, q_stride, g, src, rows.n, sinks, rope, scratch, out, out_stride, s);
+    return;
   }
+  if (tile) {  // batches: the FP64 tensor cores
+    maxima = reinterpret_cast<uint32_t*>(scratch + int64_t{rows.n} * g.n_head * g.max_rows);
+    DS4_CUDA_CHECK(cudaMemsetAsync(maxima, 0, sizeof(uint32_t) * rows.n * g.n_head, s));
+  }
+  const dim3 grid((g.max_rows + kDmRows - 1) / kDmRows, (g.n_head + kDmHeads - 1) / kDmHeads,
+                  rows.n);
+  launch(attention_scores_dmma_kernel, grid, kDmThreads, 0, s, q, q_stride, g, src, scratch,
+         maxima);
   DS4_CUDA_CHECK_LAUNCH();
   if (tile) {
     launch_attention_sum_tile(g, ring, comp, visible, sinks, rope, rows, scratch, maxima, out,
                               out_stride, s);
     return;
   }
-  // The grid follows the kernel's heads and dims per CTA.
-  const auto run = [&](auto kernel, int heads, int dims) {
-    const dim3 grid((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), rows.n);
-    launch(kernel, grid, kSumThreads, 0, s, g, ring, comp, visible, sinks, rope, rows.p0, scratch,
-           out, out_stride);
-  };
-  if (!batch) {
-    run(attention_sum_kernel<kSumHeadsFew, 1>, kSumHeadsFew, 1);
-  } else {
-    run(attention_sum_kernel<kSumHeadsBatch, 4>, kSumHeadsBatch, 4);
-  }
+  launch(attention_sum_kernel<OneRun, kSumHeadsBatch, 4>, sum_grid(g, kSumHeadsBatch, 4, rows.n),
+         kSumThreads, 0, s, g, src, sinks, rope, scratch, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
+}
+
+void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                           const SeqRows& rows, const float* sinks, const RopeArg& rope,
+                           float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
+  DS4_CHECK(g.ring_cap >= g.raw_cap && g.raw_cap > 0);
+  DS4_CHECK(rows.n >= 0 && rows.n <= kMaxSeqRows);
+  if (rows.n == 0) return;
+  launch_decode_attention(q, q_stride, g, SeqTable{rows}, rows.n, sinks, rope, scratch, out,
+                          out_stride, s);
 }
 
 }  // namespace ds4::backend::cuda

@@ -94,4 +94,25 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
                       float* out, int64_t out_stride, cudaStream_t s);
 
+// A batched decode step's rows, one per sequence, in one launch (at most kMaxSeqRows; batch row
+// t of q / kv / out): row t at position pos[t] of its sequence, whose raw ring (g.ring_cap rows)
+// is ring[t] and compressed rows comp[t]; visible[t]: its indexer's top_k picks (read only
+// where (pos[t] + 1) / 4 > top_k). Each row's arithmetic is the one-run launchers', so a row
+// gets what its sequence alone would.
+inline constexpr int kMaxSeqRows = 32;
+struct SeqRows {
+  int n = 0;
+  int pos[kMaxSeqRows];
+  float* ring[kMaxSeqRows];
+  const float* comp[kMaxSeqRows];
+  const int32_t* visible[kMaxSeqRows];
+};
+void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
+                                int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
+                                bool qat, bool f16_rows, int ring_cap, cudaStream_t s);
+// scratch: rows.n * n_head * (g.max_rows + 1) floats, g.max_rows >= every row's rows.
+void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                           const SeqRows& rows, const float* sinks, const RopeArg& rope,
+                           float* scratch, float* out, int64_t out_stride, cudaStream_t s);
+
 }  // namespace ds4::backend::cuda

@@ -45,8 +45,7 @@ static_assert(kHd % kTDims == 0 && kHd - kNope <= kTDims && kNope / kTDims == (k
               "the rotated tail lies in one CTA's dims");
 
 __global__ void __launch_bounds__(kTThreads, 2)
-    attention_sum_tile_kernel(AttentionGeometry g, const float* ring, const float* comp,
-                              const int32_t* visible_all, const float* sinks, RopeArg rope, int p0,
+    attention_sum_tile_kernel(AttentionGeometry g, OneRun run, const float* sinks, RopeArg rope,
                               const float* scratch, const uint32_t* maxima, float* out_all,
                               int64_t out_stride) {
   kernel_begin();
@@ -57,8 +56,8 @@ __global__ void __launch_bounds__(kTThreads, 2)
   __shared__ float mx[kTHeads];
   __shared__ float den_sh[kTHeads];
   const int t = static_cast<int>(blockIdx.z);
-  const int pos = p0 + t;
-  const RowGeometry rg(g, visible_all, pos, t);
+  const int pos = run.pos(t);
+  const RowGeometry rg(g, run, t);
   const int d0 = static_cast<int>(blockIdx.x) * kTDims;
   const int hbase = static_cast<int>(blockIdx.y) * kTHeads;
   const int n_here = min(kTHeads, g.n_head - hbase);
@@ -99,7 +98,7 @@ __global__ void __launch_bounds__(kTThreads, 2)
     for (int j = 0; j < kTCopies; ++j) {
       const int r = vr + j * (kTThreads / (kTDims / 4));
       const bool live = i0 + r < rg.n_rows;
-      const float* src = live ? rg.row(g, ring, comp, i0 + r) + d0 + 4 * vc : ring;
+      const float* src = live ? rg.row(i0 + r) + d0 + 4 * vc : run.ring;
       cp_async16_or_zero(v + r * kTDims + 4 * vc, src, live);
     }
     cp_async_commit();
@@ -200,8 +199,8 @@ void launch_attention_sum_tile(const AttentionGeometry& g, const float* ring, co
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kTSmem)));
   const dim3 grid(kHd / kTDims, (g.n_head + kTHeads - 1) / kTHeads, rows.n);
-  launch(attention_sum_tile_kernel, grid, kTThreads, kTSmem, s, g, ring, comp, visible, sinks, rope,
-         rows.p0, scratch, maxima, out, out_stride);
+  launch(attention_sum_tile_kernel, grid, kTThreads, kTSmem, s, g,
+         OneRun{ring, comp, visible, rows.p0}, sinks, rope, scratch, maxima, out, out_stride);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
