@@ -134,6 +134,20 @@ void Backend::matmul(const Weight& w, Act x, Act y, int groups) {
   do_matmul(w, x, y, groups);
 }
 
+void Backend::matmuls(Act x, std::span<const Product> products) {
+  const OpTimer timer(this, kMatmul);
+  for (const Product& p : products) {
+    DS4_CHECK(p.w != nullptr && p.w->present() && p.w->ne[2] == 1 && p.y.data != x.data);
+    check_rows(x, x.rows, p.w->ne[0], "matmul input");
+    check_rows(p.y, x.rows, p.w->ne[1], "matmul output");
+  }
+  do_matmuls(x, products);
+}
+
+void Backend::do_matmuls(Act x, std::span<const Product> products) {
+  for (const Product& p : products) do_matmul(*p.w, x, p.y, 1);
+}
+
 void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm, Act normed) {
   const OpTimer timer(this, kHcPre);
   const int64_t n_mix = hc.fn.ne[1];

@@ -178,6 +178,14 @@ class Backend {
   void rms_norm(Act x, const Weight* weight, int64_t segment, Act y);
   // y[r] = W . x[r]; with groups > 1, x[r] is `groups` slices and W's rows split evenly among them.
   void matmul(const Weight& w, Act x, Act y, int groups = 1);
+  // y = W . x[r] for each product (one output group each) of the same input, what matmul computes
+  // for each, in one call: a backend may run them together (the CUDA backend encodes x once and,
+  // for one row, launches them as one kernel).
+  struct Product {
+    const Weight* w = nullptr;
+    Act y;
+  };
+  void matmuls(Act x, std::span<const Product> products);
   // HC pre: cur[r] = sum_h pre[h] X[r][h]; mix[r] = [pre(n_hc), post(n_hc), comb(n_hc^2)].
   // With `norm` (F32, cur.cols values), also normed[r] = rms_norm(cur[r]) * norm, exactly as
   // rms_norm(cur, norm, cur.cols, normed) after it (a backend may fuse the two).
@@ -219,6 +227,8 @@ class Backend {
   virtual void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) = 0;
   virtual void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) = 0;
   virtual void do_matmul(const Weight& w, Act x, Act y, int groups) = 0;
+  // Default: do_matmul for each product in order.
+  virtual void do_matmuls(Act x, std::span<const Product> products);
   virtual void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                          Act normed) = 0;
   virtual void do_hc_post(Act x, Act f, Act mix, Act y) = 0;

@@ -2,6 +2,8 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "base/check.h"
 
@@ -86,30 +88,36 @@ void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
   backend::AttentionInputs in;
   in.q = b.q->view(n, int64_t{s.n_head} * kHd);
   in.kv = b.kv->view(n, kHd);
-  b_.matmul(L.q_a, norm, qr);
+  // The products of the normed input go in groups (Backend::matmuls): q_a with kv, then the
+  // compressor and indexer projections.
+  using Product = backend::Backend::Product;
+  const Product q_and_kv[] = {{&L.q_a, qr}, {&L.kv, in.kv}};
+  b_.matmuls(norm, q_and_kv);
   b_.rms_norm(qr, &L.q_a_norm, s.n_lora_q, qn);
   b_.matmul(L.q_b, qn, in.q);
   b_.rms_norm(in.q, nullptr, kHd, in.q);  // per-head, unweighted
-  b_.matmul(L.kv, norm, in.kv);
   b_.rms_norm(in.kv, &L.kv_norm, kHd, in.kv);
   const int ratio = L.attn.ratio;
+  std::array<Product, 5> from_norm;
+  size_t n_from_norm = 0;
   if (ratio != 0) {
     const int64_t width = s.compressor_width(il);
     in.comp_kv = b.comp_kv->view(n, width);
     in.comp_gate = b.comp_gate->view(n, width);
-    b_.matmul(L.comp_kv, norm, in.comp_kv);
-    b_.matmul(L.comp_gate, norm, in.comp_gate);
+    from_norm[n_from_norm++] = {&L.comp_kv, in.comp_kv};
+    from_norm[n_from_norm++] = {&L.comp_gate, in.comp_gate};
   }
   if (ratio == 4) {
     in.index_kv = b.index_kv->view(n, 2 * kIhd);
     in.index_gate = b.index_gate->view(n, 2 * kIhd);
     in.index_q = b.index_q->view(n, int64_t{s.n_indexer_head} * kIhd);
     in.index_w = b.index_w->view(n, s.n_indexer_head);
-    b_.matmul(L.index_kv, norm, in.index_kv);
-    b_.matmul(L.index_gate, norm, in.index_gate);
+    from_norm[n_from_norm++] = {&L.index_kv, in.index_kv};
+    from_norm[n_from_norm++] = {&L.index_gate, in.index_gate};
+    from_norm[n_from_norm++] = {&L.index_proj, in.index_w};
     b_.matmul(L.index_q, qn, in.index_q);
-    b_.matmul(L.index_proj, norm, in.index_w);
   }
+  if (n_from_norm > 0) b_.matmuls(norm, std::span(from_norm.data(), n_from_norm));
   const Act heads = b.heads->view(n, int64_t{s.n_head} * kHd);
   b_.attention(il, L.attn, rows, in, heads);
   const Act low = b.low->view(n, int64_t{s.n_out_group} * s.n_lora_o);

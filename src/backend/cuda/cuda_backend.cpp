@@ -4,6 +4,7 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,8 +187,9 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
   // position P or later; DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64
   // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742
-  // instead of 3,100 tokens/s prefill at 8k on the H200; DS4_CUDA_ATTN_SEQS=1 turns on
-  // Options::seq_attention (an A/B not yet run on a GPU).
+  // instead of 3,100 tokens/s prefill at 8k on the H200; DS4_CUDA_ATTN_SEQS=1 and
+  // DS4_CUDA_PARTS=1 turn on Options::seq_attention and product_parts (A/Bs not yet run on a
+  // GPU).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
@@ -196,6 +198,7 @@ Backend* make_cuda_backend(const BackendOptions&) {
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
   o.blas = env_switch("DS4_CUDA_BLAS", o.blas);
   o.seq_attention = env_switch("DS4_CUDA_ATTN_SEQS", o.seq_attention);
+  o.product_parts = env_switch("DS4_CUDA_PARTS", o.product_parts);
   return new CudaBackend(o);
 }
 
@@ -468,6 +471,37 @@ void CudaBackend::matmul_encoded(const Weight& w, const void* enc, int64_t x_col
 
 void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
   matmul_slots(w, x.data, x.rows, x.cols, nullptr, nullptr, x.rows, groups, y.data);
+}
+
+// Runs of products of one weight type, layout and row width share one encoding of x; with
+// Options::product_parts, a run of one row goes to launch_matmul_parts (kMaxParts at a time),
+// which launches it as one kernel where one takes parts.
+void CudaBackend::do_matmuls(Act x, std::span<const Product> products) {
+  size_t i = 0;
+  while (i < products.size()) {
+    const Weight& w = *products[i].w;
+    size_t j = i + 1;
+    while (j < products.size() && j - i < static_cast<size_t>(kMaxParts) &&
+           products[j].w->type == w.type && products[j].w->layout == w.layout &&
+           products[j].w->ne[0] == w.ne[0])
+      ++j;
+    const void* enc = encode_for(w, x.data, x.rows, x.cols);
+    std::array<const Weight*, kMaxParts> ws{};
+    std::array<float*, kMaxParts> ys{};
+    for (size_t k = i; k < j; ++k) ws[k - i] = products[k].w, ys[k - i] = products[k].y.data;
+    const size_t n = j - i;
+    const bool fused = options_.product_parts && x.rows == 1 && n >= 2 &&
+                       launch_matmul_parts(std::span(ws.data(), n), std::span(ys.data(), n), enc,
+                                           encoded_row_bytes(w.type, x.cols), nullptr, nullptr, 1,
+                                           products[i].y.cols, stream_);
+    if (!fused) {
+      for (size_t k = i; k < j; ++k) {
+        matmul_encoded(*products[k].w, enc, x.cols, nullptr, nullptr, x.rows, 1,
+                       products[k].y.data);
+      }
+    }
+    i = j;
+  }
 }
 
 void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,

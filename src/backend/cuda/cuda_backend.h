@@ -90,6 +90,9 @@ class CudaBackend final : public Backend {
     // attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead of
     // one per sequence on the side lanes (an A/B, DS4_CUDA_ATTN_SEQS=1).
     bool seq_attention = false;
+    // Products of one input and weight type in one launch (Backend::matmuls, an FFN's gate and
+    // up; launch_matmul_parts) instead of one each (an A/B, DS4_CUDA_PARTS=1).
+    bool product_parts = false;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -115,6 +118,7 @@ class CudaBackend final : public Backend {
   void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) override;
   void do_rms_norm(Act x, const Weight* weight, int64_t segment, Act y) override;
   void do_matmul(const Weight& w, Act x, Act y, int groups) override;
+  void do_matmuls(Act x, std::span<const Product> products) override;
   void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                  Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;

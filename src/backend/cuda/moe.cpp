@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/cuda/kernels/routing.cuh"
 
 namespace ds4::backend::cuda {
@@ -66,6 +67,16 @@ void CudaBackend::matmul_gate_up(const Weight& gate, const Weight& up, const flo
                                  const int32_t* rows, int64_t n_slots, float* y_gate, float* y_up,
                                  const SlotGroups* by_expert) {
   const void* enc_gate = encode_for(gate, x, x_rows, x_cols);
+  // Options::product_parts: both in one launch where the rows kernel runs them (one slot, or
+  // expert slots without groups).
+  if (options_.product_parts && up.type == gate.type && up.layout == gate.layout &&
+      by_expert == nullptr) {
+    const Weight* ws[] = {&gate, &up};
+    float* ys[] = {y_gate, y_up};
+    if (launch_matmul_parts(ws, ys, enc_gate, encoded_row_bytes(gate.type, x_cols), experts, rows,
+                            n_slots, gate.ne[1], stream_))
+      return;
+  }
   matmul_encoded(gate, enc_gate, x_cols, experts, rows, n_slots, 1, y_gate, by_expert);
   const void* enc_up = up.type == gate.type ? enc_gate : encode_for(up, x, x_rows, x_cols);
   matmul_encoded(up, enc_up, x_cols, experts, rows, n_slots, 1, y_up, by_expert);

@@ -87,6 +87,7 @@ struct Voidify {
     } else             \
       return ::mini_test::Voidify() & ::mini_test::Message(__FILE__, __LINE__, #c)
 #define EXPECT_EQ(a, b) EXPECT_TRUE((a) == (b)) << "[" << (a) << " vs " << (b) << "] "
+#define EXPECT_FALSE(c) EXPECT_TRUE(!(c))
 #else
 #include <gtest/gtest.h>
 #endif

@@ -77,7 +77,31 @@ struct PlanarArgs {
   // block order (an A/B of DS4_CUDA_ROWS_TREE=1, not yet measured on a GPU; the sums' order
   // differs from the CPU's).
   bool tree_fold;
+  ProductParts parts;  // planar_rows_kernel: several matrices in one launch (n >= 2)
 };
+
+// The matrix a rows-kernel CTA works on: the launch's, or its part's (ProductParts), and the
+// CTA's index within it. Each part's test is unrolled, so no parameter array is indexed at run
+// time (that would copy the parameters to local memory).
+struct CtaMatrix {
+  const uint8_t* body;
+  const uint8_t* aux;
+  float* y;
+  int64_t mat_rows;
+  int out;
+  int64_t cta;
+};
+__device__ inline CtaMatrix cta_matrix(const PlanarArgs& a) {
+  CtaMatrix m{a.body, a.aux, a.y, a.mat_rows, a.out, static_cast<int64_t>(blockIdx.x)};
+#pragma unroll
+  for (int p = 1; p < kMaxParts; ++p) {
+    if (p < a.parts.n && static_cast<int>(blockIdx.x) >= a.parts.first[p]) {
+      m = CtaMatrix{a.parts.w[p],   a.parts.aux[p], a.parts.y[p],
+                    a.parts.out[p], a.parts.out[p], blockIdx.x - a.parts.first[p]};
+    }
+  }
+  return m;
+}
 
 // Bytes of the slots kernel's fold lines (8 warps of warp_terms terms), a multiple of 16.
 template <class Term>
@@ -204,14 +228,15 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   if (routed) await_predecessor();
   const int e = routed ? a.experts[slot] : 0;
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
+  const CtaMatrix m = cta_matrix(a);
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  const int64_t o_raw = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / kLanes;
+  const int64_t o_raw = (m.cta * kThreads + threadIdx.x) / kLanes;
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
-  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;
-  const int64_t blk0 = (static_cast<int64_t>(e) * a.mat_rows + o) * a.nb;
+  const int64_t o = o_raw < m.out ? o_raw : m.out - 1;
+  const int64_t blk0 = (static_cast<int64_t>(e) * m.mat_rows + o) * a.nb;
   auto load = [&](int b) {
     typename F::W w{};
-    if (b < a.nb) w = F::load(a.body + (blk0 + b) * F::kBody, a.aux + (blk0 + b) * F::kAux);
+    if (b < a.nb) w = F::load(m.body + (blk0 + b) * F::kBody, m.aux + (blk0 + b) * F::kAux);
     return w;
   };
   typename F::W wa = load(lane), wb = load(kLanes + lane);  // in flight while x is staged
@@ -220,7 +245,7 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
   const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
   if (a.stage_x) {
-    const int64_t first_row = static_cast<int64_t>(blockIdx.x) * (kThreads / kLanes);
+    const int64_t first_row = m.cta * (kThreads / kLanes);
     const uint32_t* src = reinterpret_cast<const uint32_t*>(
         a.enc + xr * a.enc_row_bytes + (first_row / a.rows_per_group) * a.enc_group_bytes);
     uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage);
@@ -260,7 +285,7 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
 #pragma unroll
     for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
   }
-  if (lane == 0 && o_raw < a.out) a.y[slot * a.y_stride + o] = F::finish(acc);
+  if (lane == 0 && o_raw < m.out) m.y[slot * a.y_stride + o] = F::finish(acc);
 }
 
 // kSlots (2, 4 or 8) slots of one matrix per CTA (a batched decode step of a few sessions),
@@ -465,40 +490,58 @@ bool rows_tree() {
   return on;
 }
 
+// Lanes per output row of the rows and slots kernels for rows of nb blocks.
+int rows_lanes(int nb) {
+  return nb >= 32 * kRowsBlocksPerLane ? 32 : (nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
+}
+// CTAs of the rows and slots kernels for out rows of lanes lanes each.
+int64_t rows_ctas(int64_t out, int lanes) { return (out * lanes + kThreads - 1) / kThreads; }
+
+// go(std::integral_constant<int, lanes>) for the lanes of rows_lanes.
+template <class G>
+void by_lanes(int lanes, G go) {
+  if (lanes == 32) {
+    go(std::integral_constant<int, 32>{});
+  } else if (lanes == 16) {
+    go(std::integral_constant<int, 16>{});
+  } else {
+    go(std::integral_constant<int, 8>{});
+  }
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+// Whether the activation rows (x_bytes per CTA) can be staged in shared memory: the CTA's rows
+// share one row group and the rows fit the default shared memory.
+bool stageable(const PlanarArgs& a, int lanes, int64_t x_bytes) {
+  return a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
+         aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
+}
+
+// One slot per CTA (decode, or experts without groups): a few lanes per output row, each lane a
+// block at a time (planar_rows_kernel), ctas CTAs along x.
+template <class F>
+void launch_rows(PlanarArgs a, int64_t ctas, cudaStream_t stream) {
+  static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
+  const int lanes = rows_lanes(a.nb);
+  DS4_CHECK_MSG(ctas > 0 && ctas <= INT_MAX && a.n_slots <= kMaxGridYZ,
+                "planar matmul: %d slots, %lld CTAs", a.n_slots, static_cast<long long>(ctas));
+  const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
+  const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
+  a.stage_x = stageable(a, lanes, x_bytes);
+  a.tree_fold = rows_tree();
+  const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
+  by_lanes(lanes, [&](auto lanes_c) {
+    launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
+  });
+}
+
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
-  const int lanes =
-      a.nb >= 32 * kRowsBlocksPerLane ? 32 : (a.nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
-  const int64_t ctas = (int64_t{a.out} * lanes + kThreads - 1) / kThreads;
+  const int lanes = rows_lanes(a.nb);
+  const int64_t ctas = rows_ctas(a.out, lanes);
   DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
-  auto by_lanes = [&](auto go) {
-    if (lanes == 32) {
-      go(std::integral_constant<int, 32>{});
-    } else if (lanes == 16) {
-      go(std::integral_constant<int, 16>{});
-    } else {
-      go(std::integral_constant<int, 8>{});
-    }
-    DS4_CUDA_CHECK_LAUNCH();
-  };
-  auto stageable = [&](int64_t x_bytes) {
-    return a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
-           aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
-  };
-  static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
-  // One slot per CTA (decode, or experts without groups): a few lanes per output row, each
-  // lane a block at a time (planar_rows_kernel).
   if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots == 1)) {
-    DS4_CHECK_MSG(a.n_slots <= kMaxGridYZ, "planar matmul: %d slots", a.n_slots);
-    const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
-    // Staged when the CTA's rows share one row group and the row fits the default shared memory.
-    const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
-    a.stage_x = stageable(x_bytes);
-    a.tree_fold = rows_tree();
-    const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
-    by_lanes([&](auto lanes_c) {
-      launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
-    });
+    launch_rows<F>(a, ctas, stream);
     return;
   }
   // A few slots of one matrix (a batched decode step of a few sessions): planar_slots_kernel,
@@ -513,9 +556,9 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                           ? dim3(static_cast<unsigned>(slot_groups), static_cast<unsigned>(ctas))
                           : dim3(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
-    a.stage_x = stageable(x_bytes);
+    a.stage_x = stageable(a, lanes, x_bytes);
     a.tree_fold = rows_tree();
-    by_lanes([&](auto lanes_c) {
+    by_lanes(lanes, [&](auto lanes_c) {
       constexpr int kL = decltype(lanes_c)::value;
       auto go = [&](auto slots_c) {
         constexpr int kS = decltype(slots_c)::value;
@@ -624,10 +667,12 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   return n_slots >= 16 && n_slots >= w.ne[2];
 }
 
-void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
-                          const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
-                          float* y, int64_t y_stride, cudaStream_t stream,
-                          const SlotGroups* groups_by_expert, PlanarPath path) {
+namespace {
+
+// The kernels' arguments for w against the encoded rows (no slot groups).
+PlanarArgs planar_args(const Weight& w, const void* enc, int64_t enc_row_bytes,
+                       const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
+                       float* y, int64_t y_stride) {
   DS4_CHECK_MSG(w.layout == kLayoutPlanar && has_planar_layout(w.type),
                 "planar matmul: weight not in the planar layout");
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
@@ -651,12 +696,62 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   a.n_slots = static_cast<int>(n_slots);
   a.slots_per_cta =
       experts != nullptr ? 1 : static_cast<int>(std::min<int64_t>(kMaxSlots, n_slots));
+  a.y = y;
+  a.y_stride = y_stride;
+  return a;
+}
+
+}  // namespace
+
+bool launch_matmul_planar_parts(std::span<const Weight* const> w, std::span<float* const> y,
+                                const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                                const int32_t* rows, int64_t n_slots, int64_t y_stride,
+                                cudaStream_t stream) {
+  const size_t n = w.size();
+  if (n < 2 || n > static_cast<size_t>(kMaxParts) || y.size() != n) return false;
+  if (n_slots < 1 || (experts == nullptr && n_slots != 1)) return false;
+  const Weight& w0 = *w[0];
+  for (const Weight* wi : w) {
+    if (wi->layout != kLayoutPlanar || wi->type != w0.type || wi->ne[0] != w0.ne[0] ||
+        wi->ne[2] != w0.ne[2] || wi->ne[1] < 1 || wi->ne[1] > INT_MAX)
+      return false;
+  }
+  if (!has_planar_layout(w0.type)) return false;
+  PlanarArgs a = planar_args(w0, enc, enc_row_bytes, experts, rows, n_slots, 1, y[0], y_stride);
+  a.rows_per_group = 1 << 30;  // one output group per part: every CTA's rows share it
+  const int lanes = rows_lanes(a.nb);
+  a.parts.n = static_cast<int>(n);
+  int64_t ctas = 0;
+  for (size_t p = 0; p < n; ++p) {
+    const Weight& wp = *w[p];
+    DS4_CHECK(ctas <= INT_MAX);
+    a.parts.first[p] = static_cast<int>(ctas);
+    a.parts.w[p] = static_cast<const uint8_t*>(wp.data);
+    a.parts.aux[p] = a.parts.w[p] + wp.ne[1] * wp.ne[2] * a.nb * planar_body_bytes(wp.type);
+    a.parts.y[p] = y[p];
+    a.parts.out[p] = static_cast<int>(wp.ne[1]);
+    ctas += rows_ctas(wp.ne[1], lanes);
+  }
+  a.parts.first[n] = static_cast<int>(std::min<int64_t>(ctas, INT_MAX));
+  switch (w0.type) {
+    case GgufType::kQ8_0: launch_rows<FmtQ8_0>(a, ctas, stream); break;
+    case GgufType::kQ2_K: launch_rows<FmtQ2K>(a, ctas, stream); break;
+    case GgufType::kQ4_K: launch_rows<FmtQ4K>(a, ctas, stream); break;
+    case GgufType::kIQ2_XXS: launch_rows<FmtIq2Xxs>(a, ctas, stream); break;
+    default: return false;
+  }
+  return true;
+}
+
+void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
+                          const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
+                          float* y, int64_t y_stride, cudaStream_t stream,
+                          const SlotGroups* groups_by_expert, PlanarPath path) {
+  PlanarArgs a = planar_args(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride);
   if (groups_by_expert != nullptr) {
     DS4_CHECK_MSG(experts != nullptr, "planar matmul: slot groups without experts");
     a.groups = *groups_by_expert;
   }
-  a.y = y;
-  a.y_stride = y_stride;
   if (planar_uses_imma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr, path)) {
     ImmaProduct p;
     p.type = w.type;

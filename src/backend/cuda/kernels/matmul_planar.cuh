@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 
 #include "backend/backend.h"
 
@@ -55,6 +56,22 @@ struct SlotGroups {
 // (tests, to compare the two); kImma: the tensor-core kernel whenever it can (tests).
 // Every choice gives the same results.
 enum class PlanarPath : uint8_t { kAuto, kScalar, kImma };
+
+// Several products of one weight type, layout and row width that read the same activations, in
+// one launch (a decode step's products of one input: attention q_a and kv, the compressor and
+// indexer projections, an FFN's gate and up). Part p: its weights at w[p] (planar: the body
+// plane, its aux plane at aux[p]), out[p] output rows per matrix, its results at y[p]; the
+// kernel's CTAs first[p] .. first[p + 1] - 1 along the grid's x compute it (the launchers fill
+// first). Each output is computed as in a launch of its own, bit for bit.
+inline constexpr int kMaxParts = 5;
+struct ProductParts {
+  int n = 0;  // 0: the launch's own weight only
+  int first[kMaxParts + 1] = {};
+  const uint8_t* w[kMaxParts] = {};
+  const uint8_t* aux[kMaxParts] = {};
+  float* y[kMaxParts] = {};
+  int out[kMaxParts] = {};
+};
 
 // Whether launch_matmul_planar runs a product (n_slots slots, `groups` output row groups; with
 // experts, grouped by expert or not) on the tensor-core kernel. It can for Q8_0, Q2_K and IQ2_XXS
@@ -95,5 +112,15 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
                           float* y, int64_t y_stride, cudaStream_t stream,
                           const SlotGroups* groups_by_expert = nullptr,
                           PlanarPath path = PlanarPath::kAuto);
+
+// The products of w[0..n) (planar, one type and row width, one output group each) with one
+// encoded activation row (experts == nullptr: n_slots == 1) or with the n_slots expert slots
+// (experts[j], rows[j] as launch_matmul_planar's, no slot groups), on the rows kernel in one
+// launch: y[p][j * y_stride + o]. False, with nothing launched, where launch_matmul_planar would
+// not take the rows kernel for them (the caller then runs them one by one).
+bool launch_matmul_planar_parts(std::span<const Weight* const> w, std::span<float* const> y,
+                                const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                                const int32_t* rows, int64_t n_slots, int64_t y_stride,
+                                cudaStream_t stream);
 
 }  // namespace ds4::backend::cuda

@@ -466,6 +466,7 @@ struct MatmulArgs {
   // part z's double sums at partials + (z * n_slots + slot) * out + row (nullptr: no split).
   double* partials;
   int k_part;
+  ProductParts parts;  // matmul_float_row_kernel: several matrices in one launch (n >= 2)
 };
 
 // CTA c covers output rows [8t, 8t + 8) of slot c % n_slots, t = c / n_slots: consecutive CTAs
@@ -475,11 +476,12 @@ struct RowOperands {
   const uint8_t* w;
   const uint8_t* x;
 };
-__device__ RowOperands row_operands(const MatmulArgs& a, int slot, int64_t o) {
+__device__ RowOperands row_operands(const MatmulArgs& a, int slot, int64_t o,
+                                    const uint8_t* weights) {
   const int e = a.experts != nullptr ? a.experts[slot] : 0;
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
   const int64_t r = a.rows != nullptr ? a.rows[slot] : slot;
-  return {a.w + e * a.matrix_bytes + o * a.row_bytes,
+  return {weights + e * a.matrix_bytes + o * a.row_bytes,
           a.enc + r * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes};
 }
 
@@ -492,7 +494,7 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
   const int slot = static_cast<int>(blockIdx.x - tile * a.n_slots);
   const int64_t o = tile * kWarpsPerCta + warp;
   if (o >= a.out) return;  // uniform per warp
-  const RowOperands op = row_operands(a, slot, o);
+  const RowOperands op = row_operands(a, slot, o, a.w);
   typename Dot::Acc acc = Dot::partial(op.w, op.x, a.n_blocks, lane);
 #pragma unroll
   for (int off = kWarpSize / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(kFullMask, acc, off);
@@ -506,16 +508,28 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
 template <class Dot>
 __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const MatmulArgs a) {
   __shared__ double part[kWarpsPerCta];
-  const int64_t o = blockIdx.x;
+  // The CTA's matrix and row: the launch's, or its part's (each test unrolled: no parameter
+  // array indexed at run time).
+  int64_t o = blockIdx.x;
+  const uint8_t* weights = a.w;
+  float* y = a.y;
+#pragma unroll
+  for (int p = 1; p < kMaxParts; ++p) {
+    if (p < a.parts.n && static_cast<int>(blockIdx.x) >= a.parts.first[p]) {
+      o = blockIdx.x - a.parts.first[p];
+      weights = a.parts.w[p];
+      y = a.parts.y[p];
+    }
+  }
   const int slot = static_cast<int>(blockIdx.y);
   // A dense product's weight row is asked of L2 before the wait (launch.cuh).
-  if (a.experts == nullptr) prefetch_l2(a.w + o * a.row_bytes, a.row_bytes);
+  if (a.experts == nullptr) prefetch_l2(weights + o * a.row_bytes, a.row_bytes);
   kernel_begin();
-  const RowOperands op = row_operands(a, slot, o);
+  const RowOperands op = row_operands(a, slot, o, weights);
   const double total = block_sum_double(
       Dot::template partial<kCtaThreads>(op.w, op.x, a.n_blocks, static_cast<int>(threadIdx.x)),
       part);
-  if (threadIdx.x == 0) a.y[slot * a.y_stride + o] = static_cast<float>(total);
+  if (threadIdx.x == 0) y[slot * a.y_stride + o] = static_cast<float>(total);
 }
 
 // F16 / F32 weights against many slots (prefill), one matrix, one group, on the FP64 tensor cores
@@ -777,10 +791,11 @@ int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool ex
                      : 0;
 }
 
-void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
-                   const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
-                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path,
-                   void* split_scratch) {
+namespace {
+
+// launch_matmul's checks of a product (true: there is something to launch).
+bool check_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, int64_t n_slots,
+                  int groups, const float* y, int64_t y_stride) {
   const int64_t cols = w.ne[0];
   const int64_t out = w.ne[1];
   const int64_t n_mat = w.ne[2];
@@ -792,7 +807,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   DS4_CHECK_MSG(n_slots >= 0 && n_slots <= INT_MAX, "matmul: n_slots=%lld",
                 static_cast<long long>(n_slots));
   const int64_t group_bytes = encoded_row_bytes(w.type, cols);  // checks type and cols
-  if (n_slots == 0) return;
+  if (n_slots == 0) return false;
   DS4_CHECK_MSG(enc_row_bytes >= groups * group_bytes && enc_row_bytes % 4 == 0,
                 "matmul: encoded rows of %lld bytes, %d groups of %lld needed",
                 static_cast<long long>(enc_row_bytes), groups, static_cast<long long>(group_bytes));
@@ -803,13 +818,15 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
                 static_cast<long long>(kWeightAlign));
   DS4_CHECK_MSG(enc != nullptr && aligned_to(enc, 4) && y != nullptr && aligned_to(y, 4),
                 "matmul: null or misaligned buffer");
+  return true;
+}
 
-  if (w.layout == kLayoutPlanar) {
-    launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
-                         by_expert, path);
-    return;
-  }
-  DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
+// The block-layout kernels' arguments for a checked product.
+MatmulArgs matmul_args(const Weight& w, const void* enc, int64_t enc_row_bytes,
+                       const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
+                       float* y, int64_t y_stride) {
+  const int64_t cols = w.ne[0];
+  const int64_t out = w.ne[1];
   const gguf::TypeInfo info = *gguf::type_info(static_cast<uint32_t>(w.type));
   const int64_t n_blocks = cols / info.block_elems;
   DS4_CHECK(n_blocks <= INT_MAX);
@@ -817,18 +834,91 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   a.w = static_cast<const uint8_t*>(w.data);
   a.row_bytes = n_blocks * info.block_bytes;
   a.matrix_bytes = a.row_bytes * out;
-  a.n_matrices = static_cast<int>(n_mat);
+  a.n_matrices = static_cast<int>(w.ne[2]);
   a.out = static_cast<int>(out);
   a.rows_per_group = static_cast<int>(out / groups);
   a.n_blocks = static_cast<int>(n_blocks);
   a.enc = static_cast<const uint8_t*>(enc);
   a.enc_row_bytes = enc_row_bytes;
-  a.enc_group_bytes = group_bytes;
+  a.enc_group_bytes = encoded_row_bytes(w.type, cols);
   a.experts = experts;
   a.rows = rows;
   a.n_slots = static_cast<int>(n_slots);
   a.y = y;
   a.y_stride = y_stride;
+  return a;
+}
+
+// F16 / F32 rows that take a CTA each (few output rows of a long row).
+bool float_rows_per_cta(const Weight& w, int64_t n_slots) {
+  return (w.type == GgufType::kF16 || w.type == GgufType::kF32) && w.ne[1] * n_slots < 2048 &&
+         w.ne[0] >= 1024;
+}
+
+void launch_float_rows(const MatmulArgs& a, GgufType t, int64_t out, int64_t n_slots,
+                       cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
+  if (t == GgufType::kF16) {
+    launch(matmul_float_row_kernel<DotF16>, grid, kCtaThreads, 0, stream, a);
+  } else {
+    launch(matmul_float_row_kernel<DotF32>, grid, kCtaThreads, 0, stream, a);
+  }
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* const> y,
+                         const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                         const int32_t* rows, int64_t n_slots, int64_t y_stride,
+                         cudaStream_t stream) {
+  const size_t n = w.size();
+  if (n < 2 || n > static_cast<size_t>(kMaxParts) || y.size() != n) return false;
+  const Weight& w0 = *w[0];
+  for (size_t p = 0; p < n; ++p) {
+    if (!check_matmul(*w[p], enc, enc_row_bytes, n_slots, 1, y[p], y_stride)) return false;
+  }
+  if (w0.layout == kLayoutPlanar) {
+    return launch_matmul_planar_parts(w, y, enc, enc_row_bytes, experts, rows, n_slots, y_stride,
+                                      stream);
+  }
+  // Float weights of few rows, one slot: the CTA-per-row kernel, as launch_matmul runs them.
+  if (w0.layout != 0 || experts != nullptr || n_slots != 1) return false;
+  int64_t total = 0;
+  for (const Weight* wp : w) {
+    if (wp->layout != 0 || wp->type != w0.type || wp->ne[0] != w0.ne[0] || wp->ne[2] != 1 ||
+        !float_rows_per_cta(*wp, n_slots) || uses_float_tiles(wp->type, false, 1, n_slots))
+      return false;
+    total += wp->ne[1];
+  }
+  MatmulArgs a = matmul_args(w0, enc, enc_row_bytes, nullptr, rows, n_slots, 1, y[0], y_stride);
+  a.parts.n = static_cast<int>(n);
+  int64_t first = 0;
+  for (size_t p = 0; p < n; ++p) {
+    a.parts.first[p] = static_cast<int>(first);
+    a.parts.w[p] = static_cast<const uint8_t*>(w[p]->data);
+    a.parts.y[p] = y[p];
+    a.parts.out[p] = static_cast<int>(w[p]->ne[1]);
+    first += w[p]->ne[1];
+  }
+  a.parts.first[n] = static_cast<int>(first);
+  launch_float_rows(a, w0.type, total, n_slots, stream);
+  return true;
+}
+
+void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                   const int32_t* rows, int64_t n_slots, int groups, float* y, int64_t y_stride,
+                   cudaStream_t stream, const SlotGroups* by_expert, PlanarPath path,
+                   void* split_scratch) {
+  if (!check_matmul(w, enc, enc_row_bytes, n_slots, groups, y, y_stride)) return;
+  if (w.layout == kLayoutPlanar) {
+    launch_matmul_planar(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride, stream,
+                         by_expert, path);
+    return;
+  }
+  DS4_CHECK_MSG(w.layout == 0, "matmul: unknown weight layout %d", w.layout);
+  const int64_t out = w.ne[1];
+  MatmulArgs a = matmul_args(w, enc, enc_row_bytes, experts, rows, n_slots, groups, y, y_stride);
   const int64_t ctas =
       ctas_for_warps(((out + kWarpsPerCta - 1) / kWarpsPerCta) * kWarpsPerCta * n_slots);
 
@@ -840,15 +930,8 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
     return;
   }
   // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
-  if ((w.type == GgufType::kF16 || w.type == GgufType::kF32) && out * n_slots < 2048 &&
-      cols >= 1024) {
-    const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
-    if (w.type == GgufType::kF16) {
-      launch(matmul_float_row_kernel<DotF16>, grid, kCtaThreads, 0, stream, a);
-    } else {
-      launch(matmul_float_row_kernel<DotF32>, grid, kCtaThreads, 0, stream, a);
-    }
-    DS4_CUDA_CHECK_LAUNCH();
+  if (float_rows_per_cta(w, n_slots)) {
+    launch_float_rows(a, w.type, out, n_slots, stream);
     return;
   }
   switch (w.type) {

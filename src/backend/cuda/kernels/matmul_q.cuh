@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 
 #include "backend/backend.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
@@ -42,6 +43,16 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
                    cudaStream_t stream, const SlotGroups* by_expert = nullptr,
                    PlanarPath path = PlanarPath::kAuto, void* split_scratch = nullptr);
 
+// The products of w[0..n) (n <= kMaxParts; one type, layout and row width, one output group each)
+// with the same encoded activations, as launch_matmul would run each (y[p] for w[p]; experts,
+// rows, n_slots and y_stride shared), in one launch where a kernel takes parts: the F16 / F32
+// CTA-per-row kernel (one slot) and the planar rows kernel (one slot, or expert slots without
+// groups). Returns false, with nothing launched, where neither applies: the caller then runs them
+// one by one. The results are those of the separate launches, bit for bit.
+bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* const> y,
+                         const void* enc, int64_t enc_row_bytes, const int32_t* experts,
+                         const int32_t* rows, int64_t n_slots, int64_t y_stride,
+                         cudaStream_t stream);
 // Device scratch bytes launch_matmul can use for this product (0: it splits nothing).
 int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts);
 

@@ -627,6 +627,106 @@ TEST(CudaMatmulQ, EncodeEdgeCases) {
   }
 }
 
+// launch_matmul_parts: weights of one type against the same encoded rows, in one launch, give
+// what launch_matmul gives for each of them alone, bit for bit, and nothing else is written; a
+// shape no parts kernel takes is refused with nothing launched. F16 / F32: matrices of few rows
+// (the CTA-per-row kernel); planar Q8_0 / Q2_K / IQ2_XXS (8 and 32 lanes per row): one slot, and
+// the gate / up pair of an expert stack with expert slots.
+TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t seed = fresh_seed();
+  std::printf("  parts: seed %u\n", seed);
+  std::mt19937 rng(seed);
+  struct PartsCase {
+    GgufType t;
+    int64_t cols;
+    std::vector<int64_t> outs;
+    int64_t n_mat;
+    std::vector<int32_t> experts;  // empty: one slot of matrix 0
+  };
+  const std::vector<PartsCase> cases = {
+      {GgufType::kF16, 1024, {1024, 256, 64, 256, 1024}, 1, {}},
+      {GgufType::kF32, 1024, {300, 17}, 1, {}},
+      {GgufType::kQ8_0, 4096, {1024, 512}, 1, {}},
+      {GgufType::kQ8_0, 1024, {96, 40, 201}, 1, {}},
+      {GgufType::kIQ2_XXS, 1024, {64, 64}, 4, {2, 0, 3}},
+      {GgufType::kQ2_K, 512, {40, 40}, 3, {1, 1, 2, 0}},
+  };
+  for (const PartsCase& pc : cases) {
+    const std::string what = std::string(gguf::to_string(pc.t)) + " parts of " +
+                             std::to_string(pc.outs.size()) + ", seed " + std::to_string(seed);
+    const bool planar = has_planar_layout(pc.t);
+    const int64_t n_slots = pc.experts.empty() ? 1 : static_cast<int64_t>(pc.experts.size());
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n_slots * pc.cols));
+    for (float& v : x) v = normal(rng);
+    const DeviceBuffer dx = to_device(x);
+    const int64_t enc_row_bytes = encoded_row_bytes(pc.t, pc.cols);
+    DeviceBuffer denc(static_cast<size_t>(n_slots * enc_row_bytes));
+    launch_encode_rows(pc.t, dx.get<float>(), n_slots, pc.cols, pc.cols, denc.get(), nullptr);
+    const DeviceBuffer dexperts = to_device(pc.experts);
+    const int32_t* experts = pc.experts.empty() ? nullptr : dexperts.get<int32_t>();
+    const int64_t y_stride = *std::max_element(pc.outs.begin(), pc.outs.end()) + 3;
+    const size_t y_bytes = static_cast<size_t>(n_slots * y_stride) * sizeof(float);
+
+    std::vector<DeviceBuffer> stored, packed, alone, together;
+    std::vector<Weight> weights(pc.outs.size());
+    for (size_t p = 0; p < pc.outs.size(); ++p) {
+      const Case c{"parts", pc.cols, pc.outs[p], n_slots, n_slots, 1, pc.n_mat};
+      const std::vector<uint8_t> w = make_weights(pc.t, c, rng);
+      stored.push_back(to_device(w));
+      Weight& wt = weights[p];
+      wt.data = stored.back().get();
+      wt.type = pc.t;
+      wt.ne = {pc.cols, pc.outs[p], pc.n_mat};
+      if (planar) {
+        packed.emplace_back(w.size());
+        launch_pack_planar(pc.t, stored.back().get(),
+                           static_cast<int64_t>(w.size()) / gguf::block_bytes(pc.t),
+                           packed.back().get(), nullptr);
+        wt.data = packed.back().get();
+        wt.layout = kLayoutPlanar;
+      }
+      alone.emplace_back(y_bytes);
+      together.emplace_back(y_bytes);
+      alone.back().fill(0xff);
+      together.back().fill(0xff);
+      launch_matmul(wt, denc.get(), enc_row_bytes, experts, nullptr, n_slots, 1,
+                    alone.back().get<float>(), y_stride, nullptr);
+    }
+    std::vector<const Weight*> ws;
+    std::vector<float*> ys;
+    for (size_t p = 0; p < weights.size(); ++p) {
+      ws.push_back(&weights[p]);
+      ys.push_back(together[p].get<float>());
+    }
+    EXPECT_TRUE(launch_matmul_parts(ws, ys, denc.get(), enc_row_bytes, experts, nullptr, n_slots,
+                                    y_stride, nullptr))
+        << what << ": refused";
+    DS4_CUDA_CHECK(cudaDeviceSynchronize());
+    for (size_t p = 0; p < weights.size(); ++p) {
+      std::vector<uint8_t> a(y_bytes), b(y_bytes);
+      alone[p].download(a.data(), y_bytes);
+      together[p].download(b.data(), y_bytes);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), y_bytes), 0)
+          << what << ": part " << p << " differs";
+    }
+    // Two slots of one matrix go to the slots or tile kernels, which take no parts.
+    if (pc.experts.empty() && planar) {
+      DeviceBuffer denc2(static_cast<size_t>(2 * enc_row_bytes));
+      together[0].fill(0xff);
+      EXPECT_FALSE(launch_matmul_parts(ws, ys, denc2.get(), enc_row_bytes, nullptr, nullptr, 2,
+                                       y_stride, nullptr))
+          << what << ": two slots taken";
+      DS4_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<uint8_t> b(y_bytes);
+      together[0].download(b.data(), y_bytes);
+      EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](uint8_t v) { return v == 0xff; }))
+          << what << ": a refused launch wrote";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ds4::backend::cuda
 
