@@ -892,6 +892,7 @@ bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* cons
     total += wp->ne[1];
   }
   MatmulArgs a = matmul_args(w0, enc, enc_row_bytes, nullptr, rows, n_slots, 1, y[0], y_stride);
+  a.rows_per_group = 1 << 30;  // one output group per part, whatever its rows
   a.parts.n = static_cast<int>(n);
   int64_t first = 0;
   for (size_t p = 0; p < n; ++p) {

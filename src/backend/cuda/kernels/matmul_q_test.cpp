@@ -646,9 +646,9 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
   };
   const std::vector<PartsCase> cases = {
       {GgufType::kF16, 1024, {1024, 256, 64, 256, 1024}, 1, {}},
-      {GgufType::kF32, 1024, {300, 17}, 1, {}},
+      {GgufType::kF32, 1024, {17, 300}, 1, {}},  // a later part taller than the first
       {GgufType::kQ8_0, 4096, {1024, 512}, 1, {}},
-      {GgufType::kQ8_0, 1024, {96, 40, 201}, 1, {}},
+      {GgufType::kQ8_0, 1024, {40, 96, 201}, 1, {}},
       {GgufType::kIQ2_XXS, 1024, {64, 64}, 4, {2, 0, 3}},
       {GgufType::kQ2_K, 512, {40, 40}, 3, {1, 1, 2, 0}},
   };
