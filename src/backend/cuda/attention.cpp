@@ -168,14 +168,16 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
     launch_rope_qkv_store_seqs(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope,
                                groups[k], num.qat_simulation, num.f16_rows, ring_cap, stream_);
   }
-  fork_lanes(used);
+  // Without compressors (ratio 0) the runs have nothing left to queue: no fork.
+  const bool lanes = l.ratio != 0;
+  if (lanes) fork_lanes(used);
   for (int i = 0; i < n; ++i) {
     const Run& run = runs_[i];
     groups[i / kMaxSeqRows].visible[i % kMaxSeqRows] =
-        prepare_run(l, *run.c, run.span, in, run.r0, side_lanes_[run.lane], false,
-                    picks + int64_t{i} * l.index_top_k);
+        prepare_run(l, *run.c, run.span, in, run.r0, lanes ? side_lanes_[run.lane] : main_lane_,
+                    false, picks + int64_t{i} * l.index_top_k);
   }
-  join_lanes(used);
+  if (lanes) join_lanes(used);
   AttentionGeometry g;
   g.n_head = l.n_head;
   g.raw_cap = runs_[0].c->lay.raw_cap;
