@@ -90,9 +90,11 @@ class CudaBackend final : public Backend {
     // attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead of
     // one per sequence on the side lanes (an A/B, DS4_CUDA_ATTN_SEQS=1).
     bool seq_attention = false;
-    // Products of one input and weight type in one launch (Backend::matmuls, an FFN's gate and
-    // up; launch_matmul_parts) instead of one each (an A/B, DS4_CUDA_PARTS=1).
-    bool product_parts = false;
+    // Launches fused where the fused kernel computes what the separate ones do (an A/B,
+    // DS4_CUDA_FUSED=1): products of one input and weight type in one launch (Backend::matmuls,
+    // an FFN's gate and up; launch_matmul_parts), and the SwiGLU formed inside the encoding of
+    // the down projection's input (launch_encode_swiglu_rows) instead of stored first.
+    bool fused_launches = false;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -142,6 +144,11 @@ class CudaBackend final : public Backend {
   void matmul_encoded(const Weight& w, const void* enc, int64_t x_cols, const int32_t* experts,
                       const int32_t* rows, int64_t n_slots, int groups, float* y,
                       const SlotGroups* by_expert = nullptr);
+  // The down projection's input: the SwiGLU of gate and up (times the routing weights when
+  // given) encoded for `down` (fused_launches and a block type), or formed in place into gate
+  // and returned as floats for the float weights.
+  const void* encode_swiglu_for(const Weight& down, float* gate, const float* up,
+                                const float* weights, int64_t rows, int64_t cols);
   // The gate and up products of an FFN over the same activations (one encoding when the two
   // weight types match).
   void matmul_gate_up(const Weight& gate, const Weight& up, const float* x, int64_t x_rows,

@@ -45,9 +45,9 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   float* up = scratch(tmp_d_, slots * n_ff);
   matmul_gate_up(l.gate_exps, l.up_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, gate, up,
                  by_expert);
-  launch_swiglu(gate, up, d_weights, slots, n_ff, gate, stream_);
+  const void* enc_down = encode_swiglu_for(l.down_exps, gate, up, d_weights, slots, n_ff);
   float* down = scratch(tmp_e_, slots * n_embd);
-  matmul_slots(l.down_exps, gate, slots, n_ff, d_sel, nullptr, slots, 1, down, by_expert);
+  matmul_encoded(l.down_exps, enc_down, n_ff, d_sel, nullptr, slots, 1, down, by_expert);
 
   // Shared expert, then f = moe + shared.
   float* sg = scratch(tmp_f_, 2 * t_rows * n_ff + t_rows * n_embd);
@@ -55,9 +55,21 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   float* sh = su + t_rows * n_ff;
   matmul_gate_up(l.gate_shexp, l.up_shexp, n.data, t_rows, n_embd, nullptr, nullptr, t_rows, sg,
                  su);
-  launch_swiglu(sg, su, nullptr, t_rows, n_ff, sg, stream_);
-  matmul_slots(l.down_shexp, sg, t_rows, n_ff, nullptr, nullptr, t_rows, 1, sh);
+  const void* enc_sh = encode_swiglu_for(l.down_shexp, sg, su, nullptr, t_rows, n_ff);
+  matmul_encoded(l.down_shexp, enc_sh, n_ff, nullptr, nullptr, t_rows, 1, sh);
   launch_sum_slots(down, static_cast<int>(k), sh, t_rows, n_embd, out.data, stream_);
+}
+
+const void* CudaBackend::encode_swiglu_for(const Weight& down, float* gate, const float* up,
+                                           const float* weights, int64_t rows, int64_t cols) {
+  const bool block = down.type != gguf::GgufType::kF16 && down.type != gguf::GgufType::kF32;
+  if (!options_.fused_launches || !block) {
+    launch_swiglu(gate, up, weights, rows, cols, gate, stream_);
+    return encode_for(down, gate, rows, cols);
+  }
+  grow(enc_, static_cast<size_t>(encoded_row_bytes(down.type, cols) * rows));
+  launch_encode_swiglu_rows(down.type, gate, up, weights, rows, cols, enc_.get(), stream_);
+  return enc_.get();
 }
 
 // Gate and up read the same activations: one encoding serves both when their types match (as
@@ -67,9 +79,9 @@ void CudaBackend::matmul_gate_up(const Weight& gate, const Weight& up, const flo
                                  const int32_t* rows, int64_t n_slots, float* y_gate, float* y_up,
                                  const SlotGroups* by_expert) {
   const void* enc_gate = encode_for(gate, x, x_rows, x_cols);
-  // Options::product_parts: both in one launch where the rows kernel runs them (one slot, or
+  // Options::fused_launches: both in one launch where the rows kernel runs them (one slot, or
   // expert slots without groups).
-  if (options_.product_parts && up.type == gate.type && up.layout == gate.layout &&
+  if (options_.fused_launches && up.type == gate.type && up.layout == gate.layout &&
       by_expert == nullptr) {
     const Weight* ws[] = {&gate, &up};
     float* ys[] = {y_gate, y_up};

@@ -237,11 +237,7 @@ __global__ void swiglu_kernel(const float* g, const float* u, const float* weigh
   if (d >= cols) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const int64_t i = r * cols + d;
-    const float gv = fminf(g[i], 10.0f);
-    const float uv = fminf(fmaxf(u[i], -10.0f), 10.0f);
-    float v = silu(gv) * uv;
-    if (weights != nullptr) v *= weights[r];
-    out[i] = v;
+    out[i] = swiglu_value(g[i], u[i], weights != nullptr ? weights + r : nullptr);
   }
 }
 

@@ -36,6 +36,17 @@ __device__ inline float sigmoid_stable(float z) {
 
 __device__ inline float silu(float g) { return g * sigmoid_stable(g); }
 
+// The SwiGLU value of one element (dense.cuh, launch_swiglu): silu(min(g, 10)) * clamp(u, -10,
+// 10), times the routing weight w when there is one. One function for the kernel that stores it
+// and the encoder that quantizes it directly (matmul_q.cuh), so the two agree bit for bit.
+__device__ inline float swiglu_value(float g, float u, const float* w) {
+  const float gv = fminf(g, 10.0f);
+  const float uv = fminf(fmaxf(u, -10.0f), 10.0f);
+  float v = silu(gv) * uv;
+  if (w != nullptr) v *= *w;
+  return v;
+}
+
 __device__ inline float softplus(float z) {
   if (z > 20.0f) return z;
   if (z < -20.0f) return detmath::expf(z);

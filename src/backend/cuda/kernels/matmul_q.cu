@@ -102,15 +102,35 @@ __device__ __forceinline__ int encode_block() {
   return static_cast<int>(blockIdx.x) * kWarpsPerCta + static_cast<int>(threadIdx.x / kWarpSize);
 }
 
+// Where the encoders' values come from: rows of floats (x, stride), or the SwiGLU of gate and up
+// rows (cols values each, times the row's routing weight when weights is set), formed as
+// launch_swiglu forms them (device_math.cuh, swiglu_value) without storing them.
+struct FloatRows {
+  const float* x;
+  int64_t stride;
+  __device__ float operator()(int64_t r, int64_t i) const { return x[r * stride + i]; }
+};
+struct SwigluRows {
+  const float* g;
+  const float* u;
+  const float* weights;
+  int64_t cols;
+  __device__ float operator()(int64_t r, int64_t i) const {
+    const int64_t k = r * cols + i;
+    return swiglu_value(g[k], u[k], weights != nullptr ? weights + r : nullptr);
+  }
+};
+
 // One warp per 32-value block; lane i encodes value i (quantize_act_q8_0).
+template <class Src>
 __global__ void __launch_bounds__(kCtaThreads)
-    encode_q8_0_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, ActQ8_0* out) {
+    encode_q8_0_kernel(Src src, int64_t n_rows, int nb, ActQ8_0* out) {
   kernel_begin();
   const int b = encode_block();
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (b >= nb) return;  // uniform per warp
   for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
-    const float v = x[r * stride + int64_t{b} * kQ8_0Elems + lane];
+    const float v = src(r, int64_t{b} * kQ8_0Elems + lane);
     // fmax ignores NaN, as std::fmax does; the maximum does not depend on the order.
     float amax = fmaxf(0.0f, fabsf(v));
 #pragma unroll
@@ -124,8 +144,10 @@ __global__ void __launch_bounds__(kCtaThreads)
   }
 }
 
-// quantize_act_q8_k of one block xb into o, on a warp (lane = the lane).
-__device__ void encode_q8_k_block(const float* xb, int lane, BlockQ8_K& o) {
+// quantize_act_q8_k of one block (values base .. base + 255 of row r) into o, on a warp (lane =
+// the lane).
+template <class Src>
+__device__ void encode_q8_k_block(const Src& src, int64_t r, int64_t base, int lane, BlockQ8_K& o) {
   // First element of largest magnitude: per lane in index order with a strict >, then across
   // lanes by (larger magnitude, smaller index), a total order, so every lane ends with the same
   // winner. NaN never compares greater, so it is skipped as on the CPU.
@@ -135,7 +157,7 @@ __device__ void encode_q8_k_block(const float* xb, int lane, BlockQ8_K& o) {
   int idx = kSuperElems;
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    v[k] = xb[lane + kWarpSize * k];
+    v[k] = src(r, base + lane + kWarpSize * k);
     const float ax = fabsf(v[k]);
     if (ax > amax) {
       amax = ax;
@@ -175,15 +197,34 @@ __device__ void encode_q8_k_block(const float* xb, int lane, BlockQ8_K& o) {
 }
 
 // One warp per 256-value block; lane i holds values i + 32k, k < 8 (quantize_act_q8_k).
+template <class Src>
 __global__ void __launch_bounds__(kCtaThreads)
-    encode_q8_k_kernel(const float* x, int64_t n_rows, int nb, int64_t stride, BlockQ8_K* out) {
+    encode_q8_k_kernel(Src src, int64_t n_rows, int nb, BlockQ8_K* out) {
   kernel_begin();
   const int b = encode_block();
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (b >= nb) return;  // uniform per warp
   for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
-    encode_q8_k_block(x + r * stride + int64_t{b} * kSuperElems, lane, out[r * nb + b]);
+    encode_q8_k_block(src, r, int64_t{b} * kSuperElems, lane, out[r * nb + b]);
   }
+}
+
+// The block encoders of weight type t (Q8_0 or a Q8_K type) over n_rows rows of cols values.
+template <class Src>
+void launch_encode_blocks(GgufType t, Src src, int64_t n_rows, int64_t cols, void* out,
+                          cudaStream_t stream) {
+  if (t == GgufType::kQ8_0) {
+    const int64_t nb = cols / kQ8_0Elems;
+    DS4_CHECK(nb <= INT_MAX);
+    launch(encode_q8_0_kernel<Src>, encode_grid(n_rows, nb), kCtaThreads, 0, stream, src, n_rows,
+           static_cast<int>(nb), static_cast<ActQ8_0*>(out));
+  } else {  // Q2_K, Q4_K, IQ2_XXS: Q8_K activations
+    const int64_t nb = cols / kSuperElems;
+    DS4_CHECK(nb <= INT_MAX);
+    launch(encode_q8_k_kernel<Src>, encode_grid(n_rows, nb), kCtaThreads, 0, stream, src, n_rows,
+           static_cast<int>(nb), static_cast<BlockQ8_K*>(out));
+  }
+  DS4_CUDA_CHECK_LAUNCH();
 }
 
 // Adds this iteration's block terms (held by each group's leader lane) to lane 0's accumulator
@@ -769,19 +810,19 @@ void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_
                                      stream));
     return;
   }
-  if (t == GgufType::kQ8_0) {
-    const int64_t nb = cols / kQ8_0Elems;
-    DS4_CHECK(nb <= INT_MAX);
-    launch(encode_q8_0_kernel, encode_grid(n_rows, nb), kCtaThreads, 0, stream, x, n_rows,
-           static_cast<int>(nb), stride, static_cast<ActQ8_0*>(out));
-    DS4_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  const int64_t nb = cols / kSuperElems;  // Q2_K, Q4_K, IQ2_XXS: Q8_K activations
-  DS4_CHECK(nb <= INT_MAX);
-  launch(encode_q8_k_kernel, encode_grid(n_rows, nb), kCtaThreads, 0, stream, x, n_rows,
-         static_cast<int>(nb), stride, static_cast<BlockQ8_K*>(out));
-  DS4_CUDA_CHECK_LAUNCH();
+  launch_encode_blocks(t, FloatRows{x, stride}, n_rows, cols, out, stream);
+}
+
+void launch_encode_swiglu_rows(gguf::GgufType t, const float* g, const float* u,
+                               const float* weights, int64_t n_rows, int64_t cols, void* out,
+                               cudaStream_t stream) {
+  DS4_CHECK_MSG(t != GgufType::kF16 && t != GgufType::kF32 && n_rows >= 0,
+                "encode swiglu: a block type and rows needed");
+  encoded_row_bytes(t, cols);  // checks t and cols
+  if (n_rows == 0 || cols == 0) return;
+  DS4_CHECK_MSG(g != nullptr && u != nullptr && out != nullptr && aligned_to(out, 4),
+                "encode swiglu: null or misaligned buffer");
+  launch_encode_blocks(t, SwigluRows{g, u, weights, cols}, n_rows, cols, out, stream);
 }
 
 int64_t matmul_split_bytes(const Weight& w, int64_t n_slots, int groups, bool experts) {

@@ -24,6 +24,12 @@ int64_t encoded_row_bytes(gguf::GgufType t, int64_t cols);
 // F16/F32 weights it copies the floats.
 void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_t cols,
                         int64_t stride, void* out, cudaStream_t stream);
+// Encodes for block weight type t (not F16 / F32) the SwiGLU rows launch_swiglu would form from
+// g and u (n_rows rows of cols values, weights optional: one per row), without storing them:
+// the same bytes as launch_swiglu followed by launch_encode_rows.
+void launch_encode_swiglu_rows(gguf::GgufType t, const float* g, const float* u,
+                               const float* weights, int64_t n_rows, int64_t cols, void* out,
+                               cudaStream_t stream);
 
 // For each slot j < n_slots and output row o < w.ne[1]:
 //   y[j * y_stride + o] = dot(matrix e_j of w, row o ; encoded row r_j, elements

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/kernel_test.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "base/f16.h"
@@ -723,6 +724,43 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
       together[0].download(b.data(), y_bytes);
       EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](uint8_t v) { return v == 0xff; }))
           << what << ": a refused launch wrote";
+    }
+  }
+}
+
+// launch_encode_swiglu_rows writes the bytes of launch_swiglu then launch_encode_rows, for Q8_0
+// and Q8_K activations, with and without routing weights; values past the clamps (|g|, |u| >
+// 10) included.
+TEST(CudaMatmulQ, SwigluEncodingEqualsTheSwigluThenItsEncoding) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  constexpr int64_t kRows = 7, kCols = 2048;
+  std::vector<float> g(kRows * kCols), u(kRows * kCols), w(kRows);
+  for (float& v : g) v = normal(rng);
+  for (float& v : u) v = normal(rng);
+  for (float& v : w) v = std::fabs(normal(rng));
+  const DeviceBuffer dg = to_device(g), du = to_device(u), dw = to_device(w);
+  for (GgufType t : {GgufType::kQ8_0, GgufType::kQ2_K}) {
+    for (const bool weighted : {false, true}) {
+      const std::string what = std::string(gguf::to_string(t)) + (weighted ? " weighted" : "") +
+                               " seed " + std::to_string(seed);
+      const float* weights = weighted ? dw.get<float>() : nullptr;
+      const size_t bytes = static_cast<size_t>(kRows * encoded_row_bytes(t, kCols));
+      DeviceBuffer dv(sizeof(float) * g.size()), a(bytes), b(bytes);
+      a.fill(0x5a);
+      b.fill(0xa5);
+      launch_swiglu(dg.get<float>(), du.get<float>(), weights, kRows, kCols, dv.get<float>(),
+                    nullptr);
+      launch_encode_rows(t, dv.get<float>(), kRows, kCols, kCols, a.get(), nullptr);
+      launch_encode_swiglu_rows(t, dg.get<float>(), du.get<float>(), weights, kRows, kCols, b.get(),
+                                nullptr);
+      DS4_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<uint8_t> ha(bytes), hb(bytes);
+      a.download(ha.data(), bytes);
+      b.download(hb.data(), bytes);
+      EXPECT_EQ(std::memcmp(ha.data(), hb.data(), bytes), 0) << what << ": encodings differ";
     }
   }
 }
