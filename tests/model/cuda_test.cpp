@@ -75,7 +75,7 @@ TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
   }
 }
 
-// DS4_CUDA_ATTN_SEQS=1 (CudaBackend::Options::seq_attention): a step of one decode row in each
+// DS4_CUDA_ATTN_SEQS=0 / 1 (CudaBackend::Options::seq_attention): a step of one decode row in each
 // of several sequences launches its RoPE stores and sink attention once for all rows instead of
 // once per sequence. Each row's arithmetic is the per-sequence kernels', so the batched run is
 // bit-identical with the switch off and on, quantized canonical mode included (tiny's indexer

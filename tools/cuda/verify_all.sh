@@ -25,17 +25,6 @@
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   chunk24  the same with 2048- and 4096-row prefill chunks
-#   hcab     the same with the decode HC pre-step's row product in one pass
-#            (DS4_CUDA_HC_ONEPASS=0 and 1; the probes are compared, not required to agree)
-#   checkhc  ds4-cuda-check with DS4_CUDA_HC_ONEPASS=1 (the tolerances of the one-pass product)
-#   treeab   the same A/B with the decode rows kernel's sums as a butterfly over the row's lanes
-#            (DS4_CUDA_ROWS_TREE=0 and 1; probes compared, not required to agree)
-#   checktree ds4-cuda-check with DS4_CUDA_ROWS_TREE=1 (matmul_check's bit-exact dots do not apply)
-#   fusedab  the same A/B with the fused launches (products of one input and weight type in one
-#            launch: q_a and kv, the compressor and indexer projections, an FFN's gate and up;
-#            the SwiGLU inside the down projection's encoding: DS4_CUDA_FUSED=0 and 1); the probes
-#            must agree (the fused kernels compute what the separate launches do)
-#   checkfused ds4-cuda-check with DS4_CUDA_FUSED=1
 #   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
 #            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
@@ -145,9 +134,6 @@ has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
 # checkon VAR: ds4-cuda-check with VAR=1 (an alternative path under test), its table only.
 checkon() { env "$1=1" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
 export -f checkon
-has checkhc && step checkhc 300 checkon DS4_CUDA_HC_ONEPASS && tail -3 "$out/checkhc.log"
-has checktree && step checktree 300 checkon DS4_CUDA_ROWS_TREE && tail -3 "$out/checktree.log"
-has checkfused && step checkfused 300 checkon DS4_CUDA_FUSED && tail -3 "$out/checkfused.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
@@ -243,9 +229,6 @@ has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
-has hcab && step hcab 400 ab hcab DS4_CUDA_HC_ONEPASS 0 1 any && tail -4 "$out/hcab.log"
-has treeab && step treeab 400 ab treeab DS4_CUDA_ROWS_TREE 0 1 any && tail -4 "$out/treeab.log"
-has fusedab && step fusedab 400 ab fusedab DS4_CUDA_FUSED 0 1 && tail -4 "$out/fusedab.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done

@@ -88,13 +88,11 @@ class CudaBackend final : public Backend {
     bool blas = true;
     // A batched decode step (one row in each of several sequences): the RoPE store and the sink
     // attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead of
-    // one per sequence on the side lanes (an A/B, DS4_CUDA_ATTN_SEQS=1).
-    bool seq_attention = false;
-    // Launches fused where the fused kernel computes what the separate ones do (an A/B,
-    // DS4_CUDA_FUSED=1): products of one input and weight type in one launch (Backend::matmuls,
-    // an FFN's gate and up; launch_matmul_parts), and the SwiGLU formed inside the encoding of
-    // the down projection's input (launch_encode_swiglu_rows) instead of stored first.
-    bool fused_launches = false;
+    // one per sequence on the side lanes (false, DS4_CUDA_ATTN_SEQS=0: the path of steps whose
+    // sequences have several rows, for the test that compares the two). On the H200, steps of 4 /
+    // 8 / 16 Flash q2 sessions: 20.9 / 34.1 / 57.6 ms on the lanes, 20.3 / 33.0 / 55.2 in one
+    // launch (2026-12-02).
+    bool seq_attention = true;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -145,7 +143,7 @@ class CudaBackend final : public Backend {
                       const int32_t* rows, int64_t n_slots, int groups, float* y,
                       const SlotGroups* by_expert = nullptr);
   // The down projection's input: the SwiGLU of gate and up (times the routing weights when
-  // given) encoded for `down` (fused_launches and a block type), or formed in place into gate
+  // given) encoded for `down` (a block type), or formed in place into gate
   // and returned as floats for the float weights.
   const void* encode_swiglu_for(const Weight& down, float* gate, const float* up,
                                 const float* weights, int64_t rows, int64_t cols);

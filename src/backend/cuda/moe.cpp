@@ -63,7 +63,7 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
 const void* CudaBackend::encode_swiglu_for(const Weight& down, float* gate, const float* up,
                                            const float* weights, int64_t rows, int64_t cols) {
   const bool block = down.type != gguf::GgufType::kF16 && down.type != gguf::GgufType::kF32;
-  if (!options_.fused_launches || !block) {
+  if (!block) {
     launch_swiglu(gate, up, weights, rows, cols, gate, stream_);
     return encode_for(down, gate, rows, cols);
   }
@@ -79,9 +79,9 @@ void CudaBackend::matmul_gate_up(const Weight& gate, const Weight& up, const flo
                                  const int32_t* rows, int64_t n_slots, float* y_gate, float* y_up,
                                  const SlotGroups* by_expert) {
   const void* enc_gate = encode_for(gate, x, x_rows, x_cols);
-  // Options::fused_launches: both in one launch where the rows kernel runs them (one slot, or
-  // expert slots without groups).
-  if (options_.fused_launches && up.type == gate.type && up.layout == gate.layout &&
+  // Both in one launch where the rows kernel runs them (one slot, or expert slots without
+  // groups).
+  if (up.type == gate.type && up.layout == gate.layout &&
       by_expert == nullptr) {
     const Weight* ws[] = {&gate, &up};
     float* ys[] = {y_gate, y_up};

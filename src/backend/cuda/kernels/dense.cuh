@@ -38,10 +38,6 @@ struct HcPreArgs {
   const float* norm = nullptr;  // optional
   float* normed = nullptr;
   unsigned* tickets = nullptr;
-  // The decode kernel's row product in the pass that sums the squares (rms times the sum of
-  // w x, where the default sums w (x rms) in a second pass): an A/B of DS4_CUDA_HC_ONEPASS=1, set
-  // by launch_hc_pre, not yet measured on a GPU.
-  bool one_pass = false;
 };
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows);
 // From this many rows the HC pre-step is a batch: launch_hc_pre gives each row a CTA of its own

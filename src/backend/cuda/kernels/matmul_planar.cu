@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
@@ -72,11 +71,6 @@ struct PlanarArgs {
   int64_t y_stride;
   bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
   bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
-  // planar_rows_kernel / planar_slots_kernel: each lane adds its own blocks' terms (per slot) and
-  // the row's lanes are summed by a butterfly at the end, instead of every term being added in
-  // block order (an A/B of DS4_CUDA_ROWS_TREE=1, not yet measured on a GPU; the sums' order
-  // differs from the CPU's).
-  bool tree_fold;
   ProductParts parts;  // planar_rows_kernel: several matrices in one launch (n >= 2)
 };
 
@@ -101,12 +95,6 @@ __device__ inline CtaMatrix cta_matrix(const PlanarArgs& a) {
     }
   }
   return m;
-}
-
-// Bytes of the slots kernel's fold lines (8 warps of warp_terms terms), a multiple of 16.
-template <class Term>
-__host__ __device__ constexpr int64_t slots_fold_bytes(int warp_terms) {
-  return (int64_t{kThreads / 32} * warp_terms * static_cast<int64_t>(sizeof(Term)) + 15) / 16 * 16;
 }
 
 // The slots a CTA serves (ids, count) and their matrix. Without groups: slots
@@ -209,11 +197,13 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 }
 
 // One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
-// row: lane l forms the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring
-// blocks coalesce across the lanes), and each round's kLanes terms reach every lane of the row
-// by shuffles and are added in block order, so the fold is the tile kernel's, bit for bit, with
-// no shared memory round trip or barrier per chunk. Two rounds of loads are in flight, and the
-// next two rounds' loads are issued before this round's fold.
+// row: lane l forms and sums the terms of blocks l, l + kLanes, .. (its 16-byte loads of
+// neighbouring blocks coalesce across the lanes), and a butterfly over the row's lanes adds the
+// lanes' sums at the end. That order differs from the CPU's left-to-right fold (a tolerance in
+// matmul_q_test.cpp); the in-order fold it replaced shuffled every term to every lane and decoded
+// Flash q2 at 80.8 / 80.3 tokens/s at 2k / 8k where this gives 85.1 / 88.7 (H200, 2026-12-02,
+// bench/h200.md). Two rounds of loads are in flight, and the next two rounds' loads are issued
+// before this round's terms are formed.
 // With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
 // into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
 // bank conflicts), which from global memory costs a cache line per lane and load.
@@ -265,56 +255,32 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
     const Term t0 = term(wa, ba);
     const Term t1 = term(wb, bb);
     if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
-    if (a.tree_fold) {  // this lane's own blocks; the row's lanes are added after the loop
-      if (ba < a.nb) acc = planar::add_term(acc, t0);
-      if (bb < a.nb) acc = planar::add_term(acc, t1);
-      continue;
-    }
-#pragma unroll
-    for (int j = 0; j < kLanes; ++j) {
-      const Term v = planar::shfl_term(t0, j, kLanes);
-      if (b0 + j < a.nb) acc = planar::add_term(acc, v);
-    }
-#pragma unroll
-    for (int j = 0; j < kLanes; ++j) {
-      const Term v = planar::shfl_term(t1, j, kLanes);
-      if (b0 + kLanes + j < a.nb) acc = planar::add_term(acc, v);
-    }
+    if (ba < a.nb) acc = planar::add_term(acc, t0);
+    if (bb < a.nb) acc = planar::add_term(acc, t1);
   }
-  if (a.tree_fold) {
 #pragma unroll
-    for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  }
+  for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
   if (lane == 0 && o_raw < m.out) m.y[slot * a.y_stride + o] = F::finish(acc);
 }
 
 // kSlots (2, 4 or 8) slots of one matrix per CTA (a batched decode step of a few sessions),
 // kLanes lanes per output row: the lanes load the weights as planar_rows_kernel does and form
-// every slot's terms from one load; each round's terms go to shared memory, and one lane per
-// (row, slot) adds them in block order (bit for bit the tile kernel's fold), so the fold costs a
-// lane's adds per slot rather than every lane's shuffles. The activation rows are staged as there
-// (a.stage_x). The grid is (row CTAs, slot groups), or (slot groups, row CTAs) with
+// every slot's terms from one load, each lane summing its own blocks per slot, and a butterfly
+// per slot adds the row's lanes (the rows kernel's order). The activation rows are staged as
+// there (a.stage_x). The grid is (row CTAs, slot groups), or (slot groups, row CTAs) with
 // a.slot_groups_in_x: the slot groups of one weight tile run side by side and share its reads
 // in L2.
 template <class F, int kLanes, int kSlots>
 __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs a) {
-  static_assert(kSlots <= kLanes, "one folding lane per (row, slot) of a warp");
-  using Term = typename F::Term;
-  constexpr int kRowsPerWarp = 32 / kLanes;
-  constexpr int kRound = 2 * kLanes;  // blocks per round
-  constexpr int kPitch = kRound + 1;  // padded: the folding lanes' reads fall in different banks
-  constexpr int kWarpTerms = kRowsPerWarp * kSlots * kPitch;
-  extern __shared__ __align__(16) uint8_t smem[];
+  extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
-  Term* fold = reinterpret_cast<Term*>(smem);
-  uint8_t* x_stage = smem + slots_fold_bytes<Term>(kWarpTerms);
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, wl = tid % 32;
+  const int tid = static_cast<int>(threadIdx.x);
   const int row_cta = static_cast<int>(a.slot_groups_in_x ? blockIdx.y : blockIdx.x);
   const int slot0 = static_cast<int>(a.slot_groups_in_x ? blockIdx.x : blockIdx.y) * kSlots;
   const int ns = min(kSlots, a.n_slots - slot0);
   const int lane = tid % kLanes;
   const int64_t o_raw = (static_cast<int64_t>(row_cta) * kThreads + tid) / kLanes;
-  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;  // every lane reaches the barriers
+  const int64_t o = o_raw < a.out ? o_raw : a.out - 1;  // every lane reaches the shuffles
   const int64_t blk0 = o * a.nb;
   auto load = [&](int b) {
     typename F::W w{};
@@ -348,66 +314,32 @@ __global__ void __launch_bounds__(kThreads) planar_slots_kernel(const PlanarArgs
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
-  // DS4_CUDA_ROWS_TREE: each lane sums its own blocks per slot, then a butterfly per slot. A loop
-  // of its own (the rows kernel shares one): kSlots sums live beside the fold pointers would
-  // raise the ordered loop's registers.
-  if (a.tree_fold) {
-    float sums[kSlots];
+  constexpr int kRound = 2 * kLanes;  // blocks per round
+  float sums[kSlots];
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) sums[s] = 0.0f;
-    for (int b0 = 0; b0 < a.nb; b0 += kRound) {
-      const int ba = b0 + lane, bb = b0 + kLanes + lane;
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        if (ba < a.nb)
-          sums[s] = planar::add_term(sums[s], F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables));
-        if (bb < a.nb)
-          sums[s] = planar::add_term(sums[s], F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables));
-      }
-      if (b0 + kRound < a.nb) wa = load(ba + kRound), wb = load(bb + kRound);
-    }
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-#pragma unroll
-      for (int off = kLanes / 2; off > 0; off /= 2)
-        sums[s] += __shfl_xor_sync(0xffffffffu, sums[s], off);
-    }
-    if (lane == 0 && o_raw < a.out) {
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        if (s < ns) a.y[int64_t{slot0 + s} * a.y_stride + o] = F::finish(sums[s]);
-      }
-    }
-    return;
-  }
-  // This lane's terms of a round go to its row's kSlots lines; lane wl < kRowsPerWarp * kSlots
-  // folds line wl (row wl / kSlots of the warp, slot wl % kSlots).
-  Term* mine = fold + warp * kWarpTerms + (wl / kLanes) * kSlots * kPitch;
-  const Term* line = fold + warp * kWarpTerms + wl * kPitch;
-  const bool folds = wl < kRowsPerWarp * kSlots;
-  float acc = 0.0f;
+  for (int s = 0; s < kSlots; ++s) sums[s] = 0.0f;
   for (int b0 = 0; b0 < a.nb; b0 += kRound) {
     const int ba = b0 + lane, bb = b0 + kLanes + lane;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      mine[s * kPitch + lane] =
-          ba < a.nb ? F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables) : Term{};
-      mine[s * kPitch + kLanes + lane] =
-          bb < a.nb ? F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables) : Term{};
+      if (ba < a.nb)
+        sums[s] = planar::add_term(sums[s], F::term(wa, x[s] + int64_t{ba} * F::kXBytes, tables));
+      if (bb < a.nb)
+        sums[s] = planar::add_term(sums[s], F::term(wb, x[s] + int64_t{bb} * F::kXBytes, tables));
     }
     if (b0 + kRound < a.nb) wa = load(ba + kRound), wb = load(bb + kRound);
-    __syncwarp();
-    if (folds) {
-      const int n = min(kRound, a.nb - b0);
-      for (int j = 0; j < n; ++j) acc = planar::add_term(acc, line[j]);
-    }
-    __syncwarp();
   }
-  if (folds) {
-    const int s = wl % kSlots;
-    const int64_t row =
-        (static_cast<int64_t>(row_cta) * kThreads + warp * 32) / kLanes + wl / kSlots;
-    if (s < ns && row < a.out) a.y[int64_t{slot0 + s} * a.y_stride + row] = F::finish(acc);
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+#pragma unroll
+    for (int off = kLanes / 2; off > 0; off /= 2)
+      sums[s] += __shfl_xor_sync(0xffffffffu, sums[s], off);
+  }
+  if (lane == 0 && o_raw < a.out) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (s < ns) a.y[int64_t{slot0 + s} * a.y_stride + o] = F::finish(sums[s]);
+    }
   }
 }
 
@@ -464,8 +396,8 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
 constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
 // The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
 // blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
-// them) and more loads in flight per thread; the fold, and so the result, is the same. On the
-// H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
+// them) and more loads in flight per thread (the lanes' sums, and so the last bits, differ). On
+// the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
 // Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
 // slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
@@ -482,12 +414,6 @@ int64_t planar_body_bytes(GgufType t) {
     case GgufType::kIQ2_XXS: return FmtIq2Xxs::kBody;
     default: DS4_CHECK_MSG(false, "planar matmul: unsupported type"); return 0;
   }
-}
-
-// DS4_CUDA_ROWS_TREE=1: PlanarArgs::tree_fold in the rows and slots kernels (an A/B).
-bool rows_tree() {
-  static const bool on = env_switch("DS4_CUDA_ROWS_TREE", false);
-  return on;
 }
 
 // Lanes per output row of the rows and slots kernels for rows of nb blocks.
@@ -528,7 +454,6 @@ void launch_rows(PlanarArgs a, int64_t ctas, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
   const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
   a.stage_x = stageable(a, lanes, x_bytes);
-  a.tree_fold = rows_tree();
   const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
   by_lanes(lanes, [&](auto lanes_c) {
     launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
@@ -557,13 +482,11 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                           : dim3(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
     a.stage_x = stageable(a, lanes, x_bytes);
-    a.tree_fold = rows_tree();
-    by_lanes(lanes, [&](auto lanes_c) {
+      by_lanes(lanes, [&](auto lanes_c) {
       constexpr int kL = decltype(lanes_c)::value;
       auto go = [&](auto slots_c) {
         constexpr int kS = decltype(slots_c)::value;
-        const int64_t fold = slots_fold_bytes<typename F::Term>((32 / kL) * kS * (2 * kL + 1));
-        const size_t smem = static_cast<size_t>(fold + (a.stage_x ? x_bytes : 0));
+        const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
         DS4_CUDA_CHECK(cudaFuncSetAttribute(planar_slots_kernel<F, kL, kS>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(smem)));
@@ -665,6 +588,12 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   // slots fill two of the CTA's four slot tiles and an expert should average a slot.
   if (!experts) return n_slots > kSlotsMaxSlots;
   return n_slots >= 16 && n_slots >= w.ne[2];
+}
+
+bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts,
+                           bool grouped, PlanarPath path) {
+  if (grouped || planar_uses_imma(w, n_slots, groups, experts, grouped, path)) return false;
+  return experts || n_slots <= kSlotsMaxSlots;  // launch_planar's rows and slots kernels
 }
 
 namespace {

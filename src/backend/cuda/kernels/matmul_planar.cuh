@@ -4,12 +4,13 @@
 // scales), each stored as its own plane, so a thread reads its block with 16-byte loads.
 // Q4_K blocks (144 bytes, already aligned) are kept whole as the body, with no aux plane.
 //
-// Results are bit-identical to the CPU reference dots (quant/dot_ref.cpp): integer block sums are
-// exact, every block term is formed with the reference's float operations, and each output's
-// terms are added in block order by one thread (the terms of a chunk of blocks are computed in
-// parallel, parked in shared memory, then folded in order). Products with many slots per CTA
-// (prefill) go to the tensor-core kernel over the same layout (matmul_imma.cuh), with the same
-// results.
+// Every block term equals the CPU reference's (quant/dot_ref.cpp): integer block sums are exact and
+// every term is formed with the reference's float operations. The tile kernel (slots grouped by
+// expert, or more slots than the slots kernel takes) adds each output's terms in block order on
+// one thread, so it is bit-identical to the reference, as is the tensor-core kernel over the same
+// layout (matmul_imma.cuh, prefill). The decode kernels (rows: one slot per CTA; slots: 2-16
+// slots of one matrix) sum each lane's blocks and then the lanes by a butterfly: the same terms
+// in another order (planar_sums_reordered; a tolerance in matmul_q_test.cpp).
 // Owns: the planar layout (plane sizes and offsets), the pack kernel, slot grouping and the planar
 // matmul launcher (which picks the kernel). Does not own: activation encoding (matmul_q.cuh), the
 // tensor-core kernel (matmul_imma.cuh) or the block layouts (quant/blocks.h).
@@ -81,6 +82,10 @@ struct ProductParts {
 // slots as matrices.
 bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                       PlanarPath path);
+// Whether launch_matmul_planar with these arguments (and not on the tensor cores) takes a decode
+// kernel, whose sums are in another order than the reference's (above).
+bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts,
+                           bool grouped, PlanarPath path);
 
 // The expert whose groups contain group g, given each expert's first group (group_first[e],
 // non-decreasing, n_matrices + 1 entries, g < group_first[n_matrices]): a binary search.
@@ -106,7 +111,7 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
 
 // launch_matmul's contract (matmul_q.cuh) for a weight in the planar layout; with
 // `groups_by_expert` (from the same experts), slots are visited by expert group; `path` picks the
-// kernel (planar_uses_imma). The results are identical in every case.
+// kernel (planar_uses_imma, planar_sums_reordered).
 void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_bytes,
                           const int32_t* experts, const int32_t* rows, int64_t n_slots, int groups,
                           float* y, int64_t y_stride, cudaStream_t stream,
