@@ -81,8 +81,7 @@ void CudaBackend::matmul_gate_up(const Weight& gate, const Weight& up, const flo
   const void* enc_gate = encode_for(gate, x, x_rows, x_cols);
   // Both in one launch where the rows kernel runs them (one slot, or expert slots without
   // groups).
-  if (up.type == gate.type && up.layout == gate.layout &&
-      by_expert == nullptr) {
+  if (up.type == gate.type && up.layout == gate.layout && by_expert == nullptr) {
     const Weight* ws[] = {&gate, &up};
     float* ys[] = {y_gate, y_up};
     if (launch_matmul_parts(ws, ys, enc_gate, encoded_row_bytes(gate.type, x_cols), experts, rows,

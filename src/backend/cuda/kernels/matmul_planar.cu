@@ -71,7 +71,7 @@ struct PlanarArgs {
   int64_t y_stride;
   bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
   bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
-  ProductParts parts;  // planar_rows_kernel: several matrices in one launch (n >= 2)
+  ProductParts parts;     // planar_rows_kernel: several matrices in one launch (n >= 2)
 };
 
 // The matrix a rows-kernel CTA works on: the launch's, or its part's (ProductParts), and the
@@ -482,7 +482,7 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
                           : dim3(static_cast<unsigned>(ctas), static_cast<unsigned>(slot_groups));
     const int64_t x_bytes = int64_t{a.nb} * F::kXBytes * slots;
     a.stage_x = stageable(a, lanes, x_bytes);
-      by_lanes(lanes, [&](auto lanes_c) {
+    by_lanes(lanes, [&](auto lanes_c) {
       constexpr int kL = decltype(lanes_c)::value;
       auto go = [&](auto slots_c) {
         constexpr int kS = decltype(slots_c)::value;
@@ -590,8 +590,8 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   return n_slots >= 16 && n_slots >= w.ne[2];
 }
 
-bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts,
-                           bool grouped, PlanarPath path) {
+bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                           PlanarPath path) {
   if (grouped || planar_uses_imma(w, n_slots, groups, experts, grouped, path)) return false;
   return experts || n_slots <= kSlotsMaxSlots;  // launch_planar's rows and slots kernels
 }

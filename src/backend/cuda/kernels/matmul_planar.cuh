@@ -84,8 +84,8 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
                       PlanarPath path);
 // Whether launch_matmul_planar with these arguments (and not on the tensor cores) takes a decode
 // kernel, whose sums are in another order than the reference's (above).
-bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts,
-                           bool grouped, PlanarPath path);
+bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                           PlanarPath path);
 
 // The expert whose groups contain group g, given each expert's first group (group_first[e],
 // non-decreasing, n_matrices + 1 entries, g < group_first[n_matrices]): a binary search.

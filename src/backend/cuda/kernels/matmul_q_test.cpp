@@ -315,8 +315,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
     std::vector<float> y(static_cast<size_t>(c.n_slots * y_stride));
     dy.download(y.data(), y.size() * sizeof(float));
 
-    const bool exact = planar && !planar_sums_reordered(wt, c.n_slots, c.groups,
-                                                        !c.experts.empty(), grouped, path);
+    const bool exact = planar && !planar_sums_reordered(wt, c.n_slots, c.groups, !c.experts.empty(),
+                                                        grouped, path);
     int64_t bad = 0;
     double worst = 0.0;  // largest |gpu - cpu| / S seen
     for (int64_t j = 0; j < c.n_slots; ++j) {
@@ -327,7 +327,7 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
         const double tol = exact ? 0.0 : kReorderTol * ref.scale + kTolFloor;
         if (ref.scale > 0.0) worst = std::max(worst, err / ref.scale);
         const bool ok = exact ? std::bit_cast<uint32_t>(got) == std::bit_cast<uint32_t>(ref.value)
-                               : std::isfinite(got) && err <= tol;
+                              : std::isfinite(got) && err <= tol;
         if (ok) continue;
         if (bad++ < kMaxReports) {
           std::printf("  %s: slot %lld row %lld: gpu %.9g cpu %.9g (|diff| %.3g, tol %.3g)\n",
