@@ -189,7 +189,7 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
     g.max_rows = std::max(g.max_rows, std::min(g.raw_cap, p_end) + max_compressed(l, p_end));
   }
   const int rows = std::min(n, kMaxSeqRows);
-  float* sc = scratch(main_lane_.scores, int64_t{rows} * l.n_head * (g.max_rows + 1));
+  float* sc = scratch(main_lane_.scores, attention_scratch_floats(l.n_head, g.max_rows, rows));
   for (size_t k = 0; k < groups.size(); ++k) {
     const int64_t r0 = int64_t{kMaxSeqRows} * static_cast<int64_t>(k);
     launch_attention_seqs(in.q.row(r0), in.q.cols, g, groups[k],
@@ -214,7 +214,8 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
   const int64_t rows_reserved =
       single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;
-  float* sc = scratch(where.scores, int64_t{run.n} * l.n_head * (rows_reserved + 1));
+  float* sc = scratch(where.scores,
+                      attention_scratch_floats(l.n_head, static_cast<int>(rows_reserved), run.n));
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
                    static_cast<const float*>(l.sinks.data), rope_arg(l.rope), run, sc, out.row(r0),
                    out.cols, where.stream);

@@ -3,10 +3,12 @@
 // position p0 + t (t = its row in the batch) and everything that follows from it. Built with
 // -fmad=false; each row's float operations are those of backend/cpu/attention.cpp, in its order.
 #include <algorithm>
+#include <type_traits>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/attention.cuh"
 #include "backend/cuda/kernels/attention_rows.cuh"
+#include "backend/cuda/kernels/attention_split.cuh"
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/lane_rules.h"
@@ -655,11 +657,21 @@ dim3 sum_grid(const AttentionGeometry& g, int heads, int dims, int n) {
   return dim3((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), n);
 }
 
-// A few rows (decode): the scores with a warp per head, then the 4-head weighted sum.
+// A few rows (decode): the scores with a warp per head, then the 4-head weighted sum (or, with
+// DS4_CUDA_ATTN_SPLIT=1, attention_split.cuh's kernels).
 template <class Src>
 void launch_decode_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                              const Src& src, int n, const float* sinks, const RopeArg& rope,
                              float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
+  if (attention_split_on()) {
+    if constexpr (std::is_same_v<Src, OneRun>) {
+      launch_attention_split(q, q_stride, g, src.ring, src.comp, src.visible_all, sinks, rope,
+                             RowSpan{src.p0, n}, scratch, out, out_stride, s);
+    } else {
+      launch_attention_split_seqs(q, q_stride, g, src.r, sinks, rope, scratch, out, out_stride, s);
+    }
+    return;
+  }
   const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
                   (g.n_head + kScoreHeads - 1) / kScoreHeads, n);
   launch(attention_scores_kernel<Src>, grid, 32 * kScoreHeads, 0, s, q, q_stride, g, src, scratch);
@@ -735,6 +747,12 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
   if (rows.n == 0) return;
   launch(indexer_query_kernel, dim3(n_ih, rows.n), 128, 0, s, iq, stride, rope, rows.p0, qat);
   DS4_CUDA_CHECK_LAUNCH();
+}
+
+int64_t attention_scratch_floats(int n_head, int max_rows, int n) {
+  const int64_t scores = int64_t{n} * n_head * (int64_t{max_rows} + 1);
+  if (n >= kSumBatchRows || !attention_split_on()) return scores;
+  return std::max(scores, attention_split_scratch_floats(n_head, max_rows, n));
 }
 
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,

@@ -78,9 +78,10 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
 // Sink attention of every row's n_head queries over its raw window and its compressed rows, then
 // inverse RoPE at its position. Compressed rows of row t at position p: none when ratio == 0;
 // when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
-// rows 0 .. (p + 1) / ratio - 1. scratch: n * n_head * (max_rows + 1) floats, max_rows >= every
-// row's window + compressed rows. Output row t at out + t * out_stride. Every row's softmax and
-// weighted sum are the CPU's float operations, in its order.
+// rows 0 .. (p + 1) / ratio - 1. scratch: at least n * n_head * (max_rows + 1) floats, max_rows >=
+// every row's window + compressed rows (attention_scratch_floats). Output row t at out + t *
+// out_stride. Every row's softmax and weighted sum are the CPU's float operations, in its order
+// (but with DS4_CUDA_ATTN_SPLIT=1, attention_split.cuh).
 struct AttentionGeometry {
   int n_head = 0;
   int raw_cap = 0;
@@ -89,6 +90,9 @@ struct AttentionGeometry {
   int top_k = 0;
   int max_rows = 0;
 };
+// The scratch floats launch_attention (n rows) and launch_attention_seqs (n <= kMaxSeqRows rows)
+// need when no row attends to more than max_rows cached rows.
+int64_t attention_scratch_floats(int n_head, int max_rows, int n);
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
@@ -110,7 +114,7 @@ struct SeqRows {
 void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
                                 int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
                                 bool qat, bool f16_rows, int ring_cap, cudaStream_t s);
-// scratch: rows.n * n_head * (g.max_rows + 1) floats, g.max_rows >= every row's rows.
+// scratch: attention_scratch_floats(n_head, g.max_rows, rows.n), g.max_rows >= every row's rows.
 void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
                            const SeqRows& rows, const float* sinks, const RopeArg& rope,
                            float* scratch, float* out, int64_t out_stride, cudaStream_t s);

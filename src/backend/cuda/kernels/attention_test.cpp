@@ -1,0 +1,228 @@
+// src/backend/cuda/kernels/attention_test.cpp: decode sink attention on the device (the default
+// two-kernel path of launch_attention and the split kernels of attention_split.cuh) against a
+// double-precision evaluation of model.md §4.9 written here: softmax over the sink and the
+// scaled scores of the raw window and the visible compressed rows, the weighted sum, inverse RoPE
+// on the tail. Cases: a run of 3 consecutive rows with 3,000 compressed rows each (ratio 128:
+// spans of several rounds), a ratio-4 row whose indexer picks 512 of 1,000 rows, and a step of
+// rows of two sequences at different positions (launch_attention_seqs' table). Skips without a
+// CUDA device.
+#include "backend/cuda/kernels/attention.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/kernels/attention_split.cuh"
+#include "backend/cuda/kernels/kernel_test.h"
+
+namespace ds4::backend::cuda {
+namespace {
+
+using test::DeviceBuffer;
+using test::fresh_seed;
+using test::have_device;
+using test::to_device;
+
+constexpr int kHdT = 512, kNopeT = 448;
+// Relative L2 distance allowed between a device output and the double evaluation, over all of a
+// case's outputs. The device forms each score as float fused multiply-adds over 512 products and
+// each weighted sum over up to ~3,100 rows: rounding errors of about sqrt(n) * 2^-24 relative for
+// sums of random sign, a few 1e-6 here; 2e-5 leaves margin, while a wrong row, head, weight or
+// rotation moves the output by far more (a missed row among 3,100 moves it by ~1e-3).
+constexpr double kAttentionTol = 2e-5;
+
+struct Sequence {
+  int pos = 0;                   // the row's position
+  std::vector<float> ring;       // ring_cap rows
+  std::vector<float> comp;       // compressed rows
+  std::vector<int32_t> visible;  // the indexer's picks (ratio 4 past top_k), else empty
+};
+
+// Output of one row (n_head x 512) in double: model.md §4.9 with the row's geometry.
+std::vector<double> reference_row(const std::vector<float>& q, const AttentionGeometry& g,
+                                  const Sequence& s, const std::vector<float>& sinks,
+                                  const RopeArg& rope) {
+  const int n_raw = std::min(g.raw_cap, s.pos + 1);
+  const int raw_head = (s.pos + 1 - n_raw) % g.ring_cap;
+  const int n_all = g.ratio != 0 ? (s.pos + 1) / g.ratio : 0;
+  const bool indexed = g.ratio == 4 && n_all > g.top_k;
+  const int n_rows = n_raw + (indexed ? g.top_k : n_all);
+  auto row = [&](int i) {
+    if (i < n_raw) return s.ring.data() + int64_t{(raw_head + i) % g.ring_cap} * kHdT;
+    const int c = i - n_raw;
+    return s.comp.data() + int64_t{indexed ? s.visible[static_cast<size_t>(c)] : c} * kHdT;
+  };
+  std::vector<double> out(static_cast<size_t>(g.n_head) * kHdT);
+  std::vector<double> sc(static_cast<size_t>(n_rows));
+  for (int h = 0; h < g.n_head; ++h) {
+    const float* qh = q.data() + int64_t{h} * kHdT;
+    double m = sinks[static_cast<size_t>(h)];
+    for (int i = 0; i < n_rows; ++i) {
+      double d = 0.0;
+      for (int k = 0; k < kHdT; ++k) d += double(qh[k]) * double(row(i)[k]);
+      sc[static_cast<size_t>(i)] = d / std::sqrt(double(kHdT));
+      m = std::max(m, sc[static_cast<size_t>(i)]);
+    }
+    double den = std::exp(double(sinks[static_cast<size_t>(h)]) - m);
+    double* o = out.data() + int64_t{h} * kHdT;
+    for (int i = 0; i < n_rows; ++i) {
+      const double w = std::exp(sc[static_cast<size_t>(i)] - m);
+      den += w;
+      for (int k = 0; k < kHdT; ++k) o[k] += w * double(row(i)[k]);
+    }
+    for (int k = 0; k < kHdT; ++k) o[k] /= den;
+    for (int p = 0; p < (kHdT - kNopeT) / 2; ++p) {  // inverse rotation of the tail pairs
+      const double th = double(float(s.pos) * rope.inv_freq[p]);
+      const double c = std::cos(th), sn = std::sin(th);
+      double* t = o + kNopeT + 2 * p;
+      const double x0 = t[0], x1 = t[1];
+      t[0] = x0 * c + x1 * sn;
+      t[1] = -x0 * sn + x1 * c;
+    }
+  }
+  return out;
+}
+
+double rel_l2(const std::vector<float>& got, const std::vector<double>& want) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = double(got[i]) - want[i];
+    num += d * d;
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n, float sd) {
+  std::normal_distribution<float> normal(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+struct Case {
+  const char* name;
+  int ratio, top_k, raw_cap, n_comp;
+  std::vector<int> positions;  // one row each; consecutive for a run
+  bool seqs;                   // rows of separate sequences (launch_attention_seqs)
+};
+
+void run_case(const Case& c) {
+  const uint32_t seed = fresh_seed();
+  std::printf("  %s: seed %u\n", c.name, seed);
+  std::mt19937 rng(seed);
+  AttentionGeometry g;
+  g.n_head = 64;
+  g.raw_cap = c.raw_cap;
+  g.ring_cap = c.raw_cap + static_cast<int>(c.positions.size());
+  g.ratio = c.ratio;
+  g.top_k = c.top_k;
+  RopeArg rope;
+  for (int p = 0; p < 32; ++p) rope.inv_freq[p] = std::pow(10000.0f, -float(p) / 32.0f);
+  const int n = static_cast<int>(c.positions.size());
+  // Scores of a few units: softmax weights far from uniform, so a misplaced row shows.
+  const std::vector<float> q = random_floats(rng, size_t{64} * kHdT * n, 2.0f);
+  const std::vector<float> sinks = random_floats(rng, 64, 1.0f);
+  // A run shares one sequence's ring and compressed rows; separate sequences have their own.
+  const int n_seq = c.seqs ? n : 1;
+  std::vector<Sequence> seqs(static_cast<size_t>(n));
+  std::vector<DeviceBuffer> rings, comps, picks;
+  for (int k = 0; k < n_seq; ++k) {
+    Sequence s;
+    s.ring = random_floats(rng, size_t(g.ring_cap) * kHdT, 1.0f);
+    s.comp = random_floats(rng, size_t(c.n_comp) * kHdT, 1.0f);
+    rings.push_back(to_device(s.ring));
+    comps.push_back(to_device(s.comp));
+    seqs[static_cast<size_t>(k)] = std::move(s);
+  }
+  std::vector<int32_t> all_picks;
+  for (int t = 0; t < n; ++t) {
+    Sequence& s = seqs[static_cast<size_t>(c.seqs ? t : 0)];
+    Sequence& row = seqs[static_cast<size_t>(t)];
+    if (!c.seqs && t > 0) row.ring = s.ring, row.comp = s.comp;
+    row.pos = c.positions[static_cast<size_t>(t)];
+    const int n_all = c.ratio != 0 ? (row.pos + 1) / c.ratio : 0;
+    if (c.ratio == 4 && n_all > c.top_k) {
+      std::vector<int32_t> ids(static_cast<size_t>(n_all));
+      for (int i = 0; i < n_all; ++i) ids[static_cast<size_t>(i)] = i;
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(static_cast<size_t>(c.top_k));
+      row.visible = ids;
+    } else {
+      row.visible.assign(static_cast<size_t>(c.top_k), 0);
+    }
+    all_picks.insert(all_picks.end(), row.visible.begin(), row.visible.end());
+    picks.push_back(to_device(row.visible));
+  }
+  DeviceBuffer dq = to_device(q), dsinks = to_device(sinks), dpicks = to_device(all_picks);
+  g.max_rows = 0;
+  std::vector<double> want;
+  for (int t = 0; t < n; ++t) {
+    const Sequence& s = seqs[static_cast<size_t>(t)];
+    const int p_end = s.pos + 1;
+    const int n_all = c.ratio != 0 ? p_end / c.ratio : 0;
+    g.max_rows = std::max(
+        g.max_rows, std::min(g.raw_cap, p_end) + (c.ratio == 4 ? std::min(n_all, c.top_k) : n_all));
+    const std::vector<float> qt(q.begin() + int64_t{t} * 64 * kHdT,
+                                q.begin() + int64_t{t + 1} * 64 * kHdT);
+    const std::vector<double> r = reference_row(qt, g, s, sinks, rope);
+    want.insert(want.end(), r.begin(), r.end());
+  }
+  const int64_t floats = std::max(attention_scratch_floats(64, g.max_rows, n),
+                                  attention_split_scratch_floats(64, g.max_rows, n));
+  DeviceBuffer scratch(static_cast<size_t>(floats) * sizeof(float));
+  DeviceBuffer dout(want.size() * sizeof(float));
+  SeqRows table;
+  for (int t = 0; c.seqs && t < n; ++t) {
+    table.pos[t] = seqs[static_cast<size_t>(t)].pos;
+    table.ring[t] = rings[static_cast<size_t>(t)].get<float>();
+    table.comp[t] = comps[static_cast<size_t>(t)].get<float>();
+    table.visible[t] = picks[static_cast<size_t>(t)].get<int32_t>();
+    table.n = n;
+  }
+  for (const bool split : {false, true}) {
+    dout.fill(0xff);  // NaN: an unwritten output cannot pass
+    const float* q0 = dq.get<float>();
+    if (c.seqs && split) {
+      launch_attention_split_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope,
+                                  scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
+    } else if (c.seqs) {
+      launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope,
+                            scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
+    } else {
+      const RowSpan rows{seqs[0].pos, n};
+      auto go = split ? launch_attention_split : launch_attention;
+      go(q0, 64 * kHdT, g, rings[0].get<float>(), comps[0].get<float>(), dpicks.get<int32_t>(),
+         dsinks.get<float>(), rope, rows, scratch.get<float>(), dout.get<float>(), 64 * kHdT,
+         nullptr);
+    }
+    DS4_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> got(want.size());
+    dout.download(got.data(), got.size() * sizeof(float));
+    const double d = rel_l2(got, want);
+    std::printf("  %-34s %-8s rel L2 %.3g (tol %.3g)\n", c.name, split ? "split" : "default", d,
+                kAttentionTol);
+    EXPECT_TRUE(d <= kAttentionTol)
+        << c.name << (split ? " split" : " default") << ": rel L2 " << d << ", seed " << seed;
+  }
+}
+
+TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  // ratio 128: 128 raw + 3,000 compressed rows: 98 rounds, spans of 4 rounds (the online
+  // softmax's rescales); three rows of one run at consecutive positions.
+  run_case({"ratio 128, run of 3 rows", 128, 512, 128, 3000, {384000, 384001, 384002}, false});
+  // ratio 4 past top_k: 128 raw + 512 of 1,000 compressed rows, read through the picks.
+  run_case({"ratio 4, indexer picks", 4, 512, 128, 1000, {4003}, false});
+  // no compressed rows, a short window (position 40: 41 raw rows).
+  run_case({"ratio 0, short window", 0, 512, 128, 1, {40}, false});
+  // one row in each of two sequences at different positions.
+  run_case({"two sequences (ratio 128)", 128, 512, 128, 3000, {200000, 383999}, true});
+}
+
+}  // namespace
+}  // namespace ds4::backend::cuda
