@@ -22,6 +22,9 @@
 #                 KREGEX replaces the kernel-name pattern; LSKIP skips that many matching
 #                 launches first.
 #   fillchunk     fill's sections in the chunk run (the chunk at AT): $OUT/ncu-fillchunk.csv.
+#   filldec       fill's sections in the decode run, for the decode kernels that bound latency
+#                 (HC pre-step, attention, routing, IQ2_XXS rows; KREGEX, KERNELS default 10):
+#                 $OUT/ncu-filldec.csv.
 #   multi         one decode step of SESSIONS (default 16) sessions batched together, each at
 #                 2,048 tokens of its own slice of the fixture text (ds4-bench --sessions):
 #                 $OUT/ncu-multi.csv.
@@ -38,10 +41,12 @@ if [[ $mode == deep ]]; then
   metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
   metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
   metrics+=(--launch-count "${KERNELS:-100}")
-elif [[ $mode == fill || $mode == fillchunk ]]; then
+elif [[ $mode == fill || $mode == fillchunk || $mode == filldec ]]; then
+  kregex='imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores' kernels=8
+  [[ $mode == filldec ]] && kregex='hc_pre|attention_s|route_kernel|FmtIq2Xxs' kernels=10
   metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
-    --kernel-name "regex:${KREGEX:-imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores}"
-    --launch-skip "${LSKIP:-0}" --launch-count "${KERNELS:-8}" --csv --page raw
+    --kernel-name "regex:${KREGEX:-$kregex}"
+    --launch-skip "${LSKIP:-0}" --launch-count "${KERNELS:-$kernels}" --csv --page raw
     --log-file "$out/ncu-$mode.csv")
 fi
 if [[ $mode == chunk || $mode == fillchunk ]]; then
@@ -49,7 +54,7 @@ if [[ $mode == chunk || $mode == fillchunk ]]; then
   export DS4_CUDA_PROFILE_AT=${AT:-6144}
   range=(--profile-from-start off)
   n=1
-elif [[ $mode == decode || $mode == deep ]]; then
+elif [[ $mode == decode || $mode == deep || $mode == filldec ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
   export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=2
   range=(--profile-from-start off)

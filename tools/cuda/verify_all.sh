@@ -16,6 +16,8 @@
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
 #   fillchunk fill's sections for the chunk at 6,144 (profchunk's run; KREGEX, KERNELS)
+#   filldec  fill's sections for the decode kernels that bound latency (HC pre-step, attention,
+#            routing, IQ2_XXS rows) in profdec's run
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -290,6 +292,9 @@ fi
 if has fillchunk; then
   OUT=$out step fillchunk 300 bash tools/cuda/profile_flash.sh fillchunk
   tail -3 "$out/fillchunk.log"
+fi
+if has filldec; then
+  OUT=$out step filldec 300 bash tools/cuda/profile_flash.sh filldec
 fi
 if has deep; then
   OUT=$out step deep 300 bash tools/cuda/profile_flash.sh deep
