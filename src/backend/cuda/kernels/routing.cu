@@ -1,5 +1,6 @@
 // src/backend/cuda/kernels/routing.cu: device expert routing (contract in routing.cuh).
-// One warp per token row, each lane keeping its experts' scores in registers. p =
+// A CTA of 8 warps forms p for up to 8 token rows together, then one warp per row selects, each
+// lane keeping its experts' scores in registers. p =
 // sqrt(softplus(logit)) with the project's own exp/log1p (base/det_math.h) and IEEE sqrt, as on the
 // CPU. The top-k of p + bias is taken as k rounds of a warp arg-max under the order (larger score,
 // then smaller expert id): for scores that are not NaN this picks the same experts in the same
@@ -20,7 +21,7 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWarp = 32;
-constexpr int kWarpsPerCta = 4;
+constexpr int kWarpsPerCta = 8;  // rows per CTA (a warp each in the selection)
 constexpr int kMaxUsed = 64;
 constexpr int kMaxPerLane = 16;                     // experts per lane: at most 512 experts
 constexpr float kWeightSumFloor = 6.103515625e-5f;  // 2^-14, as backend/routing.cpp
@@ -34,25 +35,29 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
                              const int32_t* tid2eid, const int32_t* tokens, int k,
                              float weight_scale, int32_t* sel, float* weights, int32_t* slot_rows) {
   kernel_begin();
-  const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * kWarpsPerCta;  // the CTA's first row
+  const int64_t t = t0 + threadIdx.x / kWarp;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
-  if (t >= n_rows) return;  // uniform per warp
-  float* p = logits + t * n_expert;
-  // p of each of the lane's experts, in a loop that is not unrolled: softplus inlines this
-  // project's double-precision log and exp, and sixteen unrolled copies made the kernel ~100 KB of
-  // code, fetched from DRAM at each launch (the layer's weights evict it from L2; bench/h200.md).
-  // The values go through shared memory to the registers of the unrolled selection below.
+  // p of every expert of the CTA's rows, spread over all its threads (a decode row's 256 experts:
+  // one per thread, where a warp per row walked eight per lane, each softplus a chain of this
+  // project's double-precision log and exp: ~12 us per launch on the H200, bench/h200.md). The
+  // loop is not unrolled: softplus inlined sixteen times made the kernel ~100 KB of code, fetched
+  // from DRAM at each launch (the layer's weights evict it from L2). The values go through
+  // shared memory to the registers of the unrolled selection below.
   __shared__ float probs[kWarpsPerCta][kWarp * kMaxPerLane];
-  float* mine_probs = probs[threadIdx.x / kWarp];
+  const int64_t left = n_rows - t0;
+  const int rows_here = left < kWarpsPerCta ? static_cast<int>(left) : kWarpsPerCta;
 #pragma unroll 1
-  for (int j = 0; j < kMaxPerLane; ++j) {
-    const int e = lane + kWarp * j;
-    if (e < n_expert) {
-      const float v = sqrtf(softplus(p[e]));
-      mine_probs[e] = v;
-      p[e] = v;
-    }
+  for (int i = static_cast<int>(threadIdx.x); i < rows_here * n_expert; i += kWarpsPerCta * kWarp) {
+    const int r = i / n_expert, e = i % n_expert;
+    float* pe = logits + (t0 + r) * n_expert + e;
+    const float v = sqrtf(softplus(*pe));
+    probs[r][e] = v;
+    *pe = v;
   }
+  __syncthreads();
+  if (t >= n_rows) return;  // uniform per warp, after the CTA's barrier
+  const float* mine_probs = probs[threadIdx.x / kWarp];
   // Lane l owns experts l, l + 32, ..: their p + bias in registers, and which are taken.
   float score[kMaxPerLane], prob[kMaxPerLane];
   unsigned taken = 0;
@@ -64,7 +69,6 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
       score[j] = bias != nullptr ? prob[j] + bias[e] : prob[j];
     }
   }
-  __syncwarp();
   // Selection i's expert and p live on lane i % 32 (in mine[i / 32]), so that the weight sum and
   // the weights need no reads of what the warp has just written to global memory.
   int32_t mine_id[2] = {0, 0};
@@ -83,7 +87,7 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
     for (int i = lane; i < k; i += kWarp) {
       const int32_t e = row[i];
       if (e < 0 || e >= n_expert) __trap();  // corrupt hash table
-      keep(i, e, p[e]);                      // p[e] written by its lane before the __syncwarp
+      keep(i, e, mine_probs[e]);
     }
   } else {
     // Round i takes the best expert not taken yet (no score is reserved as a marker); its p
