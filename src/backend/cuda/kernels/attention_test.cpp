@@ -3,9 +3,9 @@
 // double-precision evaluation of model.md §4.9 written here: softmax over the sink and the
 // scaled scores of the raw window and the visible compressed rows, the weighted sum, inverse RoPE
 // on the tail. Cases: a run of 3 consecutive rows with 3,000 compressed rows each (ratio 128:
-// spans of several rounds), a ratio-4 row whose indexer picks 512 of 1,000 rows, and a step of
-// rows of two sequences at different positions (launch_attention_seqs' table). Skips without a
-// CUDA device.
+// spans of several rounds), a ratio-4 row whose indexer picks 512 of 1,000 rows, a short window,
+// a batch of 20 rows (launch_attention's prefill kernels), and a step of rows of two sequences
+// at different positions (launch_attention_seqs' table). Skips without a CUDA device.
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>
@@ -220,6 +220,11 @@ TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
   run_case({"ratio 4, indexer picks", 4, 512, 128, 1000, {4003}, false});
   // no compressed rows, a short window (position 40: 41 raw rows).
   run_case({"ratio 0, short window", 0, 512, 128, 1, {40}, false});
+  // 20 consecutive rows: launch_attention's batch path (the prefill kernels), each row with its
+  // own 512 picks of ~1,000.
+  std::vector<int> run20(20);
+  for (int i = 0; i < 20; ++i) run20[static_cast<size_t>(i)] = 4003 + i;
+  run_case({"ratio 4, batch of 20 rows", 4, 512, 128, 1010, run20, false});
   // one row in each of two sequences at different positions.
   run_case({"two sequences (ratio 128)", 128, 512, 128, 3000, {200000, 383999}, true});
 }
