@@ -35,8 +35,8 @@ constexpr int kSpRows = 32;        // cached rows per round (a lane each in the 
 constexpr int kSpThreads = 256;    // 8 warps: 2 heads each in the scores
 constexpr int kSpPitch = kHd + 4;  // floats per staged cached row
 constexpr int kMaxSpans = 32;      // spans per batch row at most
-constexpr int kSpHeadsPerThread =
-    8;  // the weighted sum: thread (g, d4), heads 8 g .., dims 4 d4 ..
+// The weighted sum: thread (g, d4) adds heads 8 g .. 8 g + 7 at dims 4 d4 .. 4 d4 + 3.
+constexpr int kSpHeadsPerThread = 8;
 constexpr int kSpDimThreads = kHd / 4;
 static_assert(kSpThreads == (kSpHeads / kSpHeadsPerThread) * kSpDimThreads, "sum threads");
 static_assert(kSpThreads / 32 * 2 == kSpHeads, "two heads per warp in the scores");

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/kernels/attention_split.cuh"
@@ -35,31 +36,47 @@ constexpr int kHdT = 512, kNopeT = 448;
 // rotation moves the output by far more (a missed row among 3,100 moves it by ~1e-3).
 constexpr double kAttentionTol = 2e-5;
 
-struct Sequence {
-  int pos = 0;                   // the row's position
-  std::vector<float> ring;       // ring_cap rows
-  std::vector<float> comp;       // compressed rows
-  std::vector<int32_t> visible;  // the indexer's picks (ratio 4 past top_k), else empty
+// The cached rows of one sequence, on the host and the device.
+struct SeqData {
+  SeqData(std::vector<float> r, std::vector<float> c)
+      : ring(std::move(r)), comp(std::move(c)), dring(to_device(ring)), dcomp(to_device(comp)) {}
+  std::vector<float> ring;  // ring_cap rows
+  std::vector<float> comp;  // compressed rows
+  DeviceBuffer dring, dcomp;
+};
+// One batch row: its position, its sequence and its indexer picks (used where it selects).
+struct Row {
+  int pos = 0;
+  int seq = 0;
+  std::vector<int32_t> visible;  // top_k entries
 };
 
+// Whether a row at pos reads the indexer's picks, and how many cached rows it attends to.
+bool indexed(const AttentionGeometry& g, int pos) {
+  return g.ratio == 4 && (pos + 1) / 4 > g.top_k;
+}
+int attended_rows(const AttentionGeometry& g, int pos) {
+  const int n_all = g.ratio != 0 ? (pos + 1) / g.ratio : 0;
+  return std::min(g.raw_cap, pos + 1) + (indexed(g, pos) ? g.top_k : n_all);
+}
+
 // Output of one row (n_head x 512) in double: model.md §4.9 with the row's geometry.
-std::vector<double> reference_row(const std::vector<float>& q, const AttentionGeometry& g,
-                                  const Sequence& s, const std::vector<float>& sinks,
+std::vector<double> reference_row(const float* q, const AttentionGeometry& g, const SeqData& s,
+                                  const Row& r, const std::vector<float>& sinks,
                                   const RopeArg& rope) {
-  const int n_raw = std::min(g.raw_cap, s.pos + 1);
-  const int raw_head = (s.pos + 1 - n_raw) % g.ring_cap;
-  const int n_all = g.ratio != 0 ? (s.pos + 1) / g.ratio : 0;
-  const bool indexed = g.ratio == 4 && n_all > g.top_k;
-  const int n_rows = n_raw + (indexed ? g.top_k : n_all);
+  const int n_raw = std::min(g.raw_cap, r.pos + 1);
+  const int raw_head = (r.pos + 1 - n_raw) % g.ring_cap;
+  const bool picks = indexed(g, r.pos);
+  const int n_rows = attended_rows(g, r.pos);
   auto row = [&](int i) {
     if (i < n_raw) return s.ring.data() + int64_t{(raw_head + i) % g.ring_cap} * kHdT;
     const int c = i - n_raw;
-    return s.comp.data() + int64_t{indexed ? s.visible[static_cast<size_t>(c)] : c} * kHdT;
+    return s.comp.data() + int64_t{picks ? r.visible[static_cast<size_t>(c)] : c} * kHdT;
   };
   std::vector<double> out(static_cast<size_t>(g.n_head) * kHdT);
   std::vector<double> sc(static_cast<size_t>(n_rows));
   for (int h = 0; h < g.n_head; ++h) {
-    const float* qh = q.data() + int64_t{h} * kHdT;
+    const float* qh = q + int64_t{h} * kHdT;
     double m = sinks[static_cast<size_t>(h)];
     for (int i = 0; i < n_rows; ++i) {
       double d = 0.0;
@@ -76,7 +93,7 @@ std::vector<double> reference_row(const std::vector<float>& q, const AttentionGe
     }
     for (int k = 0; k < kHdT; ++k) o[k] /= den;
     for (int p = 0; p < (kHdT - kNopeT) / 2; ++p) {  // inverse rotation of the tail pairs
-      const double th = double(float(s.pos) * rope.inv_freq[p]);
+      const double th = double(float(r.pos) * rope.inv_freq[p]);
       const double c = std::cos(th), sn = std::sin(th);
       double* t = o + kNopeT + 2 * p;
       const double x0 = t[0], x1 = t[1];
@@ -128,49 +145,37 @@ void run_case(const Case& c) {
   const std::vector<float> q = random_floats(rng, size_t{64} * kHdT * n, 2.0f);
   const std::vector<float> sinks = random_floats(rng, 64, 1.0f);
   // A run shares one sequence's ring and compressed rows; separate sequences have their own.
-  const int n_seq = c.seqs ? n : 1;
-  std::vector<Sequence> seqs(static_cast<size_t>(n));
-  std::vector<DeviceBuffer> rings, comps, picks;
-  for (int k = 0; k < n_seq; ++k) {
-    Sequence s;
-    s.ring = random_floats(rng, size_t(g.ring_cap) * kHdT, 1.0f);
-    s.comp = random_floats(rng, size_t(c.n_comp) * kHdT, 1.0f);
-    rings.push_back(to_device(s.ring));
-    comps.push_back(to_device(s.comp));
-    seqs[static_cast<size_t>(k)] = std::move(s);
+  std::vector<SeqData> data;
+  for (int k = 0; k < (c.seqs ? n : 1); ++k) {
+    std::vector<float> ring = random_floats(rng, size_t(g.ring_cap) * kHdT, 1.0f);  // drawn first
+    data.emplace_back(std::move(ring), random_floats(rng, size_t(c.n_comp) * kHdT, 1.0f));
   }
-  std::vector<int32_t> all_picks;
+  std::vector<Row> rows(static_cast<size_t>(n));
+  std::vector<int32_t> all_picks;   // the run's picks, row after row
+  std::vector<DeviceBuffer> picks;  // each row's, for the table of sequences
+  g.max_rows = 0;
   for (int t = 0; t < n; ++t) {
-    Sequence& s = seqs[static_cast<size_t>(c.seqs ? t : 0)];
-    Sequence& row = seqs[static_cast<size_t>(t)];
-    if (!c.seqs && t > 0) row.ring = s.ring, row.comp = s.comp;
-    row.pos = c.positions[static_cast<size_t>(t)];
-    const int n_all = c.ratio != 0 ? (row.pos + 1) / c.ratio : 0;
-    if (c.ratio == 4 && n_all > c.top_k) {
-      std::vector<int32_t> ids(static_cast<size_t>(n_all));
-      for (int i = 0; i < n_all; ++i) ids[static_cast<size_t>(i)] = i;
+    Row& r = rows[static_cast<size_t>(t)];
+    r.pos = c.positions[static_cast<size_t>(t)];
+    r.seq = c.seqs ? t : 0;
+    r.visible.assign(static_cast<size_t>(c.top_k), 0);
+    if (indexed(g, r.pos)) {  // top_k distinct rows of the (pos + 1) / 4 compressed ones
+      std::vector<int32_t> ids(static_cast<size_t>((r.pos + 1) / 4));
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
       std::shuffle(ids.begin(), ids.end(), rng);
-      ids.resize(static_cast<size_t>(c.top_k));
-      row.visible = ids;
-    } else {
-      row.visible.assign(static_cast<size_t>(c.top_k), 0);
+      std::copy_n(ids.begin(), c.top_k, r.visible.begin());
     }
-    all_picks.insert(all_picks.end(), row.visible.begin(), row.visible.end());
-    picks.push_back(to_device(row.visible));
+    all_picks.insert(all_picks.end(), r.visible.begin(), r.visible.end());
+    picks.push_back(to_device(r.visible));
+    g.max_rows = std::max(g.max_rows, attended_rows(g, r.pos));
   }
   DeviceBuffer dq = to_device(q), dsinks = to_device(sinks), dpicks = to_device(all_picks);
-  g.max_rows = 0;
   std::vector<double> want;
   for (int t = 0; t < n; ++t) {
-    const Sequence& s = seqs[static_cast<size_t>(t)];
-    const int p_end = s.pos + 1;
-    const int n_all = c.ratio != 0 ? p_end / c.ratio : 0;
-    g.max_rows = std::max(
-        g.max_rows, std::min(g.raw_cap, p_end) + (c.ratio == 4 ? std::min(n_all, c.top_k) : n_all));
-    const std::vector<float> qt(q.begin() + int64_t{t} * 64 * kHdT,
-                                q.begin() + int64_t{t + 1} * 64 * kHdT);
-    const std::vector<double> r = reference_row(qt, g, s, sinks, rope);
-    want.insert(want.end(), r.begin(), r.end());
+    const Row& r = rows[static_cast<size_t>(t)];
+    const std::vector<double> o = reference_row(q.data() + int64_t{t} * 64 * kHdT, g,
+                                                data[static_cast<size_t>(r.seq)], r, sinks, rope);
+    want.insert(want.end(), o.begin(), o.end());
   }
   const int64_t floats = std::max(attention_scratch_floats(64, g.max_rows, n),
                                   attention_split_scratch_floats(64, g.max_rows, n));
@@ -178,9 +183,10 @@ void run_case(const Case& c) {
   DeviceBuffer dout(want.size() * sizeof(float));
   SeqRows table;
   for (int t = 0; c.seqs && t < n; ++t) {
-    table.pos[t] = seqs[static_cast<size_t>(t)].pos;
-    table.ring[t] = rings[static_cast<size_t>(t)].get<float>();
-    table.comp[t] = comps[static_cast<size_t>(t)].get<float>();
+    const Row& r = rows[static_cast<size_t>(t)];
+    table.pos[t] = r.pos;
+    table.ring[t] = data[static_cast<size_t>(r.seq)].dring.get<float>();
+    table.comp[t] = data[static_cast<size_t>(r.seq)].dcomp.get<float>();
     table.visible[t] = picks[static_cast<size_t>(t)].get<int32_t>();
     table.n = n;
   }
@@ -194,11 +200,11 @@ void run_case(const Case& c) {
       launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope,
                             scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
     } else {
-      const RowSpan rows{seqs[0].pos, n};
+      const RowSpan span{rows[0].pos, n};
       auto go = split ? launch_attention_split : launch_attention;
-      go(q0, 64 * kHdT, g, rings[0].get<float>(), comps[0].get<float>(), dpicks.get<int32_t>(),
-         dsinks.get<float>(), rope, rows, scratch.get<float>(), dout.get<float>(), 64 * kHdT,
-         nullptr);
+      go(q0, 64 * kHdT, g, data[0].dring.get<float>(), data[0].dcomp.get<float>(),
+         dpicks.get<int32_t>(), dsinks.get<float>(), rope, span, scratch.get<float>(),
+         dout.get<float>(), 64 * kHdT, nullptr);
     }
     DS4_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<float> got(want.size());
