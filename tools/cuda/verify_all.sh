@@ -43,12 +43,6 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
-#   splitmulti multi's sessions (MULTI, default 4,8,16) with the decode attention split over the
-#            cached rows off and on (DS4_CUDA_ATTN_SPLIT=0 and 1)
-#   splitab  the Flash A/B (as graphs) of DS4_CUDA_ATTN_SPLIT=0 and 1 (probes compared, not
-#            required to agree)
-#   checksplit ds4-cuda-check with DS4_CUDA_ATTN_SPLIT=1 (its tolerances)
-#   gtestsplit gtest with DS4_CUDA_ATTN_SPLIT=1
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -139,7 +133,6 @@ has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
 # checkon VAR: ds4-cuda-check with VAR=1 (an alternative path under test), its table only.
 checkon() { env "$1=1" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
 export -f checkon
-has checksplit && step checksplit 300 checkon DS4_CUDA_ATTN_SPLIT && tail -3 "$out/checksplit.log"
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
@@ -199,7 +192,6 @@ if has serving; then
   tail -30 "$out/serving.log"
 fi
 has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
-has gtestsplit && DS4_CUDA_ATTN_SPLIT=1 step gtestsplit 300 gtest && tail -30 "$out/gtestsplit.log"
 if has bench256; then
   OUT=$out OUT_CSV=flash_q2_cuda_256k.csv CTX_START=262144 step bench256 500 \
     bash tools/cuda/flash_bench.sh 262144 16
@@ -236,7 +228,6 @@ has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
 has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
-has splitab && step splitab 400 ab splitab DS4_CUDA_ATTN_SPLIT 0 1 any && tail -4 "$out/splitab.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done
@@ -261,17 +252,6 @@ if has multi; then
     --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8,16,32}" \
     --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
-fi
-# multi_with VAR VALUE: multi's engine steps with VAR=VALUE.
-multi_with() {
-  env "$1=$2" build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
-    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-4,8,16}" --ctx-start 2048 \
-    -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
-}
-export -f multi_with
-if has splitmulti; then
-  step splitmulti 400 bash -c 'multi_with DS4_CUDA_ATTN_SPLIT 0 && multi_with DS4_CUDA_ATTN_SPLIT 1'
-  tail -12 "$out/splitmulti.log"
 fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi

@@ -335,70 +335,22 @@ __global__ void indexer_query_kernel(float* iq_all, int64_t stride, RopeArg rope
   for (int i = threadIdx.x; i < kIhd; i += blockDim.x) head[i] = x[i];
 }
 
-// ---- sink attention, in two kernels ----
+// ---- sink attention of a batch (prefill), in two kernels ----
 //
 // A single KV head serves all query heads, so a kernel that gave each head its own CTA read
 // every cached row once per head (84 MB from L2 per layer at 2k context). Here the scores kernel
 // has a CTA per (tile of cached rows, group of heads) and the weighted-sum kernel a CTA per
 // (group of heads, range of dims): each cached value reaches a CTA once for several heads.
+// Decode rows (fewer than kSumBatchRows) take attention_split.cu's kernels.
 
-constexpr int kScoreTile = 16;    // cached rows per scores CTA
-constexpr int kScoreHeads = 8;    // heads per scores CTA: a warp each
 constexpr int kSumDims = 64;      // dims per weighted-sum CTA
 constexpr int kSumRows = 32;      // cached rows per round of the weighted sum
 constexpr int kSumThreads = 256;  // thread (g, dim): heads g, g + 4, .. of the CTA at one dim
 constexpr int kSumGroups = kSumThreads / kSumDims;
 constexpr int kSumLoads = kSumRows * kSumDims / 4 / kSumThreads;  // float4 per thread per round
 static_assert(kSumThreads % kSumDims == 0 && kSumLoads >= 1, "weighted sum: whole float4 loads");
-// Heads per weighted-sum CTA: 16 for batches (prefill), 4 for a few rows (decode: more CTAs).
-constexpr int kSumHeadsBatch = 16, kSumHeadsFew = 4, kSumBatchRows = 16;
-
-// Scores of heads blockIdx.y * kScoreHeads + warp against cached rows blockIdx.x * kScoreTile ..
-// of batch row blockIdx.z: sc[(t * n_head + h) * max_rows + i] = (q_h . row_i) / sqrt(512).
-// Lane k holds dims k, k + 32, ..; exact products summed in double, like the CPU's f32 dot
-// (quant/dot.h: the double sum's order may differ, its float rounding agrees but for ties).
-template <class Src>
-__global__ void __launch_bounds__(32 * kScoreHeads)
-    attention_scores_kernel(const float* q_all, int64_t q_stride, AttentionGeometry g,
-                            const __grid_constant__ Src src, float* scratch) {
-  kernel_begin();
-  const int t = static_cast<int>(blockIdx.z);
-  const RowGeometry rg(g, src, t);
-  const int i0 = static_cast<int>(blockIdx.x) * kScoreTile;
-  if (i0 >= rg.n_rows) return;  // uniform per CTA
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const int h = static_cast<int>(blockIdx.y) * kScoreHeads + static_cast<int>(threadIdx.x / 32);
-  if (h >= g.n_head) return;  // a whole warp
-  const float* qh = q_all + t * q_stride + int64_t{h} * kHd;
-  float* sc = scratch + (int64_t{t} * g.n_head + h) * g.max_rows;
-  float qv[kHd / 32];
-#pragma unroll
-  for (int j = 0; j < kHd / 32; ++j) qv[j] = qh[lane + 32 * j];
-  const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
-  const int i_end = min(i0 + kScoreTile, rg.n_rows);
-  for (int i = i0; i < i_end; i += 2) {  // two rows in flight
-    const float* ra = rg.row(i);
-    const float* rb = i + 1 < i_end ? rg.row(i + 1) : ra;
-    float va[kHd / 32], vb[kHd / 32];
-#pragma unroll
-    for (int j = 0; j < kHd / 32; ++j) va[j] = ra[lane + 32 * j], vb[j] = rb[lane + 32 * j];
-    double da = 0.0, db = 0.0;
-#pragma unroll
-    for (int j = 0; j < kHd / 32; ++j) {
-      da = add_product(da, static_cast<double>(qv[j]), static_cast<double>(va[j]));
-      db = add_product(db, static_cast<double>(qv[j]), static_cast<double>(vb[j]));
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-      da += __shfl_xor_sync(0xffffffffu, da, off);
-      db += __shfl_xor_sync(0xffffffffu, db, off);
-    }
-    if (lane == 0) {
-      sc[i] = static_cast<float>(da) * scale;
-      if (i + 1 < i_end) sc[i + 1] = static_cast<float>(db) * scale;
-    }
-  }
-}
+// Heads per weighted-sum CTA, and the fewest rows that take these kernels.
+constexpr int kSumHeadsBatch = 16, kSumBatchRows = 16;
 
 // ---- prefill scores on the FP64 tensor cores ----
 // A CTA computes the scores of kDmHeads heads (all of them in the model's shape) against
@@ -657,30 +609,6 @@ dim3 sum_grid(const AttentionGeometry& g, int heads, int dims, int n) {
   return dim3((g.n_head + heads - 1) / heads, kHd / (dims * kSumDims), n);
 }
 
-// A few rows (decode): the scores with a warp per head, then the 4-head weighted sum (or, with
-// DS4_CUDA_ATTN_SPLIT=1, attention_split.cuh's kernels).
-template <class Src>
-void launch_decode_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
-                             const Src& src, int n, const float* sinks, const RopeArg& rope,
-                             float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
-  if (attention_split_on()) {
-    if constexpr (std::is_same_v<Src, OneRun>) {
-      launch_attention_split(q, q_stride, g, src.ring, src.comp, src.visible_all, sinks, rope,
-                             RowSpan{src.p0, n}, scratch, out, out_stride, s);
-    } else {
-      launch_attention_split_seqs(q, q_stride, g, src.r, sinks, rope, scratch, out, out_stride, s);
-    }
-    return;
-  }
-  const dim3 grid((g.max_rows + kScoreTile - 1) / kScoreTile,
-                  (g.n_head + kScoreHeads - 1) / kScoreHeads, n);
-  launch(attention_scores_kernel<Src>, grid, 32 * kScoreHeads, 0, s, q, q_stride, g, src, scratch);
-  DS4_CUDA_CHECK_LAUNCH();
-  launch(attention_sum_kernel<Src, kSumHeadsFew, 1>, sum_grid(g, kSumHeadsFew, 1, n), kSumThreads,
-         0, s, g, src, sinks, rope, scratch, out, out_stride);
-  DS4_CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 void launch_rope_qkv_store(float* q, int64_t q_stride, int n_head, float* kv, int64_t kv_stride,
@@ -751,7 +679,7 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
 
 int64_t attention_scratch_floats(int n_head, int max_rows, int n) {
   const int64_t scores = int64_t{n} * n_head * (int64_t{max_rows} + 1);
-  if (n >= kSumBatchRows || !attention_split_on()) return scores;
+  if (n >= kSumBatchRows) return scores;
   return std::max(scores, attention_split_scratch_floats(n_head, max_rows, n));
 }
 
@@ -774,8 +702,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   // keys in the scratch's last n x n_head floats (on the H200, prefill at 8k 2,578 -> 2,586
   // tokens/s).
   uint32_t* maxima = nullptr;
-  if (!batch) {  // decode: a warp per head
-    launch_decode_attention(q, q_stride, g, src, rows.n, sinks, rope, scratch, out, out_stride, s);
+  if (!batch) {  // decode: split over the cached rows
+    launch_attention_split(q, q_stride, g, src, rows.n, sinks, rope, scratch, out, out_stride, s);
     return;
   }
   if (tile) {  // batches: the FP64 tensor cores
@@ -803,8 +731,8 @@ void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeom
   DS4_CHECK(g.ring_cap >= g.raw_cap && g.raw_cap > 0);
   DS4_CHECK(rows.n >= 0 && rows.n <= kMaxSeqRows);
   if (rows.n == 0) return;
-  launch_decode_attention(q, q_stride, g, SeqTable{rows}, rows.n, sinks, rope, scratch, out,
-                          out_stride, s);
+  launch_attention_split(q, q_stride, g, SeqTable{rows}, rows.n, sinks, rope, scratch, out,
+                         out_stride, s);
 }
 
 }  // namespace ds4::backend::cuda

@@ -80,8 +80,8 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
 // when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
 // rows 0 .. (p + 1) / ratio - 1. scratch: at least n * n_head * (max_rows + 1) floats, max_rows >=
 // every row's window + compressed rows (attention_scratch_floats). Output row t at out + t *
-// out_stride. Every row's softmax and weighted sum are the CPU's float operations, in its order
-// (but with DS4_CUDA_ATTN_SPLIT=1, attention_split.cuh).
+// out_stride. A batch's (rows.n >= 16) softmax and weighted sum are the CPU's float operations,
+// in its order; decode rows take attention_split.cuh's kernels (float rounding differs).
 struct AttentionGeometry {
   int n_head = 0;
   int raw_cap = 0;

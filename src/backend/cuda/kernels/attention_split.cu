@@ -1,11 +1,13 @@
 // src/backend/cuda/kernels/attention_split.cu: decode sink attention split over the cached rows
 // (contract in attention_split.cuh). Built with -fmad=false: every fused multiply-add is written.
 //
-// Why: the two-kernel decode path (attention.cu) walks a row's cached rows one round at a time in
-// few CTAs (the weighted sum: 128 CTAs per batch row, 20 dependent rounds at 640 rows) and took
+// Why: the two-kernel decode path it replaced (a scores kernel with a warp per head, then a
+// weighted sum walking a row's cached rows one round at a time in 128 CTAs per batch row) took
 // ~20 us per kernel on the H200 whatever the row count, ~2 ms of a decoded token's ~10 over 43
-// layers (bench/h200.md). Here the rows are cut into up to kMaxSpans spans, each its own CTA for
-// 16 heads, so a batch row's work runs side by side and a CTA does one to a few rounds.
+// layers. Here the rows are cut into up to kMaxSpans spans, each its own CTA for 16 heads, so a
+// batch row's work runs side by side and a CTA does one to a few rounds. Flash q2 decode went
+// from 97.4 / 95.4 to 101.2 / 104.2 tokens/s at 2k / 8k, and 16-session steps from 52.9 to
+// 48.4 ms (H200, 2026-12-02, bench/h200.md).
 //
 // Split kernel, CTA (span, head group, batch row): q of its 16 heads (32 KB) and each round's 32
 // cached rows (66 KB, row pitch 516 floats: the 16-byte loads of 32 lanes at 32 rows fall in
@@ -18,7 +20,6 @@
 // sink and the spans' m, the denominator exp(sink - M) + sum l exp(m - M), the sums rescaled and
 // added, divided, inverse RoPE on the tail.
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention_rows.cuh"
 #include "backend/cuda/kernels/attention_split.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -231,10 +232,16 @@ __global__ void __launch_bounds__(kMergeThreads)
       reinterpret_cast<const float4*>(o)[tid];
 }
 
+}  // namespace
+
+int64_t attention_split_scratch_floats(int n_head, int max_rows, int n) {
+  return int64_t{n} * max_spans(max_rows) * n_head * kPartFloats;
+}
+
 template <class Src>
-void launch_split(const float* q, int64_t q_stride, const AttentionGeometry& g, const Src& src,
-                  int n, const float* sinks, const RopeArg& rope, float* scratch, float* out,
-                  int64_t out_stride, cudaStream_t s) {
+void launch_attention_split(const float* q, int64_t q_stride, const AttentionGeometry& g,
+                            const Src& src, int n, const float* sinks, const RopeArg& rope,
+                            float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK_MSG(n > 0 && n <= kMaxGridYZ, "split attention: %d rows", n);
   DS4_CHECK_MSG(
       aligned_to(q, 16) && q_stride % 4 == 0 && aligned_to(out, 16) && out_stride % 4 == 0,
@@ -257,34 +264,12 @@ void launch_split(const float* q, int64_t q_stride, const AttentionGeometry& g, 
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-bool attention_split_on() {
-  static const bool on = env_switch("DS4_CUDA_ATTN_SPLIT", false);
-  return on;
-}
-
-int64_t attention_split_scratch_floats(int n_head, int max_rows, int n) {
-  return int64_t{n} * max_spans(max_rows) * n_head * kPartFloats;
-}
-
-void launch_attention_split(const float* q, int64_t q_stride, const AttentionGeometry& g,
-                            const float* ring, const float* comp, const int32_t* visible,
-                            const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
-                            float* out, int64_t out_stride, cudaStream_t s) {
-  DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
-  if (rows.n == 0) return;
-  launch_split(q, q_stride, g, OneRun{ring, comp, visible, rows.p0}, rows.n, sinks, rope, scratch,
-               out, out_stride, s);
-}
-
-void launch_attention_split_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
-                                 const SeqRows& rows, const float* sinks, const RopeArg& rope,
-                                 float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
-  DS4_CHECK(g.ring_cap >= g.raw_cap && g.raw_cap > 0);
-  DS4_CHECK(rows.n >= 0 && rows.n <= kMaxSeqRows);
-  if (rows.n == 0) return;
-  launch_split(q, q_stride, g, SeqTable{rows}, rows.n, sinks, rope, scratch, out, out_stride, s);
-}
+template void launch_attention_split<OneRun>(const float*, int64_t, const AttentionGeometry&,
+                                             const OneRun&, int, const float*, const RopeArg&,
+                                             float*, float*, int64_t, cudaStream_t);
+template void launch_attention_split<SeqTable>(const float*, int64_t, const AttentionGeometry&,
+                                               const SeqTable&, int, const float*,
+                                               const RopeArg&, float*, float*, int64_t,
+                                               cudaStream_t);
 
 }  // namespace ds4::backend::cuda

@@ -1,6 +1,6 @@
-// src/backend/cuda/kernels/attention_test.cpp: decode sink attention on the device (the default
-// two-kernel path of launch_attention and the split kernels of attention_split.cuh) against a
-// double-precision evaluation of model.md §4.9 written here: softmax over the sink and the
+// src/backend/cuda/kernels/attention_test.cpp: sink attention on the device (launch_attention's
+// decode rows on the split kernels of attention_split.cu, its batches on the prefill kernels, and
+// launch_attention_seqs) against a double-precision evaluation of model.md §4.9 written here: softmax over the sink and the
 // scaled scores of the raw window and the visible compressed rows, the weighted sum, inverse RoPE
 // on the tail. Cases: a run of 3 consecutive rows with 3,000 compressed rows each (ratio 128:
 // spans of several rounds), a ratio-4 row whose indexer picks 512 of 1,000 rows, a short window,
@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cuda/kernels/attention_split.cuh"
 #include "backend/cuda/kernels/kernel_test.h"
 
 namespace ds4::backend::cuda {
@@ -177,9 +176,8 @@ void run_case(const Case& c) {
                                                 data[static_cast<size_t>(r.seq)], r, sinks, rope);
     want.insert(want.end(), o.begin(), o.end());
   }
-  const int64_t floats = std::max(attention_scratch_floats(64, g.max_rows, n),
-                                  attention_split_scratch_floats(64, g.max_rows, n));
-  DeviceBuffer scratch(static_cast<size_t>(floats) * sizeof(float));
+  DeviceBuffer scratch(static_cast<size_t>(attention_scratch_floats(64, g.max_rows, n)) *
+                       sizeof(float));
   DeviceBuffer dout(want.size() * sizeof(float));
   SeqRows table;
   for (int t = 0; c.seqs && t < n; ++t) {
@@ -190,31 +188,22 @@ void run_case(const Case& c) {
     table.visible[t] = picks[static_cast<size_t>(t)].get<int32_t>();
     table.n = n;
   }
-  for (const bool split : {false, true}) {
-    dout.fill(0xff);  // NaN: an unwritten output cannot pass
-    const float* q0 = dq.get<float>();
-    if (c.seqs && split) {
-      launch_attention_split_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope,
-                                  scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
-    } else if (c.seqs) {
-      launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope,
-                            scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
-    } else {
-      const RowSpan span{rows[0].pos, n};
-      auto go = split ? launch_attention_split : launch_attention;
-      go(q0, 64 * kHdT, g, data[0].dring.get<float>(), data[0].dcomp.get<float>(),
-         dpicks.get<int32_t>(), dsinks.get<float>(), rope, span, scratch.get<float>(),
-         dout.get<float>(), 64 * kHdT, nullptr);
-    }
-    DS4_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> got(want.size());
-    dout.download(got.data(), got.size() * sizeof(float));
-    const double d = rel_l2(got, want);
-    std::printf("  %-34s %-8s rel L2 %.3g (tol %.3g)\n", c.name, split ? "split" : "default", d,
-                kAttentionTol);
-    EXPECT_TRUE(d <= kAttentionTol)
-        << c.name << (split ? " split" : " default") << ": rel L2 " << d << ", seed " << seed;
+  dout.fill(0xff);  // NaN: an unwritten output cannot pass
+  const float* q0 = dq.get<float>();
+  if (c.seqs) {
+    launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope, scratch.get<float>(),
+                          dout.get<float>(), 64 * kHdT, nullptr);
+  } else {
+    launch_attention(q0, 64 * kHdT, g, data[0].dring.get<float>(), data[0].dcomp.get<float>(),
+                     dpicks.get<int32_t>(), dsinks.get<float>(), rope, RowSpan{rows[0].pos, n},
+                     scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
   }
+  DS4_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> got(want.size());
+  dout.download(got.data(), got.size() * sizeof(float));
+  const double d = rel_l2(got, want);
+  std::printf("  %-34s rel L2 %.3g (tol %.3g)\n", c.name, d, kAttentionTol);
+  EXPECT_TRUE(d <= kAttentionTol) << c.name << ": rel L2 " << d << ", seed " << seed;
 }
 
 TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
