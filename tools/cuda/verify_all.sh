@@ -43,8 +43,6 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
-#   hcab     the Flash A/B (as graphs) of DS4_CUDA_HC_CHUNKS=0 and 1 (the decode HC pre-step's
-#            kernel; probes compared, not required to agree)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -255,7 +253,6 @@ if has multi; then
     --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
 fi
-has hcab && step hcab 400 ab hcab DS4_CUDA_HC_CHUNKS 0 1 any && tail -4 "$out/hcab.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"

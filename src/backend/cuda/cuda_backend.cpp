@@ -525,7 +525,6 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
     a.norm = norm != nullptr ? static_cast<const float*>(norm->data) : nullptr;
     a.normed = normed.data;
     a.tickets = tickets(x.rows);
-    a.partials = scratch(tmp_a_, hc_pre_partials_floats(x.rows, cur.cols));
     launch_hc_pre(a, stream_);
     return;
   }

@@ -80,10 +80,14 @@ __global__ void rope_qkv_store_kernel(float* q_all, int64_t q_stride, int n_head
   float* q = q_all + t * q_stride;
   float* kv = kv_all + t * kv_stride;
   float* raw_slot = src.ring_of(t) + int64_t{pos % ring_cap} * kHd;
-  for (int i = threadIdx.x; i < n_head * 32; i += blockDim.x) {
-    rope_pair(q + (i / 32) * kHd + kNope, rope.inv_freq, i % 32, pos, false);
-  }
-  if (threadIdx.x < 32) rope_pair(kv + kNope, rope.inv_freq, threadIdx.x, pos, false);
+  // The row's 32 angles once (every head and the kv row share them), then the rotations.
+  __shared__ float cs[32], sn[32];
+  if (threadIdx.x < 32)
+    rope_angle(rope.inv_freq, threadIdx.x, pos, &sn[threadIdx.x], &cs[threadIdx.x]);
+  __syncthreads();
+  for (int i = threadIdx.x; i < n_head * 32; i += blockDim.x)
+    rope_rotate(q + (i / 32) * kHd + kNope, i % 32, cs[i % 32], sn[i % 32]);
+  if (threadIdx.x < 32) rope_rotate(kv + kNope, threadIdx.x, cs[threadIdx.x], sn[threadIdx.x]);
   if (qat && threadIdx.x / 32 < 7) fp8_block_warp(kv + (threadIdx.x / 32) * 64);
   __syncthreads();
   for (int i = threadIdx.x; i < kHd; i += blockDim.x) {

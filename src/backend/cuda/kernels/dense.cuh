@@ -25,8 +25,7 @@ void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc
                         float* cur, cudaStream_t s);
 // The whole HC pre-step for n_hc == 4 copies and F16 mixing weights of 24 rows
 // (hc_pre_fusable): what launch_rms_norm (no weight), the product with fn, launch_hc_mix and
-// launch_hc_collapse compute, in one launch (kernels/hc_pre.cu; under kHcPreBatchRows rows the
-// sums are float sums in another order: a tolerance, not the CPU's bits). tickets: `rows` device
+// launch_hc_collapse compute, in one launch (kernels/hc_pre.cu). tickets: `rows` device
 // counters, zero before the first launch (each launch leaves them zero). With `norm` (n_embd F32
 // weights), also normed = what launch_rms_norm(cur, segment n_embd, norm) computes.
 struct HcPreArgs {
@@ -39,14 +38,11 @@ struct HcPreArgs {
   const float* norm = nullptr;  // optional
   float* normed = nullptr;
   unsigned* tickets = nullptr;
-  float* partials = nullptr;  // rows under kHcPreBatchRows: hc_pre_partials_floats(rows, n_embd)
 };
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows);
 // From this many rows the HC pre-step is a batch: launch_hc_pre gives each row a CTA of its own
-// (below, a CTA per 1,024-element chunk and row), and the backend may split it into separate launches.
+// (below, a CTA per mixing product and row), and the backend may split it into separate launches.
 inline constexpr int64_t kHcPreBatchRows = 32;
-// Scratch floats launch_hc_pre needs for the chunk sums of `rows` rows (0 for a batch).
-int64_t hc_pre_partials_floats(int64_t rows, int64_t n_embd);
 void launch_hc_pre(const HcPreArgs& a, cudaStream_t s);
 // y[r][b][d] = f[r][d] post[b] + sum_a comb[a][b] x[r][a][d].
 void launch_hc_post(const float* x, const float* f, const float* mix, int64_t rows, int n_hc,

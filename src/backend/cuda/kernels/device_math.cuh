@@ -81,14 +81,20 @@ __device__ inline float block_scale_pow2(float amax, float inv_format_max) {
 }
 
 // Rotates the 64-dim tail at `tail` by the angles float(pos * inv_freq[p]); inverse negates sin.
-__device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int pos, bool inverse) {
-  const float theta = static_cast<float>(pos) * inv_freq[p];
-  float c, sn;
-  detmath::sincosf(theta, &sn, &c);
-  const float s = inverse ? -sn : sn;
+// Pair p of tail rotated by the angle whose cosine and sine are c and s (rope_pair's step).
+__device__ inline void rope_rotate(float* tail, int p, float c, float s) {
   const float x0 = tail[2 * p], x1 = tail[2 * p + 1];
   tail[2 * p] = x0 * c - x1 * s;
   tail[2 * p + 1] = x0 * s + x1 * c;
+}
+// The angle of pair p at position pos: its sine and cosine (rope_pair's).
+__device__ inline void rope_angle(const float* inv_freq, int p, int pos, float* sn, float* c) {
+  detmath::sincosf(static_cast<float>(pos) * inv_freq[p], sn, c);
+}
+__device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int pos, bool inverse) {
+  float c, sn;
+  rope_angle(inv_freq, p, pos, &sn, &c);
+  rope_rotate(tail, p, c, inverse ? -sn : sn);
 }
 
 // acc + a * b where the product is exact in double (a and b are floats or f16 values widened:

@@ -2,14 +2,12 @@
 // for four HC copies and F16 mixing weights, fused into one kernel: RMSNorm of the row, the
 // 2n + n^2 mixing products, the sigmoid gates and Sinkhorn, and the collapse. It computes what
 // rms_norm_kernel, the float-row product, hc_mix_kernel and hc_collapse_kernel compute one after
-// the other (dense.cu, matmul_q.cu). For many rows (prefill) a CTA per row does all of it,
-// operation for operation. For few rows (decode) a CTA per (chunk of 1,024 elements, row) forms
-// its elements' 24 products and squares in float and leaves their sums, and the last CTA of a
-// row to finish (a ticket counter, reset by that CTA) adds the chunks, runs the mix on one warp
-// while the other warps collapse the row and, when asked, norm it (float sums: a tolerance, not
-// the CPU's order). Built with -fmad=false.
+// the other (dense.cu, matmul_q.cu), operation for operation. For few rows (decode) a CTA per
+// (mixing output, row) recomputes the row's norm and forms its product, and the last CTA of a row
+// to finish (a ticket counter, reset by that CTA) runs the mix on one warp, the collapse and, when
+// asked, the RMSNorm of the collapsed row (rms_norm_kernel's operations); for many rows (prefill)
+// a CTA per row does all of it. Built with -fmad=false.
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/launch.cuh"
@@ -101,132 +99,11 @@ __device__ void hc_finish_row(const HcPreArgs& a, int64_t r, const float* xr, fl
   for (int64_t d = tid; d < n_embd; d += kHcThreads) normed[d] = (cur[d] * scale) * a.norm[d];
 }
 
-// ---- few rows (decode) ----
-
-constexpr int kChunk = kHcThreads;  // elements of a row per CTA: one per thread
-constexpr int kSums = kMix + 1;     // a chunk's sums: the kMix products, then the squares
-
-// Warp reduce-scatter of 32 values: afterwards lane l holds the warp's sum of v[l] (v[kSums..]
-// are zero). Five halving exchanges, 31 shuffles, where a butterfly per value takes 5 x kSums.
-__device__ inline float warp_sum_scatter(float (&v)[32]) {
-  const int lane = static_cast<int>(threadIdx.x % 32);
-#pragma unroll
-  for (int n = 32; n > 1; n /= 2) {
-    const int off = n / 2;
-    const bool upper = (lane & off) != 0;
-#pragma unroll
-    for (int j = 0; j < n / 2; ++j) {
-      const float keep = upper ? v[j + n / 2] : v[j];
-      const float send = upper ? v[j] : v[j + n / 2];
-      v[j] = keep + __shfl_xor_sync(0xffffffffu, send, off);
-    }
-  }
-  return v[0];
-}
-
-// The end of a decode row's pre-step, on its last CTA: m_raw holds the row's kMix product sums
-// (of the row before its norm) in shared memory, rms its norm's scale. Warp 0 runs the mix
-// (hc_mix_warp) and stores it; the other warps form the four pre weights themselves (the mix's
-// first step, the same operations), collapse the row into cur and, when asked, norm it,
-// synchronising on a named barrier of their own, so the mix's Sinkhorn runs beside them.
-__device__ void hc_finish_split(const HcPreArgs& a, int64_t r, const float* xr,
-                                const float* m_raw, float rms) {
-  constexpr int kWorkers = kHcThreads - 32;
-  __shared__ float css_part[kHcThreads / 32];
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  if (warp == 0) {
-    const float v = hc_mix_warp(lane < kMix ? m_raw[lane] * rms : 0.0f, a.scale, a.base, a.iters);
-    if (lane < kMix) a.mix[r * kMix + lane] = v;
-    return;
-  }
-  float pre[kHc];
-#pragma unroll
-  for (int h = 0; h < kHc; ++h)
-    pre[h] = 1.0f / (1.0f + detmath::expf(-((m_raw[h] * rms) * a.scale[0] + a.base[h]))) + kEps;
-  const int64_t n_embd = a.n_embd;
-  float* cur = a.cur + r * n_embd;
-  float css = 0.0f;
-  for (int64_t d = tid - 32; d < n_embd; d += kWorkers) {
-    float c = 0.0f;
-#pragma unroll
-    for (int h = 0; h < kHc; ++h) c += xr[h * n_embd + d] * pre[h];
-    cur[d] = c;
-    css += c * c;
-  }
-  if (a.norm == nullptr) return;  // uniform per CTA
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) css += __shfl_xor_sync(0xffffffffu, css, off);
-  if (lane == 0) css_part[warp] = css;
-  asm volatile("bar.sync 1, %0;" ::"r"(kWorkers) : "memory");  // warps 1.. only
-  float total = 0.0f;
-  for (int k = 1; k < kHcThreads / 32; ++k) total += css_part[k];
-  const float scale = rms_scale(static_cast<double>(total), n_embd);
-  float* normed = a.normed + r * n_embd;
-  // Each thread norms the elements it collapsed (its own writes: no barrier needed).
-  for (int64_t d = tid - 32; d < n_embd; d += kWorkers) normed[d] = (cur[d] * scale) * a.norm[d];
-}
-
-// The sums of chunk blockIdx.x of row blockIdx.y: partials + (row * chunks + chunk) * 32.
-// Thread t takes element chunk * kChunk + t: its 24 weights are loaded before the wait for the
-// predecessor (they do not depend on it).
+// Few rows (decode): a CTA per (mixing product, row), the row's last CTA finishing it. (A CTA
+// per 1,024-element chunk of the row with float sums, the last CTA adding the chunks and running
+// the Sinkhorn warp beside the collapse, decoded Flash q2 at 99.7 / 100.9 tokens/s at 2k / 8k
+// where this gives 106.7 / 106.2 on the H200, 2026-12-02: removed.)
 __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
-  __shared__ float warp_sums[kHcThreads / 32][32];
-  __shared__ float m_raw[32];
-  __shared__ bool last;
-  const int64_t width = kHc * a.n_embd;
-  const int64_t r = blockIdx.y;
-  const int chunks = static_cast<int>(gridDim.x);
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int64_t i = int64_t{blockIdx.x} * kChunk + tid;
-  const bool in = i < width;
-  const uint16_t* fn = static_cast<const uint16_t*>(a.fn);
-  float w[kMix];
-#pragma unroll
-  for (int o = 0; o < kMix; ++o) w[o] = in ? f16_bits_to_float(fn[o * width + i]) : 0.0f;
-  kernel_begin();
-  const float* xr = a.x + r * width;
-  const float x = in ? xr[i] : 0.0f;
-  float v[32];
-#pragma unroll
-  for (int o = 0; o < kMix; ++o) v[o] = w[o] * x;
-  v[kMix] = x * x;
-#pragma unroll
-  for (int o = kSums; o < 32; ++o) v[o] = 0.0f;
-  warp_sums[warp][lane] = warp_sum_scatter(v);
-  __syncthreads();
-  float* partials = a.partials + (r * chunks + blockIdx.x) * 32;
-  if (tid < kSums) {
-    float t = 0.0f;
-    for (int k = 0; k < kHcThreads / 32; ++k) t += warp_sums[k][tid];
-    partials[tid] = t;
-    __threadfence();  // the sums are visible before the ticket is taken
-  }
-  __syncthreads();
-  if (tid == 0) last = atomicAdd(&a.tickets[r], 1u) == static_cast<unsigned>(chunks) - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (tid == 0) a.tickets[r] = 0;  // ready for the next launch
-  // The row's last CTA: warp k adds chunks k, k + 32, .. (lane = sum index), then warp 0 the
-  // warps, in order.
-  const float* row_partials = a.partials + r * chunks * 32;
-  float t = 0.0f;
-  for (int c = warp; c < chunks; c += kHcThreads / 32) t += __ldcg(row_partials + c * 32 + lane);
-  warp_sums[warp][lane] = t;
-  __syncthreads();
-  if (tid < kSums) {
-    float total = 0.0f;
-    for (int k = 0; k < kHcThreads / 32; ++k) total += warp_sums[k][tid];
-    m_raw[tid] = total;
-  }
-  __syncthreads();
-  const float rms = rms_scale(static_cast<double>(m_raw[kMix]), width);
-  hc_finish_split(a, r, xr, m_raw, rms);
-}
-
-// DS4_CUDA_HC_CHUNKS=0 (an A/B, to be deleted with the loser): the decode kernel before the
-// chunked one, a CTA per (mixing product, row) in double, the row's last CTA finishing it.
-__global__ void __launch_bounds__(kHcThreads) hc_pre_ticket_kernel(const HcPreArgs a) {
   __shared__ double part[32];
   __shared__ bool last;
   const int64_t width = kHc * a.n_embd;
@@ -307,16 +184,7 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_rows_kernel(const HcPreArgs
   hc_finish_row(a, r, xr, m, part);
 }
 
-// Chunks (CTAs) per decode row.
-unsigned hc_pre_chunks(int64_t n_embd) {
-  return static_cast<unsigned>((kHc * n_embd + kChunk - 1) / kChunk);
-}
-
 }  // namespace
-
-int64_t hc_pre_partials_floats(int64_t rows, int64_t n_embd) {
-  return rows < kHcPreBatchRows ? rows * hc_pre_chunks(n_embd) * 32 : 0;
-}
 
 bool hc_pre_fusable(int n_hc, gguf::GgufType fn_type, int64_t fn_rows) {
   return n_hc == kHc && fn_type == gguf::GgufType::kF16 && fn_rows == kMix;
@@ -328,15 +196,11 @@ void launch_hc_pre(const HcPreArgs& a, cudaStream_t s) {
   DS4_CHECK(a.norm == nullptr || a.normed != nullptr);
   if (a.rows == 0) return;
   // kHcPreBatchRows: a guess between decode's one row and prefill's 512, not yet tuned on the
-  // device (the chunk CTAs of each row fill the GPU below it).
+  // device (kMix CTAs per row fill the GPU below it).
   if (a.rows >= kHcPreBatchRows) {
     launch(hc_pre_rows_kernel, static_cast<unsigned>(a.rows), kHcThreads, 0, s, a);
-  } else if (static const bool chunks = env_switch("DS4_CUDA_HC_CHUNKS", true); !chunks) {
-    launch(hc_pre_ticket_kernel, dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s, a);
   } else {
-    DS4_CHECK(a.partials != nullptr);
-    launch(hc_pre_kernel, dim3(hc_pre_chunks(a.n_embd), static_cast<unsigned>(a.rows)),
-           kHcThreads, 0, s, a);
+    launch(hc_pre_kernel, dim3(kMix, static_cast<unsigned>(a.rows)), kHcThreads, 0, s, a);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
