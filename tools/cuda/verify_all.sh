@@ -43,6 +43,10 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
+#   checkq8  ds4-cuda-check with DS4_CUDA_Q8_MMA=1 (Q8_0 products of 2-32 rows on the decode
+#            tensor-core kernel, matmul_q8_mma.cu; the test shapes' batched steps)
+#   gtestq8  gtest with DS4_CUDA_Q8_MMA=1 (batched sessions against their runs alone)
+#   q8multi  multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_Q8_MMA=0 and 1
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -252,6 +256,19 @@ if has multi; then
     --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8,16,32}" \
     --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
+fi
+has checkq8 && step checkq8 300 checkon DS4_CUDA_Q8_MMA && tail -3 "$out/checkq8.log"
+has gtestq8 && DS4_CUDA_Q8_MMA=1 step gtestq8 300 gtest && tail -30 "$out/gtestq8.log"
+# multi_with VAR VALUE: multi's engine steps with VAR=VALUE.
+multi_with() {
+  env "$1=$2" build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-4,8,16,32}" --ctx-start 2048 \
+    -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
+}
+export -f multi_with
+if has q8multi; then
+  step q8multi 400 bash -c 'multi_with DS4_CUDA_Q8_MMA 0 && multi_with DS4_CUDA_Q8_MMA 1'
+  tail -14 "$out/q8multi.log"
 fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi

@@ -268,8 +268,7 @@ template void launch_attention_split<OneRun>(const float*, int64_t, const Attent
                                              const OneRun&, int, const float*, const RopeArg&,
                                              float*, float*, int64_t, cudaStream_t);
 template void launch_attention_split<SeqTable>(const float*, int64_t, const AttentionGeometry&,
-                                               const SeqTable&, int, const float*,
-                                               const RopeArg&, float*, float*, int64_t,
-                                               cudaStream_t);
+                                               const SeqTable&, int, const float*, const RopeArg&,
+                                               float*, float*, int64_t, cudaStream_t);
 
 }  // namespace ds4::backend::cuda

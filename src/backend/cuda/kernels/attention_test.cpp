@@ -1,11 +1,12 @@
 // src/backend/cuda/kernels/attention_test.cpp: sink attention on the device (launch_attention's
 // decode rows on the split kernels of attention_split.cu, its batches on the prefill kernels, and
-// launch_attention_seqs) against a double-precision evaluation of model.md §4.9 written here: softmax over the sink and the
-// scaled scores of the raw window and the visible compressed rows, the weighted sum, inverse RoPE
-// on the tail. Cases: a run of 3 consecutive rows with 3,000 compressed rows each (ratio 128:
-// spans of several rounds), a ratio-4 row whose indexer picks 512 of 1,000 rows, a short window,
-// a batch of 20 rows (launch_attention's prefill kernels), and a step of rows of two sequences
-// at different positions (launch_attention_seqs' table). Skips without a CUDA device.
+// launch_attention_seqs) against a double-precision evaluation of model.md §4.9 written here:
+// softmax over the sink and the scaled scores of the raw window and the visible compressed rows,
+// the weighted sum, inverse RoPE on the tail. Cases: a run of 3 consecutive rows with 3,000
+// compressed rows each (ratio 128: spans of several rounds), a ratio-4 row whose indexer picks 512
+// of 1,000 rows, a short window, a batch of 20 rows (launch_attention's prefill kernels), and a
+// step of rows of two sequences at different positions (launch_attention_seqs' table). Skips
+// without a CUDA device.
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>

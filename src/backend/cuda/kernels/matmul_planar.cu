@@ -30,6 +30,7 @@
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/kernels/matmul_q8_mma.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
@@ -590,8 +591,17 @@ bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts
   return n_slots >= 16 && n_slots >= w.ne[2];
 }
 
+bool planar_uses_q8_mma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
+                        PlanarPath path) {
+  if (w.type != GgufType::kQ8_0 || experts || grouped || n_slots < 2 || n_slots > kQ8MmaMaxSlots)
+    return false;
+  if (groups != 1 && (w.ne[1] / groups) % 16 != 0) return false;
+  return path == PlanarPath::kQ8Mma || (path == PlanarPath::kAuto && q8_mma_on());
+}
+
 bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                            PlanarPath path) {
+  if (planar_uses_q8_mma(w, n_slots, groups, experts, grouped, path)) return true;
   if (grouped || planar_uses_imma(w, n_slots, groups, experts, grouped, path)) return false;
   return experts || n_slots <= kSlotsMaxSlots;  // launch_planar's rows and slots kernels
 }
@@ -680,6 +690,26 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   if (groups_by_expert != nullptr) {
     DS4_CHECK_MSG(experts != nullptr, "planar matmul: slot groups without experts");
     a.groups = *groups_by_expert;
+  }
+  if (planar_uses_q8_mma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr,
+                         path)) {
+    Q8MmaProduct q;
+    q.body = a.body;
+    q.aux = a.aux;
+    q.out = a.out;
+    q.nb = a.nb;
+    q.rows_per_group = a.rows_per_group;
+    q.enc = a.enc;
+    q.enc_row_bytes = a.enc_row_bytes;
+    q.enc_group_bytes = a.enc_group_bytes;
+    q.rows = rows;
+    q.n_slots = a.n_slots;
+    q.y = y;
+    q.y_stride = y_stride;
+    if (q8_mma_fits(q)) {
+      launch_matmul_q8_mma(q, stream);
+      return;
+    }
   }
   if (planar_uses_imma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr, path)) {
     ImmaProduct p;

@@ -160,7 +160,13 @@ RefDot cpu_dot(GgufType t, const uint8_t* w, const uint8_t* x, int64_t cols) {
 }
 
 const char* path_name(PlanarPath p) {
-  return p == PlanarPath::kAuto ? "auto" : (p == PlanarPath::kScalar ? "scalar" : "imma");
+  switch (p) {
+    case PlanarPath::kAuto: return "auto";
+    case PlanarPath::kScalar: return "scalar";
+    case PlanarPath::kImma: return "imma";
+    case PlanarPath::kQ8Mma: return "q8mma";
+  }
+  return "?";
 }
 
 // One matmul configuration. cols is per group; the encoded rows hold groups * cols values.
@@ -361,7 +367,8 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
       EXPECT_TRUE(planar_uses_imma(shape, c.n_slots, c.groups, experts, experts, PlanarPath::kAuto))
           << what << ": the default path should take the tensor-core kernel";
     }
-    for (PlanarPath path : {PlanarPath::kAuto, PlanarPath::kScalar, PlanarPath::kImma}) {
+    for (PlanarPath path :
+         {PlanarPath::kAuto, PlanarPath::kScalar, PlanarPath::kImma, PlanarPath::kQ8Mma}) {
       check_layout(true, false, path);
       if (experts) check_layout(true, true, path);
     }
@@ -477,8 +484,9 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .experts = {2, 0, 1, 2, 0, 1},
        .rows = {0, 0, 0, 0, 0, 0}},
       // Batched decode steps of a few sessions: the slots kernel, CTAs of up to 8 slots (13: two
-      // groups side by side, the second partial; 16 with a row map and groups 2), or the tensor
-      // cores (kImma); 6 slots: one group of 8 with two slots unused.
+      // groups side by side, the second partial; 16 with a row map and groups 2 of 150 rows, which
+      // kQ8Mma's 16-row tiles cannot take), or the tensor cores (kImma, kQ8Mma); 6 slots: one
+      // group of 8 with two slots unused.
       {.name = "13 slots (batched decode)",
        .cols = col_sizes[3],
        .out = 45,
@@ -492,6 +500,16 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .groups = 2,
        .rows = {6, 0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0}},
       {.name = "6 slots", .cols = col_sizes[1], .out = 70, .n_slots = 6, .n_enc_rows = 6},
+      // 17-32 slots (kQ8Mma: three and four n8 tiles; a partial last 16-row tile; row groups of
+      // 32 rows with a row map).
+      {.name = "24 slots, groups 2, row map",
+       .cols = col_sizes[2],
+       .out = 64,
+       .n_slots = 24,
+       .n_enc_rows = 5,
+       .groups = 2,
+       .rows = {4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1}},
+      {.name = "32 slots", .cols = col_sizes[3], .out = 37, .n_slots = 32, .n_enc_rows = 32},
       {.name = "64 slots, groups 2",
        .cols = col_sizes[1],
        .out = 256,
