@@ -47,6 +47,9 @@
 #            tensor-core kernel, matmul_q8_mma.cu; the test shapes' batched steps)
 #   gtestq8  gtest with DS4_CUDA_Q8_MMA=1 (batched sessions against their runs alone)
 #   q8multi  multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_Q8_MMA=0 and 1
+#   kernlanes matmul_check with DS4_CUDA_ROWS_LANES=2 (the rows kernel's 2- and 4-lane forms)
+#   lanesab  the Flash A/B (as graphs) of DS4_CUDA_ROWS_LANES=8 and LANES (default 4)
+#   lanesmulti multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_ROWS_LANES=8 and LANES
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -269,6 +272,14 @@ export -f multi_with
 if has q8multi; then
   step q8multi 400 bash -c 'multi_with DS4_CUDA_Q8_MMA 0 && multi_with DS4_CUDA_Q8_MMA 1'
   tail -14 "$out/q8multi.log"
+fi
+has kernlanes && DS4_CUDA_ROWS_LANES=2 step kernlanes 60 build-dev/bin/matmul_check &&
+  tail -1 "$out/kernlanes.log"
+has lanesab && step lanesab 400 ab lanesab DS4_CUDA_ROWS_LANES 8 "${LANES:-4}" any &&
+  tail -4 "$out/lanesab.log"
+if has lanesmulti; then
+  step lanesmulti 400 bash -c "multi_with DS4_CUDA_ROWS_LANES 8 && multi_with DS4_CUDA_ROWS_LANES ${LANES:-4}"
+  tail -14 "$out/lanesmulti.log"
 fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
