@@ -18,6 +18,8 @@
 #   fillchunk fill's sections for the chunk at 6,144 (profchunk's run; KREGEX, KERNELS)
 #   filldec  fill's sections for the decode kernels that bound latency (HC pre-step, attention,
 #            routing, IQ2_XXS rows) in profdec's run
+#   gaps     nsys timeline of 8 Flash q2 decode steps on graphs at ~2k context: GPU busy and idle
+#            time, the idle gaps by the kernels around them (profile_flash.sh gaps)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -162,7 +164,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | check | long | repl | sass) ;;
+    kernels | kernlanes | check | checkblas | checkq8 | long | repl | sass | gtest | gtestq8) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -280,6 +282,10 @@ has lanesab && step lanesab 400 ab lanesab DS4_CUDA_ROWS_LANES 8 "${LANES:-4}" a
 if has lanesmulti; then
   step lanesmulti 400 bash -c "multi_with DS4_CUDA_ROWS_LANES 8 && multi_with DS4_CUDA_ROWS_LANES ${LANES:-4}"
   tail -14 "$out/lanesmulti.log"
+fi
+if has gaps; then
+  OUT=$out step gaps 200 bash tools/cuda/profile_flash.sh gaps
+  tail -30 "$out/gaps.log"
 fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
