@@ -719,19 +719,18 @@ void launch_matmul_planar(const Weight& w, const void* enc, int64_t enc_row_byte
   }
   if (planar_uses_q8_mma(w, n_slots, groups, experts != nullptr, groups_by_expert != nullptr,
                          path)) {
-    Q8MmaProduct q;
-    q.body = a.body;
-    q.aux = a.aux;
-    q.out = a.out;
-    q.nb = a.nb;
-    q.rows_per_group = a.rows_per_group;
-    q.enc = a.enc;
-    q.enc_row_bytes = a.enc_row_bytes;
-    q.enc_group_bytes = a.enc_group_bytes;
-    q.rows = rows;
-    q.n_slots = a.n_slots;
-    q.y = y;
-    q.y_stride = y_stride;
+    const Q8MmaProduct q{.body = a.body,
+                         .aux = a.aux,
+                         .out = a.out,
+                         .nb = a.nb,
+                         .rows_per_group = a.rows_per_group,
+                         .enc = a.enc,
+                         .enc_row_bytes = a.enc_row_bytes,
+                         .enc_group_bytes = a.enc_group_bytes,
+                         .rows = rows,
+                         .n_slots = a.n_slots,
+                         .y = y,
+                         .y_stride = y_stride};
     if (q8_mma_fits(q)) {
       launch_matmul_q8_mma(q, stream);
       return;
