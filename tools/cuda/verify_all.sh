@@ -52,6 +52,10 @@
 #   kernlanes matmul_check with DS4_CUDA_ROWS_LANES=2 (the rows kernel's 2- and 4-lane forms)
 #   lanesab  the Flash A/B (as graphs) of DS4_CUDA_ROWS_LANES=8 and LANES (default 4)
 #   lanesmulti multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_ROWS_LANES=8 and LANES
+#   kernf16  matmul_check with DS4_CUDA_F16_ROWS=1 (F16 decode products in float,
+#            matmul_f16_rows.cu)
+#   checkf16 ds4-cuda-check with DS4_CUDA_F16_ROWS=1
+#   f16ab    the Flash A/B (as graphs) of DS4_CUDA_F16_ROWS=0 and 1
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -164,7 +168,8 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | kernlanes | check | checkblas | checkq8 | long | repl | sass | gtest | gtestq8) ;;
+    kernels | kernlanes | kernf16 | check | checkblas | checkq8 | checkf16 | long | repl | sass) ;;
+    gtest | gtestq8) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -287,6 +292,10 @@ if has gaps; then
   OUT=$out step gaps 200 bash tools/cuda/profile_flash.sh gaps
   tail -30 "$out/gaps.log"
 fi
+has kernf16 && DS4_CUDA_F16_ROWS=1 step kernf16 60 build-dev/bin/matmul_check &&
+  tail -1 "$out/kernf16.log"
+has checkf16 && step checkf16 300 checkon DS4_CUDA_F16_ROWS && tail -3 "$out/checkf16.log"
+has f16ab && step f16ab 400 ab f16ab DS4_CUDA_F16_ROWS 0 1 any && tail -4 "$out/f16ab.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"

@@ -22,12 +22,14 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
+#include "backend/cuda/kernels/matmul_f16_rows.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -923,6 +925,12 @@ bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* cons
     return launch_matmul_planar_parts(w, y, enc, enc_row_bytes, experts, rows, n_slots, y_stride,
                                       stream);
   }
+  if (const auto p =
+          f16_rows_product(w, y, enc, enc_row_bytes, experts, rows, n_slots, 1, y_stride);
+      p && !uses_float_tiles(w0.type, false, 1, n_slots)) {
+    launch_f16_rows(*p, stream);
+    return true;
+  }
   // Float weights of few rows, one slot: the CTA-per-row kernel, as launch_matmul runs them.
   if (w0.layout != 0 || experts != nullptr || n_slots != 1) return false;
   int64_t total = 0;
@@ -969,6 +977,13 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
   if (uses_float_tiles(w.type, experts != nullptr, groups, n_slots)) {
     w.type == GgufType::kF16 ? launch_float_dmma<true>(a, out, n_slots, split_scratch, stream)
                              : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
+    return;
+  }
+  const Weight* const ws[] = {&w};
+  float* const ys[] = {y};
+  if (const auto p =
+          f16_rows_product(ws, ys, enc, enc_row_bytes, experts, rows, n_slots, groups, y_stride)) {
+    launch_f16_rows(*p, stream);
     return;
   }
   // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
