@@ -3,7 +3,6 @@
 // position p0 + t (t = its row in the batch) and everything that follows from it. Built with
 // -fmad=false; each row's float operations are those of backend/cpu/attention.cpp, in its order.
 #include <algorithm>
-#include <type_traits>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/attention.cuh"
@@ -682,9 +681,9 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
 }
 
 int64_t attention_scratch_floats(int n_head, int max_rows, int n) {
-  const int64_t scores = int64_t{n} * n_head * (int64_t{max_rows} + 1);
-  if (n >= kSumBatchRows) return scores;
-  return std::max(scores, attention_split_scratch_floats(n_head, max_rows, n));
+  // Batches: the scores and, past them, each (row, head)'s maximum; decode rows: the spans' sums.
+  if (n < kSumBatchRows) return attention_split_scratch_floats(n_head, max_rows, n);
+  return int64_t{n} * n_head * (int64_t{max_rows} + 1);
 }
 
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,

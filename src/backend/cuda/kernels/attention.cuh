@@ -78,10 +78,10 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
 // Sink attention of every row's n_head queries over its raw window and its compressed rows, then
 // inverse RoPE at its position. Compressed rows of row t at position p: none when ratio == 0;
 // when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
-// rows 0 .. (p + 1) / ratio - 1. scratch: at least n * n_head * (max_rows + 1) floats, max_rows >=
-// every row's window + compressed rows (attention_scratch_floats). Output row t at out + t *
-// out_stride. A batch's (rows.n >= 16) softmax and weighted sum are the CPU's float operations,
-// in its order; decode rows take attention_split.cuh's kernels (float rounding differs).
+// rows 0 .. (p + 1) / ratio - 1. scratch: attention_scratch_floats(n_head, max_rows, n) floats,
+// max_rows >= every row's window + compressed rows. Output row t at out + t * out_stride. A batch's
+// (rows.n >= 16) softmax and weighted sum are the CPU's float operations, in its order; decode rows
+// take attention_split.cuh's kernels (float rounding differs).
 struct AttentionGeometry {
   int n_head = 0;
   int raw_cap = 0;

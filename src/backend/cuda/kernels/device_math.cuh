@@ -80,7 +80,6 @@ __device__ inline float block_scale_pow2(float amax, float inv_format_max) {
   return ldexpf(1.0f, exponent);
 }
 
-// Rotates the 64-dim tail at `tail` by the angles float(pos * inv_freq[p]); inverse negates sin.
 // Pair p of tail rotated by the angle whose cosine and sine are c and s (rope_pair's step).
 __device__ inline void rope_rotate(float* tail, int p, float c, float s) {
   const float x0 = tail[2 * p], x1 = tail[2 * p + 1];
@@ -91,6 +90,8 @@ __device__ inline void rope_rotate(float* tail, int p, float c, float s) {
 __device__ inline void rope_angle(const float* inv_freq, int p, int pos, float* sn, float* c) {
   detmath::sincosf(static_cast<float>(pos) * inv_freq[p], sn, c);
 }
+// Rotates pair p of the 64-dim tail at `tail` by the angle float(pos * inv_freq[p]); inverse
+// negates sin.
 __device__ inline void rope_pair(float* tail, const float* inv_freq, int p, int pos, bool inverse) {
   float c, sn;
   rope_angle(inv_freq, p, pos, &sn, &c);

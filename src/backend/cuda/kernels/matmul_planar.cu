@@ -396,10 +396,11 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
 }
 
 constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
-// The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
-// blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
-// them) and more loads in flight per thread (the lanes' sums, and so the last bits, differ). On
-// the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
+// The rows kernel takes the most lanes per row (32, 16, .. down to min_rows_lanes()) that give
+// each lane at least this many blocks of the row. Fewer lanes mean more rows per CTA (the staged
+// activation row serves more of them) and more loads in flight per thread (the lanes' sums, and
+// so the last bits, differ). On the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave
+// 68.62 (bench/h200-history.md).
 constexpr int kRowsBlocksPerLane = 4;
 // Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
 // slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
