@@ -184,6 +184,7 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
   g.ring_cap = ring_cap;
   g.ratio = l.ratio;
   g.top_k = l.index_top_k;
+  g.f16_values = numerics().f16_rows;
   for (const Run& run : runs_) {
     const int p_end = run.span.p0 + 1;
     g.max_rows = std::max(g.max_rows, std::min(g.raw_cap, p_end) + max_compressed(l, p_end));
@@ -211,6 +212,7 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   g.ring_cap = c.ring_cap;
   g.ratio = l.ratio;
   g.top_k = l.index_top_k;
+  g.f16_values = numerics().f16_rows;
   g.max_rows = std::min(c.lay.raw_cap, p_end) + max_compressed(l, p_end);
   const int64_t rows_reserved =
       single ? std::min(c.lay.raw_cap, n_ctx) + max_compressed(l, n_ctx) : g.max_rows;

@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/attention_flash.cuh"
 #include "backend/cuda/kernels/attention_rows.cuh"
 #include "backend/cuda/kernels/attention_split.cuh"
 #include "backend/cuda/kernels/attention_sum_tile.cuh"
@@ -707,6 +709,13 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
   uint32_t* maxima = nullptr;
   if (!batch) {  // decode: split over the cached rows
     launch_attention_split(q, q_stride, g, src, rows.n, sinks, rope, scratch, out, out_stride, s);
+    return;
+  }
+  // Batches on the f16 tensor cores (attention_flash.cu) under DS4_CUDA_ATTN_FLASH=1, for its A/B.
+  static const bool flash = env_switch("DS4_CUDA_ATTN_FLASH", false);
+  if (flash && attention_flash_fits(q, q_stride, ring, comp, out, out_stride)) {
+    launch_attention_flash(q, q_stride, g, ring, comp, visible, sinks, rope, rows, out, out_stride,
+                           s);
     return;
   }
   if (tile) {  // batches: the FP64 tensor cores

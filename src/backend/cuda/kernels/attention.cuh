@@ -89,6 +89,7 @@ struct AttentionGeometry {
   int ratio = 0;
   int top_k = 0;
   int max_rows = 0;
+  bool f16_values = false;  // every cached row holds f16 values (Numerics::f16_rows)
 };
 // The scratch floats launch_attention (n rows) and launch_attention_seqs (n <= kMaxSeqRows rows)
 // need when no row attends to more than max_rows cached rows.

@@ -5,8 +5,9 @@
 // the weighted sum, inverse RoPE on the tail. Cases: a run of 3 consecutive rows with 3,000
 // compressed rows each (ratio 128: spans of several rounds), a ratio-4 row whose indexer picks 512
 // of 1,000 rows, a short window, a batch of 20 rows (launch_attention's prefill kernels), and a
-// step of rows of two sequences at different positions (launch_attention_seqs' table). Skips
-// without a CUDA device.
+// step of rows of two sequences at different positions (launch_attention_seqs' table); and
+// batches on the f16 tensor-core kernel (launch_attention_flash) with f16 and float cached rows.
+// Skips without a CUDA device.
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>
@@ -18,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/kernels/attention_flash.cuh"
 #include "backend/cuda/kernels/kernel_test.h"
+#include "base/f16.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -126,6 +129,8 @@ struct Case {
   int ratio, top_k, raw_cap, n_comp;
   std::vector<int> positions;  // one row each; consecutive for a run
   bool seqs;                   // rows of separate sequences (launch_attention_seqs)
+  bool flash = false;          // a run on launch_attention_flash (the f16 tensor cores)
+  bool f16_values = false;     // cached rows rounded to f16 values (the exact-hi kernel)
 };
 
 void run_case(const Case& c) {
@@ -138,6 +143,7 @@ void run_case(const Case& c) {
   g.ring_cap = c.raw_cap + static_cast<int>(c.positions.size());
   g.ratio = c.ratio;
   g.top_k = c.top_k;
+  g.f16_values = c.f16_values;
   RopeArg rope;
   for (int p = 0; p < 32; ++p) rope.inv_freq[p] = std::pow(10000.0f, -float(p) / 32.0f);
   const int n = static_cast<int>(c.positions.size());
@@ -148,7 +154,12 @@ void run_case(const Case& c) {
   std::vector<SeqData> data;
   for (int k = 0; k < (c.seqs ? n : 1); ++k) {
     std::vector<float> ring = random_floats(rng, size_t(g.ring_cap) * kHdT, 1.0f);  // drawn first
-    data.emplace_back(std::move(ring), random_floats(rng, size_t(c.n_comp) * kHdT, 1.0f));
+    std::vector<float> comp = random_floats(rng, size_t(c.n_comp) * kHdT, 1.0f);
+    if (c.f16_values) {
+      for (float& x : ring) x = f16_round(x);
+      for (float& x : comp) x = f16_round(x);
+    }
+    data.emplace_back(std::move(ring), std::move(comp));
   }
   std::vector<Row> rows(static_cast<size_t>(n));
   std::vector<int32_t> all_picks;   // the run's picks, row after row
@@ -168,6 +179,8 @@ void run_case(const Case& c) {
     all_picks.insert(all_picks.end(), r.visible.begin(), r.visible.end());
     picks.push_back(to_device(r.visible));
     g.max_rows = std::max(g.max_rows, attended_rows(g, r.pos));
+    // The case must hold every compressed row the position sees (else both sides read past it).
+    ASSERT_TRUE(c.ratio == 0 || (r.pos + 1) / c.ratio <= c.n_comp) << c.name << ": n_comp";
   }
   DeviceBuffer dq = to_device(q), dsinks = to_device(sinks), dpicks = to_device(all_picks);
   std::vector<double> want;
@@ -191,7 +204,11 @@ void run_case(const Case& c) {
   }
   dout.fill(0xff);  // NaN: an unwritten output cannot pass
   const float* q0 = dq.get<float>();
-  if (c.seqs) {
+  if (c.flash) {
+    launch_attention_flash(q0, 64 * kHdT, g, data[0].dring.get<float>(), data[0].dcomp.get<float>(),
+                           dpicks.get<int32_t>(), dsinks.get<float>(), rope,
+                           RowSpan{rows[0].pos, n}, dout.get<float>(), 64 * kHdT, nullptr);
+  } else if (c.seqs) {
     launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope, scratch.get<float>(),
                           dout.get<float>(), 64 * kHdT, nullptr);
   } else {
@@ -212,8 +229,8 @@ TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
   // ratio 128: 128 raw + 3,000 compressed rows: 98 rounds, spans of 4 rounds (the online
   // softmax's rescales); three rows of one run at consecutive positions.
   run_case({"ratio 128, run of 3 rows", 128, 512, 128, 3000, {384000, 384001, 384002}, false});
-  // ratio 4 past top_k: 128 raw + 512 of 1,000 compressed rows, read through the picks.
-  run_case({"ratio 4, indexer picks", 4, 512, 128, 1000, {4003}, false});
+  // ratio 4 past top_k: 128 raw + 512 of the 1,001 compressed rows, read through the picks.
+  run_case({"ratio 4, indexer picks", 4, 512, 128, 1001, {4003}, false});
   // no compressed rows, a short window (position 40: 41 raw rows).
   run_case({"ratio 0, short window", 0, 512, 128, 1, {40}, false});
   // 20 consecutive rows: launch_attention's batch path (the prefill kernels), each row with its
@@ -223,6 +240,29 @@ TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
   run_case({"ratio 4, batch of 20 rows", 4, 512, 128, 1010, run20, false});
   // one row in each of two sequences at different positions.
   run_case({"two sequences (ratio 128)", 128, 512, 128, 3000, {200000, 383999}, true});
+}
+
+TEST(CudaAttention, FlashBatchesMatchTheirDoubleEvaluation) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  // The f16 tensor-core kernel: rows that are f16 values (hi parts exact: two products), and
+  // float rows (hi and lo: three products), over indexer picks, many compressed rows (a partial
+  // last tile: 3,128 rows) and a window shorter than a tile.
+  std::vector<int> run20(20);
+  for (int i = 0; i < 20; ++i) run20[static_cast<size_t>(i)] = 4003 + i;
+  run_case({"flash, f16 rows, ratio 4 picks", 4, 512, 128, 1010, run20, false, true, true});
+  run_case({"flash, float rows, ratio 4 picks", 4, 512, 128, 1010, run20, false, true, false});
+  run_case({"flash, float rows, ratio 128",
+            128,
+            512,
+            128,
+            3000,
+            {384000, 384001, 384002},
+            false,
+            true,
+            false});
+  std::vector<int> early(17);
+  for (int i = 0; i < 17; ++i) early[static_cast<size_t>(i)] = i;  // 1 to 17 raw rows
+  run_case({"flash, f16 rows, first positions", 0, 512, 128, 1, early, false, true, true});
 }
 
 }  // namespace
