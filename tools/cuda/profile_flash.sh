@@ -25,9 +25,6 @@
 #   filldec       fill's sections in the decode run, for the decode kernels that bound latency
 #                 (HC pre-step, attention, routing, IQ2_XXS rows; KREGEX, KERNELS default 10):
 #                 $OUT/ncu-filldec.csv.
-#   gaps          nsys (not ncu) over STEPS (default 8) decode steps on CUDA graphs after the
-#                 decode prompt: the GPU trace as $OUT/gaps.csv and tools/cuda/gaps.py's summary
-#                 (busy and idle time of the span, the idle gaps by the kernels around them).
 #   multi         one decode step of SESSIONS (default 16) sessions batched together, each at
 #                 2,048 tokens of its own slice of the fixture text (ds4-bench --sessions):
 #                 $OUT/ncu-multi.csv.
@@ -65,22 +62,6 @@ elif [[ $mode == decode || $mode == deep || $mode == filldec ]]; then
 else
   head -c 2000 docs/engine.md > /tmp/prompt.txt
   n=4
-fi
-if [[ $mode == gaps ]]; then
-  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
-    2> /dev/null | head -1 || true)
-  [[ -n $nsys ]] || { echo "gaps: nsys not found"; exit 1; }
-  head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
-  steps=${STEPS:-8}
-  DS4_CUDA_PROFILE_STEPS=$steps "$nsys" profile --capture-range=cudaProfilerApi \
-    --capture-range-end=stop --cuda-graph-trace=node -t cuda -o /tmp/gaps -f true \
-    build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n $((steps + 2)) \
-    --nothink --temp 0 --ctx "${CTX:-16384}" > "$out/profile_out.txt" 2> "$out/profile_err.txt" ||
-    { tail "$out/profile_err.txt"; exit 1; }
-  "$nsys" stats --report cuda_gpu_trace --format csv --output /tmp/gaps /tmp/gaps.nsys-rep > /dev/null
-  cp /tmp/gaps_cuda_gpu_trace.csv "$out/gaps.csv"
-  python3 tools/cuda/gaps.py "$out/gaps.csv" 25
-  exit 0
 fi
 ncu --version | tail -1
 if [[ $mode == multi ]]; then

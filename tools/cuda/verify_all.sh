@@ -18,8 +18,6 @@
 #   fillchunk fill's sections for the chunk at 6,144 (profchunk's run; KREGEX, KERNELS)
 #   filldec  fill's sections for the decode kernels that bound latency (HC pre-step, attention,
 #            routing, IQ2_XXS rows) in profdec's run
-#   gaps     nsys timeline of 8 Flash q2 decode steps on graphs at ~2k context: GPU busy and idle
-#            time, the idle gaps by the kernels around them (profile_flash.sh gaps)
 #   deep     profdec with DRAM bytes, instructions and shared-memory wavefronts per launch
 #   graphs   Flash q2 decode at 2k and 8k with CUDA graphs off (DS4_CUDA_GRAPHS=0) and on, side
 #            by side, and the probes' tokens compared
@@ -45,17 +43,6 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
-#   checkq8  ds4-cuda-check with DS4_CUDA_Q8_MMA=1 (Q8_0 products of 2-32 rows on the decode
-#            tensor-core kernel, matmul_q8_mma.cu; the test shapes' batched steps)
-#   gtestq8  gtest with DS4_CUDA_Q8_MMA=1 (batched sessions against their runs alone)
-#   q8multi  multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_Q8_MMA=0 and 1
-#   kernlanes matmul_check with DS4_CUDA_ROWS_LANES=2 (the rows kernel's 2- and 4-lane forms)
-#   lanesab  the Flash A/B (as graphs) of DS4_CUDA_ROWS_LANES=8 and LANES (default 4)
-#   lanesmulti multi's sessions (MULTI, default 4,8,16,32) with DS4_CUDA_ROWS_LANES=8 and LANES
-#   kernf16  matmul_check with DS4_CUDA_F16_ROWS=1 (F16 decode products in float,
-#            matmul_f16_rows.cu)
-#   checkf16 ds4-cuda-check with DS4_CUDA_F16_ROWS=1
-#   f16ab    the Flash A/B (as graphs) of DS4_CUDA_F16_ROWS=0 and 1
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -168,8 +155,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | kernlanes | kernf16 | check | checkblas | checkq8 | checkf16 | long | repl | sass) ;;
-    gtest | gtestq8) ;;
+    kernels | check | checkblas | long | repl | sass | gtest) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -267,8 +253,6 @@ if has multi; then
     --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
 fi
-has checkq8 && step checkq8 300 checkon DS4_CUDA_Q8_MMA && tail -3 "$out/checkq8.log"
-has gtestq8 && DS4_CUDA_Q8_MMA=1 step gtestq8 300 gtest && tail -30 "$out/gtestq8.log"
 # multi_with VAR VALUE: multi's engine steps with VAR=VALUE.
 multi_with() {
   env "$1=$2" build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
@@ -276,26 +260,6 @@ multi_with() {
     -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
-if has q8multi; then
-  step q8multi 400 bash -c 'multi_with DS4_CUDA_Q8_MMA 0 && multi_with DS4_CUDA_Q8_MMA 1'
-  tail -14 "$out/q8multi.log"
-fi
-has kernlanes && DS4_CUDA_ROWS_LANES=2 step kernlanes 60 build-dev/bin/matmul_check &&
-  tail -1 "$out/kernlanes.log"
-has lanesab && step lanesab 400 ab lanesab DS4_CUDA_ROWS_LANES 8 "${LANES:-4}" any &&
-  tail -4 "$out/lanesab.log"
-if has lanesmulti; then
-  step lanesmulti 400 bash -c "multi_with DS4_CUDA_ROWS_LANES 8 && multi_with DS4_CUDA_ROWS_LANES ${LANES:-4}"
-  tail -14 "$out/lanesmulti.log"
-fi
-if has gaps; then
-  OUT=$out step gaps 200 bash tools/cuda/profile_flash.sh gaps
-  tail -30 "$out/gaps.log"
-fi
-has kernf16 && DS4_CUDA_F16_ROWS=1 step kernf16 60 build-dev/bin/matmul_check &&
-  tail -1 "$out/kernf16.log"
-has checkf16 && step checkf16 300 checkon DS4_CUDA_F16_ROWS && tail -3 "$out/checkf16.log"
-has f16ab && step f16ab 400 ab f16ab DS4_CUDA_F16_ROWS 0 1 any && tail -4 "$out/f16ab.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"

@@ -4,10 +4,9 @@
 // 1-8 warps share an output row (more of them for a product of few rows, so that it alone would
 // have two CTAs per SM; chosen per part, so a part's results do not depend on the others); each
 // lane reads 8 halves and 8 floats per 16-byte step and keeps one float sum, a butterfly adds the
-// lanes and the row's warps add in warp order. The CTA-per-row and warp-per-row kernels of
-// matmul_q.cu sum exact products in double instead (the CPU's rounding, at half the bandwidth or
-// less on the H200); here the order and rounding differ (a tolerance). An A/B: DS4_CUDA_F16_ROWS=1
-// (default off), not yet run on a GPU.
+// lanes and the row's warps add in warp order. The CPU sums exact products in double; here the
+// order and rounding differ (a tolerance). matmul_q.cu's warp-per-row double-sum kernel takes
+// only the F16 products this one cannot (expert stacks, row groups, other row widths).
 // Owns: the kernel and its launch conditions. Does not own: the weights or the activations.
 #pragma once
 
@@ -36,17 +35,15 @@ struct F16RowsProduct {
   int warps_per_row[kMaxParts] = {};  // filled by the launcher
 };
 
-// DS4_CUDA_F16_ROWS=1: launch_matmul and launch_matmul_parts take this kernel for the F16
-// products it fits (one matrix, one row group, no experts, fewer slots than the float tiles).
-bool f16_rows_on();
-
+// launch_matmul and launch_matmul_parts take this kernel for the F16 products it fits (one
+// matrix, one row group, no experts, fewer slots than the float tiles).
 // Whether the kernel can run p: 1 <= parts.n <= kMaxParts, cols a multiple of 8, 16-byte aligned
 // weights and activation rows, 1 <= n_slots <= 65,535.
 bool f16_rows_fit(const F16RowsProduct& p);
 
 // The products w (one row width; F16 weights in the native layout, one matrix each; results at
-// y) against the float activation rows at enc as one F16RowsProduct, when DS4_CUDA_F16_ROWS=1
-// and the kernel fits them (no experts, one row group); else nothing. The caller rules out the
+// y) against the float activation rows at enc as one F16RowsProduct, when the kernel fits them
+// (no experts, one row group); else nothing. The caller rules out the
 // float tiles (prefill).
 std::optional<F16RowsProduct> f16_rows_product(std::span<const Weight* const> w,
                                                std::span<float* const> y, const void* enc,

@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/iq2_tables.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
@@ -396,17 +395,25 @@ __global__ void scatter_slots_kernel(const int32_t* experts, int n_slots, int32_
 }
 
 constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under the 48 KiB default
-// The rows kernel takes the most lanes per row (32, 16, .. down to min_rows_lanes()) that give
-// each lane at least this many blocks of the row. Fewer lanes mean more rows per CTA (the staged
-// activation row serves more of them) and more loads in flight per thread (the lanes' sums, and
-// so the last bits, differ). On the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave
-// 68.62 (bench/h200-history.md).
+// The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
+// blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
+// them) and more loads in flight per thread (the lanes' sums, and so the last bits, differ). On
+// the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
+// Fewer than 8 lanes for rows of few blocks (Flash's routed IQ2_XXS 16-block and Q2_K 8-block
+// rows) lost their A/B (2026-12-02: Flash q2 decode 102.83 / 105.84 tokens/s at 2k / 8k with 8
+// lanes, 97.68 / 104.02 with 4).
 constexpr int kRowsBlocksPerLane = 4;
 // Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
 // slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
 // decode steps of N sessions (ds4-bench --sessions, bench/serving.md) took 37.9 / 61.5 / 107.3 ms
 // at N = 8 / 16 / 32 with the slots kernel and 43.3 / 64.0 / 96.4 ms with the tensor cores.
 constexpr int kSlotsMaxSlots = 16;
+// Q8_0 products of one matrix of kQ8MmaMinSlots .. kQ8MmaMaxSlots slots take the decode
+// tensor-core kernel (matmul_q8_mma.cuh) instead of the slots kernel (up to 16) and the prefill
+// tensor-core kernel (17-32). On the H200 (2026-12-02), Flash q2 decode steps of N sessions took
+// 17.64 / 29.53 / 47.82 / 74.37 ms at N = 4 / 8 / 16 / 32 without it and 19.26 / 27.54 / 44.25 /
+// 73.07 ms with it: slower at 4 sessions, faster from 8.
+constexpr int kQ8MmaMinSlots = 8;
 
 // Bytes of one block's body plane entry (the layout above).
 int64_t planar_body_bytes(GgufType t) {
@@ -419,45 +426,22 @@ int64_t planar_body_bytes(GgufType t) {
   }
 }
 
-// The fewest lanes per output row the rows kernel takes: DS4_CUDA_ROWS_LANES (2, 4 or 8; default
-// 8), an A/B for rows of few blocks (Flash's routed IQ2_XXS gate / up rows have 16 blocks and its
-// Q2_K down rows 8, so 8 lanes give each lane 2 and 1 blocks: short-lived threads whose CTAs
-// stage the code book and the activation row for 32 rows). Not yet run on a GPU.
-int min_rows_lanes() {
-  static const int v = [] {
-    const int n = env_int("DS4_CUDA_ROWS_LANES", 8, 2, 8);
-    return n <= 2 ? 2 : (n <= 4 ? 4 : 8);
-  }();
-  return v;
-}
-
-// Lanes per output row for rows of nb blocks: the most of 32, 16, .. that give each lane
-// kRowsBlocksPerLane blocks, but at least min_lanes (the rows kernel: min_rows_lanes(); the
-// slots kernel: 8).
-int rows_lanes(int nb, int min_lanes = 8) {
-  for (int lanes = 32; lanes > min_lanes; lanes /= 2) {
-    if (nb >= lanes * kRowsBlocksPerLane) return lanes;
-  }
-  return min_lanes;
+// Lanes per output row of the rows and slots kernels for rows of nb blocks.
+int rows_lanes(int nb) {
+  return nb >= 32 * kRowsBlocksPerLane ? 32 : (nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
 }
 // CTAs of the rows and slots kernels for out rows of lanes lanes each.
 int64_t rows_ctas(int64_t out, int lanes) { return (out * lanes + kThreads - 1) / kThreads; }
 
-// go(std::integral_constant<int, lanes>) for lanes of 32, 16 or 8 (kFewest = 2: also 4 or 2).
-template <int kFewest = 8, class G>
+// go(std::integral_constant<int, lanes>) for the lanes of rows_lanes.
+template <class G>
 void by_lanes(int lanes, G go) {
   if (lanes == 32) {
     go(std::integral_constant<int, 32>{});
   } else if (lanes == 16) {
     go(std::integral_constant<int, 16>{});
-  } else if (kFewest == 8 || lanes == 8) {
+  } else {
     go(std::integral_constant<int, 8>{});
-  } else if constexpr (kFewest < 8) {
-    if (lanes == 4) {
-      go(std::integral_constant<int, 4>{});
-    } else {
-      go(std::integral_constant<int, 2>{});
-    }
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
@@ -474,29 +458,27 @@ bool stageable(const PlanarArgs& a, int lanes, int64_t x_bytes) {
 template <class F>
 void launch_rows(PlanarArgs a, int64_t ctas, cudaStream_t stream) {
   static_assert(F::kXBytes % 4 == 0, "activation blocks are copied as words");
-  const int lanes = rows_lanes(a.nb, min_rows_lanes());
+  const int lanes = rows_lanes(a.nb);
   DS4_CHECK_MSG(ctas > 0 && ctas <= INT_MAX && a.n_slots <= kMaxGridYZ,
                 "planar matmul: %d slots, %lld CTAs", a.n_slots, static_cast<long long>(ctas));
   const dim3 grid(static_cast<unsigned>(ctas), static_cast<unsigned>(a.n_slots));
   const int64_t x_bytes = int64_t{a.nb} * F::kXBytes;
   a.stage_x = stageable(a, lanes, x_bytes);
   const size_t smem = a.stage_x ? static_cast<size_t>(x_bytes) : 0;
-  by_lanes<2>(lanes, [&](auto lanes_c) {
+  by_lanes(lanes, [&](auto lanes_c) {
     launch(planar_rows_kernel<F, decltype(lanes_c)::value>, grid, kThreads, smem, stream, a);
   });
 }
 
 template <class F>
 void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
-  if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots == 1)) {
-    const int64_t ctas = rows_ctas(a.out, rows_lanes(a.nb, min_rows_lanes()));
-    DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d rows", a.out);
-    launch_rows<F>(a, ctas, stream);
-    return;
-  }
   const int lanes = rows_lanes(a.nb);
   const int64_t ctas = rows_ctas(a.out, lanes);
   DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
+  if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots == 1)) {
+    launch_rows<F>(a, ctas, stream);
+    return;
+  }
   // A few slots of one matrix (a batched decode step of a few sessions): planar_slots_kernel,
   // up to 8 slots per CTA from one read of the weights.
   if (a.groups.order == nullptr && a.experts == nullptr && a.n_slots <= kSlotsMaxSlots) {
@@ -623,7 +605,7 @@ bool planar_uses_q8_mma(const Weight& w, int64_t n_slots, int groups, bool exper
   if (w.type != GgufType::kQ8_0 || experts || grouped || n_slots < 2 || n_slots > kQ8MmaMaxSlots)
     return false;
   if (groups != 1 && (w.ne[1] / groups) % 16 != 0) return false;
-  return path == PlanarPath::kQ8Mma || (path == PlanarPath::kAuto && q8_mma_on());
+  return path == PlanarPath::kQ8Mma || (path == PlanarPath::kAuto && n_slots >= kQ8MmaMinSlots);
 }
 
 bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
@@ -685,7 +667,7 @@ bool launch_matmul_planar_parts(std::span<const Weight* const> w, std::span<floa
   if (!has_planar_layout(w0.type)) return false;
   PlanarArgs a = planar_args(w0, enc, enc_row_bytes, experts, rows, n_slots, 1, y[0], y_stride);
   a.rows_per_group = 1 << 30;  // one output group per part: every CTA's rows share it
-  const int lanes = rows_lanes(a.nb, min_rows_lanes());
+  const int lanes = rows_lanes(a.nb);
   a.parts.n = static_cast<int>(n);
   int64_t ctas = 0;
   for (size_t p = 0; p < n; ++p) {

@@ -52,12 +52,12 @@ struct SlotGroups {
   int max_wide_groups = 0;               // an upper bound of the number of wide groups
 };
 
-// Which kernel runs a planar product. kAuto: the tensor-core kernel (matmul_imma.cuh) when it can
-// and a CTA gets many slots, the planar kernel otherwise (with DS4_CUDA_Q8_MMA=1, Q8_0 products
-// of 2-32 slots on matmul_q8_mma.cuh's kernel); kScalar: always the planar kernel (tests, to
-// compare them); kImma: the tensor-core kernel whenever it can (tests); kQ8Mma: the decode
-// tensor-core kernel whenever it can, else as kAuto (tests). The results agree within the
-// decode kernels' tolerance (planar_sums_reordered).
+// Which kernel runs a planar product. kAuto: Q8_0 products of one matrix of 8-32 slots on the
+// decode tensor-core kernel (matmul_q8_mma.cuh), else the tensor-core kernel (matmul_imma.cuh)
+// when it can and a CTA gets many slots, the planar kernel otherwise; kScalar: always the planar
+// kernel (tests, to compare them); kImma: the tensor-core kernel whenever it can (tests); kQ8Mma:
+// the decode tensor-core kernel whenever it can (from 2 slots), else as kAuto (tests). The
+// results agree within the decode kernels' tolerance (planar_sums_reordered).
 enum class PlanarPath : uint8_t { kAuto, kScalar, kImma, kQ8Mma };
 
 // Several products of one weight type, layout and row width that read the same activations, in
@@ -85,9 +85,10 @@ struct ProductParts {
 bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                       PlanarPath path);
 // Whether such a product may take the decode tensor-core kernel (matmul_q8_mma.cuh): Q8_0
-// weights, 2-32 slots of one matrix, row groups of a multiple of 16 rows, with kQ8Mma, or kAuto
-// and DS4_CUDA_Q8_MMA=1 (launch_matmul_planar also checks the activations' alignment). It then
-// takes precedence over the tensor-core kernel.
+// weights, one matrix, row groups of a multiple of 16 rows, 2-32 slots with kQ8Mma, 8-32 with
+// kAuto (matmul_planar.cu, kQ8MmaMinSlots: fewer are faster on the slots kernel);
+// launch_matmul_planar also checks the activations' alignment. It then takes precedence over the
+// tensor-core kernel.
 bool planar_uses_q8_mma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                         PlanarPath path);
 // Whether launch_matmul_planar with these arguments (and not on the tensor cores) takes a decode

@@ -14,9 +14,9 @@
 // per block); a block's integer sums are reduced exactly across its lanes, then its leader lane
 // forms the block's float term with dot_ref.cpp's expression, and lane 0 folds the terms in block
 // order (as dot_ref.cpp: Q8_0 by one fused multiply-add); the warp's closing reduction adds the
-// other lanes' zeros to that sum, which leaves it unchanged. F16 rows add f16(w) * x products per
-// lane in float; F32 rows accumulate exact float products in double and round once (as the
-// reference does, up to the order of the double sum).
+// other lanes' zeros to that sum, which leaves it unchanged. F16 and F32 rows accumulate exact
+// products in double and round once (as the reference does, up to the order of the double sum);
+// F16 products of one matrix in one row group take matmul_f16_rows.cu's float kernel instead.
 #include <cuda_fp16.h>
 
 #include <climits>
@@ -455,16 +455,16 @@ struct DotIq2Xxs {
 
 // F16 weights . float activations: exact products summed in double, rounded once to float (as
 // the CPU does; the double sums' order differs, which moves a result only in double rounding).
-// partial() takes values first, first + kStride, ... (a warp's lane, or a CTA's thread).
+// partial() takes values lane, lane + 32, ... Only the products matmul_f16_rows.cu cannot take
+// (expert stacks, row groups, rows of other than a multiple of 8 values) come here.
 struct DotF16 {
   using Acc = double;
-  template <int kStride = kWarpSize>
-  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int first) {
+  __device__ static double partial(const uint8_t* w, const uint8_t* x, int n, int lane) {
     const auto* wh = reinterpret_cast<const uint16_t*>(w);
     const auto* xf = reinterpret_cast<const float*>(x);
     double acc = 0.0;
 #pragma unroll 8
-    for (int i = first; i < n; i += kStride) {
+    for (int i = lane; i < n; i += kWarpSize) {
       acc = add_product(acc, static_cast<double>(f16_bits_to_float(wh[i])),
                         static_cast<double>(xf[i]));
     }
@@ -544,9 +544,9 @@ __global__ void __launch_bounds__(kCtaThreads) matmul_kernel(const MatmulArgs a)
   if (lane == 0) a.y[slot * a.y_stride + o] = Dot::finish(acc);
 }
 
-// F16 / F32 weights with few output rows (the HC mixes' 24 rows of 16,384 values, the router):
-// a CTA per (output row, slot), its 256 threads splitting the row. Exact products summed in
-// double, the warps' partial sums added in warp order, rounded once to float (quant/dot.h: the
+// F32 weights with few output rows (the f32 recipe's HC mixes, 24 rows of 16,384 values, and its
+// router): a CTA per (output row, slot), its 256 threads splitting the row. Exact products summed
+// in double, the warps' partial sums added in warp order, rounded once to float (quant/dot.h: the
 // double sum's order may differ from the CPU's; its float rounding agrees but for ties).
 template <class Dot>
 __global__ void __launch_bounds__(kCtaThreads) matmul_float_row_kernel(const MatmulArgs a) {
@@ -892,20 +892,15 @@ MatmulArgs matmul_args(const Weight& w, const void* enc, int64_t enc_row_bytes,
   return a;
 }
 
-// F16 / F32 rows that take a CTA each (few output rows of a long row).
+// F32 rows that take a CTA each (few output rows of a long row). F16 rows take
+// matmul_f16_rows.cu's kernel.
 bool float_rows_per_cta(const Weight& w, int64_t n_slots) {
-  return (w.type == GgufType::kF16 || w.type == GgufType::kF32) && w.ne[1] * n_slots < 2048 &&
-         w.ne[0] >= 1024;
+  return w.type == GgufType::kF32 && w.ne[1] * n_slots < 2048 && w.ne[0] >= 1024;
 }
 
-void launch_float_rows(const MatmulArgs& a, GgufType t, int64_t out, int64_t n_slots,
-                       cudaStream_t stream) {
+void launch_float_rows(const MatmulArgs& a, int64_t out, int64_t n_slots, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(out), static_cast<unsigned>(n_slots));
-  if (t == GgufType::kF16) {
-    launch(matmul_float_row_kernel<DotF16>, grid, kCtaThreads, 0, stream, a);
-  } else {
-    launch(matmul_float_row_kernel<DotF32>, grid, kCtaThreads, 0, stream, a);
-  }
+  launch(matmul_float_row_kernel<DotF32>, grid, kCtaThreads, 0, stream, a);
   DS4_CUDA_CHECK_LAUNCH();
 }
 
@@ -925,13 +920,14 @@ bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* cons
     return launch_matmul_planar_parts(w, y, enc, enc_row_bytes, experts, rows, n_slots, y_stride,
                                       stream);
   }
+  // F16 products of one matrix: the F16 rows kernel, as launch_matmul runs them.
   if (const auto p =
           f16_rows_product(w, y, enc, enc_row_bytes, experts, rows, n_slots, 1, y_stride);
       p && !uses_float_tiles(w0.type, false, 1, n_slots)) {
     launch_f16_rows(*p, stream);
     return true;
   }
-  // Float weights of few rows, one slot: the CTA-per-row kernel, as launch_matmul runs them.
+  // F32 weights of few rows, one slot: the CTA-per-row kernel, as launch_matmul runs them.
   if (w0.layout != 0 || experts != nullptr || n_slots != 1) return false;
   int64_t total = 0;
   for (const Weight* wp : w) {
@@ -952,7 +948,7 @@ bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* cons
     first += w[p]->ne[1];
   }
   a.parts.first[n] = static_cast<int>(first);
-  launch_float_rows(a, w0.type, total, n_slots, stream);
+  launch_float_rows(a, total, n_slots, stream);
   return true;
 }
 
@@ -979,6 +975,7 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
                              : launch_float_dmma<false>(a, out, n_slots, split_scratch, stream);
     return;
   }
+  // F16 weights against fewer slots (decode): the F16 rows kernel (float sums), where it fits.
   const Weight* const ws[] = {&w};
   float* const ys[] = {y};
   if (const auto p =
@@ -986,9 +983,9 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
     launch_f16_rows(*p, stream);
     return;
   }
-  // Few output rows of a long float row: a CTA per row instead of a warp (fills the GPU).
+  // Few output rows of a long F32 row: a CTA per row instead of a warp (fills the GPU).
   if (float_rows_per_cta(w, n_slots)) {
-    launch_float_rows(a, w.type, out, n_slots, stream);
+    launch_float_rows(a, out, n_slots, stream);
     return;
   }
   switch (w.type) {

@@ -51,10 +51,11 @@ void launch_matmul(const Weight& w, const void* enc, int64_t enc_row_bytes, cons
 
 // The products of w[0..n) (n <= kMaxParts; one type, layout and row width, one output group each)
 // with the same encoded activations, as launch_matmul would run each (y[p] for w[p]; experts,
-// rows, n_slots and y_stride shared), in one launch where a kernel takes parts: the F16 / F32
-// CTA-per-row kernel (one slot) and the planar rows kernel (one slot, or expert slots without
-// groups). Returns false, with nothing launched, where neither applies: the caller then runs them
-// one by one. The results are those of the separate launches, bit for bit.
+// rows, n_slots and y_stride shared), in one launch where a kernel takes parts: the F16 rows
+// kernel (matmul_f16_rows.cuh; no experts, fewer slots than the float tiles), the F32 CTA-per-row
+// kernel (one slot) and the planar rows kernel (one slot, or expert slots without groups). Returns
+// false, with nothing launched, where neither applies: the caller then runs them one by one. The
+// results are those of the separate launches, bit for bit.
 bool launch_matmul_parts(std::span<const Weight* const> w, std::span<float* const> y,
                          const void* enc, int64_t enc_row_bytes, const int32_t* experts,
                          const int32_t* rows, int64_t n_slots, int64_t y_stride,

@@ -14,7 +14,6 @@
 #include <climits>
 
 #include "backend/cuda/check.h"
-#include "backend/cuda/env_switch.h"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_q8_mma.cuh"
@@ -137,11 +136,6 @@ bool q8_mma_fits(const Q8MmaProduct& p) {
          (p.rows_per_group >= p.out || p.rows_per_group % kTileRows == 0) &&
          aligned_to(p.body, 16) && aligned_to(p.aux, 2) && aligned_to(p.enc, 4) &&
          p.enc_row_bytes % 4 == 0 && p.enc_group_bytes % 4 == 0;
-}
-
-bool q8_mma_on() {
-  static const bool on = env_switch("DS4_CUDA_Q8_MMA", false);
-  return on;
 }
 
 void launch_matmul_q8_mma(const Q8MmaProduct& p, cudaStream_t stream) {

@@ -41,10 +41,6 @@ inline constexpr int kQ8MmaMaxSlots = 32;
 // CTA's 16 rows (or one group), 4-byte aligned activation rows.
 bool q8_mma_fits(const Q8MmaProduct& p);
 
-// DS4_CUDA_Q8_MMA=1: the planar launcher (launch_matmul_planar) takes this kernel for the Q8_0
-// products it fits. An A/B not yet run on a GPU (off by default).
-bool q8_mma_on();
-
 void launch_matmul_q8_mma(const Q8MmaProduct& p, cudaStream_t stream);
 
 }  // namespace ds4::backend::cuda

@@ -47,7 +47,9 @@ using test::to_device;
 // is at most about n * 2^-24 * S in the worst case and in practice a few 2^-24 * S (errors of
 // random sign on partial sums no larger than S); 1e-5 leaves two orders of magnitude of margin
 // for the sizes here, while a wrong block, scale, sign or index moves the result by a whole term.
-// F32: the device sums exact products in double like the reference, so it is far closer still.
+// F16 (matmul_f16_rows.cu, the products of one matrix and row group): each product is exact in
+// a float fma and the float sums round as above. F32, and F16 products that kernel does not
+// take: the device sums exact products in double like the reference, so it is far closer still.
 constexpr double kReorderTol = 1e-5;
 constexpr double kTolFloor = 1e-30;  // an all-cancelling row must still compare equal-ish
 constexpr int kMaxReports = 5;       // mismatches printed per check
@@ -184,6 +186,8 @@ struct Case {
   bool random_blocks = false;    // random valid blocks instead of quantize_rows output
   bool wants_imma = false;       // the default path must take the tensor-core kernel, when the
                                  // type has one (planar_uses_imma)
+  bool wants_q8mma = false;      // Q8_0: the default path must take the decode tensor-core
+                                 // kernel (planar_uses_q8_mma), and must not without this
 };
 
 // Weights: gaussian rows of varied magnitude through quantize_rows, or random valid blocks
@@ -367,6 +371,11 @@ void run_case(GgufType t, const Case& c, uint32_t seed) {
       EXPECT_TRUE(planar_uses_imma(shape, c.n_slots, c.groups, experts, experts, PlanarPath::kAuto))
           << what << ": the default path should take the tensor-core kernel";
     }
+    if (t == GgufType::kQ8_0) {
+      EXPECT_EQ(planar_uses_q8_mma(shape, c.n_slots, c.groups, experts, false, PlanarPath::kAuto),
+                c.wants_q8mma)
+          << what << ": the default path's choice of the decode tensor-core kernel";
+    }
     for (PlanarPath path :
          {PlanarPath::kAuto, PlanarPath::kScalar, PlanarPath::kImma, PlanarPath::kQ8Mma}) {
       check_layout(true, false, path);
@@ -486,12 +495,20 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
       // Batched decode steps of a few sessions: the slots kernel, CTAs of up to 8 slots (13: two
       // groups side by side, the second partial; 16 with a row map and groups 2 of 150 rows, which
       // kQ8Mma's 16-row tiles cannot take), or the tensor cores (kImma, kQ8Mma); 6 slots: one
-      // group of 8 with two slots unused.
+      // group of 8 with two slots unused. Q8_0's default path takes kQ8Mma from 8 slots (8: the
+      // threshold; 6: below it).
       {.name = "13 slots (batched decode)",
        .cols = col_sizes[3],
        .out = 45,
        .n_slots = 13,
-       .n_enc_rows = 13},
+       .n_enc_rows = 13,
+       .wants_q8mma = true},
+      {.name = "8 slots",
+       .cols = col_sizes[2],
+       .out = 40,
+       .n_slots = 8,
+       .n_enc_rows = 8,
+       .wants_q8mma = true},
       {.name = "16 slots, groups 2, row map",
        .cols = col_sizes[2],
        .out = 300,
@@ -508,8 +525,14 @@ void run_all_cases(GgufType t, const int64_t (&col_sizes)[4]) {
        .n_slots = 24,
        .n_enc_rows = 5,
        .groups = 2,
-       .rows = {4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1}},
-      {.name = "32 slots", .cols = col_sizes[3], .out = 37, .n_slots = 32, .n_enc_rows = 32},
+       .rows = {4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3, 2, 1},
+       .wants_q8mma = true},
+      {.name = "32 slots",
+       .cols = col_sizes[3],
+       .out = 37,
+       .n_slots = 32,
+       .n_enc_rows = 32,
+       .wants_q8mma = true},
       {.name = "64 slots, groups 2",
        .cols = col_sizes[1],
        .out = 256,
@@ -652,9 +675,10 @@ TEST(CudaMatmulQ, EncodeEdgeCases) {
 
 // launch_matmul_parts: weights of one type against the same encoded rows, in one launch, give
 // what launch_matmul gives for each of them alone, bit for bit, and nothing else is written; a
-// shape no parts kernel takes is refused with nothing launched. F16 / F32: matrices of few rows
-// (the CTA-per-row kernel); planar Q8_0 / Q2_K / IQ2_XXS (8 and 32 lanes per row): one slot, and
-// the gate / up pair of an expert stack with expert slots.
+// shape no parts kernel takes is refused with nothing launched. F16: the F16 rows kernel (its
+// warps per row chosen per part); F32: matrices of few rows (the CTA-per-row kernel); planar
+// Q8_0 / Q2_K / IQ2_XXS (8 and 32 lanes per row): one slot, and the gate / up pair of an expert
+// stack with expert slots.
 TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   const uint32_t seed = fresh_seed();
@@ -668,7 +692,7 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
     std::vector<int32_t> experts;  // empty: one slot of matrix 0
   };
   const std::vector<PartsCase> cases = {
-      {GgufType::kF16, 1024, {1024, 256, 64, 256, 1024}, 1, {}},
+      {GgufType::kF16, 1024, {1536, 256, 64, 256, 1024}, 1, {}},  // 2, 8, 8, 8 and 4 warps per row
       {GgufType::kF32, 1024, {17, 300}, 1, {}},  // a later part taller than the first
       {GgufType::kQ8_0, 4096, {1024, 512}, 1, {}},
       {GgufType::kQ8_0, 1024, {40, 96, 201}, 1, {}},
