@@ -43,6 +43,9 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
+#   checkflash ds4-cuda-check with DS4_CUDA_ATTN_FLASH=1 (batched attention on the f16 tensor
+#            cores, attention_flash.cu)
+#   flashab  the Flash A/B (as graphs) of DS4_CUDA_ATTN_FLASH=0 and 1 (prefill at 2k and 8k)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
@@ -155,7 +158,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | check | checkblas | long | repl | sass | gtest) ;;
+    kernels | checkflash | check | checkblas | long | repl | sass | gtest) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -260,6 +263,8 @@ multi_with() {
     -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
+has checkflash && step checkflash 300 checkon DS4_CUDA_ATTN_FLASH && tail -3 "$out/checkflash.log"
+has flashab && step flashab 400 ab flashab DS4_CUDA_ATTN_FLASH 0 1 any && tail -4 "$out/flashab.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"
