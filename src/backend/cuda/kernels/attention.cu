@@ -1,7 +1,8 @@
 // src/backend/cuda/kernels/attention.cu: batched attention kernels and their launchers (contract
 // in attention.cuh). Every kernel takes the batch's first position p0 and derives each row's
 // position p0 + t (t = its row in the batch) and everything that follows from it. Built with
-// -fmad=false; each row's float operations are those of backend/cpu/attention.cpp, in its order.
+// -fmad=false; each row's float operations are those of backend/cpu/attention.cpp, in its order,
+// but for the batches and decode rows handed to attention_flash.cu and attention_split.cu.
 #include <algorithm>
 
 #include "backend/cuda/check.h"

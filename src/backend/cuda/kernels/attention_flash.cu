@@ -84,19 +84,10 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
 
 // Four floats as f16 hi parts at hi and (lo != nullptr) their remainders at lo (8-byte stores).
 __device__ __forceinline__ void store_split4(__half* hi, __half* lo, float4 v) {
-  const __half2 h01 = __floats2half2_rn(v.x, v.y), h23 = __floats2half2_rn(v.z, v.w);
-  uint2 hw;
-  hw.x = *reinterpret_cast<const uint32_t*>(&h01);
-  hw.y = *reinterpret_cast<const uint32_t*>(&h23);
-  *reinterpret_cast<uint2*>(hi) = hw;
-  if (lo == nullptr) return;
-  const float2 f01 = __half22float2(h01), f23 = __half22float2(h23);
-  const __half2 l01 = __floats2half2_rn(v.x - f01.x, v.y - f01.y);
-  const __half2 l23 = __floats2half2_rn(v.z - f23.x, v.w - f23.y);
-  uint2 lw;
-  lw.x = *reinterpret_cast<const uint32_t*>(&l01);
-  lw.y = *reinterpret_cast<const uint32_t*>(&l23);
-  *reinterpret_cast<uint2*>(lo) = lw;
+  __half2 h[2], l[2];
+  f16_split4(v, h, l);
+  *reinterpret_cast<uint2*>(hi) = *reinterpret_cast<const uint2*>(h);
+  if (lo != nullptr) *reinterpret_cast<uint2*>(lo) = *reinterpret_cast<const uint2*>(l);
 }
 
 template <bool kSplitRows>
@@ -265,14 +256,13 @@ __global__ void __launch_bounds__(kFlThreads, 1)
 #pragma unroll
     for (int n = 0; n < kFlNTiles; ++n) {
       const int d = kFlDimsPerWarp * dq + 8 * n + 2 * tq;
-      float x0 = o[n][2 * rh] * inv, x1 = o[n][2 * rh + 1] * inv;
-      if (d >= kNope) {  // inverse RoPE of pair (d, d + 1): rope_rotate with the sine negated
+      float pair[2] = {o[n][2 * rh] * inv, o[n][2 * rh + 1] * inv};
+      if (d >= kNope) {  // inverse RoPE of pair (d, d + 1): the sine negated
         float c, sn;
         rope_angle(rope.inv_freq, (d - kNope) / 2, pos, &sn, &c);
-        const float r0 = x0 * c + x1 * sn, r1 = x1 * c - x0 * sn;
-        x0 = r0, x1 = r1;
+        rope_rotate(pair, 0, c, -sn);
       }
-      if (h < g.n_head) *reinterpret_cast<float2*>(orow + d) = make_float2(x0, x1);
+      if (h < g.n_head) *reinterpret_cast<float2*>(orow + d) = make_float2(pair[0], pair[1]);
     }
   }
 }

@@ -55,6 +55,16 @@ __device__ inline float softplus(float z) {
 
 __device__ inline float f16_round(float x) { return __half2float(__float2half_rn(x)); }
 
+// Four floats as f16 pairs hi (round to nearest) and lo (the remainder, rounded): hi + lo is v
+// within 2^-22 relative for magnitudes in f16's normal range.
+__device__ inline void f16_split4(float4 v, __half2 (&hi)[2], __half2 (&lo)[2]) {
+  hi[0] = __floats2half2_rn(v.x, v.y);
+  hi[1] = __floats2half2_rn(v.z, v.w);
+  const float2 f0 = __half22float2(hi[0]), f1 = __half22float2(hi[1]);
+  lo[0] = __floats2half2_rn(v.x - f0.x, v.y - f0.y);
+  lo[1] = __floats2half2_rn(v.z - f1.x, v.w - f1.y);
+}
+
 // |a| rounded to a grid with `mant_bits` mantissa bits and minimum normal exponent min_exp.
 __device__ inline float round_to_grid(float a, int mant_bits, int min_exp) {
   if (a == 0.0f) return 0.0f;

@@ -2,6 +2,7 @@
 #include <climits>
 
 #include "backend/cuda/check.h"
+#include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/f16_split.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "base/check.h"
@@ -16,13 +17,12 @@ __global__ void f16_split_kernel(const float4* x, int64_t n4, __half2* hi, __hal
   kernel_begin();
   const int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (i >= n4) return;
-  const float4 v = x[i];
-  const __half2 h0 = __floats2half2_rn(v.x, v.y), h1 = __floats2half2_rn(v.z, v.w);
-  const float2 f0 = __half22float2(h0), f1 = __half22float2(h1);
-  hi[2 * i] = h0;
-  hi[2 * i + 1] = h1;
-  lo[2 * i] = __floats2half2_rn(v.x - f0.x, v.y - f0.y);
-  lo[2 * i + 1] = __floats2half2_rn(v.z - f1.x, v.w - f1.y);
+  __half2 h[2], l[2];
+  f16_split4(x[i], h, l);
+  hi[2 * i] = h[0];
+  hi[2 * i + 1] = h[1];
+  lo[2 * i] = l[0];
+  lo[2 * i + 1] = l[1];
 }
 
 }  // namespace
