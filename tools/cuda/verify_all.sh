@@ -43,10 +43,9 @@
 #            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
-#   checkflash ds4-cuda-check with DS4_CUDA_ATTN_FLASH=1 (batched attention on the f16 tensor
-#            cores, attention_flash.cu)
-#   flashab  the Flash A/B (as graphs) of DS4_CUDA_ATTN_FLASH=0 and 1 (prefill at 2k and 8k)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
+#   abold    the Flash A/B (prefill and decode at 2k and 8k) of the working tree against the files
+#            under .devdeps/old swapped in (a rewrite without a switch; the probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
@@ -133,9 +132,6 @@ has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check 
 checkoff() { env "$1=0" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
 export -f checkoff
 has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
-# checkon VAR: ds4-cuda-check with VAR=1 (an alternative path under test), its table only.
-checkon() { env "$1=1" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
-export -f checkon
 has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
   tail -3 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
@@ -224,6 +220,30 @@ ab() {
   fi
 }
 export -f ab
+# abold NAME: the same bench on the working tree and with the files under .devdeps/old (paths from
+# the repository root: the code before a rewrite that has no switch) swapped in, then restored.
+abold() {
+  local name=$1 f keep=/tmp/abold-keep
+  OUT="$out" OUT_CSV="${name}new.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 || return 1
+  grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes-new.txt"
+  rm -rf "$keep" && mkdir -p "$keep"
+  (cd .devdeps/old && find . -type f) > "$out/$name-files.txt"
+  while read -r f; do
+    mkdir -p "$keep/$(dirname "$f")" && cp "$f" "$keep/$f" && cp ".devdeps/old/$f" "$f"
+  done < "$out/$name-files.txt"
+  OUT="$out" OUT_CSV="${name}old.csv" bash tools/cuda/flash_bench.sh 8192 32 6144
+  local rc=$?
+  while read -r f; do cp "$keep/$f" "$f"; done < "$out/$name-files.txt"
+  ((rc == 0)) || return 1
+  grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes-old.txt"
+  echo "frontier prefill_tps gen_tps (old) prefill_tps gen_tps (new)"
+  paste -d' ' <(cut -d, -f1,4,7 "$out/${name}old.csv" | tr , ' ') \
+    <(cut -d, -f4,7 "$out/${name}new.csv" | tr , ' ') | tail -2
+  cmp -s "$out/$name-probes-old.txt" "$out/$name-probes-new.txt" &&
+    echo "$name: probes identical" || echo "$name: probes differ"
+}
+export -f abold
+has abold && step abold 400 abold abold && tail -4 "$out/abold.log"
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &&
   tail -4 "$out/gseg.log"
@@ -263,8 +283,6 @@ multi_with() {
     -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
-has checkflash && step checkflash 300 checkon DS4_CUDA_ATTN_FLASH && tail -3 "$out/checkflash.log"
-has flashab && step flashab 400 ab flashab DS4_CUDA_ATTN_FLASH 0 1 any && tail -4 "$out/flashab.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"

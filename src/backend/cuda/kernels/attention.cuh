@@ -80,9 +80,9 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
 // when ratio == 4 and (p + 1) / 4 > top_k, the top_k rows listed at visible + t * top_k; else
 // rows 0 .. (p + 1) / ratio - 1. scratch: attention_scratch_floats(n_head, max_rows, n) floats,
 // max_rows >= every row's window + compressed rows. Output row t at out + t * out_stride. A batch
-// (rows.n >= 16) takes attention_flash.cuh's tensor-core kernel where its rows fit it (float up to
-// rounding; DS4_CUDA_ATTN_FLASH=0 or unaligned rows: the exact kernels, the CPU's float operations
-// in its order); decode rows take attention_split.cuh's kernels (float rounding differs).
+// (rows.n >= 16) takes attention_flash.cuh's tensor-core kernel, whose rows must fit it
+// (attention_flash_fits: 16-byte aligned; float up to rounding); decode rows take
+// attention_split.cuh's kernels (float rounding differs).
 struct AttentionGeometry {
   int n_head = 0;
   int raw_cap = 0;

@@ -1,12 +1,11 @@
 // src/backend/cuda/kernels/attention_rows.cuh: what the sink-attention kernels (attention.cu,
-// attention_sum_tile.cu) share: the head width, the cached rows a batch row attends to, and the
-// maximum over a head's scores (ordered_key.h carries maxima between kernels).
+// attention_split.cu, attention_flash.cu) share: the head width and the cached rows a batch row
+// attends to.
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cuda/kernels/attention.cuh"
-#include "backend/cuda/kernels/ordered_key.h"
 
 namespace ds4::backend::cuda {
 
@@ -68,21 +67,5 @@ struct RowGeometry {  // the cached rows batch row t attends to (model.md §4.9)
     return comp + int64_t{visible != nullptr ? visible[c] : c} * kHd;
   }
 };
-
-// The maximum over a head's sink and its n scores, on every lane of the calling warp. The maximum
-// does not depend on the order, so each lane keeps four loads in flight (the scores were just
-// written by the scores kernel and mostly come from device memory).
-__device__ inline float head_max(const float* sc, int n, float sink, int lane) {
-  float m[4] = {sink, sink, sink, sink};
-  int i = lane;
-  for (; i + 96 < n; i += 128) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) m[j] = fmaxf(m[j], sc[i + 32 * j]);
-  }
-  for (; i < n; i += 32) m[0] = fmaxf(m[0], sc[i]);
-  float r = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
-  for (int off = 16; off > 0; off /= 2) r = fmaxf(r, __shfl_xor_sync(0xffffffffu, r, off));
-  return r;
-}
 
 }  // namespace ds4::backend::cuda

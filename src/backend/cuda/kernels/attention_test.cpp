@@ -233,8 +233,8 @@ TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
   run_case({"ratio 4, indexer picks", 4, 512, 128, 1001, {4003}, false});
   // no compressed rows, a short window (position 40: 41 raw rows).
   run_case({"ratio 0, short window", 0, 512, 128, 1, {40}, false});
-  // 20 consecutive rows: launch_attention's batch path (the prefill kernels), each row with its
-  // own 512 picks of ~1,000.
+  // 20 consecutive rows: launch_attention's batch path (its dispatch to the flash kernel), each
+  // row with its own 512 picks of ~1,000.
   std::vector<int> run20(20);
   for (int i = 0; i < 20; ++i) run20[static_cast<size_t>(i)] = 4003 + i;
   run_case({"ratio 4, batch of 20 rows", 4, 512, 128, 1010, run20, false});
