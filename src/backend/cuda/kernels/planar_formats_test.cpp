@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/kernels/iq2_host_lookup.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
 #include "quant/iq2_tables.h"
@@ -29,12 +29,7 @@ using gguf::GgufType;
 template <class F>
 float planar_row(const uint8_t* planes, int64_t n_blocks_total, int64_t row, int64_t nb,
                  const uint8_t* x) {
-  static const std::array<uint64_t, 128> masks = [] {
-    std::array<uint64_t, 128> m{};
-    for (int i = 0; i < 128; ++i) m[static_cast<size_t>(i)] = iq2_sign_mask(quant::kIq2Signs[i]);
-    return m;
-  }();
-  const Iq2Lookup t{quant::kIq2xxsGrid, masks.data()};
+  const Iq2Lookup t = iq2_host_lookup();
   float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t blk = row * nb + b;
