@@ -398,14 +398,6 @@ struct DotQ4K {
   __device__ static float finish(float s) { return s; }
 };
 
-// Four codebook magnitudes (bytes, each < 128) with the signs of 4 bits applied: a set bit
-// negates its byte. Per byte, (g ^ 0xff) + 1 = -g (no carry out: ~g <= 247); the bit-to-byte
-// spread puts bit k at bit 8k (the four shifted copies of a 4-bit value do not overlap).
-__device__ __forceinline__ int apply_signs(uint32_t mag, uint32_t bits4) {
-  const uint32_t m = ((bits4 * 0x00204081u) & 0x01010101u) * 0xffu;
-  return static_cast<int>((mag ^ m) + (m & 0x01010101u));
-}
-
 // IQ2_XXS: 8 lanes per block, lane ib32 = group of 32 values (iq2xxs_group):
 // bsum = sum_ib32 (2s + 1) * sumi; term = (f16(d) * x.d) * (float)bsum; row = 0.125 * sum.
 struct DotIq2Xxs {
@@ -434,8 +426,8 @@ struct DotIq2Xxs {
           const uint32_t signs = __ldg(iq2::kIq2Signs + ((s >> (7 * k)) & 127u));
           const uint32_t g_lo = static_cast<uint32_t>(g);
           const uint32_t g_hi = static_cast<uint32_t>(g >> 32);
-          sumi = __dp4a(apply_signs(g_lo, signs & 15u), load_i32(xq + 8 * k), sumi);
-          sumi = __dp4a(apply_signs(g_hi, signs >> 4), load_i32(xq + 8 * k + 4), sumi);
+          sumi = __dp4a(planar::apply_signs(g_lo, signs & 15u), load_i32(xq + 8 * k), sumi);
+          sumi = __dp4a(planar::apply_signs(g_hi, signs >> 4), load_i32(xq + 8 * k + 4), sumi);
         }
         bsum = (2 * static_cast<int>(s >> 28) + 1) * sumi;
       }

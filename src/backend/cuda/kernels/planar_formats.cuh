@@ -242,7 +242,7 @@ struct FmtQ4K {
 };
 
 // Four codebook magnitudes (bytes < 128) with the signs of 4 bits applied (a set bit negates
-// its byte): per byte (g ^ 0xff) + 1 = -g without carries (the tensor-core kernel's decode).
+// its byte): per byte (g ^ 0xff) + 1 = -g without carries (matmul_q.cu's row dots).
 DS4_PF_HD inline int apply_signs(uint32_t mag, uint32_t bits4) {
   const uint32_t m = ((bits4 * 0x00204081u) & 0x01010101u) * 0xffu;
   return static_cast<int>((mag ^ m) + (m & 0x01010101u));
