@@ -3,11 +3,11 @@
 // cached rows: scores, online softmax with the sink and the weighted sum in one kernel.
 //
 // Precision: every float operand is split into an f16 pair hi + lo (|x - hi - lo| <= 2^-22 |x|
-// for the magnitudes of attention: queries and rows are RMS-normalized, weights lie in [0, 1] and
-// are split scaled by 2^15), and the products are hi x hi + lo x hi (+ hi x lo when the cached
-// rows are not f16 values already: Numerics::f16_rows off), summed in float by the tensor cores.
-// Scores and sums are so the float ones up to rounding (~1e-6 relative; attention_test measures it
-// against a double evaluation), not bit for bit the CPU's.
+// for the magnitudes of attention: queries and rows are RMS-normalized, weights lie in [0, 1]),
+// and the products are hi x hi + lo x hi (+ hi x lo when the cached rows are not f16 values
+// already: Numerics::f16_rows off), summed in float by the tensor cores. Scores and sums are so
+// the float ones up to rounding (~1e-6 relative; attention_test measures it against a double
+// evaluation), not bit for bit the CPU's.
 #pragma once
 
 #include <cuda_runtime.h>

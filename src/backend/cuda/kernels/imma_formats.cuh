@@ -14,6 +14,7 @@
 // (matmul_planar.cuh) or the kernel's tiling (matmul_imma.cu).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "backend/cuda/kernels/planar_formats.cuh"
@@ -44,12 +45,22 @@ DS4_PF_HD inline int dp2a_hi(int a, int b, int c) {
 // ---- int8 decodes: out[i] holds elements 4 i .. 4 i + 3 of the decoded range, byte j element
 // 4 i + j (the order of the activation codes) ----
 
+// The sign pattern of a 7-bit IQ2_XXS sign index without the table (quant kIq2Signs): the index,
+// and on top the bit that makes the number of set bits even.
+DS4_PF_HD inline uint32_t iq2_sign_bits(uint32_t idx) {
+#if defined(__CUDA_ARCH__)
+  return idx | ((static_cast<uint32_t>(__popc(idx)) & 1u) << 7);
+#else
+  return idx | ((static_cast<uint32_t>(std::popcount(idx)) & 1u) << 7);
+#endif
+}
+
 // IQ2_XXS, half h of a block (groups 4 h .. 4 h + 3, elements 128 h ..): in = body words
 // 8 h .. 8 h + 7 (per group a word of four codebook indices, then a word of four 7-bit sign
 // indices with the 4-bit scale s on top). Returns the four group multipliers 2 s + 1, group
-// 4 h + i in byte i. t: the codebook and the sign masks (planar::Iq2Lookup); a negated byte is
-// (g ^ 0xff) + 1 = -g, without carries since the magnitudes g are 8 to 43.
-DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const planar::Iq2Lookup& t,
+// 4 h + i in byte i. grid: the codebook (quant kIq2xxsGrid); the sign patterns come from
+// iq2_sign_bits, not the sign table.
+DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const uint64_t* grid,
                                              uint32_t out[32]) {
   uint32_t scales = 0;
   DS4_PF_UNROLL
@@ -57,11 +68,13 @@ DS4_PF_HD inline uint32_t iq2xxs_decode_half(const uint32_t in[8], const planar:
     const uint32_t a = in[2 * g], s = in[2 * g + 1];
     DS4_PF_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const uint64_t v = t.grid[(a >> (8 * k)) & 255u];
-      const uint64_t m = t.sign_masks[(s >> (7 * k)) & 127u];
-      const uint64_t r = (v ^ m) + (m & 0x0101010101010101ull);
-      out[8 * g + 2 * k] = static_cast<uint32_t>(r);
-      out[8 * g + 2 * k + 1] = static_cast<uint32_t>(r >> 32);
+      const uint64_t v = grid[(a >> (8 * k)) & 255u];
+      const uint32_t idx = (s >> (7 * k)) & 127u;
+      const uint32_t signs = iq2_sign_bits(idx);
+      out[8 * g + 2 * k] =
+          static_cast<uint32_t>(planar::apply_signs(static_cast<uint32_t>(v), signs & 15u));
+      out[8 * g + 2 * k + 1] =
+          static_cast<uint32_t>(planar::apply_signs(static_cast<uint32_t>(v >> 32), signs >> 4));
     }
     scales |= (2u * (s >> 28) + 1u) << (8 * g);
   }

@@ -19,7 +19,6 @@
 #include <set>
 #include <vector>
 
-#include "backend/cuda/kernels/iq2_host_lookup.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
 #include "quant/iq2_tables.h"
@@ -116,7 +115,7 @@ Decoded decode_iq2xxs(const uint8_t* body) {
   for (int h = 0; h < 2; ++h) {
     uint32_t in[8];
     for (int i = 0; i < 8; ++i) in[i] = word_at(body + 32 * h + 4 * i);
-    d.scales[h] = iq2xxs_decode_half(in, planar::iq2_host_lookup(), d.words + 32 * h);
+    d.scales[h] = iq2xxs_decode_half(in, quant::kIq2xxsGrid, d.words + 32 * h);
   }
   return d;
 }
@@ -260,6 +259,10 @@ void check_all(GgufType t) {
 TEST(CudaImmaFormats, Q8_0SumsFoldToTheReference) { check_all(GgufType::kQ8_0); }
 TEST(CudaImmaFormats, Q2_KDecodeAndSumsFoldToTheReference) { check_all(GgufType::kQ2_K); }
 TEST(CudaImmaFormats, IQ2_XXSDecodeAndSumsFoldToTheReference) { check_all(GgufType::kIQ2_XXS); }
+
+TEST(CudaImmaFormats, SignBitsEqualTheSignTable) {
+  for (uint32_t i = 0; i < 128; ++i) EXPECT_EQ(iq2_sign_bits(i), quant::kIq2Signs[i]) << i;
+}
 
 TEST(CudaImmaFormats, Dp2aTakesTheNamedBytes) {
   std::mt19937 rng(7);

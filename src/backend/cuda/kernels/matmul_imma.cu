@@ -308,8 +308,8 @@ inline constexpr bool kIsQ8_0 = false;
 template <bool kRawX, int kRowTiles>
 inline constexpr bool kIsQ8_0<ImmaQ8_0T<kRawX, kRowTiles>> = true;
 
-// The decode reads the codebook and the sign masks from shared memory (imma_kernel stages them).
-// kRawX: whole Q8_K blocks (Q8KSide).
+// The decode forms the sign patterns with a population count (imma::iq2_sign_bits), so only the
+// codebook is staged. kRawX: whole Q8_K blocks (Q8KSide).
 template <bool kRawX = false>
 struct ImmaIq2XxsT : Q8KSide<kRawX> {
   using Fmt = FmtIq2Xxs;
@@ -352,7 +352,7 @@ struct ImmaIq2XxsT : Q8KSide<kRawX> {
     const uint4 q0 = q[0], q1 = q[1];
     const uint32_t in[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     uint32_t out[32];
-    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t, out);
+    dec.rs[r].scales[h] = imma::iq2xxs_decode_half(in, t.grid, out);
     if (h == 0) dec.rs[r].d = half_of_word(st.raw.dw[r], c.block(r, b));
     uint4* dst = reinterpret_cast<uint4*>(&dec.a[r * kPitch + 32 * h]);
 #pragma unroll
@@ -619,7 +619,6 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   __shared__ const uint8_t* xrow[kN];
   __shared__ int ids[kN];
   __shared__ uint64_t grid_s[P::kTables ? 256 : 1];
-  __shared__ uint64_t masks_s[P::kTables ? 128 : 1];
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t o0 = static_cast<int64_t>(blockIdx.y) * P::kRows;
 
@@ -646,11 +645,10 @@ __global__ void __launch_bounds__(kThreads, 2) imma_kernel(const ImmaProduct p) 
   }
   if constexpr (P::kTables) {
     for (int i = tid; i < 256; i += kThreads) grid_s[i] = iq2::kIq2xxsGrid[i];
-    for (int i = tid; i < 128; i += kThreads) masks_s[i] = planar::iq2_sign_mask(iq2::kIq2Signs[i]);
   }
   __syncthreads();
-  const Iq2Lookup tables{grid_s, masks_s};
-  const int nv = (ns + 7) / 8;  // slot tiles with a live slot
+  const Iq2Lookup tables{grid_s, nullptr};  // IQ2_XXS forms its signs without the table
+  const int nv = (ns + 7) / 8;              // slot tiles with a live slot
   const Cta c{p.body,
               p.aux,
               p.nb,

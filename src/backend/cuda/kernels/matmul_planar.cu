@@ -122,23 +122,23 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   return true;
 }
 
-// The IQ2_XXS codebook and sign masks in shared memory (empty for the other formats): every
+// The IQ2_XXS codebook and sign table in shared memory (empty for the other formats): every
 // lane indexes them differently, which shared memory serves in a few cycles and the L1 cache in
 // one pass per lane. load() is called by every thread of the CTA (it synchronises).
 template <class F>
 struct SharedTables {
   static constexpr bool kUsed = std::is_same_v<F, FmtIq2Xxs>;
   uint64_t grid[kUsed ? 256 : 1];
-  uint64_t sign_masks[kUsed ? 128 : 1];
+  uint8_t signs[kUsed ? 128 : 1];
   __device__ Iq2Lookup load() {
     if constexpr (kUsed) {
       for (int i = static_cast<int>(threadIdx.x); i < 256; i += static_cast<int>(blockDim.x))
         grid[i] = iq2::kIq2xxsGrid[i];
       for (int i = static_cast<int>(threadIdx.x); i < 128; i += static_cast<int>(blockDim.x))
-        sign_masks[i] = planar::iq2_sign_mask(iq2::kIq2Signs[i]);
+        signs[i] = iq2::kIq2Signs[i];
       __syncthreads();
     }
-    return Iq2Lookup{grid, sign_masks};
+    return Iq2Lookup{grid, signs};
   }
 };
 

@@ -53,18 +53,11 @@ DS4_PF_HD inline int dp4a(int a, int b, int c) {
   return c;
 #endif
 }
-// The IQ2_XXS codebook and the 128 sign patterns as byte masks (iq2_sign_mask of quant kIq2Signs),
-// wherever they live (device or host copies).
+// The IQ2_XXS codebook and sign table, wherever they live (device or host copies).
 struct Iq2Lookup {
   const uint64_t* grid;
-  const uint64_t* sign_masks;
+  const uint8_t* signs;
 };
-// Sign pattern `bits` (bit j set: element j negative) as eight bytes, 0xff where negative.
-DS4_PF_HD inline uint64_t iq2_sign_mask(uint32_t bits) {
-  uint64_t m = 0;
-  for (int j = 0; j < 8; ++j) m |= uint64_t{((bits >> j) & 1u) != 0 ? 0xffu : 0u} << (8 * j);
-  return m;
-}
 DS4_PF_HD inline float x_scale(const uint8_t* x) {
   return *reinterpret_cast<const float*>(x);  // ActQ8_0::d and BlockQ8_K::d are both at 0
 }
@@ -242,7 +235,7 @@ struct FmtQ4K {
 };
 
 // Four codebook magnitudes (bytes < 128) with the signs of 4 bits applied (a set bit negates
-// its byte): per byte (g ^ 0xff) + 1 = -g without carries (matmul_q.cu's row dots).
+// its byte): per byte (g ^ 0xff) + 1 = -g without carries.
 DS4_PF_HD inline int apply_signs(uint32_t mag, uint32_t bits4) {
   const uint32_t m = ((bits4 * 0x00204081u) & 0x01010101u) * 0xffu;
   return static_cast<int>((mag ^ m) + (m & 0x01010101u));
@@ -251,9 +244,6 @@ DS4_PF_HD inline int apply_signs(uint32_t mag, uint32_t bits4) {
 // IQ2_XXS: body = qs (64), aux = d. Group ib32 (32 values) = words 2 ib32 (four grid indices) and
 // 2 ib32 + 1 (four 7-bit sign indices, 4-bit scale on top); bsum = sum (2s + 1) * sumi;
 // term = (f16(d) * x.d) * (float)bsum; the row is 0.125 * the folded sum.
-// The signs go in by mask: with m = 0xff on the negated bytes of a word of magnitudes g (< 128),
-// the byte g ^ m is g or -g - 1, so dp4a(g ^ m, x) - dp4a(m, x) (m's bytes read as -1) is the
-// signed dot exactly (one xor and one dp4a where the bytes' negation took six operations).
 struct FmtIq2Xxs {
   using Term = float;
   static constexpr int kBody = 64, kAux = 2, kXBytes = sizeof(BlockQ8_K);
@@ -273,18 +263,17 @@ struct FmtIq2Xxs {
     for (int g = 0; g < 8; ++g) {
       const uint32_t a = w.q[2 * g];
       const uint32_t s = w.q[2 * g + 1];
-      int sumi = 0, neg = 0;
+      int sumi = 0;
       DS4_PF_UNROLL
       for (int k = 0; k < 4; ++k) {
         const uint64_t v = t.grid[(a >> (8 * k)) & 255u];
-        const uint64_t m = t.sign_masks[(s >> (7 * k)) & 127u];
-        const int x0 = x_word(x, 8 * g + 2 * k), x1 = x_word(x, 8 * g + 2 * k + 1);
-        sumi = dp4a(static_cast<int>(static_cast<uint32_t>(v ^ m)), x0, sumi);
-        sumi = dp4a(static_cast<int>(static_cast<uint32_t>((v ^ m) >> 32)), x1, sumi);
-        neg = dp4a(static_cast<int>(static_cast<uint32_t>(m)), x0, neg);
-        neg = dp4a(static_cast<int>(static_cast<uint32_t>(m >> 32)), x1, neg);
+        const uint32_t signs = t.signs[(s >> (7 * k)) & 127u];
+        sumi = dp4a(apply_signs(static_cast<uint32_t>(v), signs & 15u), x_word(x, 8 * g + 2 * k),
+                    sumi);
+        sumi = dp4a(apply_signs(static_cast<uint32_t>(v >> 32), signs >> 4),
+                    x_word(x, 8 * g + 2 * k + 1), sumi);
       }
-      bsum += (2 * static_cast<int>(s >> 28) + 1) * (sumi - neg);
+      bsum += (2 * static_cast<int>(s >> 28) + 1) * sumi;
     }
     return from_sums(w.d, x_scale(x), bsum);
   }

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/kernels/iq2_host_lookup.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
 #include "quant/iq2_tables.h"
@@ -29,7 +28,7 @@ using gguf::GgufType;
 template <class F>
 float planar_row(const uint8_t* planes, int64_t n_blocks_total, int64_t row, int64_t nb,
                  const uint8_t* x) {
-  const Iq2Lookup t = iq2_host_lookup();
+  const Iq2Lookup t{quant::kIq2xxsGrid, quant::kIq2Signs};
   float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t blk = row * nb + b;
