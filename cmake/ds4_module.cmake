@@ -72,7 +72,9 @@ function(ds4_add_test name)
   if(ARG_COST)
     list(APPEND props COST ${ARG_COST})
   endif()
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
+  # Listing a binary's tests loads its shared libraries; the CUDA ones (cuBLAS and cuBLASLt, ~0.6
+  # GB) took 5.3 s from a cold page cache on the 2-core CI machine, past CMake's 5 s default.
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120 PROPERTIES ${props})
 endfunction()
 
 # Gives a test binary the path of the vocabulary GGUF that the tokenizer_vocab_fixture test builds
