@@ -200,47 +200,52 @@ if has server; then
   OUT=$out step server 400 bash tools/cuda/server_bench.sh "${SERVER:-chat,toolrt,claude,kvc}"
   tail -40 "$out/server.log"
 fi
+# ab_side NAME TAG: the Flash q2 bench at 2k and 8k into NAME$TAG.csv, its greedy probes into
+# NAME-probes$TAG.txt.
+ab_side() {
+  OUT="$out" OUT_CSV="$1$2.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 || return 1
+  grep -h "^probe" "$out/bench_err.txt" > "$out/$1-probes$2.txt"
+}
+# ab_report NAME TAG0 TAG1 LABEL0 LABEL1: the two sides' prefill and decode side by side, and
+# whether their probes agree (the status: 1 when they differ).
+ab_report() {
+  echo "frontier prefill_tps gen_tps ($4) prefill_tps gen_tps ($5)"
+  paste -d' ' <(cut -d, -f1,4,7 "$out/$1$2.csv" | tr , ' ') \
+    <(cut -d, -f4,7 "$out/$1$3.csv" | tr , ' ') | tail -2
+  if cmp -s "$out/$1-probes$2.txt" "$out/$1-probes$3.txt"; then
+    echo "$1: probes identical with $4 and $5"
+  else
+    echo "$1: probes differ with $4 and $5"
+    return 1
+  fi
+}
+export -f ab_side ab_report
 # ab NAME VAR [A B [any]]: the Flash q2 bench at 2k and 8k with VAR=A and VAR=B (default 0 and 1),
 # side by side; the greedy probes must agree (with `any`: they are compared, not required to).
 ab() {
   local name=$1 var=$2 v0=${3:-0} v1=${4:-1} any=${5:-} v
   for v in "$v0" "$v1"; do
-    env "$var=$v" OUT="$out" OUT_CSV="$name$v.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 ||
-      return 1
-    grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes$v.txt"
+    (export "$var=$v" && ab_side "$name" "$v") || return 1
   done
-  echo "frontier prefill_tps gen_tps ($var=$v0) prefill_tps gen_tps ($var=$v1)"
-  paste -d' ' <(cut -d, -f1,4,7 "$out/$name$v0.csv" | tr , ' ') \
-    <(cut -d, -f4,7 "$out/$name$v1.csv" | tr , ' ') | tail -2
-  if cmp -s "$out/$name-probes$v0.txt" "$out/$name-probes$v1.txt"; then
-    echo "$name: probes identical with $var=$v0 and $var=$v1"
-  else
-    echo "$name: probes differ with $var=$v0 and $var=$v1"
-    [[ $any == any ]]
-  fi
+  ab_report "$name" "$v0" "$v1" "$var=$v0" "$var=$v1" || [[ $any == any ]]
 }
 export -f ab
 # abold NAME: the same bench on the working tree and with the files under .devdeps/old (paths from
-# the repository root: the code before a rewrite that has no switch) swapped in, then restored.
+# the repository root: the code before a rewrite that has no switch) swapped in, then restored;
+# the probes are compared, not required to agree.
 abold() {
   local name=$1 f keep=/tmp/abold-keep
-  OUT="$out" OUT_CSV="${name}new.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 || return 1
-  grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes-new.txt"
+  ab_side "$name" new || return 1
   rm -rf "$keep" && mkdir -p "$keep"
   (cd .devdeps/old && find . -type f) > "$out/$name-files.txt"
   while read -r f; do
     mkdir -p "$keep/$(dirname "$f")" && cp "$f" "$keep/$f" && cp ".devdeps/old/$f" "$f"
   done < "$out/$name-files.txt"
-  OUT="$out" OUT_CSV="${name}old.csv" bash tools/cuda/flash_bench.sh 8192 32 6144
+  ab_side "$name" old
   local rc=$?
   while read -r f; do cp "$keep/$f" "$f"; done < "$out/$name-files.txt"
   ((rc == 0)) || return 1
-  grep -h "^probe" "$out/bench_err.txt" > "$out/$name-probes-old.txt"
-  echo "frontier prefill_tps gen_tps (old) prefill_tps gen_tps (new)"
-  paste -d' ' <(cut -d, -f1,4,7 "$out/${name}old.csv" | tr , ' ') \
-    <(cut -d, -f4,7 "$out/${name}new.csv" | tr , ' ') | tail -2
-  cmp -s "$out/$name-probes-old.txt" "$out/$name-probes-new.txt" &&
-    echo "$name: probes identical" || echo "$name: probes differ"
+  ab_report "$name" old new old new || true
 }
 export -f abold
 has abold && step abold 400 abold abold && tail -4 "$out/abold.log"
