@@ -75,6 +75,38 @@ TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
   }
 }
 
+// A decode step of kManySeqs one-row sequences (more than the 16 rows from which a single run's
+// attention takes the batch kernel, more than the 8 side lanes), batched first on a fresh engine
+// so that no one-row step has sized the attention scratch: the step's split kernels need partial
+// sums of their own (attention_seqs_scratch_floats). Such a step used to get none and write out
+// of bounds (compute-sanitizer on ds4-server with 16 clients, tools/cuda/serve_sanitize.sh;
+// 2026-12-04). Prompts of 24 to 43 tokens: on tiny (top-k 4) every sequence selects.
+TEST(CudaBackend, ManySequencesInOneDecodeStepMatchTheirRunsAlone) {
+  constexpr int kManySeqs = 20;
+  std::vector<BatchPlan> plans;
+  for (int i = 0; i < kManySeqs; ++i) {
+    plans.push_back({.prompt = test_prompt(24 + i, static_cast<uint32_t>(100 + i)),
+                     .start_step = 0,
+                     .chunk = 64,
+                     .n_decode = 6});
+  }
+  auto gpu = open_cuda("tiny-f32", true);
+  if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
+  const BatchRun batched = run_batched(*gpu, plans);
+  gpu = open_cuda("tiny-f32", true);
+  ASSERT_NE(gpu, nullptr);
+  const BatchRun alone = run_alone(*gpu, plans);
+  EXPECT_TRUE(std::any_of(batched.steps.begin(), batched.steps.end(), [](const StepShape& s) {
+    return s.entries == kManySeqs && s.rows == kManySeqs;
+  })) << "no step of one row in each of the sequences";
+  ASSERT_EQ(batched.plans.size(), plans.size());
+  ASSERT_EQ(alone.plans.size(), plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    EXPECT_EQ(compare_traces(alone.plans[i], batched.plans[i], kCudaBatchRelL2), "")
+        << "plan " << i;
+  }
+}
+
 // DS4_CUDA_ATTN_SEQS=0 / 1 (CudaBackend::Options::seq_attention): a step of one decode row in each
 // of several sequences launches its RoPE stores and sink attention once for all rows instead of
 // once per sequence. Each row's arithmetic is the per-sequence kernels', so the batched run is

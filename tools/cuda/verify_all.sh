@@ -48,6 +48,8 @@
 #            under .devdeps/old swapped in (a rewrite without a switch; the probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
+#   sanserve ds4-server --backend cuda on the small test shape at 16 and 32 concurrent streams,
+#            plainly and under compute-sanitizer memcheck (tools/cuda/serve_sanitize.sh)
 # (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
@@ -154,7 +156,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | checkflash | check | checkblas | long | repl | sass | gtest) ;;
+    kernels | checkflash | check | checkblas | long | repl | sass | gtest | sanserve) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -191,6 +193,10 @@ if has serving; then
   tail -30 "$out/serving.log"
 fi
 has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
+if has sanserve; then
+  OUT=$out step sanserve 400 bash tools/cuda/serve_sanitize.sh
+  tail -12 "$out/sanserve.log"
+fi
 if has bench256; then
   OUT=$out OUT_CSV=flash_q2_cuda_256k.csv CTX_START=262144 step bench256 500 \
     bash tools/cuda/flash_bench.sh 262144 16

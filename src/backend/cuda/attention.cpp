@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/cuda_backend.h"
@@ -68,13 +69,13 @@ int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_
   return static_cast<int>(std::max<int64_t>(1, limit));
 }
 
-CudaBackend::AttentionLane::~AttentionLane() {
+CudaBackend::Lane::~Lane() {
   if (!owned) return;
   if (done != nullptr) cudaEventDestroy(done);
   if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
-void CudaBackend::AttentionLane::open() {
+void CudaBackend::Lane::open() {
   if (owned) return;
   DS4_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   DS4_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
@@ -125,19 +126,35 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
 }
 
 void CudaBackend::fork_lanes(int used) {
-  if (fork_ == nullptr) DS4_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
-  DS4_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-  for (int i = 0; i < used; ++i) {
-    side_lanes_[i].open();
-    DS4_CUDA_CHECK(cudaStreamWaitEvent(side_lanes_[i].stream, fork_, 0));
-  }
+  for (int i = 0; i < used; ++i) fork_to(side_lanes_[i]);
 }
 
 void CudaBackend::join_lanes(int used) {
-  for (int i = 0; i < used; ++i) {
-    DS4_CUDA_CHECK(cudaEventRecord(side_lanes_[i].done, side_lanes_[i].stream));
-    DS4_CUDA_CHECK(cudaStreamWaitEvent(stream_, side_lanes_[i].done, 0));
-  }
+  for (int i = 0; i < used; ++i) join_from(side_lanes_[i]);
+}
+
+void CudaBackend::fork_to(Lane& lane) {
+  if (fork_ == nullptr) DS4_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  lane.open();
+  DS4_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+  DS4_CUDA_CHECK(cudaStreamWaitEvent(lane.stream, fork_, 0));
+  ++lanes_forked_;
+}
+
+void CudaBackend::join_from(Lane& lane) {
+  DS4_CUDA_CHECK(cudaEventRecord(lane.done, lane.stream));
+  DS4_CUDA_CHECK(cudaStreamWaitEvent(stream_, lane.done, 0));
+  --lanes_forked_;
+}
+
+CudaBackend::OnLane::OnLane(CudaBackend& b, Lane& lane) : b_(b), lane_(lane) { trade(); }
+
+CudaBackend::OnLane::~OnLane() { trade(); }
+
+void CudaBackend::OnLane::trade() {
+  std::swap(b_.stream_, lane_.stream);
+  std::swap(b_.enc_, lane_.enc);
+  std::swap(b_.split_, lane_.split);
 }
 
 // The rows of runs_ (one each, in batch order) in groups of kMaxSeqRows: the RoPE stores of a
@@ -190,7 +207,7 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
     g.max_rows = std::max(g.max_rows, std::min(g.raw_cap, p_end) + max_compressed(l, p_end));
   }
   const int rows = std::min(n, kMaxSeqRows);
-  float* sc = scratch(main_lane_.scores, attention_scratch_floats(l.n_head, g.max_rows, rows));
+  float* sc = scratch(main_lane_.scores, attention_seqs_scratch_floats(l.n_head, g.max_rows, rows));
   for (size_t k = 0; k < groups.size(); ++k) {
     const int64_t r0 = int64_t{kMaxSeqRows} * static_cast<int64_t>(k);
     launch_attention_seqs(in.q.row(r0), in.q.cols, g, groups[k],
@@ -200,7 +217,7 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
 }
 
 void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
-                             const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where) {
+                             const AttentionInputs& in, int64_t r0, Act out, Lane& where) {
   // A one-row step sizes its scratch for the whole context at once, so that recorded steps
   // (graphs, begin_step) never need to grow it.
   const bool single = run.n == 1;
@@ -224,7 +241,7 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
 }
 
 const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
-                                        const AttentionInputs& in, int64_t r0, AttentionLane& where,
+                                        const AttentionInputs& in, int64_t r0, Lane& where,
                                         bool store, int32_t* picks) {
   cudaStream_t stream = where.stream;
   const bool single = run.n == 1;

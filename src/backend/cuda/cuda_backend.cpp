@@ -247,8 +247,11 @@ std::unique_ptr<Buffer> CudaBackend::alloc(int64_t n_floats) {
 void CudaBackend::grow(DeviceMemory& m, size_t bytes) {
   if (bytes <= m.bytes()) return;
   // Allocating waits for the device, which a recording step may not do: what was recorded runs
-  // now and the rest of the step eagerly.
-  if (graph_.recording()) graph_.end_and_launch(stream_);
+  // now and the rest of the step eagerly (not with a lane forked: fork_to).
+  if (graph_.recording()) {
+    DS4_CHECK_MSG(lanes_forked_ == 0, "a recorded step grew scratch with a lane forked");
+    graph_.end_and_launch(stream_);
+  }
   m.reserve(bytes);
 }
 
@@ -406,6 +409,7 @@ void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Ac
 const int32_t* CudaBackend::device_tokens(std::span<const RowTag> rows) {
   if (graph_.recording() && (row_tokens_pinned_.size() < rows.size() ||
                              row_tokens_.bytes() < rows.size() * sizeof(int32_t))) {
+    DS4_CHECK_MSG(lanes_forked_ == 0, "a recorded step cut short with a lane forked");
     graph_.end_and_launch(stream_);  // see grow()
   }
   if (graph_.recording()) {  // a recorded copy from pinned memory (begin_step sized it)

@@ -154,35 +154,56 @@ class CudaBackend final : public Backend {
                       float* y_gate, float* y_up, const SlotGroups* by_expert = nullptr);
   // Rows of one sequence a single attention run may hold for this layer.
   int run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const;
-  // Where an attention run goes: a stream and the run's scratch. The main lane is stream_; a step
-  // of several sequences spreads them over side lanes, whose kernels overlap (one sequence's
-  // attention kernels fill a fraction of the GPU).
-  struct AttentionLane {
-    AttentionLane() = default;
-    AttentionLane(const AttentionLane&) = delete;
-    AttentionLane& operator=(const AttentionLane&) = delete;
-    ~AttentionLane();
+  // A stream for work that overlaps the main stream's, with its scratch. Attention runs: the main
+  // lane is stream_; a step of several sequences spreads them over side lanes, whose kernels
+  // overlap (one sequence's attention kernels fill a fraction of the GPU). Products: the FFN's
+  // shared expert runs on ffn_lane_ beside the routed experts, with encodings and split sums of
+  // its own (OnLane).
+  struct Lane {
+    Lane() = default;
+    Lane(const Lane&) = delete;
+    Lane& operator=(const Lane&) = delete;
+    ~Lane();
     void open();  // a stream and an event of its own
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;
     bool owned = false;
-    DeviceMemory scores, index_scores, visible;
+    DeviceMemory scores, index_scores, visible;  // attention runs
+    DeviceMemory enc, split;                     // products (OnLane)
+  };
+  // While one lives, the backend's products go to `lane`: stream_, enc_ and split_ trade places
+  // with the lane's stream and scratch, and trade back at its end.
+  class OnLane {
+   public:
+    OnLane(CudaBackend& b, Lane& lane);
+    ~OnLane();
+    OnLane(const OnLane&) = delete;
+    OnLane& operator=(const OnLane&) = delete;
+
+   private:
+    void trade();
+    CudaBackend& b_;
+    Lane& lane_;
   };
   static constexpr int kAttentionLanes = 8;
   // The attention steps for run.n consecutive rows (batch rows r0 ..) at positions run.p0 ..,
   // queued on lane.stream.
   void attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, int n_ctx,
-                  const AttentionInputs& in, int64_t r0, Act out, AttentionLane& where);
+                  const AttentionInputs& in, int64_t r0, Act out, Lane& where);
   // What precedes the sink attention for a run, on lane.stream: the RoPE + raw store (when
   // `store`), the compressor lanes and the indexer's picks (into `picks`, run.n * top_k ints, or
   // the lane's buffer when null). Returns the picks, or nullptr where no row of the run selects.
   const int32_t* prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
-                             const AttentionInputs& in, int64_t r0, AttentionLane& where,
-                             bool store, int32_t* picks);
+                             const AttentionInputs& in, int64_t r0, Lane& where, bool store,
+                             int32_t* picks);
   // Options::seq_attention's path for runs_ (each one row of its own sequence): see Options.
   void attend_sequences(const AttentionLayer& l, const AttentionInputs& in, Act out, int used);
-  // The side lanes 0 .. used - 1 start after the work queued on the main stream so far; the main
-  // stream waits for what they were given since.
+  // `lane` (opened here) starts after the work queued on the main stream so far (fork_to); the
+  // main stream waits for what it was given since (join_from). In between, a recorded step may
+  // not be cut short (grow checks it), which holds because a step's scratch sizes are those of
+  // the eager step before its recording. fork_lanes / join_lanes: side lanes 0 .. used - 1.
+  void fork_to(Lane& lane);
+  void join_from(Lane& lane);
   void fork_lanes(int used);
   void join_lanes(int used);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
@@ -211,10 +232,12 @@ class CudaBackend final : public Backend {
   DeviceMemory blas_scratch_;
   DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, tickets_,
       split_;
-  AttentionLane main_lane_;                                // stream_, not owned
-  std::array<AttentionLane, kAttentionLanes> side_lanes_;  // opened at the first step that fans out
+  Lane main_lane_;                                // stream_, not owned
+  std::array<Lane, kAttentionLanes> side_lanes_;  // opened at the first step that fans out
+  Lane ffn_lane_;                                 // the FFN's shared expert's (moe.cpp)
   cudaEvent_t fork_ = nullptr;
-  struct Run {  // an attention run of do_attention's batch
+  int lanes_forked_ = 0;  // lanes fork_to started that join_from has not joined
+  struct Run {            // an attention run of do_attention's batch
     DeviceLayer* c;
     int n_ctx;
     RowSpan span;

@@ -413,6 +413,11 @@ int64_t attention_scratch_floats(int n_head, int max_rows, int n) {
   return n < kFlashBatchRows ? attention_split_scratch_floats(n_head, max_rows, n) : 0;
 }
 
+int64_t attention_seqs_scratch_floats(int n_head, int max_rows, int n) {
+  DS4_CHECK(n >= 0 && n <= kMaxSeqRows);
+  return attention_split_scratch_floats(n_head, max_rows, n);
+}
+
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,

@@ -92,9 +92,12 @@ struct AttentionGeometry {
   int max_rows = 0;
   bool f16_values = false;  // every cached row holds f16 values (Numerics::f16_rows)
 };
-// The scratch floats launch_attention (n rows) and launch_attention_seqs (n <= kMaxSeqRows rows)
-// need when no row attends to more than max_rows cached rows.
+// The scratch floats launch_attention (n rows) needs when no row attends to more than max_rows
+// cached rows (decode rows: the split kernels' partial sums; batches: none).
 int64_t attention_scratch_floats(int n_head, int max_rows, int n);
+// The same for launch_attention_seqs (n <= kMaxSeqRows rows, all on the split kernels, however
+// many: a step of 16 or more sequences sized by attention_scratch_floats got no scratch).
+int64_t attention_seqs_scratch_floats(int n_head, int max_rows, int n);
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
@@ -116,7 +119,8 @@ struct SeqRows {
 void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
                                 int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
                                 bool qat, bool f16_rows, int ring_cap, cudaStream_t s);
-// scratch: attention_scratch_floats(n_head, g.max_rows, rows.n), g.max_rows >= every row's rows.
+// scratch: attention_seqs_scratch_floats(n_head, g.max_rows, rows.n), g.max_rows >= every row's
+// rows.
 void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
                            const SeqRows& rows, const float* sinks, const RopeArg& rope,
                            float* scratch, float* out, int64_t out_stride, cudaStream_t s);
