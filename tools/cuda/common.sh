@@ -7,6 +7,9 @@
 #                         and build the targets; output on stdout/stderr
 #   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
 #                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
+#   serve_tools_build NAME  ds4_build of the serving tools (ds4-server, ds4-loadgen, ds4-gguf;
+#                         LD_LIBRARY_PATH then finds .devdeps/serve), its output into
+#                         $out/NAME-build.log and its tail on failure
 DS4_FLASH=${DS4_FLASH:-/dev/shm/flash-q2.gguf}  # another file (the decisive one of compat.sh) by name
 
 ds4_build() {
@@ -19,6 +22,11 @@ ds4_build() {
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
     -DDS4_BUILD_TESTS="${DS4_TESTS:-OFF}" -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
     -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" "${serve[@]}" && ninja -C "$dir" -j "$(nproc)" "$@"
+}
+
+serve_tools_build() {
+  ds4_build ds4-server ds4-loadgen ds4-gguf > "$out/$1-build.log" 2>&1 ||
+    { tail -30 "$out/$1-build.log"; return 1; }
 }
 
 ds4_flash_model() {

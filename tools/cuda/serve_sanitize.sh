@@ -8,9 +8,7 @@
 set -uo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh
-export LD_LIBRARY_PATH=$PWD/.devdeps/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-ds4_build ds4-server ds4-loadgen ds4-gguf > "$out/sanitize-build.log" 2>&1 ||
-  { tail -20 "$out/sanitize-build.log"; exit 1; }
+serve_tools_build sanitize || exit 1
 m=/dev/shm/ds4-models/small-q2.gguf
 mkdir -p "$(dirname "$m")"
 [[ -s $m ]] || build-dev/bin/ds4-gguf synth --shape small --quant q2 --seed 1 \

@@ -10,9 +10,7 @@
 set -uo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh
-export LD_LIBRARY_PATH=$PWD/.devdeps/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-ds4_build ds4-server ds4-loadgen ds4-gguf > "$out/serving-build.log" 2>&1 ||
-  { tail -30 "$out/serving-build.log"; exit 1; }
+serve_tools_build serving || exit 1
 ds4_flash_model > /dev/null
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader | sed "s/^/$1: GPU memory used /"; }
 gpu_mem "before the server"
