@@ -42,6 +42,7 @@ struct BenchOptions {
   int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;
   bool op_times = false;      // print the host time spent in each backend op while generating
+  std::string repeat_op;      // a backend op whose work every call issues twice (diagnostics)
   std::vector<int> sessions;  // --sessions: the multi-session decode mode (multi.h)
   int stride = 1024;
 };
@@ -257,6 +258,9 @@ int main(int argc, char** argv) {
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
   app.add_flag("--op-times", o.op_times,
                "print the host time per generated token in each backend op (stderr)");
+  app.add_option("--repeat-op", o.repeat_op,
+                 "issue this backend op's work twice per call (rms_norm, matmul, hc_pre, hc_post, "
+                 "moe, output_head): the slowdown against a run without is the op's cost in place");
   app.add_option("--sessions", o.sessions,
                  "multi-session decode mode: for each N, N sessions prefilled to --ctx-start "
                  "tokens decode --gen-tokens steps together (one CSV row per N)")
@@ -313,6 +317,7 @@ int main(int argc, char** argv) {
   eo.backend = o.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
   eo.threads = o.threads;
   eo.profile_ops = o.op_times;
+  eo.repeat_op = o.repeat_op;
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;

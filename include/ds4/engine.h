@@ -30,6 +30,12 @@ struct EngineOptions {
   bool qat_simulation = true;
   bool f16_kv_rows = true;
   bool profile_ops = false;  // record wall time per backend op (Engine::op_times)
+  // Diagnostics: every call of the backend op named `repeat_op` ("rms_norm", "matmul", "hc_pre",
+  // "hc_post", "moe" or "output_head"; empty: none) issues its work `repeat_times` times (1-16),
+  // the same outputs recomputed, so a run with it, less a run without, times that op where it
+  // runs (ds4-bench --repeat-op). Results do not change.
+  std::string repeat_op;
+  int repeat_times = 2;
 };
 
 struct OpTime {

@@ -32,17 +32,19 @@ uint64_t SequenceLayout::bytes() const {
   return floats * sizeof(float);
 }
 
-// Adds the scope's wall time to an op's total when profiling is on.
+// Adds the scope's wall time to an op's total when profiling is on, and its issues of the op's
+// work (set_op_repeat) to the op's calls.
 class Backend::OpTimer {
  public:
-  OpTimer(Backend* b, Op op) : b_(b->profiling_ ? b : nullptr), op_(op) {
+  explicit OpTimer(Backend* b, Op op, int issues = 1)
+      : b_(b->profiling_ ? b : nullptr), op_(op), issues_(issues) {
     if (b_ != nullptr) t0_ = std::chrono::steady_clock::now();
   }
   ~OpTimer() {
     if (b_ == nullptr) return;
     const std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0_;
     b_->times_[op_].seconds += d.count();
-    ++b_->times_[op_].calls;
+    b_->times_[op_].calls += issues_;
   }
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
@@ -50,15 +52,41 @@ class Backend::OpTimer {
  private:
   Backend* b_;
   Op op_;
+  int issues_;
   std::chrono::steady_clock::time_point t0_;
 };
 
+namespace {
+
+constexpr std::string_view kOpNames[Backend::kNumOps] = {
+    "embed", "rms_norm", "matmul", "hc_pre", "hc_post", "attention", "moe", "output_head"};
+
+}  // namespace
+
 std::vector<Backend::OpTime> Backend::op_times() const {
-  static constexpr std::string_view kNames[kNumOps] = {
-      "embed", "rms_norm", "matmul", "hc_pre", "hc_post", "attention", "moe", "output_head"};
   std::vector<OpTime> out(times_.begin(), times_.end());
-  for (int i = 0; i < kNumOps; ++i) out[i].op = kNames[i];
+  for (int i = 0; i < kNumOps; ++i) out[i].op = kOpNames[i];
   return out;
+}
+
+std::optional<Backend::Op> Backend::op_named(std::string_view name) {
+  for (int i = 0; i < kNumOps; ++i) {
+    if (kOpNames[i] == name) return static_cast<Op>(i);
+  }
+  return std::nullopt;
+}
+
+Status Backend::set_op_repeat(Op op, int times) {
+  if (op < 0 || op >= kNumOps) return Status::invalid_argument("unknown backend op %d", op);
+  if (op == kEmbed || op == kAttention) {
+    return Status::invalid_argument("%s keeps state and cannot be repeated",
+                                    std::string(kOpNames[op]).c_str());
+  }
+  if (times < 1 || times > 16) {
+    return Status::invalid_argument("op repeat %d is outside [1, 16]", times);
+  }
+  repeat_[op] = times;
+  return Status::ok();
 }
 
 Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state) {
@@ -116,32 +144,35 @@ void Backend::embed(const Weight& table, std::span<const RowTag> rows, Act out) 
 }
 
 void Backend::rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {
-  const OpTimer timer(this, kRmsNorm);
+  const int k = issues(kRmsNorm, y.data != x.data);
+  const OpTimer timer(this, kRmsNorm, k);
   DS4_CHECK(segment > 0 && x.cols % segment == 0);
   check_rows(y, x.rows, x.cols, "rms_norm output");
   if (weight != nullptr) {
     DS4_CHECK(weight->type == gguf::GgufType::kF32 && weight->ne[0] == segment);
   }
-  do_rms_norm(x, weight, segment, y);
+  for (int i = 0; i < k; ++i) do_rms_norm(x, weight, segment, y);
 }
 
 void Backend::matmul(const Weight& w, Act x, Act y, int groups) {
-  const OpTimer timer(this, kMatmul);
+  const int k = issues(kMatmul, y.data != x.data);
+  const OpTimer timer(this, kMatmul, k);
   DS4_CHECK(w.present() && groups >= 1 && w.ne[2] == 1);
   check_rows(x, x.rows, w.ne[0] * groups, "matmul input");
   check_rows(y, x.rows, w.ne[1], "matmul output");
   DS4_CHECK(w.ne[1] % groups == 0);
-  do_matmul(w, x, y, groups);
+  for (int i = 0; i < k; ++i) do_matmul(w, x, y, groups);
 }
 
 void Backend::matmuls(Act x, std::span<const Product> products) {
-  const OpTimer timer(this, kMatmul);
+  const int k = issues(kMatmul, true);  // no output is x (checked below)
+  const OpTimer timer(this, kMatmul, k);
   for (const Product& p : products) {
     DS4_CHECK(p.w != nullptr && p.w->present() && p.w->ne[2] == 1 && p.y.data != x.data);
     check_rows(x, x.rows, p.w->ne[0], "matmul input");
     check_rows(p.y, x.rows, p.w->ne[1], "matmul output");
   }
-  do_matmuls(x, products);
+  for (int i = 0; i < k; ++i) do_matmuls(x, products);
 }
 
 void Backend::do_matmuls(Act x, std::span<const Product> products) {
@@ -149,7 +180,8 @@ void Backend::do_matmuls(Act x, std::span<const Product> products) {
 }
 
 void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm, Act normed) {
-  const OpTimer timer(this, kHcPre);
+  const int k = issues(kHcPre, x.data != cur.data && x.data != mix.data && x.data != normed.data);
+  const OpTimer timer(this, kHcPre, k);
   const int64_t n_mix = hc.fn.ne[1];
   DS4_CHECK(hc.fn.ne[0] == x.cols && hc.base.ne[0] == n_mix && hc.scale.ne[0] == 3);
   const int64_t n_hc = x.cols / cur.cols;
@@ -160,16 +192,18 @@ void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight*
     DS4_CHECK(norm->type == gguf::GgufType::kF32 && norm->ne[0] == cur.cols);
     check_rows(normed, x.rows, cur.cols, "hc_pre normed");
   }
-  do_hc_pre(hc, x, cur, mix, norm, normed);
+  sublayer_start();
+  for (int i = 0; i < k; ++i) do_hc_pre(hc, x, cur, mix, norm, normed);
 }
 
 void Backend::hc_post(Act x, Act f, Act mix, Act y) {
-  const OpTimer timer(this, kHcPost);
+  const int k = issues(kHcPost, y.data != x.data && y.data != f.data && y.data != mix.data);
+  const OpTimer timer(this, kHcPost, k);
   const int64_t n_hc = x.cols / f.cols;
   DS4_CHECK(n_hc * f.cols == x.cols && f.rows == x.rows);
   check_rows(mix, x.rows, 2 * n_hc + n_hc * n_hc, "hc_post mix");
   check_rows(y, x.rows, x.cols, "hc_post output");
-  do_hc_post(x, f, mix, y);
+  for (int i = 0; i < k; ++i) do_hc_post(x, f, mix, y);
 }
 
 void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
@@ -199,7 +233,8 @@ void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag>
 }
 
 void Backend::moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
-  const OpTimer timer(this, kMoe);
+  const int k = issues(kMoe, out.data != n.data);
+  const OpTimer timer(this, kMoe, k);
   DS4_CHECK(n.rows == static_cast<int64_t>(rows.size()));
   check_rows(out, n.rows, n.cols, "moe output");
   DS4_CHECK(l.router.ne[0] == n.cols && l.gate_exps.ne[0] == n.cols);
@@ -209,16 +244,17 @@ void Backend::moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act ou
     DS4_CHECK(l.tid2eid.type == gguf::GgufType::kI32 && l.tid2eid.ne[0] == l.n_expert_used);
     for (const RowTag& r : rows) DS4_CHECK(r.token >= 0 && r.token < l.tid2eid.ne[1]);
   }
-  do_moe(l, rows, n, out);
+  for (int i = 0; i < k; ++i) do_moe(l, rows, n, out);
 }
 
 void Backend::output_head(const OutputHead& h, Act x, std::span<const int> which, Act logits) {
-  const OpTimer timer(this, kOutputHead);
+  const int k = issues(kOutputHead, logits.data != x.data);
+  const OpTimer timer(this, kOutputHead, k);
   DS4_CHECK(logits.rows == static_cast<int64_t>(which.size()));
   DS4_CHECK(logits.cols == weight_rows(h.output));
   DS4_CHECK(h.hc.fn.ne[0] == x.cols && h.hc.scale.ne[0] == 1);
   for (int r : which) DS4_CHECK(r >= 0 && r < x.rows);
-  do_output_head(h, x, which, logits);
+  for (int i = 0; i < k; ++i) do_output_head(h, x, which, logits);
 }
 
 void Backend::download(Act src, float* host) {

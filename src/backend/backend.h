@@ -220,8 +220,18 @@ class Backend {
     int64_t calls = 0;
   };
   void set_profiling(bool on) { profiling_ = on; }
+  // op_times counts each issue of an op's work (set_op_repeat) as a call.
   std::vector<OpTime> op_times() const;
   void reset_op_times() { times_ = {}; }
+  // Diagnostics (off by default): each call of `op` issues its work `times` times (1 to 16), the
+  // extra issues recomputing the same outputs from the same inputs, so that a step's time with
+  // an op repeated, less its time without, is what the op costs where it runs, beside its
+  // neighbours (a profiler times kernels one at a time). Ops that keep state repeat nothing:
+  // embed and attention (it appends to the cache) are refused, and a call whose output is one
+  // of its inputs (an in-place rms_norm) runs once.
+  Status set_op_repeat(Op op, int times);
+  // The op of an op_times name ("hc_pre", ...), or nullopt.
+  static std::optional<Op> op_named(std::string_view name);
 
  protected:
   virtual void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) = 0;
@@ -238,12 +248,22 @@ class Backend {
   virtual void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                               Act logits) = 0;
   virtual void do_download(Act src, float* host) = 0;
+  // A sublayer starts (hc_pre calls it once, before its work): the CUDA backend's graphs may
+  // cut a segment here. Default: nothing.
+  virtual void sublayer_start() {}
 
  private:
   class OpTimer;
+  // How many times a call of `op` issues its work: its repeat when `repeatable`, else 1.
+  int issues(Op op, bool repeatable) const { return repeatable ? repeat_[op] : 1; }
   Numerics numerics_;
   bool profiling_ = false;
   std::array<OpTime, kNumOps> times_{};
+  std::array<int, kNumOps> repeat_ = [] {
+    std::array<int, kNumOps> r{};
+    r.fill(1);
+    return r;
+  }();
 };
 
 enum class BackendKind { kCpu, kCuda };

@@ -66,6 +66,14 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   num.f16_rows = options.f16_kv_rows;
   impl->backend->set_numerics(num);
   impl->backend->set_profiling(options.profile_ops);
+  if (!options.repeat_op.empty()) {
+    const auto op = backend::Backend::op_named(options.repeat_op);
+    if (!op) {
+      return Status::invalid_argument("repeat_op '%s' is not a backend op",
+                                      options.repeat_op.c_str());
+    }
+    DS4_TRY(impl->backend->set_op_repeat(*op, options.repeat_times));
+  }
   DS4_ASSIGN_OR_RETURN(impl->weights,
                        model::bind_weights(*impl->file, impl->shape, *impl->backend));
   impl->forward = std::make_unique<model::Forward>(impl->shape, impl->weights, *impl->backend);

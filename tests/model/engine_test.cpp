@@ -107,6 +107,56 @@ TEST(EngineNumerics, CanonicalSimulationsStayCloseToTheFloat32Function) {
   }
 }
 
+// The op-repeat diagnostic (EngineOptions::repeat_op, ds4-bench --repeat-op): a repeated op's
+// work is issued again per call (its calls in op_times double) and no logit changes; the ops
+// that keep state are refused by name.
+TEST(EngineDiagnostics, RepeatingAnOpIssuesItAgainAndChangesNoLogit) {
+  const std::vector<TokenId> prompt = test_prompt(40, 9);
+  auto run = [&](const std::string& op, std::vector<float>* logits) -> std::vector<OpTime> {
+    EngineOptions o;
+    o.model_path = model_path("tiny-q2");
+    o.profile_ops = true;
+    o.repeat_op = op;
+    auto e = Engine::open(o);
+    EXPECT_TRUE(e.is_ok()) << e.status().message();
+    if (!e.is_ok()) return {};
+    auto s = (*e)->create_session({.n_ctx = 256, .prefill_chunk = 16});
+    EXPECT_TRUE(s.is_ok());
+    if (!s.is_ok()) return {};
+    EXPECT_TRUE((*s)->append(prompt).is_ok());
+    const TokenId next = argmax_of((*s)->logits());
+    EXPECT_TRUE((*s)->append(std::vector<TokenId>{next}).is_ok());
+    logits->assign((*s)->logits().begin(), (*s)->logits().end());
+    return (*e)->op_times();
+  };
+  std::vector<float> base_logits;
+  const std::vector<OpTime> base = run("", &base_logits);
+  ASSERT_FALSE(base.empty());
+  for (const char* op : {"rms_norm", "matmul", "hc_pre", "hc_post", "moe", "output_head"}) {
+    SCOPED_TRACE(op);
+    std::vector<float> logits;
+    const std::vector<OpTime> t = run(op, &logits);
+    ASSERT_EQ(t.size(), base.size());
+    EXPECT_EQ(logits, base_logits);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const int64_t want = base[i].calls * (t[i].op == op ? 2 : 1);
+      if (t[i].op == std::string_view("rms_norm") && t[i].op == op) {
+        // In-place norms (the per-head q norm) run once: more calls, not twice as many.
+        EXPECT_GT(t[i].calls, base[i].calls);
+        EXPECT_LT(t[i].calls, want);
+      } else {
+        EXPECT_EQ(t[i].calls, want) << t[i].op;
+      }
+    }
+  }
+  for (const char* op : {"attention", "embed", "softmax"}) {
+    EngineOptions o;
+    o.model_path = model_path("tiny-q2");
+    o.repeat_op = op;
+    EXPECT_FALSE(Engine::open(o).is_ok()) << op;
+  }
+}
+
 long rss_anon_kib() {
   std::ifstream f("/proc/self/status");
   std::string key;

@@ -44,6 +44,11 @@
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
+#   opcost   what each backend op costs in place in a Flash q2 decode step at 2k: ds4-bench with
+#            each op's work issued twice per call (--repeat-op; OPS, default hc_pre, hc_post, moe,
+#            matmul, rms_norm, output_head) against a run without, GEN_TOKENS (default 64)
+#            tokens each: ms per token added (the op's cost beside its neighbours, which ncu's
+#            one-kernel-at-a-time times do not show)
 #   abold    the Flash A/B (prefill and decode at 2k and 8k) of the working tree against the files
 #            under .devdeps/old swapped in (a rewrite without a switch; the probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
@@ -255,6 +260,27 @@ abold() {
 }
 export -f abold
 has abold && step abold 400 abold abold && tail -4 "$out/abold.log"
+# opcost: one ds4-bench run per op (and one without), the decode tokens/s of each, and the ms per
+# token the doubled op adds.
+opcost() {
+  local op base=
+  ds4_build ds4-bench > "$out/opcost-build.log" 2>&1 || return 1
+  echo "op,gen_tps,ms_per_token,added_ms_per_token"
+  for op in none ${OPS:-hc_pre hc_post moe matmul rms_norm output_head}; do
+    local extra=()
+    [[ $op != none ]] && extra=(--repeat-op "$op")
+    build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda --prompt-file .devdeps/promessi_sposi.txt \
+      --ctx-start 2048 --ctx-max 2048 --gen-tokens "${GEN_TOKENS:-64}" "${extra[@]}" \
+      --csv "$out/opcost-$op.csv" 2> "$out/opcost-$op.err" || return 1
+    local tps
+    tps=$(tail -1 "$out/opcost-$op.csv" | cut -d, -f7)
+    [[ -z $base ]] && base=$tps
+    awk -v op="$op" -v t="$tps" -v b="$base" \
+      'BEGIN { printf "%s,%.2f,%.3f,%.3f\n", op, t, 1000 / t, 1000 / t - 1000 / b }'
+  done
+}
+export -f opcost
+has opcost && step opcost 400 opcost && cat "$out/opcost.log"
 has graphs && step graphs 400 ab graphs DS4_CUDA_GRAPHS && tail -4 "$out/graphs.log"
 has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &&
   tail -4 "$out/gseg.log"

@@ -507,9 +507,12 @@ void CudaBackend::do_matmuls(Act x, std::span<const Product> products) {
   }
 }
 
+void CudaBackend::sublayer_start() {
+  graph_.boundary(stream_);  // a recorded step may launch what it has so far
+}
+
 void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                             Act normed) {
-  graph_.boundary(stream_);  // a sublayer starts: a recorded step may launch what it has so far
   const int n_hc = static_cast<int>(x.cols / cur.cols);
   // Batches of at least kHcPreBatchRows rows run the HC pre-step as separate launches (the row
   // norm, the mixing product on the FP64 tensor cores, the mix, the collapse, the norm) instead
