@@ -39,6 +39,9 @@ int max_compressed(const AttentionLayer& l, int p_end) {
   return l.ratio == 4 ? std::min(all, l.index_top_k) : all;
 }
 
+// Floats a scratch allocation holds.
+int64_t floats_of(const DeviceMemory& m) { return static_cast<int64_t>(m.bytes() / sizeof(float)); }
+
 // A compressor lane of the run whose first row is batch row r0.
 CompressorLane lane_of(int ratio, int hd, DeviceMemory& st_kv, DeviceMemory& st_score, Act kvc,
                        Act gate, int64_t r0, const Weight& ape, const Weight& norm,
@@ -211,8 +214,8 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
   for (size_t k = 0; k < groups.size(); ++k) {
     const int64_t r0 = int64_t{kMaxSeqRows} * static_cast<int64_t>(k);
     launch_attention_seqs(in.q.row(r0), in.q.cols, g, groups[k],
-                          static_cast<const float*>(l.sinks.data), rope, sc, out.row(r0), out.cols,
-                          stream_);
+                          static_cast<const float*>(l.sinks.data), rope, sc,
+                          floats_of(main_lane_.scores), out.row(r0), out.cols, stream_);
   }
 }
 
@@ -236,8 +239,8 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
   float* sc = scratch(where.scores,
                       attention_scratch_floats(l.n_head, static_cast<int>(rows_reserved), run.n));
   launch_attention(in.q.row(r0), in.q.cols, g, c.raw.floats(), c.comp.floats(), visible,
-                   static_cast<const float*>(l.sinks.data), rope_arg(l.rope), run, sc, out.row(r0),
-                   out.cols, where.stream);
+                   static_cast<const float*>(l.sinks.data), rope_arg(l.rope), run, sc,
+                   floats_of(where.scores), out.row(r0), out.cols, where.stream);
 }
 
 const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,

@@ -421,10 +421,14 @@ int64_t attention_seqs_scratch_floats(int n_head, int max_rows, int n) {
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
-                      float* out, int64_t out_stride, cudaStream_t s) {
+                      int64_t scratch_floats, float* out, int64_t out_stride, cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap + rows.n - 1 && g.raw_cap > 0);
   if (rows.n == 0) return;
   DS4_CHECK_MSG(rows.n <= kMaxGridYZ, "attention: %d rows in one launch", rows.n);
+  const int64_t need = attention_scratch_floats(g.n_head, g.max_rows, rows.n);
+  DS4_CHECK_MSG(scratch_floats >= need && (need == 0 || scratch != nullptr),
+                "attention: %lld scratch floats for %d rows, %lld needed",
+                static_cast<long long>(scratch_floats), rows.n, static_cast<long long>(need));
   if (rows.n < kFlashBatchRows) {  // decode: split over the cached rows
     launch_attention_split(q, q_stride, g, OneRun{ring, comp, visible, rows.p0}, rows.n, sinks,
                            rope, scratch, out, out_stride, s);
@@ -439,10 +443,15 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
 
 void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
                            const SeqRows& rows, const float* sinks, const RopeArg& rope,
-                           float* scratch, float* out, int64_t out_stride, cudaStream_t s) {
+                           float* scratch, int64_t scratch_floats, float* out, int64_t out_stride,
+                           cudaStream_t s) {
   DS4_CHECK(g.ring_cap >= g.raw_cap && g.raw_cap > 0);
   DS4_CHECK(rows.n >= 0 && rows.n <= kMaxSeqRows);
   if (rows.n == 0) return;
+  const int64_t need = attention_seqs_scratch_floats(g.n_head, g.max_rows, rows.n);
+  DS4_CHECK_MSG(scratch_floats >= need && scratch != nullptr,
+                "attention: %lld scratch floats for %d sequences' rows, %lld needed",
+                static_cast<long long>(scratch_floats), rows.n, static_cast<long long>(need));
   launch_attention_split(q, q_stride, g, SeqTable{rows}, rows.n, sinks, rope, scratch, out,
                          out_stride, s);
 }

@@ -98,10 +98,11 @@ int64_t attention_scratch_floats(int n_head, int max_rows, int n);
 // The same for launch_attention_seqs (n <= kMaxSeqRows rows, all on the split kernels, however
 // many: a step of 16 or more sequences sized by attention_scratch_floats got no scratch).
 int64_t attention_seqs_scratch_floats(int n_head, int max_rows, int n);
+// scratch holds scratch_floats floats (checked against what the rows need).
 void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry& g,
                       const float* ring, const float* comp, const int32_t* visible,
                       const float* sinks, const RopeArg& rope, RowSpan rows, float* scratch,
-                      float* out, int64_t out_stride, cudaStream_t s);
+                      int64_t scratch_floats, float* out, int64_t out_stride, cudaStream_t s);
 
 // A batched decode step's rows, one per sequence, in one launch (at most kMaxSeqRows; batch row
 // t of q / kv / out): row t at position pos[t] of its sequence, whose raw ring (g.ring_cap rows)
@@ -119,10 +120,11 @@ struct SeqRows {
 void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
                                 int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
                                 bool qat, bool f16_rows, int ring_cap, cudaStream_t s);
-// scratch: attention_seqs_scratch_floats(n_head, g.max_rows, rows.n), g.max_rows >= every row's
-// rows.
+// scratch: scratch_floats >= attention_seqs_scratch_floats(n_head, g.max_rows, rows.n) floats
+// (checked), g.max_rows >= every row's rows.
 void launch_attention_seqs(const float* q, int64_t q_stride, const AttentionGeometry& g,
                            const SeqRows& rows, const float* sinks, const RopeArg& rope,
-                           float* scratch, float* out, int64_t out_stride, cudaStream_t s);
+                           float* scratch, int64_t scratch_floats, float* out, int64_t out_stride,
+                           cudaStream_t s);
 
 }  // namespace ds4::backend::cuda

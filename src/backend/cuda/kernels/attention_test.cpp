@@ -190,8 +190,9 @@ void run_case(const Case& c) {
                                                 data[static_cast<size_t>(r.seq)], r, sinks, rope);
     want.insert(want.end(), o.begin(), o.end());
   }
-  DeviceBuffer scratch(static_cast<size_t>(attention_scratch_floats(64, g.max_rows, n)) *
-                       sizeof(float));
+  const int64_t scratch_floats = c.seqs ? attention_seqs_scratch_floats(64, g.max_rows, n)
+                                        : attention_scratch_floats(64, g.max_rows, n);
+  DeviceBuffer scratch(static_cast<size_t>(scratch_floats) * sizeof(float));
   DeviceBuffer dout(want.size() * sizeof(float));
   SeqRows table;
   for (int t = 0; c.seqs && t < n; ++t) {
@@ -210,11 +211,11 @@ void run_case(const Case& c) {
                            RowSpan{rows[0].pos, n}, dout.get<float>(), 64 * kHdT, nullptr);
   } else if (c.seqs) {
     launch_attention_seqs(q0, 64 * kHdT, g, table, dsinks.get<float>(), rope, scratch.get<float>(),
-                          dout.get<float>(), 64 * kHdT, nullptr);
+                          scratch_floats, dout.get<float>(), 64 * kHdT, nullptr);
   } else {
     launch_attention(q0, 64 * kHdT, g, data[0].dring.get<float>(), data[0].dcomp.get<float>(),
                      dpicks.get<int32_t>(), dsinks.get<float>(), rope, RowSpan{rows[0].pos, n},
-                     scratch.get<float>(), dout.get<float>(), 64 * kHdT, nullptr);
+                     scratch.get<float>(), scratch_floats, dout.get<float>(), 64 * kHdT, nullptr);
   }
   DS4_CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<float> got(want.size());
@@ -240,6 +241,11 @@ TEST(CudaAttention, DecodeRowsMatchTheirDoubleEvaluation) {
   run_case({"ratio 4, batch of 20 rows", 4, 512, 128, 1010, run20, false});
   // one row in each of two sequences at different positions.
   run_case({"two sequences (ratio 128)", 128, 512, 128, 3000, {200000, 383999}, true});
+  // one row in each of 20 sequences (16 or more: a step whose one-run scratch rule would give
+  // none), each with its own picks.
+  std::vector<int> seq20(20);
+  for (int i = 0; i < 20; ++i) seq20[static_cast<size_t>(i)] = 4003 + 2 * i;
+  run_case({"twenty sequences (ratio 4 picks)", 4, 512, 128, 1010, seq20, true});
 }
 
 TEST(CudaAttention, FlashBatchesMatchTheirDoubleEvaluation) {
