@@ -449,7 +449,7 @@ void CudaBackend::matmul_slots(const Weight& w, const float* x, int64_t x_rows, 
 const void* CudaBackend::encode_for(const Weight& w, const float* x, int64_t x_rows,
                                     int64_t x_cols) {
   // Float weights read the float activations as they are (their "encoding" is a copy).
-  if (w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32) return x;
+  if (float_weight(w)) return x;
   grow(enc_, static_cast<size_t>(encoded_row_bytes(w.type, x_cols) * x_rows));
   launch_encode_rows(w.type, x, x_rows, x_cols, x_cols, enc_.get(), stream_);
   return enc_.get();

@@ -209,6 +209,11 @@ class CudaBackend final : public Backend {
   void join_lanes(int used);
   // The batch's token ids on the device (uploaded when they differ from the last batch's).
   const int32_t* device_tokens(std::span<const RowTag> rows);
+  // F16 / F32 weights: their products read the float activations as they are (no encoding) and
+  // may go to cuBLAS.
+  static bool float_weight(const Weight& w) {
+    return w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32;
+  }
   // Grows m to at least `bytes` (a recording step is cut short first: allocations wait for the
   // device); scratch() does it for n floats and returns the buffer.
   void grow(DeviceMemory& m, size_t bytes);

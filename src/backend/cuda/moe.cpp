@@ -10,14 +10,6 @@
 #include "backend/cuda/kernels/routing.cuh"
 
 namespace ds4::backend::cuda {
-namespace {
-
-// F16 / F32 weights: their products read float activations (and may go to cuBLAS).
-bool float_weight(const Weight& w) {
-  return w.type == gguf::GgufType::kF16 || w.type == gguf::GgufType::kF32;
-}
-
-}  // namespace
 
 void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
   const int64_t t_rows = n.rows, n_embd = n.cols, n_exp = l.router.ne[1];
