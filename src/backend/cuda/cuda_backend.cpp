@@ -246,13 +246,14 @@ std::unique_ptr<Buffer> CudaBackend::alloc(int64_t n_floats) {
 
 void CudaBackend::grow(DeviceMemory& m, size_t bytes) {
   if (bytes <= m.bytes()) return;
-  // Allocating waits for the device, which a recording step may not do: what was recorded runs
-  // now and the rest of the step eagerly (not with a lane forked: fork_to).
-  if (graph_.recording()) {
-    DS4_CHECK_MSG(lanes_forked_ == 0, "a recorded step grew scratch with a lane forked");
-    graph_.end_and_launch(stream_);
-  }
+  // Allocating waits for the device, which a recording step may not do.
+  if (graph_.recording()) cut_recording();
   m.reserve(bytes);
+}
+
+void CudaBackend::cut_recording() {
+  DS4_CHECK_MSG(lanes_forked_ == 0, "a recorded step cut short with a lane forked");
+  graph_.end_and_launch(stream_);
 }
 
 float* CudaBackend::scratch(DeviceMemory& m, int64_t n_floats) {
@@ -409,8 +410,7 @@ void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Ac
 const int32_t* CudaBackend::device_tokens(std::span<const RowTag> rows) {
   if (graph_.recording() && (row_tokens_pinned_.size() < rows.size() ||
                              row_tokens_.bytes() < rows.size() * sizeof(int32_t))) {
-    DS4_CHECK_MSG(lanes_forked_ == 0, "a recorded step cut short with a lane forked");
-    graph_.end_and_launch(stream_);  // see grow()
+    cut_recording();  // the buffers below must grow: see grow()
   }
   if (graph_.recording()) {  // a recorded copy from pinned memory (begin_step sized it)
     for (size_t r = 0; r < rows.size(); ++r) row_tokens_pinned_.data()[r] = rows[r].token;

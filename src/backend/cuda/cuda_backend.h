@@ -217,6 +217,9 @@ class CudaBackend final : public Backend {
   // Grows m to at least `bytes` (a recording step is cut short first: allocations wait for the
   // device); scratch() does it for n floats and returns the buffer.
   void grow(DeviceMemory& m, size_t bytes);
+  // Ends a recording step early: what was recorded runs now and the rest of the step eagerly.
+  // Not with a lane forked (fork_to): the capture would end with a branch unjoined.
+  void cut_recording();
   float* scratch(DeviceMemory& m, int64_t n_floats);
   // n zeroed ticket counters (kernels that elect a last CTA leave them zero again).
   unsigned* tickets(int64_t n);
