@@ -62,9 +62,12 @@ PY
 
 # A request waiting behind a long one receives keepalive comments (the queue is FIFO).
 long='{"model":"deepseek-chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":8000,"stream":true}'
-curl -sS -N -o /dev/null --max-time 20 "$base/v1/chat/completions" -d "$long" &
+curl -sS -N -o "$tmp/first" --max-time 30 "$base/v1/chat/completions" -d "$long" &
 first=$!
-sleep 0.3
+# Only once the first stream is decoding does the second one surely queue behind it (a fixed
+# sleep lost this race on a loaded CI machine, and the second request ran first).
+for _ in $(seq 300); do grep -q '"content":"[^"]' "$tmp/first" 2>/dev/null && break; sleep 0.1; done
+grep -q '"content":"[^"]' "$tmp/first" || fail "the first long request produced no token in 30 s"
 curl -sS -N -o "$tmp/waiting" --max-time 3 "$base/v1/chat/completions" -d "$long" 2>/dev/null || true
 kill "$first" 2>/dev/null || true
 wait "$first" 2>/dev/null || true
