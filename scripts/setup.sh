@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev   # flags, JSON, ds4-server's HTTP
   libssl-dev   # SHA-1 (libcrypto) for the disk KV cache
   libedit-dev tmux curl   # the ds4 REPL (line editing), its pty test, download_model.sh
+  ccache   # compiler cache: CMakeLists.txt uses it when present (its directory: ~/.cache/ccache)
 )
 
 missing=()
