@@ -29,7 +29,7 @@ struct Args {
   int chunk = 256;
   int warmup = 32;            // tokens of a throw-away session run first (page faults, caches)
   double active_bytes = 0.0;  // weight bytes read per decoded token; 0 = unknown
-  double dram_gbps = 33.5;    // read_sum, 2 threads (bench/cpu-kernels.md)
+  double dram_gbps = 33.5;    // the dev VM's 2-thread read_sum; pass the same session's figure
   uint64_t seed = 1;
 };
 

@@ -1,5 +1,5 @@
-// Protects: the engine accepts every file ds4's loader accepts and writes every key ds4 requires
-// (issue 22). One test per rule of ds4's validator as model.md §2.2-2.4 states it: required and
+// Protects: the engine accepts every file ds4's loader accepts and writes every key ds4 requires.
+// One test per rule of ds4's validator as model.md §2.2-2.4 states it: required and
 // optional metadata keys and the GGUF types each is read with, required and optional tensors, and
 // tensors that are present but never read. The expected outcomes are ds4's (the spec), not values
 // this code computed.

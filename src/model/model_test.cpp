@@ -1,6 +1,6 @@
 // Protects: the shapes, the tensor inventory and the metadata of model files. Expected values are
-// the published facts in model.md §1, §2.2-2.4 and §10 (and the 86.7 GB size of a Flash q2 file
-// that issue 4 quotes from the real ds4 file), not values computed by this code.
+// the published facts in model.md §1, §2.2-2.4 and §10 (and the 86.7 GB size of the published
+// Flash q2 file), not values computed by this code.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,8 +85,7 @@ TEST(Inventory, FlashQ2FileSizeIsThePublishedOne) {
   double bytes = 0;
   for (const auto& t : model_tensors(kFlash, Recipe::kQ2))
     bytes += static_cast<double>(*gguf::byte_size(t.type, t.n_elements()));
-  EXPECT_NEAR(bytes / 1e9, 86.7,
-              0.1);  // issue 4: "random-weight Flash q2 file in the published layout (86.7 GB)"
+  EXPECT_NEAR(bytes / 1e9, 86.7, 0.1);  // the published Flash q2 file is 86.7 GB
 }
 
 TEST(Inventory, ProShapesMatchModelMdSection10) {

@@ -1,5 +1,5 @@
 // tests/model/batch_test.cpp (labels unit, model): Engine::step on the CPU backend. Protects the
-// exactness of continuous batching (issue 26 item 3): a request's logits and greedy tokens are the
+// exactness of continuous batching: a request's logits and greedy tokens are the
 // same whether its session runs alone (Session::append, the reference) or in one forward pass with
 // other sessions -- at different positions, a prefill chunk mixed with decode rows, a session
 // finishing (dropped) while the others go on, and compression boundaries (ratio-4 and ratio-128

@@ -26,9 +26,9 @@ std::unique_ptr<Engine> open_cuda(const std::string& name, bool hf_mode) {
 
 // Hugging Face mode (simulations off), f32 recipe: the reference vectors' last logits. The
 // quantized recipes' CPU-vs-CUDA agreement is gated by ds4-cuda-check (tools/cuda/cuda_check.cpp:
-// mean KLD and top-1 at decided positions, on decisive-routing models), not here: since issue 27
-// the backends are not bit-identical and on the plain tiny-q2 file the last logits of the
-// reference prompt are 5.5% apart (H200, 2026-12-01).
+// mean KLD and top-1 at decided positions, on decisive-routing models), not here: the backends
+// are not bit-identical, and on the plain tiny-q2 file the last logits of the reference prompt
+// were measured 5.5% apart on the H200.
 TEST(CudaBackend, MatchesHuggingFace) {
   auto gpu = open_cuda("tiny-f32", true);
   if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
@@ -40,20 +40,18 @@ TEST(CudaBackend, MatchesHuggingFace) {
   }
 }
 
-// Continuous batching on the CUDA backend (issue 26 item 3): the schedules of batch_test.cpp,
+// Continuous batching on the CUDA backend: the schedules of batch_test.cpp,
 // each request alone (Session::append) and all together (Engine::step, one forward pass per step,
 // rows of several sequences). The CUDA attention op cuts a batch into runs of one sequence's
 // consecutive rows and the MoE groups all rows' slots by expert, but the kernels are chosen by the
 // step's row count (one-row kernels and graphs for a decode row alone; cuBLAS for products of 16
 // rows or more; the split HC pre-step from 32), and those add in other orders. So a row in a
 // batch is within float rounding of the same row alone, not equal to it. With the FP8 / int8
-// simulations on (canonical mode) those roundings flip codes: measured on the H200
-// (2026-12-01), the first mixed step was already 1.0e-3 (small-f32) and 2.4e-2 .. 4.6e-2
-// (tiny-q2) apart, and greedy tokens then diverged (tiny-q2, rel L2 up to 1.5). Hence the test
-// runs the f32 models in Hugging Face mode (simulations off), where only the summation order
-// differs, under the Hugging Face gate of ds4-cuda-check; quantized rows are held to that tool's
-// distribution gates. (Not yet run in this form on a GPU: the H200 run above used canonical
-// mode.)
+// simulations on (canonical mode) those roundings flip codes: measured on the H200, the first
+// mixed step was already 1.0e-3 (small-f32) and 2.4e-2 .. 4.6e-2 (tiny-q2) apart, and greedy
+// tokens then diverged (tiny-q2, rel L2 up to 1.5). Hence the test runs the f32 models in Hugging
+// Face mode (simulations off), where only the summation order differs, under the Hugging Face
+// gate of ds4-cuda-check; quantized rows are held to that tool's distribution gates.
 constexpr double kCudaBatchRelL2 = 1e-3;
 
 TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
@@ -79,8 +77,8 @@ TEST(CudaBackend, BatchedSessionsMatchTheirRunsAlone) {
 // attention takes the batch kernel, more than the 8 side lanes), batched first on a fresh engine
 // so that no one-row step has sized the attention scratch: the step's split kernels need partial
 // sums of their own (attention_seqs_scratch_floats). Such a step used to get none and write out
-// of bounds (compute-sanitizer on ds4-server with 16 clients, tools/cuda/serve_sanitize.sh;
-// 2026-12-04). Prompts of 24 to 43 tokens: on tiny (top-k 4) every sequence selects.
+// of bounds (compute-sanitizer on ds4-server with 16 clients, tools/cuda/serve_sanitize.sh).
+// Prompts of 24 to 43 tokens: on tiny (top-k 4) every sequence selects.
 TEST(CudaBackend, ManySequencesInOneDecodeStepMatchTheirRunsAlone) {
   constexpr int kManySeqs = 20;
   std::vector<BatchPlan> plans;

@@ -1,6 +1,6 @@
 // tests/model/reference_test.cpp: the CPU engine computes Hugging Face transformers'
 // DeepseekV4ForCausalLM (float32) on the reference shapes -- for the GGUF written directly and for
-// the one converted from an HF checkpoint of the same weights (issue 5 gate 4).
+// the one converted from an HF checkpoint of the same weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 namespace ds4::test {
 namespace {
 
-// Issue 5 gate: last-position logits within relative L2 1e-4 of HF. (Measured: <= 2e-6.)
+// The gate: last-position logits within relative L2 1e-4 of HF. (Measured: <= 2e-6.)
 constexpr double kLastLogitsRelL2 = 1e-4;
 // HF's top-8 logits are stored rounded to 6 decimals; 1e-3 leaves a wide margin over that and
 // over float32 reduction-order differences (measured max ~1e-5), yet catches any real defect.

@@ -19,7 +19,7 @@ import { test, startServer, SERVER, MODEL } from "./harness.mjs";
 
 const DATA = join(dirname(fileURLToPath(import.meta.url)), "..", "data");
 const NAMES = ["r1", "r2", "r3", "r4", "r5", "r6"];
-// ds4-server's prompt token counts for rN (bench/compat.md section 4).
+// ds4-server's prompt token counts for rN (bench/compat.md, "Rendering and tokenization").
 const DS4_TOKENS = { r1: 30, r2: 359, r3: 406, r4: 20, r5: 14, r6: 22 };
 const request = (n) => readFileSync(join(DATA, "ds4_render", `${n}.request.json`), "utf8");
 const ds4Text = (n) => readFileSync(join(DATA, "ds4_render", `${n}.txt`), "utf8");

@@ -1,4 +1,4 @@
-// tests/server/churn_test.mjs: issue 26 item 4 on the CPU backend. A real ds4-server (tiny model,
+// tests/server/churn_test.mjs: client churn on the CPU backend. A real ds4-server (tiny model,
 // loopback, its default pool of sessions) takes 100 clients that connect and disconnect at random
 // over a bounded window (CHURN_WINDOW_MS, 15 s: long enough that every kind of client overlaps
 // every other and the pool is full and queueing, short enough for CI on 2 cores): the real

@@ -1,4 +1,4 @@
-// tests/server/disk_cache_test.mjs: the disk KV cache (issue 25, features.md §3) through the real
+// tests/server/disk_cache_test.mjs: the disk KV cache (features.md §3) through the real
 // ds4-server on loopback and the npm openai SDK, on the tiny model. A conversation resent after a
 // restart is served from disk (cached tokens = the file's tokens, only the rest evaluated); a
 // session switch A -> B -> A reloads A from disk; the tool-id map survives a restart (a history

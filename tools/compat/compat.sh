@@ -61,9 +61,9 @@ fi
 
 # The prompts: P1 a short chat turn, P2 the first 11,000 characters of promessi_sposi.txt (the
 # 3k-token prompt), P3 the same text with its one non-ASCII punctuation mark (») written as an
-# ASCII quote, which both engines tokenize alike (bench/compat.md section 4: ds4's pre-tokenizer
-# reads non-ASCII punctuation as letters), R* the rendering variants (system prompt, thinking on
-# and off).
+# ASCII quote, which both engines tokenize alike (bench/compat.md, "Rendering and tokenization":
+# ds4's pre-tokenizer reads non-ASCII punctuation as letters), R* the rendering variants (system
+# prompt, thinking on and off).
 prompt_args() {
   case $1 in
     p1) echo "-p|Explain what a hash table is, in two sentences.|--nothink" ;;

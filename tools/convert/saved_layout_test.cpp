@@ -1,5 +1,5 @@
-// Protects: `ds4-gguf convert` reads checkpoints that transformers 5.x writes with save_pretrained
-// (issue 22). The names, shapes, dtypes and config.json are transformers' own: recorded on the GPU
+// Protects: `ds4-gguf convert` reads checkpoints that transformers 5.x writes with save_pretrained.
+// The names, shapes, dtypes and config.json are transformers' own: recorded on the GPU
 // machine from a DeepseekV4ForCausalLM it saved (tools/reference/saved_checkpoint.py, transformers
 // 5.17) into tests/data/hf_saved/. This test writes a checkpoint with exactly those tensors (random
 // values; the vocabulary cut from 129,280 to 512 rows in both the shapes and the config so the

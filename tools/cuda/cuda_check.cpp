@@ -23,7 +23,7 @@ using ds4::TokenId;
 
 // Hugging Face mode, F32 recipe: the CUDA backend computes the reference's function in float
 // arithmetic with other summation orders (cuBLAS FP32 GEMMs, batched attention); that moves the
-// last logits by ~1e-6 relative (bench/h200.md). 1e-3 is the issue-27 bound: ten times the CPU
+// last logits by ~1e-6 relative (bench/h200.md). 1e-3 is the project's bound: ten times the CPU
 // backend's own 1e-4 gate (tests/model), room for FP16-input tensor-core products.
 constexpr double kHfRelL2 = 1e-3;
 // Top-1 of every prompt position equal to the reference's at this fraction of positions or more:
@@ -39,9 +39,9 @@ constexpr float kHfGreedyMargin = 0.01f;
 // moves logits by a few percent (bench/h200.md); the mean KL divergence of the next-token
 // distributions stays far below a change of behaviour at 1e-2 nats.
 constexpr double kQuantMeanKld = 1e-2;
-// ... and the per-position top-1 tokens agree at this fraction of positions or more (the issue's
-// gate), counted over the positions the CPU decides by at least kDecidedMargin nats. Measured on
-// the H200 (bench/h200.md): any change of summation order (cuBLAS products, double sums in
+// ... and the per-position top-1 tokens agree at this fraction of positions or more (the gate),
+// counted over the positions the CPU decides by at least kDecidedMargin nats. Measured on the
+// H200 (bench/h200.md): any change of summation order (cuBLAS products, double sums in
 // another order) moves these random-weight models' logits by 2-6% relative, while their median
 // top-1 margin is ~0.17 nats, so over all positions top-1 agrees at only 88-94% even where the
 // mean KLD is 5e-4; a flip at a position decided by 0.5 nats would need a logit error ten times

@@ -4,7 +4,7 @@
 # prompts, GEN tokens each, default 128), first plainly and then under compute-sanitizer memcheck
 # (MODES, default "plain san"). On the GPU machine from the repository root (.devdeps carried);
 # fails when a level fails or the sanitizer reports an error. It found the out-of-bounds
-# attention scratch of decode steps of 16 or more sequences (2026-12-04).
+# attention scratch of decode steps of 16 or more sequences.
 set -uo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/cuda/serving_bench.sh: bench/serving.md's concurrent-stream figures (issue 26 item 6), on
-# the GPU machine from the repository root (.devdeps carried: headers, the vocabulary,
+# tools/cuda/serving_bench.sh: bench/serving.md's concurrent-stream figures, on the GPU
+# machine from the repository root (.devdeps carried: headers, the vocabulary,
 # promessi_sposi.txt, the serving libraries in .devdeps/serve). One `ds4-server --backend cuda` on
 # the Flash q2 file with PARALLEL live sessions (default 32) of CTX tokens (default 4096: a 2k
 # prompt and 256 generated tokens fit), then ds4-loadgen at CLIENTS concurrent streams (default

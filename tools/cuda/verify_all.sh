@@ -295,7 +295,7 @@ ds4bench() {
   [[ -x /dev/shm/ds4src/ds4-bench ]] || return 1
   # DS4_CUDA_COPY_MODEL=1: ds4 copies the whole file into GPU memory (ds4_gpu_set_model_map); by
   # default it registers the host mapping for device access and reads the weights over PCIe
-  # (3.5 tokens/s measured; DS4_CUDA_COPY_MODEL_CHUNKED does not reach that path).
+  # (a small fraction of the speed; DS4_CUDA_COPY_MODEL_CHUNKED does not reach that path).
   DS4_CUDA_COPY_MODEL=1 /dev/shm/ds4src/ds4-bench -m "$DS4_FLASH" --cuda --prompt-file .devdeps/promessi_sposi.txt \
     --ctx-start 2048 --ctx-max 32768 --step-mul 2 --gen-tokens "${GEN_TOKENS:-64}" \
     --csv "$out/ds4_bench.csv" 2> "$out/ds4_bench_err.txt"

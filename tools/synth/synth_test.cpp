@@ -335,7 +335,7 @@ namespace {
 
 // Protects: `ds4-gguf convert` on a Hugging Face checkpoint holding the synthetic weights yields
 // exactly the tensors `synth --quant f32` writes -- so the converted file is covered by the same HF
-// reference vectors as the directly written one (issue 4, item 4).
+// reference vectors as the directly written one.
 TEST(Synth, ConvertedHfCheckpointEqualsTheDirectFile) {
   const std::string vocab = vocab_path();
   if (vocab.empty()) GTEST_SKIP() << "vocabulary fixture missing (run through ctest)";

@@ -179,15 +179,15 @@ Backend* make_cuda_backend(const BackendOptions&) {
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
   // Decode steps (one row) are submitted as CUDA graphs, cut into segments of
   // DS4_CUDA_GRAPH_SEGMENT sublayers (default 4; 0: one graph per step) that launch as they are
-  // recorded (on the H200: 78.0 tokens/s at 2k where eager launches gave 70.2, bench/h200.md);
-  // DS4_CUDA_GRAPHS=0 launches every kernel eagerly. A step captured whole measured slower than
-  // eager launches (51.0 vs 60.5 tokens/s): the GPU idled while the host recorded it.
+  // recorded (faster than eager launches on the H200); DS4_CUDA_GRAPHS=0 launches every kernel
+  // eagerly. A step captured whole measured slower than eager launches: the GPU idled while the
+  // host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
   // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu
   // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
   // position P or later; DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64
-  // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, 2,742
-  // instead of 3,100 tokens/s prefill at 8k on the H200; DS4_CUDA_ATTN_SEQS=0 turns
+  // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, at a
+  // slower prefill; DS4_CUDA_ATTN_SEQS=0 turns
   // Options::seq_attention off (a test compares the two paths).
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
@@ -477,8 +477,8 @@ void CudaBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
 
 // Runs of products of one weight type, layout and row width share one encoding of x; a run of one
 // row goes to launch_matmul_parts (kMaxParts at a time), which launches it as one kernel where
-// one takes parts (on the H200, with the SwiGLU fused into the down projection's encoding: Flash
-// q2 decode 81.8 / 80.3 -> 83.6 / 84.2 tokens/s at 2k / 8k, 2026-12-02).
+// one takes parts (with the SwiGLU fused into the down projection's encoding, this decoded Flash
+// q2 faster on the H200 than separate launches).
 void CudaBackend::do_matmuls(Act x, std::span<const Product> products) {
   size_t i = 0;
   while (i < products.size()) {

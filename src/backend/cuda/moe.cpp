@@ -17,10 +17,9 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   // The shared expert reads only n, as the routed experts do: on a lane of its own, its products
   // fill what the routed chain leaves of the GPU (the routing kernel is one CTA, the routed
   // rows kernels a few per expert), issued first so that they meet the router's product and
-  // the routing. On the H200, Flash q2 decoded at 108.3 / 108.0 tokens/s at 2k / 8k where the
-  // shared expert after the routed experts on the main stream gave 103.8 / 103.4, same tokens
-  // (2026-12-04). Not for float weights: their products may go to cuBLAS, whose one handle
-  // would then run on two streams at once.
+  // the routing. On the H200 this decoded Flash q2 faster than the shared expert after the
+  // routed experts on the main stream, with the same tokens. Not for float weights: their
+  // products may go to cuBLAS, whose one handle would then run on two streams at once.
   const bool lane =
       !float_weight(l.gate_shexp) && !float_weight(l.up_shexp) && !float_weight(l.down_shexp);
   float* sg = scratch(tmp_f_, 2 * t_rows * n_ff + t_rows * n_embd);
@@ -53,8 +52,7 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   // With at least a slot per expert on average (prefill), visit the slots by expert: each
   // expert's weights are read once for a group of its slots. With fewer (a decode step of a few
   // sessions) most experts have one slot, and the one-slot rows kernel reads them faster than a
-  // group tile (on the H200, 16 sessions: 25.7 ms for the gate/up products grouped, 43 layers;
-  // bench/serving.md). The results are the same either way.
+  // group tile (measured on the H200 with 16 sessions). The results are the same either way.
   SlotGroups groups;
   const SlotGroups* by_expert = nullptr;
   const int n_mat = static_cast<int>(l.gate_exps.ne[2]);

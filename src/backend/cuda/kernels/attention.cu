@@ -187,7 +187,7 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
 // parallel (the maximum is order-free; each weight is the same function of the same inputs),
 // and one thread per column adding den and sum in row order, as lane_pool_kernel does. That
 // kernel's thread per column walked its 256 dependent loads alone (16 CTAs of 128 threads for a
-// 2048-row chunk: ~146 us per launch on the H200).
+// 2048-row chunk: a long serial launch).
 constexpr int kPoolRatio = 128, kPoolCols = 32, kPoolThreads = 256;
 __global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, float* dst) {
   kernel_begin();
@@ -434,9 +434,8 @@ void launch_attention(const float* q, int64_t q_stride, const AttentionGeometry&
                            rope, scratch, out, out_stride, s);
     return;
   }
-  // Batches on the f16 tensor cores (the exact FP64-scores / float-sum kernels they replaced
-  // prefilled Flash q2 at 3,163 / 3,128 tokens/s at 2k / 8k, these at 3,566 / 3,677: H200,
-  // 2026-12-02, bench/h200-history.md).
+  // Batches on the f16 tensor cores (they prefilled Flash q2 faster on the H200 than the exact
+  // FP64-scores / float-sum kernels they replaced).
   launch_attention_flash(q, q_stride, g, ring, comp, visible, sinks, rope, rows, out, out_stride,
                          s);
 }

@@ -2,8 +2,8 @@
 // (contract in attention_flash.cuh).
 //
 // Why: the exact batch kernels (scores on the FP64 tensor cores, then a float weighted sum in
-// row order) took 167 of the 672 ms of a 2,048-row Flash q2 prefill chunk at 6k context on the
-// H200 (ncu, 2026-12-02): 774 + 474 us per 512 rows of a ratio-4 layer.
+// row order) took a quarter of a 2,048-row Flash q2 prefill chunk's kernel time at 6k context on
+// the H200 (ncu).
 //
 // A CTA takes one batch row and 64 heads (all of Flash's), so each cached row is read once per
 // batch row, and walks its cached rows in tiles of 16 (mma.m16n8k16, fragments by ldmatrix):

@@ -2,12 +2,11 @@
 // (contract in attention_split.cuh). Built with -fmad=false: every fused multiply-add is written.
 //
 // Why: the two-kernel decode path it replaced (a scores kernel with a warp per head, then a
-// weighted sum walking a row's cached rows one round at a time in 128 CTAs per batch row) took
-// ~20 us per kernel on the H200 whatever the row count, ~2 ms of a decoded token's ~10 over 43
-// layers. Here the rows are cut into up to kMaxSpans spans, each its own CTA for 16 heads, so a
-// batch row's work runs side by side and a CTA does one to a few rounds. Flash q2 decode went
-// from 97.4 / 95.4 to 101.2 / 104.2 tokens/s at 2k / 8k, and 16-session steps from 52.9 to
-// 48.4 ms (H200, 2026-12-02, bench/h200.md).
+// weighted sum walking a row's cached rows one round at a time in 128 CTAs per batch row) cost
+// the same per kernel whatever the row count, a fifth of a decoded token over 43 layers. Here the
+// rows are cut into up to kMaxSpans spans, each its own CTA for 16 heads, so a batch row's work
+// runs side by side and a CTA does one to a few rounds: Flash q2 decode and batched decode steps
+// both got faster on the H200.
 //
 // Split kernel, CTA (span, head group, batch row): q of its 16 heads (32 KB) and each round's 32
 // cached rows (66 KB, row pitch 516 floats: the 16-byte loads of 32 lanes at 32 rows fall in

@@ -16,7 +16,7 @@ int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 // column, blockIdx.y is its first row (rows past 65,535 by a stride of gridDim.y), and blockIdx.z
 // a third index where a kernel has one. No thread divides a 64-bit index: that is a subroutine of
 // ~100 instructions on the GPU, and hc_post, whose thread per output took three of them, ran at
-// ~1 TB/s (295 us per 2048-row launch on the H200, bench/h200.md).
+// a fraction of the H200's memory bandwidth.
 dim3 grid_rows(int64_t rows, int64_t cols, int z = 1) {
   return dim3(static_cast<unsigned>(blocks_for(cols)), grid_y_for(rows), static_cast<unsigned>(z));
 }
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // The HC mix of one row, in place on m (2n + n^2 floats), with the CPU reference's operations
 // in its order. Instantiated for the model's n = 4 with m in registers (a version working on
-// global memory spent ~50 us per call on dependent loads and stores), and for any n on memory.
+// global memory was bound by its dependent loads and stores), and for any n on memory.
 template <int kN>
 __device__ __forceinline__ void hc_mix_row(float* m, int n_rt, const float* scale,
                                            const float* base, int iters) {
@@ -268,7 +268,7 @@ void launch_rms_norm(const float* x, int64_t rows, int64_t cols, int64_t segment
                      float* y, cudaStream_t s) {
   if (rows == 0) return;
   // Few long segments (a decode row's HC norm: one 16,384-wide segment) get a CTA of 1,024
-  // threads: a 256-thread CTA spent ~10 us on its 64 dependent additions per thread.
+  // threads: a 256-thread CTA was bound by its 64 dependent additions per thread.
   const int64_t ctas = rows * (cols / segment);
   const int threads = ctas < 64 && segment >= 4096 ? 1024 : kThreads;
   // The model's segments (512, 1,024, 4,096 and 16,384 values) on 256-thread CTAs hold their

@@ -101,8 +101,7 @@ __device__ void hc_finish_row(const HcPreArgs& a, int64_t r, const float* xr, fl
 
 // Few rows (decode): a CTA per (mixing product, row), the row's last CTA finishing it. (A CTA
 // per 1,024-element chunk of the row with float sums, the last CTA adding the chunks and running
-// the Sinkhorn warp beside the collapse, decoded Flash q2 at 99.7 / 100.9 tokens/s at 2k / 8k
-// where this gives 106.7 / 106.2 on the H200, 2026-12-02: removed.)
+// the Sinkhorn warp beside the collapse, decoded Flash q2 more slowly on the H200: removed.)
 __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   __shared__ double part[32];
   __shared__ bool last;
@@ -116,8 +115,7 @@ __global__ void __launch_bounds__(kHcThreads) hc_pre_kernel(const HcPreArgs a) {
   const float* xr = a.x + r * width;
   double acc = 0.0;
   // rms_norm_kernel's scale (no weight), then the row product of the normed row. (The product in
-  // the pass that sums the squares, rms times sum w x, decoded Flash q2 at 76.7 / 80.0 tokens/s
-  // at 2k / 8k where this gives 76.8 / 79.9 on the H200, 2026-12-02: removed.)
+  // the pass that sums the squares, rms times sum w x, was no faster on the H200: removed.)
   const float rms = hc_row_rms(xr, width, part);
 #pragma unroll 8
   for (int64_t i = tid; i < width; i += kHcThreads) {

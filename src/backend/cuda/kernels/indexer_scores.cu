@@ -237,8 +237,7 @@ void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride
   DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
   // Batches (prefill, never captured in a graph) take the 128-row kernel, or the 64-row one where
   // the rows are not 16-byte aligned; a decoded row keeps the 16-row kernel's 8x as many CTAs (the
-  // same results). On the H200 the 128-row kernel prefilled Flash q2 at 2,082 tokens/s at 8k
-  // against 2,014 with the 64-row one (bench/h200-history.md).
+  // same results). On the H200 the 128-row kernel prefilled Flash q2 faster than the 64-row one.
   const bool rows16 = aligned16(keys) && aligned16(iq) && iq_stride % 4 == 0;
   if (rows.n >= kBatchRows && rows16) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_wide_kernel,

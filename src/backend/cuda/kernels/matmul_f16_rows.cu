@@ -1,10 +1,9 @@
 // src/backend/cuda/kernels/matmul_f16_rows.cu: F16 decode products in float (contract in
 // matmul_f16_rows.cuh). Built with -fmad=false: every fused multiply-add is written.
-// A/B on the H200 (2026-12-02, ds4-bench, Flash q2): decode 96.52 / 103.68 tokens/s at 2k / 8k
-// on the kernels it replaced (exact products summed in double: a CTA per output row for few rows
-// of a long row, else a warp per row) and 99.36 / 105.37 on this one, which is now the only path
-// of the F16 decode products it fits (the compressor and indexer projections, the indexer query,
-// the router).
+// It decoded Flash q2 faster on the H200 (ds4-bench) than the kernels it replaced (exact products
+// summed in double: a CTA per output row for few rows of a long row, else a warp per row), and is
+// now the only path of the F16 decode products it fits (the compressor and indexer projections,
+// the indexer query, the router).
 #include <cuda_fp16.h>
 
 #include <algorithm>

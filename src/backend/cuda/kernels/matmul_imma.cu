@@ -548,8 +548,8 @@ __device__ void multiply_chunk(const Stage<P>& st, const typename P::Decoded& de
       }
     }
   };
-  // (Issuing step ks + 1's Q8_0 products before step ks's terms measured 1.2-1.5% slower at
-  // prefill on the H200, bench/h200.md, and was removed.)
+  // (Issuing step ks + 1's Q8_0 products before step ks's terms prefilled more slowly on the
+  // H200 and was removed.)
   int cc[kRt][kNTiles][4];
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
@@ -726,9 +726,8 @@ void launch_stages(const dim3& grid, const ImmaProduct& p, cudaStream_t stream) 
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The stages of the ring. On the H200 two prefilled Flash q2 at 1,078-1,083 tokens/s at 2k, three
-// at 1,034 (only two Q8_0 CTAs fit on an SM), and three for the 2-bit formats with two for Q8_0 at
-// 1,073 (bench/h200-history.md).
+// The stages of the ring. On the H200 two prefilled Flash q2 fastest: three were slower (only two
+// Q8_0 CTAs fit on an SM), and so were three for the 2-bit formats with two for Q8_0.
 constexpr int kStages = 2;
 
 template <class P>
@@ -755,13 +754,12 @@ bool raw_x_fits(const ImmaProduct& p) {
 }
 
 // Q8_K activations staged as whole blocks (Q8KSide<true>): rows of nb % 4 == 0 blocks, every
-// slot's row and its group's share 16-byte aligned (on the H200, prefill at 8k 2,577 -> 2,691
-// tokens/s); other rows take the word copies.
+// slot's row and its group's share 16-byte aligned (faster prefill on the H200); other rows take
+// the word copies.
 bool raw_q8k_fits(const ImmaProduct& p) { return p.nb % 4 == 0 && enc_rows_aligned16(p); }
 
 // Q8_0 row tiles per warp: 2 gives 128-row CTAs where the output row groups allow them (groups of
-// a multiple of 128 rows, or one group; on the H200, prefill at 8k 2,578 -> 2,623 tokens/s), else
-// 1 (64-row CTAs).
+// a multiple of 128 rows, or one group; faster prefill on the H200), else 1 (64-row CTAs).
 constexpr int kQ8RowTiles = 2;
 int q8_row_tiles(const ImmaProduct& p) {
   constexpr int rows = kM * kQ8RowTiles;

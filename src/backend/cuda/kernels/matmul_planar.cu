@@ -202,9 +202,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 // neighbouring blocks coalesce across the lanes), and a butterfly over the row's lanes adds the
 // lanes' sums at the end. That order differs from the CPU's left-to-right fold (a tolerance in
 // matmul_q_test.cpp); the in-order fold it replaced shuffled every term to every lane and decoded
-// Flash q2 at 80.8 / 80.3 tokens/s at 2k / 8k where this gives 85.1 / 88.7 (H200, 2026-12-02,
-// bench/h200.md). Two rounds of loads are in flight, and the next two rounds' loads are issued
-// before this round's terms are formed.
+// Flash q2 more slowly on the H200. Two rounds of loads are in flight, and the next two rounds'
+// loads are issued before this round's terms are formed.
 // With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
 // into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
 // bank conflicts), which from global memory costs a cache line per lane and load.
@@ -398,21 +397,18 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // The rows kernel takes the most lanes per row (32, 16, 8) that give each lane at least this many
 // blocks of the row. Fewer lanes mean more rows per CTA (the staged activation row serves more of
 // them) and more loads in flight per thread (the lanes' sums, and so the last bits, differ). On
-// the H200, 4 decoded Flash q2 at 71.95 tokens/s at 2k where 1 gave 68.62 (bench/h200-history.md).
-// Fewer than 8 lanes for rows of few blocks (Flash's routed IQ2_XXS 16-block and Q2_K 8-block
-// rows) lost their A/B (2026-12-02: Flash q2 decode 102.83 / 105.84 tokens/s at 2k / 8k with 8
-// lanes, 97.68 / 104.02 with 4).
+// the H200, 4 decoded Flash q2 faster than 1. Fewer than 8 lanes for rows of few blocks (Flash's
+// routed IQ2_XXS 16-block and Q2_K 8-block rows) lost their A/B: 4 lanes decoded more slowly.
 constexpr int kRowsBlocksPerLane = 4;
 // Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
 // slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
-// decode steps of N sessions (ds4-bench --sessions, bench/serving.md) took 37.9 / 61.5 / 107.3 ms
-// at N = 8 / 16 / 32 with the slots kernel and 43.3 / 64.0 / 96.4 ms with the tensor cores.
+// decode steps of 8 and 16 sessions (ds4-bench --sessions) were faster on the slots kernel, steps
+// of 32 on the tensor cores.
 constexpr int kSlotsMaxSlots = 16;
 // Q8_0 products of one matrix of kQ8MmaMinSlots .. kQ8MmaMaxSlots slots take the decode
 // tensor-core kernel (matmul_q8_mma.cuh) instead of the slots kernel (up to 16) and the prefill
-// tensor-core kernel (17-32). On the H200 (2026-12-02), Flash q2 decode steps of N sessions took
-// 17.64 / 29.53 / 47.82 / 74.37 ms at N = 4 / 8 / 16 / 32 without it and 19.26 / 27.54 / 44.25 /
-// 73.07 ms with it: slower at 4 sessions, faster from 8.
+// tensor-core kernel (17-32). On the H200, Flash q2 decode steps with it were slower at 4
+// sessions and faster from 8 on.
 constexpr int kQ8MmaMinSlots = 8;
 
 // Bytes of one block's body plane entry (the layout above).

@@ -691,8 +691,8 @@ void launch_dot(const MatmulArgs& a, int64_t ctas, cudaStream_t stream) {
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The float tiles from this many slots: on the H200 the tiled kernel prefilled Flash q2 at 1,037
-// tokens/s at 2k where the warp-per-output kernel gave 912 (bench/h200-history.md).
+// The float tiles from this many slots: on the H200 the tiled kernel prefilled Flash q2 faster
+// than the warp-per-output kernel.
 constexpr int64_t kTileMinSlots = 16;
 
 // Whether a product of weights of type t in the native layout takes the float tiles: F16/F32

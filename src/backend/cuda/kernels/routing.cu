@@ -40,7 +40,7 @@ __global__ void route_kernel(float* logits, int64_t n_rows, int n_expert, const 
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   // p of every expert of the CTA's rows, spread over all its threads (a decode row's 256 experts:
   // one per thread, where a warp per row walked eight per lane, each softplus a chain of this
-  // project's double-precision log and exp: ~12 us per launch on the H200, bench/h200.md). The
+  // project's double-precision log and exp: a long launch for one CTA on the H200). The
   // loop is not unrolled: softplus inlined sixteen times made the kernel ~100 KB of code, fetched
   // from DRAM at each launch (the layer's weights evict it from L2). The values go through
   // shared memory to the registers of the unrolled selection below.
