@@ -56,6 +56,13 @@ void DsmlShape::enter(Node node) {
 }
 
 void DsmlShape::step(char c) {
+  if (node_ == Node::kDone || node_ == Node::kBroken) return;
+  automaton_.feed(std::string_view(&c, 1), nullptr);
+  const chat::DsmlCounts& n = automaton_.counts();
+  if (n.repairs > 0 || n.text_bytes > 0) {  // a variant or stray text the canonical block lacks
+    node_ = Node::kBroken;
+    return;
+  }
   switch (node_) {
     case Node::kDone:
     case Node::kBroken: return;
@@ -68,14 +75,17 @@ void DsmlShape::step(char c) {
         node_ = Node::kBroken;
       }
       return;
-    case Node::kValue:
-      // '<' occurs once in the closing tag, at its start, so a mismatch restarts at 0 or 1.
-      if (c == kParamClose[pos_]) {
-        if (++pos_ == kParamClose.size()) enter(Node::kAfterParam);
-      } else {
-        pos_ = c == '<' ? 1 : 0;
+    case Node::kValue: {
+      // The automaton has seen c: the value goes on while it stays a payload and any closing
+      // tag begun is the canonical one.
+      const chat::DsmlPhase p = automaton_.phase();
+      if (p != chat::DsmlPhase::kStringPayload && p != chat::DsmlPhase::kJsonPayload) {
+        enter(Node::kAfterParam);
+      } else if (!kParamClose.starts_with(automaton_.pending_marker())) {
+        node_ = Node::kBroken;
       }
       return;
+    }
     default: {
       std::vector<Alt> viable;
       for (auto& a : alts_) {
@@ -140,7 +150,7 @@ std::string DsmlShape::completion() const {
     if (s.node_ == Node::kKey) {
       add(s.pos_ == 0 ? std::string(kFallbackKey) + "\"" : std::string("\""));
     } else if (s.node_ == Node::kValue) {
-      add(std::string(kParamClose.substr(s.pos_)));
+      add(std::string(kParamClose.substr(s.automaton_.pending_marker().size())));
     } else if (!s.alts_.empty()) {
       add(s.alts_.front().text.substr(s.pos_));
     } else {

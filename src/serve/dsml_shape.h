@@ -4,13 +4,18 @@
 // allowed names, parameters with a name and string="true|false", "</｜DSML｜tool_calls>"), which
 // bytes may continue it, the text that is the only way on (forced), and the shortest text that
 // closes the block from wherever it stands.
-// Does not own: sampling temperature (DsmlSyntax), parsing calls out of the text
+// Reads through the DSML automaton (chat/dsml_automaton.h), fed the same bytes: a value ends
+// where the automaton ends it (the escape honoured), and anything the automaton would repair or
+// report as text breaks the shape, so the shape and the output parser never disagree.
+// Does not own: recognising DSML (the automaton), parsing calls out of the text
 // (chat::OutputParser), tokens (OutputForcing).
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chat/dsml_automaton.h"
 
 namespace ds4::serve {
 
@@ -39,7 +44,7 @@ class DsmlShape {
     kElement,      // a parameter tag or the invoke's closing tag
     kKey,          // a parameter name, up to its closing quote
     kAttr,         // " string=\"true\">" or " string=\"false\">"
-    kValue,        // a parameter value, up to "</｜DSML｜parameter>"
+    kValue,        // a parameter value, until the automaton closes it
     kAfterParam,   // "\n"
     kAfterInvoke,  // the block's closing tag (or, with several calls, another invoke)
     kDone,
@@ -58,8 +63,9 @@ class DsmlShape {
   std::vector<std::string> names_;
   bool one_call_;
   Node node_ = Node::kBlockOpen;
-  size_t pos_ = 0;         // bytes of the node's literal (or key, or closing tag) matched
+  size_t pos_ = 0;         // bytes of the node's literal (or key) matched
   std::vector<Alt> alts_;  // the current node's alternatives still viable at pos_
+  chat::DsmlAutomaton automaton_;
 };
 
 }  // namespace ds4::serve

@@ -8,8 +8,6 @@
 namespace ds4::serve {
 namespace {
 
-constexpr std::string_view kToolBlockEnd = "</｜DSML｜tool_calls>";
-
 EventKind kind_of(chat::OutputEventKind k) {
   switch (k) {
     case chat::OutputEventKind::kReasoning: return EventKind::kReasoning;
@@ -31,7 +29,7 @@ Generation::Generation(const Tokenizer& tok, const Request& request)
       tools_(request.tools),
       parser_(chat::OutputParserOptions{.thinking = request.thinking,
                                         .parse_tool_calls = request.tools}),
-      syntax_(request.thinking),
+      raw_dsml_(chat::DsmlOptions{.thinking = request.thinking, .tool_calls = true}),
       forcing_(tok, request) {}
 
 void Generation::convert(std::vector<chat::OutputEvent>* parsed, std::vector<Event>* out) {
@@ -61,14 +59,14 @@ void Generation::emit(std::string_view bytes, std::vector<Event>* out) {
 bool Generation::push(TokenId id, std::vector<Event>* out) {
   forcing_.taken(id);
   const std::string bytes = decoder_.push(id);
-  const size_t before = raw_.size();
   raw_ += bytes;
-  if (tools_) syntax_.feed(bytes);
+  const int closed_before = raw_dsml_.counts().blocks_closed;
+  if (tools_) raw_dsml_.feed(bytes, nullptr);
   emit(stop_.feed(bytes), out);
-  if (tools_ && parse_output_ && !tool_ids_.empty()) {
-    // The closing marker may straddle tokens: search from just before the new bytes.
-    const size_t from = before >= kToolBlockEnd.size() ? before - kToolBlockEnd.size() : 0;
-    tool_block_closed_ = raw_.find(kToolBlockEnd, from) != std::string::npos;
+  // A block with calls closed with these bytes (an empty block does not end the output).
+  if (tools_ && parse_output_ && !tool_ids_.empty() && raw_dsml_.counts().calls > 0 &&
+      raw_dsml_.counts().blocks_closed > closed_before) {
+    tool_block_closed_ = true;
   }
   return stop_.hit() || tool_block_closed_;
 }

@@ -1,17 +1,17 @@
 // src/serve/generation.h: what one request's sampled tokens mean, as serve events.
 // Owns: the request's incremental detokenizer, its stop strings, the chat output parser
-// (reasoning / content / DSML tool calls), the DSML syntax tracker, the forced output of a tool
-// choice or reasoning budget (output_forcing.h), the ids given to tool calls, and the raw output
-// bytes.
+// (reasoning / content / DSML tool calls), the DSML automaton over the raw output (greedy
+// structure, the end of the tool-call block), the forced output of a tool choice or reasoning
+// budget (output_forcing.h), the ids given to tool calls, and the raw output bytes.
 // Does not own: sampling or the session (scheduler.cpp), protocol framing (api/).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "chat/dsml_automaton.h"
 #include "ds4/chat.h"
 #include "ds4/tokenizer.h"
-#include "serve/dsml_syntax.h"
 #include "serve/output_forcing.h"
 #include "serve/request.h"
 #include "serve/stop_matcher.h"
@@ -35,7 +35,7 @@ class Generation {
   void finish(std::vector<Event>* out);
 
   // True when the next token is DSML structure (sample it greedily, features.md §2.5).
-  bool dsml_greedy() const { return tools_ && parse_output_ && syntax_.greedy(); }
+  bool dsml_greedy() const { return tools_ && parse_output_ && raw_dsml_.structural(); }
   bool stop_hit() const { return stop_.hit(); }
   const std::string& stop_matched() const { return stop_.matched(); }
   bool tool_block_closed() const { return tool_block_closed_; }
@@ -53,7 +53,7 @@ class Generation {
   bool parse_output_;
   bool tools_;
   chat::OutputParser parser_;
-  DsmlSyntax syntax_;
+  chat::DsmlAutomaton raw_dsml_;  // the raw bytes, before stop strings hold any back
   OutputForcing forcing_;
   std::vector<std::string> tool_ids_;
   std::string raw_;

@@ -4,7 +4,7 @@
 namespace ds4::serve {
 namespace {
 
-constexpr std::string_view kThinkEnd = "</think>";
+using chat::kThinkEnd;
 // Tokens kept in hand beyond the shortest close of a forced block: one sampled token can open a
 // parameter, which adds its attribute and closing tag (about ten tokens) to that close.
 constexpr int kCloseMargin = 16;
@@ -25,7 +25,8 @@ OutputForcing::OutputForcing(const Tokenizer& tok, const Request& request)
              : force_tools_   ? Phase::kBlock
                               : Phase::kFree),
       shape_(request.tool_choice.names,
-             request.tool_choice.mode == ToolMode::kNamed || request.tool_choice.one_call) {}
+             request.tool_choice.mode == ToolMode::kNamed || request.tool_choice.one_call),
+      reasoning_(chat::DsmlOptions{.thinking = true, .tool_calls = false}) {}
 
 void OutputForcing::queue(std::string_view text) {
   for (TokenId id : tok_->encode(text, SpecialTokens::kRecognize)) queue_.push_back(id);
@@ -91,14 +92,12 @@ void OutputForcing::taken(TokenId id) {
   switch (phase_) {
     case Phase::kReasoning: {
       ++reasoning_tokens_;
-      tail_ += bytes;
-      const size_t p = tail_.find(kThinkEnd);
-      if (p != std::string::npos) {
+      const size_t before = reasoning_fed_;
+      reasoning_.feed(bytes, nullptr);
+      reasoning_fed_ += bytes.size();
+      if (reasoning_.counts().reasoning_closed) {
         // Bytes of this token after </think> belong to the output proper.
-        after_reasoning(tail_.substr(p + kThinkEnd.size()));
-        tail_.clear();
-      } else if (tail_.size() > kThinkEnd.size()) {
-        tail_.erase(0, tail_.size() - (kThinkEnd.size() - 1));
+        after_reasoning(bytes.substr(reasoning_.counts().output_start - before));
       }
       return;
     }

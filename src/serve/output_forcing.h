@@ -9,8 +9,9 @@
 // or the block is closed early (a forced call ends well-formed rather than cut by max_tokens);
 // with a reasoning budget, </think> once the reasoning has that many tokens. Forced tokens are
 // output tokens: the session evaluates them, the raw output (and so the remembered DSML block)
-// holds them, and the prompt is not changed. Does not own: sampling (the scheduler), greedy
-// structure (DsmlSyntax), events (Generation).
+// holds them, and the prompt is not changed. Where the reasoning ends is the DSML automaton's
+// call (chat/dsml_automaton.h), as for the output parser. Does not own: sampling (the
+// scheduler), greedy structure (the automaton), events (Generation).
 #pragma once
 
 #include <deque>
@@ -18,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "chat/dsml_automaton.h"
+#include "ds4/chat.h"
 #include "ds4/tokenizer.h"
 #include "serve/dsml_shape.h"
 #include "serve/request.h"
@@ -48,8 +51,9 @@ class OutputForcing {
   int budget_;
   Phase phase_;
   DsmlShape shape_;
-  std::deque<TokenId> queue_;  // forced tokens not taken yet
-  std::string tail_;           // the last bytes of the reasoning (</think> may straddle tokens)
+  std::deque<TokenId> queue_;      // forced tokens not taken yet
+  chat::DsmlAutomaton reasoning_;  // the taken bytes, while the reasoning lasts
+  size_t reasoning_fed_ = 0;       // bytes fed to it
   int reasoning_tokens_ = 0;
   bool closing_ = false;  // </think> is queued
   // Tokens of "</think>" plus the forced block's shortest close. The shape is not fed during

@@ -8,6 +8,9 @@
 //     counters equal to the emitted bytes, and without any recognised markup the emitted text is
 //     exactly the input;
 //   - no text event ends inside a character that the next event of the same kind continues.
+//   - the DSML automaton (src/chat/dsml_automaton.h) fed one byte at a time answers its phase
+//     queries consistently after every byte (structural() only inside a block) and accounts for
+//     every byte once it is finished;
 // Mode bit 0x80: instead, the rest is used as tool-call arguments (JSON text) and as a raw string
 // argument, encoded to DSML and parsed back: the calls must come back exactly.
 #include <cstddef>
@@ -18,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/dsml_automaton.h"
 #include "chat/event_sink.h"
 #include "chat/json.h"
 #include "ds4/chat.h"
@@ -104,6 +108,27 @@ void check_stream(const std::vector<OutputEvent>& events) {
   }
 }
 
+void fuzz_automaton(std::string_view text, const ds4::chat::OutputParserOptions& options) {
+  using ds4::chat::DsmlPhase;
+  ds4::chat::DsmlAutomaton a(
+      ds4::chat::DsmlOptions{.thinking = options.thinking, .tool_calls = options.parse_tool_calls});
+  for (char c : text) {
+    a.feed(std::string_view(&c, 1), nullptr);
+    const DsmlPhase p = a.phase();
+    if (a.structural()) {
+      require(p == DsmlPhase::kStructure || p == DsmlPhase::kStringPayload ||
+              p == DsmlPhase::kJsonPayload);
+    }
+    require(a.pending_marker().size() <= a.held_bytes());
+    if (!options.parse_tool_calls)
+      require(p == DsmlPhase::kReasoning || p == DsmlPhase::kOutside || p == DsmlPhase::kAfterEos);
+  }
+  a.finish(nullptr);
+  const ds4::chat::DsmlCounts& n = a.counts();
+  require(a.held_bytes() == 0);
+  require(n.text_bytes + n.reasoning_bytes + n.markup_bytes + n.payload_bytes == text.size());
+}
+
 void fuzz_parser(std::string_view text, uint8_t flags, uint8_t seed) {
   const ds4::chat::OutputParserOptions options{.thinking = (flags & 1) != 0,
                                                .parse_tool_calls = (flags & 2) == 0};
@@ -112,6 +137,7 @@ void fuzz_parser(std::string_view text, uint8_t flags, uint8_t seed) {
   const auto whole = run(text, options, &rng, 0, &stats);
   const auto bytes = run(text, options, &rng, 1, nullptr);
   const auto chunks = run(text, options, &rng, 2, nullptr);
+  fuzz_automaton(text, options);
   check_stream(whole);
   check_stream(bytes);
   check_stream(chunks);
