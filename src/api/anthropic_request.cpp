@@ -1,6 +1,13 @@
 // src/api/anthropic_request.cpp: Anthropic Messages JSON -> ApiRequest.
 #include "api/anthropic_request.h"
 
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "api/request_common.h"
 #include "api/tool_choice.h"
 

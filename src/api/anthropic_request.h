@@ -6,12 +6,13 @@
 // tool_use / tool_result / redacted blocks, Anthropic tool schemas (input_schema) turned into
 // the OpenAI function shape, tool_choice, max_tokens, sampling, stop_sequences, and the thinking
 // controls (thinking {enabled|disabled|adaptive}, output_config.effort). Never throws.
+// Does not own: the shared request, build_request and the parsers' helpers (request_common.h).
 #pragma once
 
 #include <string_view>
 
 #include "api/errors.h"
-#include "api/openai_request.h"
+#include "api/request_common.h"
 
 namespace ds4::api {
 

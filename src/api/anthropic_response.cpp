@@ -40,6 +40,36 @@ json stop_sequence_json(const serve::Event& done) {
              : json(nullptr);
 }
 
+// The message object of a turn, or Anthropic's error body for a failed one.
+std::string message_body(const ResponseMeta& meta, const Turn& turn) {
+  const serve::Event& done = turn.done;
+  if (failed(done.finish)) return anthropic_error_body(done_error(done));
+  const std::string text = turn.joined(EventKind::kText);
+  const std::string reasoning = turn.joined(EventKind::kReasoning);
+  const auto calls = turn.calls();
+  json content = json::array();
+  if (!reasoning.empty()) {
+    content.push_back({{"type", "thinking"}, {"thinking", reasoning}, {"signature", meta.id}});
+  }
+  if (!text.empty()) content.push_back({{"type", "text"}, {"text", text}});
+  for (const auto& c : calls) {
+    content.push_back({{"type", "tool_use"},
+                       {"id", anthropic_id_from_call(c.id)},
+                       {"name", c.name},
+                       {"input", tool_input(c.arguments)}});
+  }
+  if (text.empty() && calls.empty()) content.push_back({{"type", "text"}, {"text", ""}});
+  const json out = {{"id", meta.id},
+                    {"type", "message"},
+                    {"role", "assistant"},
+                    {"model", meta.model},
+                    {"content", std::move(content)},
+                    {"stop_reason", anthropic_stop_reason(done)},
+                    {"stop_sequence", stop_sequence_json(done)},
+                    {"usage", usage_json(done.usage)}};
+  return dump(out);
+}
+
 }  // namespace
 
 const char* anthropic_stop_reason(const serve::Event& done) {
@@ -52,49 +82,8 @@ const char* anthropic_stop_reason(const serve::Event& done) {
   }
 }
 
-void MessagesCollector::add(const serve::Event& e) {
-  switch (e.kind) {
-    case EventKind::kReasoning: reasoning_ += e.text; break;
-    case EventKind::kText: content_ += e.text; break;
-    case EventKind::kToolCallBegin: calls_.push_back({e.tool_id, e.text, ""}); break;
-    case EventKind::kToolCallArguments:
-      if (!calls_.empty()) calls_.back().arguments += e.text;
-      break;
-    case EventKind::kToolCallEnd: break;
-    case EventKind::kDone:
-      done_event_ = e;
-      done_ = true;
-      break;
-  }
-}
-
-int MessagesCollector::status() const {
-  return failed(done_event_.finish) ? done_error(done_event_).status : 200;
-}
-
-std::string MessagesCollector::body() const {
-  if (status() != 200) return anthropic_error_body(done_error(done_event_));
-  json content = json::array();
-  if (!reasoning_.empty()) {
-    content.push_back({{"type", "thinking"}, {"thinking", reasoning_}, {"signature", meta_.id}});
-  }
-  if (!content_.empty()) content.push_back({{"type", "text"}, {"text", content_}});
-  for (const auto& c : calls_) {
-    content.push_back({{"type", "tool_use"},
-                       {"id", anthropic_id_from_call(c.id)},
-                       {"name", c.name},
-                       {"input", tool_input(c.arguments)}});
-  }
-  if (content_.empty() && calls_.empty()) content.push_back({{"type", "text"}, {"text", ""}});
-  const json out = {{"id", meta_.id},
-                    {"type", "message"},
-                    {"role", "assistant"},
-                    {"model", meta_.model},
-                    {"content", std::move(content)},
-                    {"stop_reason", anthropic_stop_reason(done_event_)},
-                    {"stop_sequence", stop_sequence_json(done_event_)},
-                    {"usage", usage_json(done_event_.usage)}};
-  return dump(out);
+Collector messages_collector(ResponseMeta meta) {
+  return Collector([meta = std::move(meta)](const Turn& turn) { return message_body(meta, turn); });
 }
 
 std::string MessagesStreamWriter::start() {

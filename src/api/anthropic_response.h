@@ -6,13 +6,12 @@
 // signature_delta), text and tool_use (input_json_delta as the DSML arguments arrive),
 // message_delta, message_stop, ping keepalives, `event: error` for a late failure), and the
 // toolu_ ids (the same hex as the call ids the replay map keys).
+// Does not own: gathering the events of a non-streaming request (Collector, protocol.h).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
-#include <vector>
 
-#include "api/openai_response.h"
 #include "api/protocol.h"
 
 namespace ds4::api {
@@ -20,24 +19,8 @@ namespace ds4::api {
 // "end_turn", "max_tokens", "stop_sequence", "tool_use".
 const char* anthropic_stop_reason(const serve::Event& done);
 
-class MessagesCollector final : public Collector {
- public:
-  explicit MessagesCollector(ResponseMeta meta) : meta_(std::move(meta)) {}
-  void add(const serve::Event& e) override;
-  bool done() const override { return done_; }
-  int status() const override;
-  std::string body() const override;
-
- private:
-  struct Call {
-    std::string id, name, arguments;
-  };
-  ResponseMeta meta_;
-  std::string content_, reasoning_;
-  std::vector<Call> calls_;
-  serve::Event done_event_;
-  bool done_ = false;
-};
+// Non-streaming: the message object (or Anthropic's error body) of a turn.
+Collector messages_collector(ResponseMeta meta);
 
 class MessagesStreamWriter final : public StreamWriter {
  public:

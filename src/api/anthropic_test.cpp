@@ -184,7 +184,7 @@ TEST(MessagesStream, LateErrorIsAnErrorEvent) {
 }
 
 TEST(MessagesCollector, MessageObject) {
-  MessagesCollector c(kMeta);
+  Collector c = messages_collector(kMeta);
   c.add({.kind = EventKind::kReasoning, .text = "r"});
   c.add({.kind = EventKind::kText, .text = "Hi"});
   Event d = done(FinishReason::kStop);
@@ -207,7 +207,7 @@ TEST(MessagesCollector, MessageObject) {
                     {"output_tokens", 4},
                     {"cache_read_input_tokens", 6},
                     {"cache_creation_input_tokens", 0}}}}));
-  MessagesCollector len(kMeta);
+  Collector len = messages_collector(kMeta);
   len.add(done(FinishReason::kLength));
   const json b = json::parse(len.body());
   EXPECT_EQ(b["stop_reason"], "max_tokens");

@@ -1,12 +1,12 @@
-// src/api/openai_request.cpp: JSON -> ApiRequest -> serve::Request.
+// src/api/openai_request.cpp: OpenAI chat/completions JSON -> ApiRequest.
 #include "api/openai_request.h"
 
-#include <cmath>
-#include <limits>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
-#include "api/request_common.h"
 #include "api/tool_choice.h"
 
 namespace ds4::api {
@@ -198,73 +198,7 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body,
   return r;
 }
 
-// Exact replay: only when every call id of the message maps to the same remembered block.
-void replay_tool_calls(serve::ReplayMap& replay, chat::Message* m) {
-  if (m->role != chat::Role::kAssistant || m->tool_calls.empty()) return;
-  std::optional<std::string> block;
-  for (const auto& c : m->tool_calls) {
-    auto b = c.id.empty() ? std::nullopt : replay.find(c.id);
-    if (!b || (block && *b != *block)) return;
-    block = std::move(b);
-  }
-  m->raw_tool_calls = std::move(*block);
-}
-
 }  // namespace
-
-nlohmann::ordered_json ordered_tools(std::string_view body, const json& parsed) {
-  if (!parsed.is_object() || !parsed.contains("tools")) return nullptr;
-  const auto ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (ordered.is_discarded() || !ordered.is_object() || !ordered.contains("tools")) return nullptr;
-  return ordered["tools"];
-}
-
-// Attaches the tool objects to the first system message (one is added at the front if none).
-std::optional<ApiError> attach_tools(const json& tools, const nlohmann::ordered_json& ordered,
-                                     std::vector<chat::Message>* msgs) {
-  if (!tools.is_array()) return bad_request("'tools' must be an array", "tools");
-  const bool in_order = ordered.is_array() && ordered.size() == tools.size();
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const json& t = tools[i];
-    if (!t.is_object()) return bad_request("each tool must be an object", "tools");
-    const json* fn = t.contains("function") ? &t["function"] : &t;
-    if (!fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
-      return bad_request("each tool needs function.name", "tools");
-    }
-    texts.push_back(in_order ? ordered[i].dump() : t.dump());
-  }
-  if (texts.empty()) return std::nullopt;
-  auto it = std::find_if(msgs->begin(), msgs->end(),
-                         [](const chat::Message& m) { return m.role == chat::Role::kSystem; });
-  if (it == msgs->end()) it = msgs->insert(msgs->begin(), {.role = chat::Role::kSystem});
-  it->tools = std::move(texts);
-  return std::nullopt;
-}
-
-chat::ThinkMode resolve_think_mode(std::optional<bool> enabled,
-                                   std::optional<chat::ThinkMode> effort, const std::string& model,
-                                   const ApiConfig& config) {
-  if (!enabled && !effort) {
-    if (model == "deepseek-chat") enabled = false;
-    if (model == "deepseek-reasoner") enabled = true;
-  }
-  chat::ThinkMode m = effort.value_or(chat::ThinkMode::kHigh);
-  if (enabled == false) m = chat::ThinkMode::kNone;
-  return chat::effective_think_mode(m, config.n_ctx);
-}
-
-std::optional<ApiError> check_model(const std::string& model) {
-  if (known_model(model)) return std::nullopt;
-  return ApiError{.status = 404,
-                  .message = "The model '" + model + "' does not exist",
-                  .param = "model",
-                  .code = "model_not_found"};
-}
-
-bool known_model(std::string_view id) {
-  return id == kFlashId || id == kProId || id == "deepseek-chat" || id == "deepseek-reasoner";
-}
 
 ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
                                     const ApiConfig& config) {
@@ -275,39 +209,6 @@ ApiResult<ApiRequest> parse_request(Endpoint endpoint, std::string_view body,
   } catch (const json::exception& e) {  // a type the checks above missed: still the client's
     return bad_request(std::string("invalid JSON request: ") + e.what());
   }
-}
-
-ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
-                                        const ApiConfig& config, serve::ReplayMap* replay) {
-  std::vector<chat::Message> messages = r.messages;
-  if (replay) {
-    for (auto& m : messages) replay_tool_calls(*replay, &m);
-  }
-  chat::RenderOptions ro{.think = r.think, .context_size = config.n_ctx};
-  auto text = chat::render(messages, ro, config.chat_template);
-  if (!text.is_ok()) return bad_request(text.status().message(), "messages");
-  serve::Request out;
-  out.rendered = std::move(*text);
-  out.keeps_reasoning = chat::keeps_earlier_reasoning(messages, config.chat_template);
-  out.prompt = tok.encode(out.rendered, SpecialTokens::kRecognize);
-  if (out.prompt.size() >= static_cast<size_t>(config.n_ctx)) {
-    return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx,
-                            r.endpoint == Endpoint::kCompletions ? "prompt"
-                            : r.endpoint == Endpoint::kResponses ? "input"
-                                                                 : "messages");
-  }
-  out.sampling = r.sampling;
-  out.max_tokens = r.max_tokens;
-  out.stop = r.stop;
-  out.thinking = r.think != chat::ThinkMode::kNone;
-  out.parse_output = r.endpoint != Endpoint::kCompletions;
-  out.tools = r.tools;
-  out.tool_choice = r.tool_choice;
-  out.reasoning_budget = r.reasoning_budget;
-  out.protocol = r.endpoint == Endpoint::kResponses     ? serve::Protocol::kResponses
-                 : r.endpoint == Endpoint::kCompletions ? serve::Protocol::kCompletions
-                                                        : serve::Protocol::kChat;
-  return out;
 }
 
 }  // namespace ds4::api

@@ -39,16 +39,40 @@ std::string compact_arguments(const std::string& args) {
   return j.is_discarded() ? args : dump(j);
 }
 
+// The chat.completion / text_completion object of a turn, or the error body of a failed one.
+std::string completion_body(const ResponseMeta& meta, const Turn& turn) {
+  const serve::Event& done = turn.done;
+  if (failed(done.finish)) return error_body(done_error(done));
+  const std::string content = turn.joined(EventKind::kText);
+  const auto calls = turn.calls();
+  json out = head(meta, false);
+  json choice = {{"index", 0}, {"finish_reason", finish_reason_name(done.finish, meta.named_tool)}};
+  if (meta.endpoint == Endpoint::kCompletions) {
+    choice["text"] = content;
+    choice["logprobs"] = nullptr;
+  } else {
+    json msg = {{"role", "assistant"}};
+    msg["content"] = content.empty() && !calls.empty() ? json(nullptr) : json(content);
+    const std::string reasoning = turn.joined(EventKind::kReasoning);
+    if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+    if (!calls.empty()) {
+      json list = json::array();
+      for (const auto& c : calls) {
+        list.push_back(
+            {{"id", c.id},
+             {"type", "function"},
+             {"function", {{"name", c.name}, {"arguments", compact_arguments(c.arguments)}}}});
+      }
+      msg["tool_calls"] = std::move(list);
+    }
+    choice["message"] = std::move(msg);
+  }
+  out["choices"] = json::array({std::move(choice)});
+  out["usage"] = usage_json(done.usage);
+  return dump(out);
+}
+
 }  // namespace
-
-ApiError done_error(const serve::Event& done) {
-  if (!done.error.is_ok()) return from_status(done.error);
-  return ApiError{.status = 500, .message = "generation failed", .type = "server_error"};
-}
-
-bool failed(serve::FinishReason f) {
-  return f == serve::FinishReason::kError || f == serve::FinishReason::kCancelled;
-}
 
 const char* finish_reason_name(serve::FinishReason reason, bool named_tool) {
   switch (reason) {
@@ -61,56 +85,9 @@ const char* finish_reason_name(serve::FinishReason reason, bool named_tool) {
   return "error";
 }
 
-void ResponseCollector::add(const serve::Event& e) {
-  switch (e.kind) {
-    case EventKind::kReasoning: reasoning_ += e.text; break;
-    case EventKind::kText: content_ += e.text; break;
-    case EventKind::kToolCallBegin: calls_.push_back({e.tool_id, e.text, ""}); break;
-    case EventKind::kToolCallArguments:
-      if (!calls_.empty()) calls_.back().arguments += e.text;
-      break;
-    case EventKind::kToolCallEnd: break;
-    case EventKind::kDone:
-      done_event_ = e;
-      done_ = true;
-      break;
-  }
-}
-
-int ResponseCollector::status() const {
-  const auto f = done_event_.finish;
-  return f == serve::FinishReason::kError || f == serve::FinishReason::kCancelled
-             ? done_error(done_event_).status
-             : 200;
-}
-
-std::string ResponseCollector::body() const {
-  if (status() != 200) return error_body(done_error(done_event_));
-  json out = head(meta_, false);
-  json choice = {{"index", 0},
-                 {"finish_reason", finish_reason_name(done_event_.finish, meta_.named_tool)}};
-  if (meta_.endpoint == Endpoint::kCompletions) {
-    choice["text"] = content_;
-    choice["logprobs"] = nullptr;
-  } else {
-    json msg = {{"role", "assistant"}};
-    msg["content"] = content_.empty() && !calls_.empty() ? json(nullptr) : json(content_);
-    if (!reasoning_.empty()) msg["reasoning_content"] = reasoning_;
-    if (!calls_.empty()) {
-      json calls = json::array();
-      for (const auto& c : calls_) {
-        calls.push_back(
-            {{"id", c.id},
-             {"type", "function"},
-             {"function", {{"name", c.name}, {"arguments", compact_arguments(c.arguments)}}}});
-      }
-      msg["tool_calls"] = std::move(calls);
-    }
-    choice["message"] = std::move(msg);
-  }
-  out["choices"] = json::array({std::move(choice)});
-  out["usage"] = usage_json(done_event_.usage);
-  return dump(out);
+Collector openai_collector(ResponseMeta meta) {
+  return Collector(
+      [meta = std::move(meta)](const Turn& turn) { return completion_body(meta, turn); });
 }
 
 std::string StreamEncoder::chunk(const nlohmann::json& payload, const char* finish) const {

@@ -124,7 +124,7 @@ TEST(StreamEncoder, CompletionsChunksCarryText) {
 }
 
 TEST(ResponseCollector, ChatMessageWithReasoningAndUsage) {
-  ResponseCollector c(kChat);
+  Collector c = openai_collector(kChat);
   c.add({.kind = EventKind::kReasoning, .text = "think"});
   c.add({.kind = EventKind::kText, .text = "Hel"});
   c.add({.kind = EventKind::kText, .text = "lo"});
@@ -141,7 +141,7 @@ TEST(ResponseCollector, ChatMessageWithReasoningAndUsage) {
 }
 
 TEST(ResponseCollector, ToolCallsHaveCompactArgumentsAndNullContent) {
-  ResponseCollector c(kChat);
+  Collector c = openai_collector(kChat);
   c.add({.kind = EventKind::kToolCallBegin, .text = "f", .tool_index = 0, .tool_id = "call_y"});
   c.add({.kind = EventKind::kToolCallArguments, .text = "{\"a\": ", .tool_index = 0});
   c.add({.kind = EventKind::kToolCallArguments, .text = "[1, 2]}", .tool_index = 0});
@@ -154,7 +154,7 @@ TEST(ResponseCollector, ToolCallsHaveCompactArgumentsAndNullContent) {
 }
 
 TEST(ResponseCollector, ErrorsMapToTheirStatus) {
-  ResponseCollector c(kChat);
+  Collector c = openai_collector(kChat);
   c.add(done(FinishReason::kError, Status::unavailable("server shutting down")));
   EXPECT_EQ(c.status(), 503);
   EXPECT_EQ(json::parse(c.body())["error"]["message"], "server shutting down");

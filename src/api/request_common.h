@@ -1,24 +1,76 @@
-// src/api/request_common.h: what the three request parsers (OpenAI chat, Anthropic Messages,
-// OpenAI Responses) share, so every protocol renders through the same chat::Message shapes.
-// Owns: the typed optional-field reader, attaching tool schemas to the system message, the
-// thinking resolution after the protocol-specific controls are read, the model check, and the
-// mapping between Anthropic tool ids (toolu_HEX) and the call ids the replay map keys (call_HEX).
+// src/api/request_common.h: the request every protocol parses into, and what the three request
+// parsers (OpenAI chat, Anthropic Messages, OpenAI Responses) share, so every protocol renders
+// through the same chat::Message shapes.
+// Owns: ApiRequest, ApiConfig, the Endpoint names and the model ids; build_request (rendering,
+// tokenizing, the context check, exact replay of remembered tool-call blocks); for the parsers:
+// the typed optional-field reader, the tools in the client's key order, attaching tool schemas
+// to the system message, the thinking resolution after the protocol-specific controls are read,
+// the model check, and the mapping between Anthropic tool ids (toolu_HEX) and the call ids the
+// replay map keys (call_HEX).
+// Does not own: any protocol's own fields (openai_request.h, anthropic_request.h,
+// responses_request.h), tool_choice (tool_choice.h).
 #pragma once
 
-#include <algorithm>
-#include <cmath>
-#include <limits>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/errors.h"
-#include "api/openai_request.h"
 #include "ds4/chat.h"
+#include "ds4/tokenizer.h"
+#include "serve/replay_map.h"
+#include "serve/request.h"
 
 namespace ds4::api {
+
+inline constexpr std::string_view kFlashId = "deepseek-v4-flash";
+inline constexpr std::string_view kProId = "deepseek-v4-pro";
+
+// kChat, kCompletions: OpenAI (openai_request.h); kMessages: Anthropic /v1/messages
+// (anthropic_request.h); kResponses: /v1/responses (responses_request.h). All four build their
+// serve::Request through build_request below.
+enum class Endpoint { kChat, kCompletions, kMessages, kResponses };
+
+struct ApiConfig {
+  int n_ctx = 32768;
+  std::string model_id = std::string(kFlashId);  // echoed when a request names no model
+  // The prompt format every endpoint renders (ds4-server --chat-template; docs/chat.md).
+  chat::Template chat_template = chat::Template::kOfficial;
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;
+  std::vector<chat::Message> messages;             // completions: the wrapped prompt
+  chat::ThinkMode think = chat::ThinkMode::kHigh;  // after the Think-Max context rule
+  bool tools = false;                              // tool schemas rendered and DSML parsed
+  serve::ToolChoice tool_choice;                   // required / named (api/tool_choice.h)
+  int reasoning_budget = 0;                        // Anthropic thinking.budget_tokens (0: none)
+  SamplingParams sampling;
+  int max_tokens = 0;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+  // Responses only: reasoning items are sent only when `reasoning.summary` asks for them.
+  bool emit_reasoning = true;
+  // Responses only: the response whose conversation this input continues ("" = none).
+  std::string previous_response_id;
+};
+
+// True for the model ids the server answers to (the loaded model's aliases).
+bool known_model(std::string_view id);
+
+// Renders (in config.chat_template) and tokenizes. With `replay`, an assistant message whose call
+// ids all map to one remembered block renders that block byte for byte (exact replay); otherwise,
+// and without `replay`, its calls render canonically. Errors: rendering rejects the messages (400),
+// the prompt does not fit in the context (400 context_length_exceeded).
+ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
+                                        const ApiConfig& config,
+                                        serve::ReplayMap* replay = nullptr);
+
+// What the parsers share from here on.
 
 // Reads optional typed fields of one JSON object; the first wrong type becomes the error.
 class Fields {
@@ -26,48 +78,15 @@ class Fields {
   explicit Fields(const nlohmann::json& obj) : obj_(obj) {}
   const std::optional<ApiError>& error() const { return error_; }
 
-  const nlohmann::json* find(const char* key) const {
-    auto it = obj_.find(key);
-    return it == obj_.end() || it->is_null() ? nullptr : &*it;
-  }
-  void number(const char* key, float* out) {
-    if (const nlohmann::json* v = find(key)) {
-      if (!v->is_number()) return fail(key, "a number");
-      const double d = v->get<double>();
-      if (!std::isfinite(d)) return fail(key, "a finite number");
-      *out = static_cast<float>(d);
-    }
-  }
-  void integer(const char* key, long long* out) {
-    if (const nlohmann::json* v = find(key)) {
-      if (!v->is_number_integer() && !(v->is_number_float() && is_whole(v->get<double>()))) {
-        return fail(key, "an integer");
-      }
-      *out = v->is_number_unsigned()
-                 ? static_cast<long long>(std::min<uint64_t>(v->get<uint64_t>(),
-                                                             std::numeric_limits<long long>::max()))
-             : v->is_number_integer() ? v->get<long long>()
-                                      : static_cast<long long>(v->get<double>());
-    }
-  }
-  void boolean(const char* key, bool* out) {
-    if (const nlohmann::json* v = find(key)) {
-      if (!v->is_boolean()) return fail(key, "a boolean");
-      *out = v->get<bool>();
-    }
-  }
-  void string(const char* key, std::string* out) {
-    if (const nlohmann::json* v = find(key)) {
-      if (!v->is_string()) return fail(key, "a string");
-      *out = v->get<std::string>();
-    }
-  }
-  void fail(const std::string& key, const char* what) {
-    if (!error_) error_ = bad_request("'" + key + "' must be " + what, key);
-  }
+  // The member, or nullptr when it is absent or null.
+  const nlohmann::json* find(const char* key) const;
+  void number(const char* key, float* out);       // finite
+  void integer(const char* key, long long* out);  // whole floats accepted, clamped to long long
+  void boolean(const char* key, bool* out);
+  void string(const char* key, std::string* out);
+  void fail(const std::string& key, const char* what);
 
  private:
-  static bool is_whole(double d) { return std::isfinite(d) && std::floor(d) == d && d < 9.2e18; }
   const nlohmann::json& obj_;
   std::optional<ApiError> error_;
 };
@@ -94,12 +113,9 @@ chat::ThinkMode resolve_think_mode(std::optional<bool> enabled,
 // 404 model_not_found for ids the server does not answer to.
 std::optional<ApiError> check_model(const std::string& model);
 
-// Anthropic ids carry the same 32 hex digits as the call ids the scheduler remembers.
-inline std::string call_id_from_anthropic(const std::string& id) {
-  return id.starts_with("toolu_") ? "call_" + id.substr(6) : id;
-}
-inline std::string anthropic_id_from_call(const std::string& id) {
-  return id.starts_with("call_") ? "toolu_" + id.substr(5) : id;
-}
+// Anthropic ids carry the same 32 hex digits as the call ids the scheduler remembers: toolu_X
+// <-> call_X; any other id is passed through.
+std::string call_id_from_anthropic(const std::string& id);
+std::string anthropic_id_from_call(const std::string& id);
 
 }  // namespace ds4::api

@@ -1,6 +1,12 @@
 // src/api/responses_request.cpp: OpenAI Responses JSON -> ApiRequest.
 #include "api/responses_request.h"
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "api/request_common.h"
 #include "api/tool_choice.h"
 

@@ -5,13 +5,14 @@
 // other tool type skipped, never rejected), tool_choice, max_output_tokens, temperature, top_p,
 // reasoning {effort, summary}, stream, and previous_response_id resolved against the
 // ResponsesStore (a 400 telling the client to resend the full input when it is gone).
+// Does not own: the shared request, build_request and the parsers' helpers (request_common.h).
 #pragma once
 
 #include <string_view>
 #include <vector>
 
 #include "api/errors.h"
-#include "api/openai_request.h"
+#include "api/request_common.h"
 #include "api/responses_store.h"
 
 namespace ds4::api {

@@ -205,14 +205,15 @@ void ResponsesStreamWriter::remember() {
   context_.store->put(meta_.id, std::move(conversation));
 }
 
-int ResponsesCollector::status() const {
-  const auto& d = writer_.done_event();
-  return failed(d.finish) ? done_error(d).status : 200;
-}
-
-std::string ResponsesCollector::body() const {
-  if (status() != 200) return error_body(done_error(writer_.done_event()));
-  return dump(writer_.response());
+Collector responses_collector(ResponseMeta meta, ResponsesContext context) {
+  return Collector(
+      [meta = std::move(meta), context = std::move(context)](const Turn& turn) mutable {
+        if (failed(turn.done.finish)) return error_body(done_error(turn.done));
+        ResponsesStreamWriter writer(std::move(meta), std::move(context));
+        for (const auto& e : turn.events) writer.encode(e);
+        writer.encode(turn.done);  // closes the last item and stores the conversation
+        return dump(writer.response());
+      });
 }
 
 }  // namespace ds4::api

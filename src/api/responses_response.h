@@ -8,13 +8,13 @@
 // terminal response.completed / incomplete / failed), sequence numbers, response.in_progress
 // as the keepalive (Codex's idle timer ignores comments), and storing the finished
 // conversation for previous_response_id.
+// Does not own: gathering the events of a non-streaming request (Collector, protocol.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "api/openai_response.h"
 #include "api/protocol.h"
 #include "api/responses_store.h"
 
@@ -33,10 +33,8 @@ class ResponsesStreamWriter final : public StreamWriter {
   std::string encode(const serve::Event& e) override;
   std::string keepalive() override;
 
-  bool done() const { return done_; }
   // The response object as it stands (after kDone: the final one).
   nlohmann::json response() const;
-  const serve::Event& done_event() const { return done_event_; }
 
  private:
   enum class Item { kNone, kReasoning, kMessage, kFunctionCall };
@@ -58,18 +56,9 @@ class ResponsesStreamWriter final : public StreamWriter {
   bool done_ = false;
 };
 
-// Non-streaming: the same item logic without the bytes.
-class ResponsesCollector final : public Collector {
- public:
-  ResponsesCollector(ResponseMeta meta, ResponsesContext context)
-      : writer_(std::move(meta), std::move(context)) {}
-  void add(const serve::Event& e) override { writer_.encode(e); }
-  bool done() const override { return writer_.done(); }
-  int status() const override;
-  std::string body() const override;
-
- private:
-  ResponsesStreamWriter writer_;
-};
+// Non-streaming: the response object (or the error body) of a turn, built by the same item logic
+// as the stream (the turn's events replayed through a ResponsesStreamWriter, its bytes dropped);
+// a turn that did not fail is stored for previous_response_id as the stream's is.
+Collector responses_collector(ResponseMeta meta, ResponsesContext context);
 
 }  // namespace ds4::api

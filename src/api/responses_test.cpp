@@ -136,16 +136,94 @@ TEST(ResponsesStream, LifecycleAndStore) {
 
 TEST(ResponsesCollector, IncompleteAndFailed) {
   ResponseMeta meta{.endpoint = Endpoint::kResponses, .id = "resp_2"};
-  ResponsesCollector c(meta, {});
+  Collector c = responses_collector(meta, {});
   c.add({.kind = EventKind::kText, .text = "x"});
   c.add({.kind = EventKind::kDone, .finish = FinishReason::kLength});
   const json b = json::parse(c.body());
   EXPECT_EQ(b["status"], "incomplete");
   EXPECT_EQ(b["incomplete_details"]["reason"], "max_output_tokens");
   EXPECT_EQ(b["output"][0]["status"], "incomplete");
-  ResponsesCollector e(meta, {});
+  Collector e = responses_collector(meta, {});
   e.add({.kind = EventKind::kDone, .finish = FinishReason::kError});
   EXPECT_EQ(e.status(), 500);
+}
+
+// The collector builds its object with the stream's item logic: for the same events its body is
+// the stream's terminal response (item ids aside: each run draws its own) and it stores the same
+// conversation, stray text inside a call (malformed DSML reported as text) included.
+TEST(ResponsesCollector, SameObjectAsTheStream) {
+  const std::vector<Event> events = {
+      {.kind = EventKind::kReasoning, .text = "r"},
+      {.kind = EventKind::kReasoning, .text = "s"},
+      {.kind = EventKind::kText, .text = "a"},
+      {.kind = EventKind::kText, .text = ""},
+      {.kind = EventKind::kReasoning, .text = "t"},
+      {.kind = EventKind::kText, .text = "b"},
+      {.kind = EventKind::kToolCallBegin, .text = "f", .tool_index = 0, .tool_id = "call_1"},
+      {.kind = EventKind::kToolCallArguments, .text = "{\"a\": ", .tool_index = 0},
+      {.kind = EventKind::kToolCallArguments, .text = "1}", .tool_index = 0},
+      {.kind = EventKind::kToolCallEnd, .tool_index = 0},
+      {.kind = EventKind::kToolCallBegin, .text = "g", .tool_index = 1, .tool_id = "call_2"},
+      {.kind = EventKind::kToolCallArguments, .text = "{", .tool_index = 1},
+      {.kind = EventKind::kText, .text = "x"},
+      {.kind = EventKind::kToolCallArguments, .text = "}", .tool_index = 1},
+      {.kind = EventKind::kDone,
+       .finish = FinishReason::kLength,
+       .usage = {.prompt_tokens = 9, .cached_tokens = 2, .completion_tokens = 7}}};
+  const auto without_ids = [](json r) {
+    for (auto& item : r["output"]) item.erase("id");
+    return r;
+  };
+  for (const bool emit : {true, false}) {
+    const ResponseMeta meta{.endpoint = Endpoint::kResponses,
+                            .id = "resp_3",
+                            .model = "m",
+                            .created = 7,
+                            .emit_reasoning = emit};
+    ResponsesStore streamed, collected;
+    ResponsesStreamWriter w(meta, {&streamed, {{.role = chat::Role::kUser, .content = "q"}}});
+    std::string sse;
+    for (const auto& e : events) sse += w.encode(e);
+    Collector c =
+        responses_collector(meta, {&collected, {{.role = chat::Role::kUser, .content = "q"}}});
+    for (const auto& e : events) c.add(e);
+    ASSERT_EQ(c.status(), 200);
+    const json body = json::parse(c.body());
+    EXPECT_EQ(without_ids(body), without_ids(frames(sse).back()["response"])) << emit;
+    EXPECT_EQ(body["output"].size(), emit ? 7u : 4u);
+    EXPECT_EQ(body["output"].back()["status"], "incomplete");
+    EXPECT_EQ(body["output"][emit ? 5 : 2]["status"], "completed");
+    EXPECT_EQ(body["output"][emit ? 5 : 2]["arguments"], "{");
+    const auto a = streamed.find("resp_3"), b = collected.find("resp_3");
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->size(), 2u);
+    ASSERT_EQ(b->size(), 2u);
+    EXPECT_EQ((*b)[1].content, (*a)[1].content);
+    EXPECT_EQ((*b)[1].reasoning, (*a)[1].reasoning);
+    ASSERT_EQ((*b)[1].tool_calls.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ((*b)[1].tool_calls[i].arguments_json, (*a)[1].tool_calls[i].arguments_json);
+    }
+  }
+}
+
+// A finished turn that did not fail is stored for previous_response_id, as the stream stores it.
+TEST(ResponsesCollector, StoresTheConversation) {
+  ResponsesStore store;
+  const ResponseMeta meta{.endpoint = Endpoint::kResponses, .id = "resp_4"};
+  Collector c = responses_collector(meta, {&store, {{.role = chat::Role::kUser, .content = "q"}}});
+  c.add({.kind = EventKind::kReasoning, .text = "r"});
+  c.add({.kind = EventKind::kText, .text = "x"});
+  c.add({.kind = EventKind::kDone, .finish = FinishReason::kStop});
+  auto stored = store.find("resp_4");
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ((*stored)[1].content, "x");
+  EXPECT_EQ((*stored)[1].reasoning, "r");
+  Collector broken = responses_collector({.endpoint = Endpoint::kResponses, .id = "resp_5"},
+                                         {&store, {{.role = chat::Role::kUser, .content = "q"}}});
+  broken.add({.kind = EventKind::kDone, .finish = FinishReason::kError});
+  EXPECT_FALSE(store.find("resp_5"));
 }
 
 }  // namespace

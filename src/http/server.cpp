@@ -9,20 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
-#include <nlohmann/json.hpp>
 
-#include "api/anthropic_request.h"
-#include "api/anthropic_response.h"
+#include "api/endpoints.h"
 #include "api/openai_response.h"
-#include "api/responses_request.h"
-#include "api/responses_response.h"
-#include "api/sse.h"
 #include "base/log.h"
 #include "http/peer.h"
 #include "http/socket_lookup.h"
 #include "http/trace.h"
-#include "serve/tool_id.h"
 
 namespace ds4::http {
 namespace {
@@ -50,9 +43,11 @@ constexpr const char* kJson = "application/json";
 constexpr milliseconds kWaitSlice(1000);
 constexpr time_t kKeepAliveSeconds = 2;
 
-void send_error(httplib::Response& res, const api::ApiError& e, bool anthropic = false) {
+// The error in the shape of the endpoint's protocol (OpenAI's where no endpoint applies).
+void send_error(httplib::Response& res, const api::ApiError& e,
+                api::Endpoint ep = api::Endpoint::kChat) {
   res.status = e.status;
-  res.set_content(anthropic ? api::anthropic_error_body(e) : api::error_body(e), kJson);
+  res.set_content(api::endpoint_error_body(ep, e), kJson);
 }
 
 // Compares in time independent of where the strings differ.
@@ -62,69 +57,13 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-const char* endpoint_name(api::Endpoint ep) {
-  switch (ep) {
-    case api::Endpoint::kChat: return "chat.completions";
-    case api::Endpoint::kCompletions: return "completions";
-    case api::Endpoint::kMessages: return "messages";
-    case api::Endpoint::kResponses: return "responses";
-  }
-  return "?";
-}
-
-const char* id_prefix(api::Endpoint ep) {
-  switch (ep) {
-    case api::Endpoint::kChat: return "chatcmpl-";
-    case api::Endpoint::kCompletions: return "cmpl-";
-    case api::Endpoint::kMessages: return "msg_";
-    case api::Endpoint::kResponses: return "resp_";
-  }
-  return "";
-}
-
-api::ApiResult<api::ApiRequest> parse(api::Endpoint ep, const std::string& body,
-                                      const api::ApiConfig& config, api::ResponsesStore* store,
-                                      std::vector<chat::Message>* conversation) {
-  switch (ep) {
-    case api::Endpoint::kMessages: return api::parse_messages_request(body, config);
-    case api::Endpoint::kResponses: {
-      auto p = api::parse_responses_request(body, config, store);
-      if (auto* e = std::get_if<api::ApiError>(&p)) return *e;
-      auto& parsed = std::get<api::ResponsesParsed>(p);
-      *conversation = std::move(parsed.conversation);
-      return std::move(parsed.request);
-    }
-    default: return api::parse_request(ep, body, config);
-  }
-}
-
-std::unique_ptr<api::Collector> make_collector(const api::ResponseMeta& meta,
-                                               api::ResponsesContext context) {
-  switch (meta.endpoint) {
-    case api::Endpoint::kMessages: return std::make_unique<api::MessagesCollector>(meta);
-    case api::Endpoint::kResponses:
-      return std::make_unique<api::ResponsesCollector>(meta, std::move(context));
-    default: return std::make_unique<api::ResponseCollector>(meta);
-  }
-}
-
-std::unique_ptr<api::StreamWriter> make_writer(const api::ResponseMeta& meta,
-                                               api::ResponsesContext context) {
-  switch (meta.endpoint) {
-    case api::Endpoint::kMessages: return std::make_unique<api::MessagesStreamWriter>(meta);
-    case api::Endpoint::kResponses:
-      return std::make_unique<api::ResponsesStreamWriter>(meta, std::move(context));
-    default: return std::make_unique<api::StreamEncoder>(meta);
-  }
-}
-
 // One stderr line per finished generation request (a single fprintf: lines never interleave).
 void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve::Event& done,
               std::chrono::steady_clock::time_point t0) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(
       stderr, "ds4-server: %s %s%s prompt=%d cached=%d completion=%d finish=%s %.2fs%s%s\n",
-      id.c_str(), endpoint_name(ep), stream ? " stream" : "", done.usage.prompt_tokens,
+      id.c_str(), api::endpoint_name(ep), stream ? " stream" : "", done.usage.prompt_tokens,
       done.usage.cached_tokens, done.usage.completion_tokens, serve::to_string(done.finish), s,
       done.error.is_ok() ? "" : " error: ", done.error.is_ok() ? "" : done.error.message().c_str());
 }
@@ -160,7 +99,7 @@ struct Stream {
     }
     const bool done = e->kind == serve::EventKind::kDone;
     // The trace line is written before the client can see the end of the stream.
-    if (done && trace) trace->write(id, endpoint_name(endpoint), model, true, rendered, *e);
+    if (done && trace) trace->write(id, api::endpoint_name(endpoint), model, true, rendered, *e);
     if (done) log_done(id, endpoint, true, *e, t0);
     if (!out.empty() && !write(sink, out)) return false;
     if (done) sink.done();
@@ -177,71 +116,43 @@ struct Stream {
 
 struct HttpServer::Impl {
   serve::Scheduler* scheduler;
-  const Tokenizer* tok;
-  api::ApiConfig config;
+  std::unique_ptr<api::Endpoints> endpoints;
   HttpOptions options;
-  serve::ReplayMap* replay = nullptr;
-  serve::DiskCache* disk = nullptr;
   std::vector<std::vector<TokenId>> forced;  // the test hook's outputs, in order
   std::atomic<size_t> forced_next{0};
   std::unique_ptr<TraceFile> trace;
-  api::ResponsesStore responses;  // previous_response_id -> conversation
   httplib::Server server;
   int port = 0;
 
-  api::ModelCard card() const { return {.name = options.model_name, .n_ctx = config.n_ctx}; }
-
-  // Exact replay across restarts (features.md §3.2): the call ids of the history that the replay
-  // map does not know are looked up in the disk cache's tool-id maps before rendering.
-  void restore_tool_ids(const api::ApiRequest& ar) {
-    if (!disk || !replay) return;
-    std::vector<std::string> ids;
-    for (const auto& m : ar.messages) {
-      for (const auto& c : m.tool_calls) {
-        if (!c.id.empty()) ids.push_back(c.id);
-      }
-    }
-    disk->restore_tool_ids(ids);
+  api::ModelCard card() const {
+    return {.name = options.model_name, .n_ctx = endpoints->config().n_ctx};
   }
 
   void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
-    const bool anthropic = ep == api::Endpoint::kMessages;
-    std::vector<chat::Message> conversation;
-    auto parsed = parse(ep, req.body, config, &responses, &conversation);
-    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, anthropic);
-    const api::ApiRequest& ar = std::get<api::ApiRequest>(parsed);
-    restore_tool_ids(ar);
-    auto built = api::build_request(ar, *tok, config, replay);
-    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, anthropic);
-    serve::Request& sr = std::get<serve::Request>(built);
+    auto result = endpoints->prepare(ep, req.body);
+    if (auto* e = std::get_if<api::ApiError>(&result)) return send_error(res, *e, ep);
+    api::PreparedRequest& prepared = std::get<api::PreparedRequest>(result);
+    serve::Request& sr = prepared.request;
     if (sr.tools && !forced.empty()) {
       sr.forced = forced[std::min(forced_next.fetch_add(1), forced.size() - 1)];
     }
     const std::string rendered = trace ? sr.rendered : std::string();
-    const std::string id = serve::new_tool_id(id_prefix(ep));
-    api::ResponseMeta meta{.endpoint = ep,
-                           .id = id,
-                           .model = ar.model,
-                           .created = static_cast<long long>(std::time(nullptr)),
-                           .include_usage = ar.include_usage,
-                           .prompt_tokens = static_cast<int>(sr.prompt.size()),
-                           .emit_reasoning = ar.emit_reasoning,
-                           .named_tool = ar.tool_choice.mode == serve::ToolMode::kNamed};
+    const std::string& id = prepared.meta.id;
+    const std::string& model = prepared.meta.model;
     auto ticket = scheduler->submit(std::move(sr));
     if (!ticket.is_ok()) {
       const api::ApiError e = api::from_status(ticket.status());
       if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
-      return send_error(res, e, anthropic);
+      return send_error(res, e, ep);
     }
-    if (!ar.stream) {
+    if (!prepared.stream) {
       // Nothing is written until the end, so no failed write tells us the client left: the
       // scheduler asks the socket at each step instead (peer.h).
       if (auto peer = Peer::find(req.local_port, req.remote_addr, req.remote_port)) {
         (*ticket)->set_probe([p = *peer] { return p.gone(); });
       }
-      auto collector = make_collector(meta, {&responses, std::move(conversation)});
-      api::Collector& c = *collector;
+      api::Collector c = api::make_collector(prepared.meta, std::move(prepared.context));
       serve::Event last;
       while (!c.done()) {
         if (auto e = (*ticket)->next(kWaitSlice)) {
@@ -250,7 +161,7 @@ struct HttpServer::Impl {
         }
       }
       (*ticket)->set_probe(nullptr);
-      if (trace) trace->write(id, endpoint_name(ep), ar.model, false, rendered, last);
+      if (trace) trace->write(id, api::endpoint_name(ep), model, false, rendered, last);
       log_done(id, ep, false, last, t0);
       res.status = c.status();
       res.set_content(c.body(), kJson);
@@ -258,11 +169,11 @@ struct HttpServer::Impl {
     }
     auto stream = std::make_shared<Stream>(
         Stream{.ticket = *ticket,
-               .encoder = make_writer(meta, {&responses, std::move(conversation)}),
+               .encoder = api::make_writer(prepared.meta, std::move(prepared.context)),
                .keepalive = milliseconds(options.keepalive_ms),
                .trace = trace.get(),
                .id = id,
-               .model = ar.model,
+               .model = model,
                .rendered = rendered,
                .endpoint = ep,
                .t0 = t0});
@@ -275,17 +186,12 @@ struct HttpServer::Impl {
         });
   }
 
-  // Anthropic's token counter: the prompt the same request would render, {"input_tokens": N}.
   void count_tokens(const httplib::Request& req, httplib::Response& res) {
-    auto parsed = api::parse_messages_request(req.body, config);
-    if (auto* e = std::get_if<api::ApiError>(&parsed)) return send_error(res, *e, true);
-    api::ApiConfig unlimited = config;
-    unlimited.n_ctx = 1 << 30;  // counting is not refused for length
-    restore_tool_ids(std::get<api::ApiRequest>(parsed));
-    auto built = api::build_request(std::get<api::ApiRequest>(parsed), *tok, unlimited, replay);
-    if (auto* e = std::get_if<api::ApiError>(&built)) return send_error(res, *e, true);
-    const nlohmann::json j = {{"input_tokens", std::get<serve::Request>(built).prompt.size()}};
-    res.set_content(j.dump(), kJson);
+    auto body = endpoints->count_tokens(req.body);
+    if (auto* e = std::get_if<api::ApiError>(&body)) {
+      return send_error(res, *e, api::Endpoint::kMessages);
+    }
+    res.set_content(std::get<std::string>(body), kJson);
   }
 
   httplib::Server::HandlerResponse check(const httplib::Request& req, httplib::Response& res) {
@@ -303,7 +209,7 @@ struct HttpServer::Impl {
         res,
         api::ApiError{
             .status = 401, .message = "invalid or missing API key", .code = "invalid_api_key"},
-        req.path.starts_with("/v1/messages"));
+        req.path.starts_with("/v1/messages") ? api::Endpoint::kMessages : api::Endpoint::kChat);
     return httplib::Server::HandlerResponse::Handled;
   }
 
@@ -312,18 +218,7 @@ struct HttpServer::Impl {
     using httplib::Response;
     server.set_pre_routing_handler([this](const Request& q, Response& r) { return check(q, r); });
     server.Get("/health", [this](const Request&, Response& res) {
-      const auto s = scheduler->stats();
-      nlohmann::json j = {{"status", "ok"},
-                          {"queued", s.queued},
-                          {"running", s.running},
-                          {"sessions", s.sessions},
-                          {"free", s.free}};
-      if (disk) {
-        const auto d = disk->stats();
-        j["kv_disk"] = {{"files", d.files},   {"bytes", d.bytes},     {"saved", d.saved},
-                        {"failed", d.failed}, {"dropped", d.dropped}, {"hits", d.hits}};
-      }
-      res.set_content(j.dump(), kJson);
+      res.set_content(endpoints->health(scheduler->stats()), kJson);
     });
     server.Get("/v1/models", [this](const Request&, Response& res) {
       res.set_content(api::models_list_json(card()), kJson);
@@ -389,14 +284,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::bind(
     serve::Scheduler& scheduler, const Tokenizer& tok, const api::ApiConfig& config,
     const HttpOptions& options, serve::ReplayMap* replay, serve::DiskCache* disk) {
   auto impl = std::make_unique<Impl>();
-  impl->replay = replay;
-  impl->disk = disk;
+  impl->endpoints = std::make_unique<api::Endpoints>(tok, config, replay, disk);
   for (const auto& text : options.forced_output) {
     impl->forced.push_back(tok.encode(text, SpecialTokens::kRecognize));
   }
   impl->scheduler = &scheduler;
-  impl->tok = &tok;
-  impl->config = config;
   impl->options = options;
   if (!options.trace_path.empty()) {
     DS4_ASSIGN_OR_RETURN(impl->trace, TraceFile::open(options.trace_path));

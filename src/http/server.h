@@ -1,18 +1,18 @@
 // src/http/server.h: the HTTP transport of ds4-server (cpp-httplib), the only module with sockets.
 // Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
-// the optional Bearer check, CORS headers, SSE streaming with keepalive comments, turning a
+// the optional Bearer check, CORS headers, SSE streaming with keepalive frames, turning a
 // failed write (streaming) or a closed connection (non-streaming, peer.h) into a cancelled
-// request, the trace file, and stopping.
-// Does not own: the scheduler, the tokenizer, the replay map or the disk cache (borrowed; they
-// must outlive the server), JSON shapes (api/). With a disk cache, /health reports its counters
-// under "kv_disk" and tool-call ids of a history are restored from its files before rendering.
+// request, the per-request log line, the trace file, the forced-output test hook, and stopping.
+// Does not own: what serves each endpoint: its parser, collector and writer, response ids, error
+// shape, the /health and count_tokens bodies (api/endpoints.h); the scheduler, the tokenizer,
+// the replay map or the disk cache (borrowed; they must outlive the server).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "api/openai_request.h"
+#include "api/request_common.h"
 #include "ds4/status.h"
 #include "ds4/tokenizer.h"
 #include "serve/disk_cache.h"

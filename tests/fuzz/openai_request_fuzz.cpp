@@ -1,7 +1,8 @@
 // libFuzzer target for the OpenAI request parser (src/api/openai_request.cpp), the Anthropic
 // Messages and Responses parsers (anthropic_request.cpp, responses_request.cpp) and the OpenAI
-// response encoders (src/api/openai_response.cpp). The first input byte picks the endpoint and the
-// context size; the rest is the request body. Checked for every input (ASan/UBSan instrumented):
+// response encoders (src/api/openai_response.cpp, with the collector of protocol.cpp). The first
+// input byte picks the endpoint and the context size; the rest is the request body. Checked for
+// every input (ASan/UBSan instrumented):
 //   - parsing never throws or crashes; a rejection is a 400 or 404 whose error body is JSON with a
 //     non-empty message;
 //   - an accepted request is in range: messages present, max_tokens in [0, n_ctx], Think Max only
@@ -91,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const api::ResponseMeta meta{
       .endpoint = endpoint, .id = "x", .model = body, .include_usage = true};
   api::StreamEncoder enc(meta);
-  api::ResponseCollector col(meta);
+  api::Collector col = api::openai_collector(meta);
   const serve::Event events[] = {
       {.kind = serve::EventKind::kReasoning, .text = body},
       {.kind = serve::EventKind::kText, .text = body},
