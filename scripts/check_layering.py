@@ -22,14 +22,15 @@ DEPS = {
     "chat": ["tokenizer"],
     "tools": ["model", "tokenizer", "quant"],  # tools/ (synth, convert): offline, never linked by the engine
     "engine": ["model", "kv", "backend", "tokenizer", "sampling", "chat"],
-    "serve": ["engine", "chat"],
+    "gen": ["chat", "sampling"],
+    "serve": ["engine", "chat", "gen"],
     "api": ["serve"],
     "http": ["api"],
     "agent": ["serve", "chat"],
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):

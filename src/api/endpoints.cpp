@@ -12,7 +12,7 @@
 #include "api/openai_request.h"
 #include "api/openai_response.h"
 #include "api/responses_request.h"
-#include "serve/tool_id.h"
+#include "gen/tool_id.h"
 
 namespace ds4::api {
 namespace {
@@ -127,7 +127,7 @@ ApiResult<PreparedRequest> Endpoints::prepare(Endpoint ep, std::string_view body
   if (auto* e = std::get_if<ApiError>(&built)) return *e;
   out.request = std::move(std::get<serve::Request>(built));
   out.meta = {.endpoint = ep,
-              .id = serve::new_tool_id(id_prefix(ep)),
+              .id = gen::new_tool_id(id_prefix(ep)),
               .model = ar.model,
               .created = static_cast<long long>(std::time(nullptr)),
               .include_usage = ar.include_usage,

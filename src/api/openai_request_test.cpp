@@ -141,8 +141,8 @@ TEST_F(BuildTest, ChatRendersTheOfficialTemplate) {
       {"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image_url"}]}]})"));
   EXPECT_EQ(r.rendered, "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hi<｜Assistant｜></think>");
   EXPECT_EQ(r.prompt, tok_->encode(r.rendered, SpecialTokens::kRecognize));
-  EXPECT_FALSE(r.thinking);
-  EXPECT_TRUE(r.parse_output);
+  EXPECT_FALSE(r.output.thinking);
+  EXPECT_TRUE(r.output.parse_output);
 }
 
 TEST_F(BuildTest, ToolHistoryRendersAsDsml) {
@@ -152,8 +152,8 @@ TEST_F(BuildTest, ToolHistoryRendersAsDsml) {
         "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
       {"role":"tool","tool_call_id":"call_1","content":"sunny"}],
       "tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}]})"));
-  EXPECT_TRUE(r.tools);
-  EXPECT_TRUE(r.thinking);
+  EXPECT_TRUE(r.output.tools);
+  EXPECT_TRUE(r.output.thinking);
   const std::string block = chat::encode_tool_calls(std::vector<chat::ToolCall>{
       {.name = "get_weather", .arguments_json = R"({"city":"Paris"})"}});
   EXPECT_NE(r.rendered.find(block), std::string::npos);
@@ -167,7 +167,7 @@ TEST_F(BuildTest, CompletionsWrapThePromptAndKeepRawText) {
   EXPECT_EQ(r.rendered,
             "<｜begin▁of▁sentence｜>You are a helpful assistant<｜User｜>Once "
             "upon<｜Assistant｜></think>");
-  EXPECT_FALSE(r.parse_output);
+  EXPECT_FALSE(r.output.parse_output);
 }
 
 TEST_F(BuildTest, PromptLongerThanTheContextNamesBothNumbers) {

@@ -53,12 +53,12 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   }
   out.sampling = r.sampling;
   out.max_tokens = r.max_tokens;
-  out.stop = r.stop;
-  out.thinking = r.think != chat::ThinkMode::kNone;
-  out.parse_output = r.endpoint != Endpoint::kCompletions;
-  out.tools = r.tools;
-  out.tool_choice = r.tool_choice;
-  out.reasoning_budget = r.reasoning_budget;
+  out.output = gen::OutputSpec{.stop = r.stop,
+                               .parse_output = r.endpoint != Endpoint::kCompletions,
+                               .thinking = r.think != chat::ThinkMode::kNone,
+                               .tools = r.tools,
+                               .tool_choice = r.tool_choice,
+                               .reasoning_budget = r.reasoning_budget};
   out.protocol = r.endpoint == Endpoint::kResponses     ? serve::Protocol::kResponses
                  : r.endpoint == Endpoint::kCompletions ? serve::Protocol::kCompletions
                                                         : serve::Protocol::kChat;

@@ -2,7 +2,7 @@
 #include "api/responses_response.h"
 
 #include "api/sse.h"
-#include "serve/tool_id.h"
+#include "gen/tool_id.h"
 
 namespace ds4::api {
 namespace {
@@ -146,7 +146,7 @@ std::string ResponsesStreamWriter::encode(const serve::Event& e) {
       if (open_ != Item::kReasoning) {
         out = open(
             Item::kReasoning,
-            {{"id", serve::new_tool_id("rs_")}, {"type", "reasoning"}, {"summary", json::array()}});
+            {{"id", gen::new_tool_id("rs_")}, {"type", "reasoning"}, {"summary", json::array()}});
       }
       text_ += e.text;
       return out + event("response.reasoning_summary_text.delta", {{"item_id", item_["id"]},
@@ -157,7 +157,7 @@ std::string ResponsesStreamWriter::encode(const serve::Event& e) {
       content_ += e.text;
       if (e.text.empty()) return {};
       if (open_ != Item::kMessage) {
-        out = open(Item::kMessage, {{"id", serve::new_tool_id("msg_")},
+        out = open(Item::kMessage, {{"id", gen::new_tool_id("msg_")},
                                     {"type", "message"},
                                     {"status", "in_progress"},
                                     {"role", "assistant"},
@@ -170,7 +170,7 @@ std::string ResponsesStreamWriter::encode(const serve::Event& e) {
                                                         {"delta", e.text}});
     case EventKind::kToolCallBegin:
       calls_.push_back({.id = e.tool_id, .name = e.text});
-      return open(Item::kFunctionCall, {{"id", serve::new_tool_id("fc_")},
+      return open(Item::kFunctionCall, {{"id", gen::new_tool_id("fc_")},
                                         {"type", "function_call"},
                                         {"status", "in_progress"},
                                         {"call_id", e.tool_id},

@@ -7,7 +7,7 @@
 // "required" | {"type":"function","name"} | allowed_tools | hosted tool types), the parallel
 // switches (parallel_tool_calls: false, disable_parallel_tool_use: true: one call), and the
 // errors: an unknown value, a forced choice without tools, a named tool the request lacks.
-// Does not own: rendering the tools (attach_tools), the forcing itself (serve/output_forcing.h).
+// Does not own: rendering the tools (attach_tools), the forcing itself (gen/output_forcing.h).
 #pragma once
 
 #include <nlohmann/json.hpp>

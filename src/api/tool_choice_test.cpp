@@ -128,10 +128,10 @@ TEST(ToolChoice, BuildCarriesTheChoiceAndTheBudget) {
   auto built = build_request(std::get<ApiRequest>(r), *t, kConfig);
   ASSERT_TRUE(std::holds_alternative<serve::Request>(built));
   const serve::Request& sr = std::get<serve::Request>(built);
-  EXPECT_EQ(sr.tool_choice.mode, ToolMode::kNamed);
-  EXPECT_EQ(sr.tool_choice.names, std::vector<std::string>{"b"});
-  EXPECT_EQ(sr.reasoning_budget, 1024);
-  EXPECT_TRUE(sr.thinking);
+  EXPECT_EQ(sr.output.tool_choice.mode, ToolMode::kNamed);
+  EXPECT_EQ(sr.output.tool_choice.names, std::vector<std::string>{"b"});
+  EXPECT_EQ(sr.output.reasoning_budget, 1024);
+  EXPECT_TRUE(sr.output.thinking);
   auto adaptive =
       messages({{"type", "auto"}}, {{"thinking", {{"type", "adaptive"}, {"budget_tokens", 9}}}});
   EXPECT_EQ(std::get<ApiRequest>(adaptive).reasoning_budget, 0);

@@ -322,6 +322,7 @@ void DsmlAutomaton::apply(Action action, std::string_view marker) {
       markup(marker.size());
       implicit_block_ = false;
       state_ = State::kBlock;
+      ++counts_.blocks_opened;
       emit(DsmlEventKind::kBlockOpen);
       return;
     case Action::kImplicitInvoke:  // an invoke with no tool_calls wrapper

@@ -6,7 +6,7 @@
 // payloads (with their string literals tracked), the EOS marker, the repairs of malformed DSML,
 // and the events that say what each decided byte is.
 // Does not own: tag spelling and value escapes (dsml.h), turning events into calls and argument
-// JSON (OutputParser), the canonical layout a forced block must keep (serve/dsml_shape.h).
+// JSON (OutputParser), the canonical layout a forced block must keep (gen/dsml_shape.h).
 //
 // Every byte is decided once, in order, by the current state; a state holds back only the bytes
 // of a marker that has begun but is not decided yet (at most one tag's worth, except the
@@ -70,6 +70,7 @@ struct DsmlCounts {
   size_t output_start = 0;        // offset just after </think> (0 when not thinking)
   bool eos = false;               // saw the EOS marker
   int calls = 0;                  // kCallOpen events
+  int blocks_opened = 0;          // kBlockOpen events
   int blocks_closed = 0;          // kBlockClose events
   int repairs = 0;                // malformed variants accepted (docs/chat.md)
   bool truncated = false;         // finish() closed a call that was still open

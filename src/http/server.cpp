@@ -64,7 +64,7 @@ void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve:
   std::fprintf(
       stderr, "ds4-server: %s %s%s prompt=%d cached=%d completion=%d finish=%s %.2fs%s%s\n",
       id.c_str(), api::endpoint_name(ep), stream ? " stream" : "", done.usage.prompt_tokens,
-      done.usage.cached_tokens, done.usage.completion_tokens, serve::to_string(done.finish), s,
+      done.usage.cached_tokens, done.usage.completion_tokens, gen::to_string(done.finish), s,
       done.error.is_ok() ? "" : " error: ", done.error.is_ok() ? "" : done.error.message().c_str());
 }
 
@@ -134,8 +134,8 @@ struct HttpServer::Impl {
     if (auto* e = std::get_if<api::ApiError>(&result)) return send_error(res, *e, ep);
     api::PreparedRequest& prepared = std::get<api::PreparedRequest>(result);
     serve::Request& sr = prepared.request;
-    if (sr.tools && !forced.empty()) {
-      sr.forced = forced[std::min(forced_next.fetch_add(1), forced.size() - 1)];
+    if (sr.output.tools && !forced.empty()) {
+      sr.output.forced = forced[std::min(forced_next.fetch_add(1), forced.size() - 1)];
     }
     const std::string rendered = trace ? sr.rendered : std::string();
     const std::string& id = prepared.meta.id;

@@ -25,7 +25,7 @@ void TraceFile::write(const std::string& id, const char* endpoint, const std::st
                      {"prompt_tokens", done.usage.prompt_tokens},
                      {"cached_tokens", done.usage.cached_tokens},
                      {"completion_tokens", done.usage.completion_tokens},
-                     {"finish", serve::to_string(done.finish)},
+                     {"finish", gen::to_string(done.finish)},
                      {"error", done.error.is_ok() ? json(nullptr) : json(done.error.message())},
                      {"rendered", rendered},
                      {"output", done.text}};

@@ -140,7 +140,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   std::vector<Event> events;
   a.gen.finish(&events);
   if (replay_ && a.gen.tool_calls() > 0) {
-    replay_->remember(a.gen.tool_ids(), sampled_tool_block(a.gen.raw(), a.request.thinking));
+    replay_->remember(a.gen.tool_ids(), sampled_tool_block(a.gen.raw(), a.request.output.thinking));
   }
   bind_visible(slot, reason);
   Event done{.kind = EventKind::kDone, .text = a.gen.raw(), .finish = reason};

@@ -23,6 +23,7 @@
 #include "base/thread_pool.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
+#include "gen/generation.h"
 #include "serve/cache_policy.h"
 #include "serve/disk_cache.h"
 #include "serve/prefix_match.h"
@@ -107,16 +108,16 @@ class Scheduler {
   // One batched engine step (scheduler_step.cpp).
   void step();
   // A decoding request's next token, in three parts: what it needs (the disk checkpoint before
-  // decode, its sampling parameters, a forced token), the model's draw (for every request of the
-  // step at once, on sample_pool_), then taking the token (false: the request finished instead).
+  // decode, the generation core's draw: its sampling parameters or a forced token), the model's
+  // sample (for every request of the step at once, on sample_pool_), then taking the token
+  // (false: the request finished instead).
   struct Draw {
     Slot* slot;
-    SamplingParams params;
-    std::optional<TokenId> forced;
+    gen::Generation::Draw draw;
     TokenId sampled = 0;
   };
   Draw prepare_draw(Slot& slot);
-  bool take_token(Slot& slot, TokenId id);
+  bool take_token(Slot& slot, const Draw& d);
   void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
   // Disk cache (scheduler_disk.cpp).

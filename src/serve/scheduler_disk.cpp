@@ -94,7 +94,7 @@ void Scheduler::before_decode(Slot& slot) {
   if (!continued_due(n, slot.last_stored, options_.cache)) return;
   // Not inside or after a tool-call block: that checkpoint would end mid-protocol (§3.3).
   const Active& a = *slot.active;
-  if (a.request.tools && a.gen.raw().find("｜DSML｜tool_calls>") != std::string::npos) return;
+  if (a.request.output.tools && a.gen.tool_block_opened()) return;
   save_checkpoint(slot, kv::SaveReason::kContinued);
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/generation.h"
+#include "gen/generation.h"
 #include "serve/scheduler.h"
 
 namespace ds4::serve {
@@ -20,11 +20,15 @@ struct Scheduler::Waiting {
 // A request admitted into a session.
 struct Scheduler::Active {
   Active(const Tokenizer& tok, Request r, std::shared_ptr<Ticket> t, uint64_t seed, uint64_t order)
-      : request(std::move(r)), ticket(std::move(t)), rng(seed), gen(tok, request), arrival(order) {}
+      : request(std::move(r)),
+        ticket(std::move(t)),
+        rng(seed),
+        gen(tok, request.output),
+        arrival(order) {}
   Request request;
   std::shared_ptr<Ticket> ticket;
   Rng rng;
-  Generation gen;
+  gen::Generation gen;
   uint64_t arrival;             // admission order: prefill chunks share a step's budget by it
   std::vector<TokenId> prompt;  // the effective prompt (prefix_match.h), set by place()
   bool decoding = false;

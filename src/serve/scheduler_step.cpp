@@ -38,12 +38,12 @@ void Scheduler::step() {
   }
   sample_pool_.parallel_for(static_cast<int64_t>(draws_.size()), [this](int64_t i) {
     Draw& d = draws_[static_cast<size_t>(i)];
-    if (!d.forced) d.sampled = d.slot->session->sample(d.params, d.slot->active->rng);
+    if (!d.draw.forced) d.sampled = d.slot->session->sample(d.draw.params, d.slot->active->rng);
   });
   size_t budget = static_cast<size_t>(options_.batch_tokens);
   for (const Draw& d : draws_) {
     Slot* slot = d.slot;
-    if (!take_token(*slot, d.forced ? *d.forced : slot->active->gen.vet(d.sampled))) continue;
+    if (!take_token(*slot, d)) continue;
     entries_.push_back({.session = slot->session.get(),
                         .tokens = std::span<const TokenId>(&slot->active->next, 1)});
     entry_slots_.push_back(slot);
@@ -85,35 +85,26 @@ void Scheduler::step() {
 Scheduler::Draw Scheduler::prepare_draw(Slot& slot) {
   Active& a = *slot.active;
   if (disk_) before_decode(slot);
-  const size_t i = static_cast<size_t>(a.generated);
-  Draw d{.slot = &slot, .params = a.request.sampling, .forced = std::nullopt};
-  if (a.gen.dsml_greedy()) d.params.temperature = 0.0f;  // protocol structure: greedy (§2.5)
-  // The test hook's tokens first, then what the output must say (a forced tool choice, a
-  // reasoning budget), else the model's sample (drawn next) as the forced shape allows it.
-  if (i < a.request.forced.size()) d.forced = a.request.forced[i];
-  if (!d.forced) d.forced = a.gen.forced_next(a.limit - a.generated);
-  return d;
+  // The generation core decides: a forced token, or the model's sample (drawn next, greedy on
+  // DSML structure) as the forced shape allows it.
+  return Draw{.slot = &slot, .draw = a.gen.draw(a.request.sampling, a.limit - a.generated)};
 }
 
-bool Scheduler::take_token(Slot& slot, TokenId id) {
+bool Scheduler::take_token(Slot& slot, const Draw& d) {
   Active& a = *slot.active;
   ++a.generated;
-  if (id == tok_->special_ids().eos) {
-    finish(slot, a.gen.tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop);
-    return false;
-  }
   std::vector<Event> events;
-  const bool end = a.gen.push(id, &events);
+  const gen::Generation::Taken t = a.gen.take(d.draw, d.sampled, &events);
   a.ticket->push(&events);
-  if (end) {
-    finish(slot, a.gen.stop_hit() ? FinishReason::kStop : FinishReason::kToolCalls);
+  if (t.end) {
+    finish(slot, *t.end);
     return false;
   }
   if (a.generated >= a.limit) {
     finish(slot, FinishReason::kLength);
     return false;
   }
-  a.next = id;
+  a.next = t.id;
   return true;
 }
 

@@ -25,9 +25,9 @@ void Scheduler::bind_visible(Slot& slot, FinishReason reason) {
   // keeps earlier reasoning (tools declared; with --chat-template ds4 also a tool call or result
   // in the history: Request::keeps_reasoning) the "<think>" stays and the (empty) reasoning is
   // closed by "</think>".
-  const bool keeps = r.tools || r.keeps_reasoning;
+  const bool keeps = r.output.tools || r.keeps_reasoning;
   const bool responses = r.protocol == Protocol::kResponses;
-  if (!r.thinking || !(responses || (r.protocol == Protocol::kChat && !keeps))) return;
+  if (!r.output.thinking || !(responses || (r.protocol == Protocol::kChat && !keeps))) return;
   if (reason != FinishReason::kStop && reason != FinishReason::kToolCalls) return;
   if (!r.rendered.ends_with(chat::kThinkStart)) return;
   const auto live = slot.session->tokens();

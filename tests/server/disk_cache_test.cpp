@@ -101,7 +101,7 @@ class DiskCacheTest : public ::testing::Test {
   // A thinking-mode chat render of `msgs` (its generation prompt ends with "<think>").
   Request thinking_chat(const std::vector<chat::Message>& msgs, Protocol protocol) {
     Request r = rendered(msgs, chat::ThinkMode::kHigh, 40);
-    r.thinking = true;
+    r.output.thinking = true;
     r.protocol = protocol;
     return r;
   }
@@ -243,8 +243,9 @@ TEST_F(DiskCacheTest, AThinkingTurnIsSavedUnderItsVisibleTranscriptAndServesOnly
   std::vector<chat::Message> msgs{{.role = chat::Role::kSystem, .content = system_},
                                   {.role = chat::Role::kUser, .content = "Rain today?"}};
   Request r1 = thinking_chat(msgs, Protocol::kChat);
-  r1.forced = tok_->encode("I look at the station.</think>" + answer, SpecialTokens::kRecognize);
-  r1.forced.push_back(tok_->special_ids().eos);
+  r1.output.forced =
+      tok_->encode("I look at the station.</think>" + answer, SpecialTokens::kRecognize);
+  r1.output.forced.push_back(tok_->special_ids().eos);
   const std::string visible =
       r1.rendered.substr(0, r1.rendered.size() - chat::kThinkStart.size()) + "</think>" + answer;
   const size_t cold =
@@ -253,7 +254,8 @@ TEST_F(DiskCacheTest, AThinkingTurnIsSavedUnderItsVisibleTranscriptAndServesOnly
   const Event d1 = run(r1, &text);
   ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
   ASSERT_EQ(d1.finish, FinishReason::kStop);
-  const size_t frontier = r1.prompt.size() + r1.forced.size() - 1;  // the EOS is not evaluated
+  const size_t frontier =
+      r1.prompt.size() + r1.output.forced.size() - 1;  // the EOS is not evaluated
   // Another conversation replaces the session: the evict save.
   text.clear();
   ASSERT_TRUE(run(chat("You translate into French.", "Good morning", 3), &text).error.is_ok());

@@ -337,20 +337,21 @@ TEST_F(SchedulerTest, TheTextPrefixRuleSeesTheSessionsCurrentText) {
     Request r;
     r.rendered = rendered;
     r.prompt = tok_->encode("x" + rendered, SpecialTokens::kRecognize);
-    r.forced = tok_->encode(out, SpecialTokens::kRecognize);
-    r.max_tokens = static_cast<int>(r.forced.size());
+    r.output.forced = tok_->encode(out, SpecialTokens::kRecognize);
+    r.max_tokens = static_cast<int>(r.output.forced.size());
     return r;
   };
   Request a = chat("Tell me something", 4);
-  a.forced = tok_->encode(" one two three", SpecialTokens::kRecognize);
-  a.max_tokens = static_cast<int>(a.forced.size());
+  a.output.forced = tok_->encode(" one two three", SpecialTokens::kRecognize);
+  a.max_tokens = static_cast<int>(a.output.forced.size());
   std::vector<TokenId> live = a.prompt;  // the session's tokens after each request
-  live.insert(live.end(), a.forced.begin(), a.forced.end() - 1);  // the last one is not evaluated
+  live.insert(live.end(), a.output.forced.begin(),
+              a.output.forced.end() - 1);  // the last one is not evaluated
   ASSERT_TRUE(drain(**s->submit(std::move(a))).error.is_ok());
   for (const std::string suffix : {" and more", " again", " and a third time"}) {
     Request r = text_only(tok_->decode(live) + suffix, " fine, thanks");
     const std::vector<TokenId> added = tok_->encode(suffix, SpecialTokens::kRecognize);
-    const std::vector<TokenId> out = r.forced;
+    const std::vector<TokenId> out = r.output.forced;
     const Event d = drain(**s->submit(std::move(r)));
     ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
     EXPECT_EQ(d.usage.cached_tokens, static_cast<int>(live.size())) << suffix;
@@ -360,10 +361,10 @@ TEST_F(SchedulerTest, TheTextPrefixRuleSeesTheSessionsCurrentText) {
   }
   // Another conversation replaces the session's tokens; its continuation is planned from them.
   Request b = chat("Something else entirely", 4);
-  b.forced = tok_->encode(" no", SpecialTokens::kRecognize);
-  b.max_tokens = static_cast<int>(b.forced.size());
+  b.output.forced = tok_->encode(" no", SpecialTokens::kRecognize);
+  b.max_tokens = static_cast<int>(b.output.forced.size());
   live = b.prompt;
-  live.insert(live.end(), b.forced.begin(), b.forced.end() - 1);
+  live.insert(live.end(), b.output.forced.begin(), b.output.forced.end() - 1);
   ASSERT_EQ(drain(**s->submit(std::move(b))).usage.cached_tokens, 0);
   const Event d = drain(**s->submit(text_only(tok_->decode(live) + " yes", " ok")));
   ASSERT_TRUE(d.error.is_ok()) << d.error.to_string();
@@ -386,16 +387,16 @@ TEST_F(SchedulerTest, AThinkingChatTurnIsContinuedThroughItsVisibleTranscript) {
     Request r;
     r.rendered = *text;
     r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
-    r.thinking = true;
+    r.output.thinking = true;
     r.protocol = protocol;
     r.max_tokens = 8;
     return r;
   };
   Request first = render(Protocol::kChat);
-  first.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
-  first.forced.push_back(tok_->special_ids().eos);
-  first.max_tokens = static_cast<int>(first.forced.size()) + 4;
-  const size_t frontier = first.prompt.size() + first.forced.size() - 1;
+  first.output.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
+  first.output.forced.push_back(tok_->special_ids().eos);
+  first.max_tokens = static_cast<int>(first.output.forced.size()) + 4;
+  const size_t frontier = first.prompt.size() + first.output.forced.size() - 1;
   msgs.push_back({.role = chat::Role::kAssistant, .content = answer});
   msgs.push_back({.role = chat::Role::kUser, .content = "And tomorrow?"});
   for (const Protocol next : {Protocol::kChat, Protocol::kResponses}) {
@@ -435,7 +436,7 @@ TEST_F(SchedulerTest, AKeptReasoningTranscriptKeepsItsThinkStart) {
     Request r;
     r.rendered = *text;
     r.prompt = tok_->encode(r.rendered, SpecialTokens::kRecognize);
-    r.thinking = true;
+    r.output.thinking = true;
     r.protocol = Protocol::kResponses;
     r.keeps_reasoning = keeps;
     r.max_tokens = 8;
@@ -445,10 +446,10 @@ TEST_F(SchedulerTest, AKeptReasoningTranscriptKeepsItsThinkStart) {
     auto s = start();  // a fresh pool: nothing of the other run to reuse
     msgs.resize(3);
     Request first = render(keeps);
-    first.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
-    first.forced.push_back(tok_->special_ids().eos);
-    first.max_tokens = static_cast<int>(first.forced.size()) + 4;
-    const size_t frontier = first.prompt.size() + first.forced.size() - 1;
+    first.output.forced = tok_->encode("Let me think.</think>" + answer, SpecialTokens::kRecognize);
+    first.output.forced.push_back(tok_->special_ids().eos);
+    first.max_tokens = static_cast<int>(first.output.forced.size()) + 4;
+    const size_t frontier = first.prompt.size() + first.output.forced.size() - 1;
     const size_t prompt = first.prompt.size();
     const Event d1 = drain(**s->submit(std::move(first)));
     ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();

@@ -2,11 +2,11 @@
 // that is the only way on is determined (the whole opener of a named call), bytes that break the
 // layout are refused, and completion() closes the block from any point with text the shape
 // itself accepts.
-#include "serve/dsml_shape.h"
+#include "gen/dsml_shape.h"
 
 #include <gtest/gtest.h>
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 const std::string kCall =
@@ -74,4 +74,4 @@ TEST(DsmlShape, CompletionClosesFromEveryPrefix) {
 }
 
 }  // namespace
-}  // namespace ds4::serve
+}  // namespace ds4::gen

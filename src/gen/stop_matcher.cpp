@@ -1,9 +1,9 @@
-// src/serve/stop_matcher.cpp: earliest stop-string match with a rolling hold-back window.
-#include "serve/stop_matcher.h"
+// src/gen/stop_matcher.cpp: earliest stop-string match with a rolling hold-back window.
+#include "gen/stop_matcher.h"
 
 #include <algorithm>
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
   for (auto& s : stops) {
@@ -46,4 +46,4 @@ std::string StopMatcher::flush() {
   return hit_ ? std::string() : out;
 }
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

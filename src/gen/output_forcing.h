@@ -1,7 +1,7 @@
-// src/serve/output_forcing.h: tokens the server writes into a request's output in place of the
+// src/gen/output_forcing.h: tokens the server writes into a request's output in place of the
 // model's, for a forced tool choice and for a reasoning budget.
 // Owns: when the output proper starts (at once, or after </think> in thinking mode); with
-// tool_choice required / named (request.h ToolChoice) the DSML shape of the block written there
+// tool_choice required / named (output_spec.h ToolChoice) the DSML shape of the block written there
 // (dsml_shape.h): the text that is the only way on is forced, every sampled token inside the
 // block is vetted against the shape, and one that cannot continue it (EOS included) is replaced
 // by the shortest text that closes the block; an EOS sampled inside the reasoning becomes
@@ -22,14 +22,14 @@
 #include "chat/dsml_automaton.h"
 #include "ds4/chat.h"
 #include "ds4/tokenizer.h"
-#include "serve/dsml_shape.h"
-#include "serve/request.h"
+#include "gen/dsml_shape.h"
+#include "gen/output_spec.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 class OutputForcing {
  public:
-  OutputForcing(const Tokenizer& tok, const Request& request);
+  OutputForcing(const Tokenizer& tok, const OutputSpec& spec);
 
   // The token to take instead of sampling one, if the output must go on with a known text.
   // `remaining`: the tokens the request may still generate, this one included.
@@ -61,4 +61,4 @@ class OutputForcing {
   std::optional<int> reasoning_close_tokens_;
 };
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

@@ -1,4 +1,4 @@
-// src/serve/dsml_shape.h: the shape a forced tool-call block must keep, as a byte automaton, so
+// src/gen/dsml_shape.h: the shape a forced tool-call block must keep, as a byte automaton, so
 // the server can write the structure a tool_choice demands and let the model fill in the rest.
 // Owns: the canonical DSML layout of chat-format.md ("\n\n<｜DSML｜tool_calls>\n", invokes of the
 // allowed names, parameters with a name and string="true|false", "</｜DSML｜tool_calls>"), which
@@ -17,7 +17,7 @@
 
 #include "chat/dsml_automaton.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 class DsmlShape {
  public:
@@ -68,4 +68,4 @@ class DsmlShape {
   chat::DsmlAutomaton automaton_;
 };
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

@@ -1,10 +1,10 @@
 // Stop strings (features.md §1.7): the earliest match of any stop string ends the output, even
 // when it straddles chunks, and no byte at or after the match is ever released.
-#include "serve/stop_matcher.h"
+#include "gen/stop_matcher.h"
 
 #include <gtest/gtest.h>
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 std::string run(StopMatcher& m, std::initializer_list<std::string_view> chunks) {
@@ -51,4 +51,4 @@ TEST(StopMatcher, NeverSplitsAUtf8Character) {
 }
 
 }  // namespace
-}  // namespace ds4::serve
+}  // namespace ds4::gen

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/generation.h"
+#include "gen/generation.h"
 #include "tokenizer/test_vocab.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 // The cap on a run (and the token limit the forcing is told of): a forced block closes well
@@ -65,7 +65,8 @@ class OutputForcingTest : public ::testing::Test {
 const Tokenizer* OutputForcingTest::tok_ = nullptr;
 
 TEST_F(OutputForcingTest, NamedChoiceGivesOneCallOfThatTool) {
-  Request req{.tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"get_weather"}}};
+  OutputSpec req{.tools = true,
+                 .tool_choice = {.mode = ToolMode::kNamed, .names = {"get_weather"}}};
   Generation g(*tok_, req);
   const TokenId junk = token("hello");
   const Run r = drive(g, [&](int) { return junk; });
@@ -82,8 +83,8 @@ TEST_F(OutputForcingTest, NamedChoiceGivesOneCallOfThatTool) {
 }
 
 TEST_F(OutputForcingTest, RequiredChoiceNamesADeclaredToolEvenOnEos) {
-  Request req{.tools = true,
-              .tool_choice = {.mode = ToolMode::kRequired, .names = {"search", "get_weather"}}};
+  OutputSpec req{.tools = true,
+                 .tool_choice = {.mode = ToolMode::kRequired, .names = {"search", "get_weather"}}};
   Generation g(*tok_, req);
   const Run r = drive(g, [&](int) { return tok_->special_ids().eos; });
   EXPECT_FALSE(r.eos);
@@ -92,8 +93,8 @@ TEST_F(OutputForcingTest, RequiredChoiceNamesADeclaredToolEvenOnEos) {
 }
 
 TEST_F(OutputForcingTest, RequiredChoiceKeepsTheModelsNameAndParameter) {
-  Request req{.tools = true,
-              .tool_choice = {.mode = ToolMode::kRequired, .names = {"search", "get_weather"}}};
+  OutputSpec req{.tools = true,
+                 .tool_choice = {.mode = ToolMode::kRequired, .names = {"search", "get_weather"}}};
   Generation g(*tok_, req);
   // A model that writes this block: at each step the first token of what is still missing.
   const std::string block =
@@ -114,7 +115,7 @@ TEST_F(OutputForcingTest, RequiredChoiceKeepsTheModelsNameAndParameter) {
 TEST_F(OutputForcingTest, FewTokensLeftCloseTheBlockInTime) {
   // A model that keeps opening parameters and writing into them: the block still closes within
   // the limit, its last parameter cut short.
-  Request req{.tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}}};
+  OutputSpec req{.tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}}};
   Generation g(*tok_, req);
   const std::string wants =
       "<｜DSML｜parameter name=\"a\" string=\"true\">" + std::string(200, 'x');
@@ -139,7 +140,7 @@ TEST_F(OutputForcingTest, FewTokensLeftCloseTheBlockInTime) {
 }
 
 TEST_F(OutputForcingTest, ThinkingModeReasonsThenCalls) {
-  Request req{
+  OutputSpec req{
       .thinking = true, .tools = true, .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}}};
   Generation g(*tok_, req);
   const TokenId word = token("hello");
@@ -152,11 +153,11 @@ TEST_F(OutputForcingTest, ThinkingModeReasonsThenCalls) {
 }
 
 TEST_F(OutputForcingTest, AutoChoiceAndTheTestHookAreNotForced) {
-  Request autochoice{.tools = true, .tool_choice = {.mode = ToolMode::kAuto, .names = {"f"}}};
-  Request hooked{.tools = true,
-                 .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}},
-                 .forced = {token("hello")}};
-  for (const Request* req : {&autochoice, &hooked}) {
+  OutputSpec autochoice{.tools = true, .tool_choice = {.mode = ToolMode::kAuto, .names = {"f"}}};
+  OutputSpec hooked{.tools = true,
+                    .tool_choice = {.mode = ToolMode::kNamed, .names = {"f"}},
+                    .forced = {token("hello")}};
+  for (const OutputSpec* req : {&autochoice, &hooked}) {
     Generation g(*tok_, *req);
     EXPECT_FALSE(g.forced_next(kMaxSteps).has_value());
     EXPECT_EQ(g.vet(tok_->special_ids().eos), tok_->special_ids().eos);
@@ -165,7 +166,7 @@ TEST_F(OutputForcingTest, AutoChoiceAndTheTestHookAreNotForced) {
 
 TEST_F(OutputForcingTest, ReasoningBudgetClosesTheReasoning) {
   constexpr int kBudget = 5;
-  Request req{.thinking = true, .reasoning_budget = kBudget};
+  OutputSpec req{.thinking = true, .reasoning_budget = kBudget};
   Generation g(*tok_, req);
   const TokenId word = token("hello");
   const Run r = drive(g, [&](int step) { return step < 8 ? word : tok_->special_ids().eos; });
@@ -175,4 +176,4 @@ TEST_F(OutputForcingTest, ReasoningBudgetClosesTheReasoning) {
 }
 
 }  // namespace
-}  // namespace ds4::serve
+}  // namespace ds4::gen

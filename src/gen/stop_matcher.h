@@ -1,4 +1,4 @@
-// src/serve/stop_matcher.h: stop strings over a stream of output bytes (features.md §1.7).
+// src/gen/stop_matcher.h: stop strings over a stream of output bytes (features.md §1.7).
 // Owns: finding the earliest match of any stop string across chunk boundaries and holding back
 // the bytes that could still begin one, so text after a match is never released.
 // Does not own: UTF-8 boundaries (the output parser holds incomplete characters).
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 class StopMatcher {
  public:
@@ -31,4 +31,4 @@ class StopMatcher {
   std::string matched_;
 };
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

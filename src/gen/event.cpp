@@ -1,7 +1,7 @@
-// src/serve/request.cpp: names of the serve enums (logs, traces, tests).
-#include "serve/request.h"
+// src/gen/event.cpp: names of the generation enums (logs, traces, tests).
+#include "gen/event.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 const char* to_string(FinishReason reason) {
   switch (reason) {
@@ -26,4 +26,4 @@ const char* to_string(EventKind kind) {
   return "?";
 }
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

@@ -1,5 +1,5 @@
-// src/serve/tool_id.cpp: tool-call ids from getrandom(2).
-#include "serve/tool_id.h"
+// src/gen/tool_id.cpp: tool-call ids from getrandom(2).
+#include "gen/tool_id.h"
 
 #include <sys/random.h>
 
@@ -8,7 +8,7 @@
 
 #include "base/check.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 
 std::string new_tool_id(std::string_view prefix) {
   uint8_t bytes[16];
@@ -28,4 +28,4 @@ std::string new_tool_id(std::string_view prefix) {
   return id;
 }
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

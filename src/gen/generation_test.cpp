@@ -1,7 +1,7 @@
 // One request's tokens -> serve events: reasoning and content are split at </think>, a stop
 // string ends the output before it, a DSML block becomes a tool call with an unguessable id whose
 // arguments are the JSON object, and the block's close ends generation with the raw bytes kept.
-#include "serve/generation.h"
+#include "gen/generation.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "tokenizer/test_vocab.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 class GenerationTest : public ::testing::Test {
@@ -50,7 +50,7 @@ class GenerationTest : public ::testing::Test {
 const Tokenizer* GenerationTest::tok_ = nullptr;
 
 TEST_F(GenerationTest, ReasoningContentAndStopString) {
-  Request req{.stop = {"STOP"}, .parse_output = true, .thinking = true};
+  OutputSpec req{.stop = {"STOP"}, .parse_output = true, .thinking = true};
   Generation g(*tok_, req);
   const Run r = feed(g, "Let me think.</think>The answer is 4. STOP and then more");
   EXPECT_EQ(joined(r.events, EventKind::kReasoning), "Let me think.");
@@ -61,7 +61,7 @@ TEST_F(GenerationTest, ReasoningContentAndStopString) {
 }
 
 TEST_F(GenerationTest, RawModeKeepsThinkTags) {
-  Request req{.parse_output = false, .thinking = true};
+  OutputSpec req{.parse_output = false, .thinking = true};
   Generation g(*tok_, req);
   const Run r = feed(g, "a</think>b");
   EXPECT_EQ(joined(r.events, EventKind::kText), "a</think>b");
@@ -69,7 +69,7 @@ TEST_F(GenerationTest, RawModeKeepsThinkTags) {
 }
 
 TEST_F(GenerationTest, ToolCallBlockBecomesEventsAndEndsGeneration) {
-  Request req{.parse_output = true, .thinking = false, .tools = true};
+  OutputSpec req{.parse_output = true, .thinking = false, .tools = true};
   Generation g(*tok_, req);
   const std::string block = chat::encode_tool_calls(std::vector<chat::ToolCall>{
       {.name = "get_weather", .arguments_json = R"({"city":"Paris","days":3})"}});
@@ -96,7 +96,7 @@ TEST_F(GenerationTest, ToolCallBlockBecomesEventsAndEndsGeneration) {
 }
 
 TEST_F(GenerationTest, ToolIdsDiffer) {
-  Request req{.tools = true};
+  OutputSpec req{.tools = true};
   Generation a(*tok_, req), b(*tok_, req);
   const std::string block =
       chat::encode_tool_calls(std::vector<chat::ToolCall>{{.name = "f", .arguments_json = "{}"}});
@@ -112,7 +112,7 @@ TEST_F(GenerationTest, ToolIdsDiffer) {
 
 TEST_F(GenerationTest, DsmlStructureIsGreedyOnlyWithTools) {
   const std::string head = "ok\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f";
-  Request with{.tools = true}, without{.tools = false};
+  OutputSpec with{.tools = true}, without{.tools = false};
   Generation a(*tok_, with), b(*tok_, without);
   std::vector<Event> ev;
   for (TokenId id : tok_->encode(head, SpecialTokens::kRecognize)) {
@@ -123,5 +123,38 @@ TEST_F(GenerationTest, DsmlStructureIsGreedyOnlyWithTools) {
   EXPECT_FALSE(b.dsml_greedy());
 }
 
+// The loop the scheduler and the CLI run: the test hook's tokens come first whatever is sampled,
+// the draw turns greedy on DSML structure, EOS ends with kToolCalls after a call (kStop
+// before), and every taken token, EOS included, counts.
+TEST_F(GenerationTest, DrawAndTakeRunTheLoop) {
+  const std::string head = "ok\n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"f\">\n";
+  const std::string tail = "</｜DSML｜invoke>\n</｜DSML｜tool_calls>";
+  OutputSpec spec{.tools = true, .forced = tok_->encode(head, SpecialTokens::kRecognize)};
+  Generation g(*tok_, spec);
+  const SamplingParams base{.temperature = 0.7f};
+  const TokenId eos = tok_->special_ids().eos;
+  std::vector<Event> events;
+  for (size_t i = 0; i < spec.forced.size(); ++i) {
+    const Generation::Draw d = g.draw(base, 100);
+    ASSERT_TRUE(d.forced.has_value());
+    const Generation::Taken t = g.take(d, eos, &events);  // the sample is ignored
+    EXPECT_EQ(t.id, spec.forced[i]);
+    EXPECT_FALSE(t.end.has_value());
+  }
+  const Generation::Draw greedy = g.draw(base, 100);
+  EXPECT_FALSE(greedy.forced.has_value());
+  EXPECT_EQ(greedy.params.temperature, 0.0f);  // inside the invoke: structure
+  std::optional<FinishReason> end;
+  for (TokenId id : tok_->encode(tail, SpecialTokens::kRecognize)) {
+    end = g.take(g.draw(base, 100), id, &events).end;
+  }
+  EXPECT_EQ(end, FinishReason::kToolCalls);  // the block closed
+  EXPECT_EQ(g.tool_calls(), 1);
+  Generation plain(*tok_, OutputSpec{});
+  EXPECT_EQ(plain.draw(base, 100).params.temperature, 0.7f);
+  EXPECT_EQ(plain.take(plain.draw(base, 100), eos, &events).end, FinishReason::kStop);
+  EXPECT_EQ(plain.generated(), 1);
+}
+
 }  // namespace
-}  // namespace ds4::serve
+}  // namespace ds4::gen

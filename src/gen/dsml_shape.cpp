@@ -1,7 +1,7 @@
-// src/serve/dsml_shape.cpp: the forced tool-call block's byte automaton.
-#include "serve/dsml_shape.h"
+// src/gen/dsml_shape.cpp: the forced tool-call block's byte automaton.
+#include "gen/dsml_shape.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 constexpr std::string_view kBlockOpen = "\n\n<｜DSML｜tool_calls>\n";
@@ -160,4 +160,4 @@ std::string DsmlShape::completion() const {
   return out;
 }
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen

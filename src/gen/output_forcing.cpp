@@ -1,7 +1,7 @@
-// src/serve/output_forcing.cpp: forced tool-call structure and reasoning budgets.
-#include "serve/output_forcing.h"
+// src/gen/output_forcing.cpp: forced tool-call structure and reasoning budgets.
+#include "gen/output_forcing.h"
 
-namespace ds4::serve {
+namespace ds4::gen {
 namespace {
 
 using chat::kThinkEnd;
@@ -9,7 +9,7 @@ using chat::kThinkEnd;
 // parameter, which adds its attribute and closing tag (about ten tokens) to that close.
 constexpr int kCloseMargin = 16;
 
-bool forces_tools(const Request& r) {
+bool forces_tools(const OutputSpec& r) {
   // The test hook chooses the first tokens itself; a forced shape would fight it.
   return r.tools && r.parse_output && r.forced.empty() && r.tool_choice.mode != ToolMode::kAuto &&
          !r.tool_choice.names.empty();
@@ -17,15 +17,15 @@ bool forces_tools(const Request& r) {
 
 }  // namespace
 
-OutputForcing::OutputForcing(const Tokenizer& tok, const Request& request)
+OutputForcing::OutputForcing(const Tokenizer& tok, const OutputSpec& spec)
     : tok_(&tok),
-      force_tools_(forces_tools(request)),
-      budget_(request.thinking ? request.reasoning_budget : 0),
-      phase_(request.thinking ? Phase::kReasoning
-             : force_tools_   ? Phase::kBlock
-                              : Phase::kFree),
-      shape_(request.tool_choice.names,
-             request.tool_choice.mode == ToolMode::kNamed || request.tool_choice.one_call),
+      force_tools_(forces_tools(spec)),
+      budget_(spec.thinking ? spec.reasoning_budget : 0),
+      phase_(spec.thinking  ? Phase::kReasoning
+             : force_tools_ ? Phase::kBlock
+                            : Phase::kFree),
+      shape_(spec.tool_choice.names,
+             spec.tool_choice.mode == ToolMode::kNamed || spec.tool_choice.one_call),
       reasoning_(chat::DsmlOptions{.thinking = true, .tool_calls = false}) {}
 
 void OutputForcing::queue(std::string_view text) {
@@ -106,4 +106,4 @@ void OutputForcing::taken(TokenId id) {
   }
 }
 
-}  // namespace ds4::serve
+}  // namespace ds4::gen
