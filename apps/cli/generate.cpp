@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli.h"
+#include "gen/generation.h"
 
 namespace ds4::cli {
 namespace {
@@ -47,43 +48,28 @@ Result<std::vector<TokenId>> oneshot_prompt(const Tokenizer& tok, const CliOptio
   return tok.encode(rendered, SpecialTokens::kRecognize);
 }
 
-TextSink::TextSink(const Tokenizer& tok, bool thinking, FILE* out)
-    : decoder_(tok),
-      parser_(chat::OutputParserOptions{.thinking = thinking, .parse_tool_calls = false}),
-      out_(out),
-      color_(isatty(fileno(out)) != 0) {}
+TextSink::TextSink(bool thinking, FILE* out)
+    : thinking_(thinking), out_(out), color_(isatty(fileno(out)) != 0) {}
 
-void TextSink::show(const chat::OutputEvent& e) {
-  if (e.kind == chat::OutputEventKind::kReasoning) {
-    if (!in_reasoning_ && color_) std::fputs(kGrey, out_);
-    in_reasoning_ = saw_reasoning_ = true;
-    std::fwrite(e.text.data(), 1, e.text.size(), out_);
-  } else if (e.kind == chat::OutputEventKind::kText) {
-    if (in_reasoning_) {
-      if (color_) std::fputs(kReset, out_);
-      std::fputc('\n', out_);  // a newline always follows the end of thinking
-      in_reasoning_ = false;
+void TextSink::show(const std::vector<gen::Event>& events) {
+  for (const gen::Event& e : events) {
+    if (e.kind == gen::EventKind::kReasoning) {
+      if (!in_reasoning_ && color_) std::fputs(kGrey, out_);
+      in_reasoning_ = true;
+      std::fwrite(e.text.data(), 1, e.text.size(), out_);
+    } else if (e.kind == gen::EventKind::kText) {
+      if (in_reasoning_) {
+        if (color_) std::fputs(kReset, out_);
+        std::fputc('\n', out_);  // a newline always follows the end of thinking
+        in_reasoning_ = false;
+      }
+      std::fwrite(e.text.data(), 1, e.text.size(), out_);
     }
-    std::fwrite(e.text.data(), 1, e.text.size(), out_);
   }
-}
-
-void TextSink::push(TokenId id) {
-  const std::string bytes = decoder_.push(id);
-  text_ += bytes;
-  std::vector<chat::OutputEvent> events;
-  parser_.feed(bytes, &events);
-  for (const auto& e : events) show(e);
   std::fflush(out_);
 }
 
 void TextSink::finish() {
-  const std::string rest = decoder_.flush();
-  text_ += rest;
-  std::vector<chat::OutputEvent> events;
-  parser_.feed(rest, &events);
-  parser_.finish(&events);
-  for (const auto& e : events) show(e);
   if (in_reasoning_ && color_) std::fputs(kReset, out_);
   in_reasoning_ = false;
   std::fputc('\n', out_);
@@ -108,30 +94,39 @@ Result<TurnStats> generate(Session& s, const Tokenizer& tok, std::span<const Tok
   DS4_ASSIGN_OR_RETURN(EvalStats st, s.sync(prompt));
   t.prefill_seconds = seconds_since(t0);
   t.evaluated = st.evaluated;
-  const TokenId eos = tok.special_ids().eos;
   // Leave one slot so the turn can still be closed with an EOS in a chat transcript.
   const int room = s.n_ctx() - s.n_tokens() - 2;
   const int limit = std::max(0, std::min(max_tokens, room));
   t0 = std::chrono::steady_clock::now();
   t.stop = StopReason::kLength;
+  // The server's generation core: the CLI parses no tool calls and has no stop strings, so only
+  // EOS ends the output before the limit.
+  gen::Generation g(tok, gen::OutputSpec{.thinking = sink.thinking()});
+  std::vector<gen::Event> events;
   for (int i = 0; i < limit; ++i) {
     if (interrupt_flag().exchange(false)) {
       t.stop = StopReason::kInterrupt;
       break;
     }
-    const TokenId id = s.sample(sampling, rng);
-    t.tokens.push_back(id);
-    if (id == eos) {
+    const gen::Generation::Draw d = g.draw(sampling, limit - i);
+    const TokenId sampled = d.forced ? *d.forced : s.sample(d.params, rng);
+    events.clear();
+    const gen::Generation::Taken taken = g.take(d, sampled, &events);
+    t.tokens.push_back(taken.id);
+    sink.show(events);
+    if (taken.end) {
       t.stop = StopReason::kEos;
       break;
     }
-    sink.push(id);
-    DS4_TRY(s.eval(id));
+    DS4_TRY(s.eval(taken.id));
   }
   t.gen_seconds = seconds_since(t0);
   t.generated = static_cast<int>(t.tokens.size());
+  events.clear();
+  g.finish(&events);
+  sink.show(events);
   sink.finish();
-  t.text = sink.text();
+  t.text = g.raw();
   return t;
 }
 

@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   ds4::cli::install_interrupt_handler();
   ds4::Rng rng(o.sampling.seed);
   ds4::cli::TextSink sink(
-      *tok, ds4::chat::effective_think_mode(o.think, o.ctx) != ds4::chat::ThinkMode::kNone, stdout);
+      ds4::chat::effective_think_mode(o.think, o.ctx) != ds4::chat::ThinkMode::kNone, stdout);
   auto r = ds4::cli::generate(**session, *tok, *prompt_tokens, o.n_predict, o.sampling, rng, sink);
   if (!r.is_ok()) {
     std::fprintf(stderr, "ds4: %s\n", r.status().message().c_str());

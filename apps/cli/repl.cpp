@@ -65,7 +65,7 @@ class Conversation {
     const size_t before = transcript_.size();
     tok_.encode_append(std::string_view(full).substr(head.size()), SpecialTokens::kRecognize,
                        &transcript_);
-    TextSink sink(tok_, mode() != chat::ThinkMode::kNone, stdout);
+    TextSink sink(mode() != chat::ThinkMode::kNone, stdout);
     auto r = generate(*session_, tok_, transcript_, o_.n_predict, o_.sampling, rng, sink);
     if (!r.is_ok()) {
       transcript_.resize(before);
