@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/run_options.h"
 #include "ds4/engine.h"
 #include "ds4/sampling.h"
 #include "ds4/session.h"
@@ -28,18 +29,16 @@ constexpr int kUsageError = 2;
 constexpr int kRunError = 1;
 
 struct BenchOptions {
-  std::string model = "ds4flash.gguf";
-  std::string backend = "cpu";
-  int threads = 0;
+  // Model, backend, threads, prefill chunk and the session context (0 here: ctx_max +
+  // gen_tokens + 1).
+  ds4::app::RunOptions run{.ctx = 0};
   std::string prompt_file;
   int ctx_start = 2048;
   int ctx_max = 32768;
   int step_incr = 2048;
   double step_mul = 1.0;
   int gen_tokens = 128;
-  int prefill_chunk = ds4::SessionOptions{}.prefill_chunk;
   std::string csv;  // empty: stdout
-  int ctx = 0;      // 0: ctx_max + gen_tokens + 1
   bool print_probe = false;
   bool op_times = false;      // print the host time spent in each backend op while generating
   std::string repeat_op;      // a backend op whose work every call issues twice (diagnostics)
@@ -225,11 +224,11 @@ void print_summary(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   BenchOptions o;
   CLI::App app{"ds4-bench: prefill and generation speed as the context grows (CSV per frontier)"};
-  app.add_option("-m,--model", o.model, "model GGUF")->capture_default_str();
-  app.add_option("--backend", o.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("-t,--threads", o.threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
+  ds4::app::RunFlags run_flags(app, o.run,
+                               ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk,
+                               "session context (0: ctx-max + gen-tokens + 1)");
+  // The ds4 engine's name for --ctx.
+  app.add_option("--ctx-alloc", o.run.ctx, "same as --ctx")->check(CLI::Range(2, 1048576));
   app.add_option("--prompt-file", o.prompt_file,
                  "text to benchmark on (tokenized as plain text, repeated up to --ctx-max)")
       ->required();
@@ -248,13 +247,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--gen-tokens,--tokens", o.gen_tokens, "greedy tokens decoded at each frontier")
       ->check(CLI::Range(1, 1048576))
       ->capture_default_str();
-  app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per prefill batch")
-      ->check(CLI::Range(1, 65536))
-      ->capture_default_str();
   app.add_option("--csv", o.csv, "write the CSV here (default: stdout)");
-  app.add_option("-c,--ctx,--ctx-alloc", o.ctx,
-                 "session context (default: ctx-max + gen-tokens + 1)")
-      ->check(CLI::Range(2, 1048576));
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
   app.add_flag("--op-times", o.op_times,
                "print the host time per generated token in each backend op (stderr)");
@@ -277,30 +270,31 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
+  if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
   if (o.ctx_start > o.ctx_max) {
     return usage_error("--ctx-start " + std::to_string(o.ctx_start) + " is above --ctx-max " +
                        std::to_string(o.ctx_max));
   }
   if (!o.sessions.empty()) o.ctx_max = o.ctx_start;  // every session sits at ctx_start
   const int64_t needed = int64_t{o.ctx_max} + o.gen_tokens + 1;
-  if (o.ctx == 0) {
+  if (o.run.ctx == 0) {
     if (needed > 1048576) return usage_error("--ctx-max + --gen-tokens exceed 1048575 tokens");
-    o.ctx = static_cast<int>(needed);
+    o.run.ctx = static_cast<int>(needed);
   }
-  if (o.ctx < needed) {
-    return usage_error("--ctx " + std::to_string(o.ctx) +
+  if (o.run.ctx < needed) {
+    return usage_error("--ctx " + std::to_string(o.run.ctx) +
                        " must exceed --ctx-max + --gen-tokens (" + std::to_string(needed - 1) +
                        ")");
   }
   std::ifstream pf(o.prompt_file, std::ios::binary);
   if (!pf) return usage_error("cannot read prompt file '" + o.prompt_file + "'");
   const std::string text((std::istreambuf_iterator<char>(pf)), {});
-  if (!std::filesystem::exists(o.model)) {
-    return usage_error("model file '" + o.model +
+  if (!std::filesystem::exists(o.run.model)) {
+    return usage_error("model file '" + o.run.model +
                        "' not found: get one with scripts/download_model.sh q2-imatrix");
   }
 
-  auto tok = ds4::Tokenizer::open(o.model);
+  auto tok = ds4::Tokenizer::open(o.run.model);
   if (!tok.is_ok()) return usage_error(tok.status().message());
   if (tok->special_ids().bos < 0) return usage_error("the model's vocabulary has no BOS token");
   int text_tokens = 0;
@@ -312,10 +306,7 @@ int main(int argc, char** argv) {
       bench_tokens(*tok, text, static_cast<int>(span_tokens), &text_tokens);
   if (text_tokens == 0) return usage_error("prompt file '" + o.prompt_file + "' has no text");
 
-  ds4::EngineOptions eo;
-  eo.model_path = o.model;
-  eo.backend = o.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
-  eo.threads = o.threads;
+  ds4::EngineOptions eo = ds4::app::engine_options(o.run);
   eo.profile_ops = o.op_times;
   eo.repeat_op = o.repeat_op;
   auto engine = ds4::Engine::open(eo);
@@ -327,8 +318,8 @@ int main(int argc, char** argv) {
     mo.position = o.ctx_start;
     mo.stride = o.stride;
     mo.gen_tokens = o.gen_tokens;
-    mo.ctx = o.ctx;
-    mo.prefill_chunk = o.prefill_chunk;
+    mo.ctx = o.run.ctx;
+    mo.prefill_chunk = o.run.prefill_chunk;
     mo.op_times = o.op_times;
     mo.fail = run_error;
     FILE* out = open_csv(o.csv);
@@ -338,7 +329,7 @@ int main(int argc, char** argv) {
         out, o.csv,
         ds4bench::run_sessions(e, body, tok->special_ids().bos, tok->special_ids().eos, mo, out));
   }
-  auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});
+  auto session = e.create_session({.n_ctx = o.run.ctx, .prefill_chunk = o.run.prefill_chunk});
   if (!session.is_ok()) return usage_error(session.status().message());
 
   FILE* csv = open_csv(o.csv);
@@ -346,18 +337,18 @@ int main(int argc, char** argv) {
   std::fprintf(csv,
                "# model=%s backend=%s shape=%s ctx=%d state_bytes=%" PRIu64
                " bytes_per_token=%.1f prompt_tokens=%d gen_tokens=%d prefill_chunk=%d\n",
-               o.model.c_str(), o.backend.c_str(), e.info().shape.c_str(), o.ctx,
-               e.session_bytes(o.ctx), e.bytes_per_token(), text_tokens + 1, o.gen_tokens,
-               o.prefill_chunk);
+               o.run.model.c_str(), o.run.backend.c_str(), e.info().shape.c_str(), o.run.ctx,
+               e.session_bytes(o.run.ctx), e.bytes_per_token(), text_tokens + 1, o.gen_tokens,
+               o.run.prefill_chunk);
   std::fprintf(csv,
                "frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes,"
                "snapshot_s,restore_s\n");
   std::fflush(csv);
   std::fprintf(stderr,
                "ds4-bench: %s (%s, %s): prompt %d tokens%s, session ctx %d (%.1f MiB KV state)\n",
-               o.model.c_str(), e.info().shape.c_str(), o.backend.c_str(), text_tokens + 1,
-               text_tokens + 1 < o.ctx_max ? " (repeated up to --ctx-max)" : "", o.ctx,
-               e.session_bytes(o.ctx) / 1048576.0);
+               o.run.model.c_str(), e.info().shape.c_str(), o.run.backend.c_str(), text_tokens + 1,
+               text_tokens + 1 < o.ctx_max ? " (repeated up to --ctx-max)" : "", o.run.ctx,
+               e.session_bytes(o.run.ctx) / 1048576.0);
 
   std::vector<Row> rows;
   const int rc =

@@ -1,5 +1,6 @@
 // apps/cli/cli.h: the `ds4` command line program -- options and the pieces main.cpp wires.
-// Owns: CliOptions (every flag, declared once in main.cpp with its help text), prompt building,
+// Owns: CliOptions (the shared run options of apps/common/run_options.h and the CLI's own flags,
+// each declared once in main.cpp with its help text), prompt building,
 // streamed generation with thinking display, the diagnostic dumps, the REPL.
 // Does not own: the model (ds4::Engine) or prompt rendering rules (ds4::chat).
 #pragma once
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/run_options.h"
 #include "ds4/chat.h"
 #include "ds4/engine.h"
 #include "ds4/sampling.h"
@@ -22,17 +24,10 @@ namespace ds4::cli {
 inline constexpr const char* kDefaultSystem = "You are a helpful assistant";
 
 struct CliOptions {
-  std::string model = "ds4flash.gguf";
+  app::RunOptions run;  // model, backend, threads, ctx, prefill chunk, sampling, template, think
   std::optional<std::string> prompt;  // -p TEXT or the contents of --prompt-file
   std::string system = kDefaultSystem;
   int n_predict = 50000;
-  int ctx = 32768;
-  int prefill_chunk = SessionOptions{}.prefill_chunk;
-  SamplingParams sampling{
-      .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
-  chat::ThinkMode think = chat::ThinkMode::kHigh;
-  std::string backend = "cpu";
-  int threads = 0;
   bool dump_tokens = false;
   std::string dump_logprobs;
   std::string dump_logits;

@@ -114,8 +114,8 @@ Status dump_logits(Engine& e, Session& s, const Tokenizer& tok, std::span<const 
   const auto logits = s.logits();
   const TokenId best = argmax(logits);
   std::string j =
-      "{\"source\":\"ds4\",\"model\":" + json_bytes_string(o.model) + ",\"backend\":\"" +
-      o.backend + "\",\"quant_bits\":" + std::to_string(e.info().expert_bits) +
+      "{\"source\":\"ds4\",\"model\":" + json_bytes_string(o.run.model) + ",\"backend\":\"" +
+      o.run.backend + "\",\"quant_bits\":" + std::to_string(e.info().expert_bits) +
       ",\"prompt_tokens\":" + std::to_string(prompt.size()) +
       ",\"ctx\":" + std::to_string(s.n_ctx()) + ",\"vocab\":" + std::to_string(logits.size()) +
       ",\"argmax_token\":" + token_json(tok, best) + ",\"argmax_logit\":" + number(logits[best]) +

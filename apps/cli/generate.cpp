@@ -42,9 +42,9 @@ Result<std::vector<TokenId>> oneshot_prompt(const Tokenizer& tok, const CliOptio
   if (!o.system.empty()) msgs.push_back({.role = chat::Role::kSystem, .content = o.system});
   msgs.push_back({.role = chat::Role::kUser, .content = text});
   chat::RenderOptions ro;
-  ro.think = chat::effective_think_mode(o.think, o.ctx);
-  ro.context_size = o.ctx;
-  DS4_ASSIGN_OR_RETURN(std::string rendered, chat::render(msgs, ro));
+  ro.think = chat::effective_think_mode(o.run.think, o.run.ctx);
+  ro.context_size = o.run.ctx;
+  DS4_ASSIGN_OR_RETURN(std::string rendered, chat::render(msgs, ro, o.run.chat_template));
   return tok.encode(rendered, SpecialTokens::kRecognize);
 }
 

@@ -32,43 +32,18 @@ std::vector<std::string> normalise_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   CliOptions o;
   std::string prompt, prompt_file;
-  bool think = false, nothink = false, think_max = false;
-  double seed = -1;
   CLI::App app{"ds4: chat with DeepSeek V4 (one-shot with -p, interactive otherwise)"};
-  app.add_option("-m,--model", o.model, "model GGUF")->capture_default_str();
+  namespace app_opts = ds4::app;
+  app_opts::RunFlags run_flags(app, o.run,
+                               app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
+                                   app_opts::kSampling | app_opts::kChatTemplate |
+                                   app_opts::kThink);
   auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text: generate once and exit");
   auto* pf_opt = app.add_option("--prompt-file", prompt_file, "read the prompt from a file");
   p_opt->excludes(pf_opt);
   app.add_option("--system", o.system, "system prompt (-sys; empty: none)")->capture_default_str();
   app.add_option("-n,--tokens", o.n_predict, "tokens to generate at most")
       ->check(CLI::Range(0, 1 << 30))
-      ->capture_default_str();
-  app.add_option("-c,--ctx", o.ctx, "context size in tokens")
-      ->check(CLI::Range(2, 1048576))
-      ->capture_default_str();
-  app.add_option("--temp", o.sampling.temperature, "temperature (0: greedy)")
-      ->check(CLI::Range(0.0, 100.0))
-      ->capture_default_str();
-  app.add_option("--top-k", o.sampling.top_k, "keep the K most likely tokens (0: all)")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--top-p", o.sampling.top_p, "nucleus sampling mass")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--min-p", o.sampling.min_p, "drop tokens below this fraction of the best")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  app.add_option("--seed", seed, "random seed (default: from the clock)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--think", think, "think before answering (default)");
-  app.add_flag("--nothink", nothink, "answer without thinking");
-  app.add_flag("--think-max", think_max, "maximum effort (needs --ctx >= 393216)");
-  app.add_option("--backend", o.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("-t,--threads", o.threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
-  app.add_option("--prefill-chunk", o.prefill_chunk, "tokens per prefill batch")
-      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_flag("--dump-tokens", o.dump_tokens, "print the prompt's tokens as written and exit");
   app.add_option("--dump-logprobs", o.dump_logprobs,
@@ -87,14 +62,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
-  if (think + nothink + think_max > 1)
-    return usage_error("choose one of --think, --nothink, --think-max");
-  if (nothink) o.think = ds4::chat::ThinkMode::kNone;
-  if (think_max) o.think = ds4::chat::ThinkMode::kMax;
-  o.sampling.seed =
-      seed >= 0
-          ? static_cast<uint64_t>(seed)
-          : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
   if (*p_opt) o.prompt = prompt;
   if (*pf_opt) {
     std::ifstream f(prompt_file, std::ios::binary);
@@ -103,35 +71,31 @@ int main(int argc, char** argv) {
   }
   const bool dumping = !o.dump_logprobs.empty() || !o.dump_logits.empty();
   if ((o.dump_tokens || dumping) && !o.prompt) return usage_error("the dump options need a prompt");
-  if (!std::filesystem::exists(o.model)) {
-    return usage_error("model file '" + o.model +
+  if (!std::filesystem::exists(o.run.model)) {
+    return usage_error("model file '" + o.run.model +
                        "' not found: get one with scripts/download_model.sh q2-imatrix, or run "
                        "`make run` for the built-in test model");
   }
-  auto tok = ds4::Tokenizer::open(o.model);
+  auto tok = ds4::Tokenizer::open(o.run.model);
   if (!tok.is_ok()) return usage_error(tok.status().message());
   if (o.dump_tokens) return ds4::cli::dump_tokens(*tok, *o.prompt);
-  if (o.think == ds4::chat::ThinkMode::kMax && o.ctx < ds4::chat::kThinkMaxMinContext) {
+  if (o.run.think == ds4::chat::ThinkMode::kMax && o.run.ctx < ds4::chat::kThinkMaxMinContext) {
     std::fprintf(stderr, "ds4: --think-max needs --ctx >= %lld; thinking at high effort\n",
                  static_cast<long long>(ds4::chat::kThinkMaxMinContext));
   }
 
-  ds4::EngineOptions eo;
-  eo.model_path = o.model;
-  eo.backend = o.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
-  eo.threads = o.threads;
-  auto engine = ds4::Engine::open(eo);
+  auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
   if (!o.prompt) return ds4::cli::run_repl(e, *tok, o);
 
-  auto session = e.create_session({.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk});
+  auto session = e.create_session(ds4::app::session_options(o.run));
   if (!session.is_ok()) return usage_error(session.status().message());
   auto prompt_tokens = ds4::cli::oneshot_prompt(*tok, o);
   if (!prompt_tokens.is_ok()) return usage_error(prompt_tokens.status().message());
-  if (prompt_tokens->size() >= static_cast<size_t>(o.ctx)) {
+  if (prompt_tokens->size() >= static_cast<size_t>(o.run.ctx)) {
     return usage_error("the prompt has " + std::to_string(prompt_tokens->size()) +
-                       " tokens; --ctx " + std::to_string(o.ctx) + " cannot hold it");
+                       " tokens; --ctx " + std::to_string(o.run.ctx) + " cannot hold it");
   }
   // The logits first: the prompt is then evaluated once for both dumps (the continuation extends
   // the session, and logits taken after it would evaluate the prompt again from position 0).
@@ -145,10 +109,12 @@ int main(int argc, char** argv) {
     return st.is_ok() ? 0 : 1;
   }
   ds4::cli::install_interrupt_handler();
-  ds4::Rng rng(o.sampling.seed);
+  ds4::Rng rng(o.run.sampling.seed);
   ds4::cli::TextSink sink(
-      ds4::chat::effective_think_mode(o.think, o.ctx) != ds4::chat::ThinkMode::kNone, stdout);
-  auto r = ds4::cli::generate(**session, *tok, *prompt_tokens, o.n_predict, o.sampling, rng, sink);
+      ds4::chat::effective_think_mode(o.run.think, o.run.ctx) != ds4::chat::ThinkMode::kNone,
+      stdout);
+  auto r =
+      ds4::cli::generate(**session, *tok, *prompt_tokens, o.n_predict, o.run.sampling, rng, sink);
   if (!r.is_ok()) {
     std::fprintf(stderr, "ds4: %s\n", r.status().message().c_str());
     return 1;

@@ -37,16 +37,15 @@ class Conversation {
   Conversation(Engine& e, const Tokenizer& tok, CliOptions& o) : e_(e), tok_(tok), o_(o) {}
 
   Status open_session() {
-    DS4_ASSIGN_OR_RETURN(session_,
-                         e_.create_session({.n_ctx = o_.ctx, .prefill_chunk = o_.prefill_chunk}));
-    std::fprintf(stderr, "ds4: context %d tokens, KV state %.1f MiB\n", o_.ctx,
+    DS4_ASSIGN_OR_RETURN(session_, e_.create_session(app::session_options(o_.run)));
+    std::fprintf(stderr, "ds4: context %d tokens, KV state %.1f MiB\n", o_.run.ctx,
                  static_cast<double>(session_->state_bytes()) / (1 << 20));
     return Status::ok();
   }
 
   // Re-renders the header for the current mode and swaps it into the transcript.
   Status set_mode(chat::ThinkMode m) {
-    o_.think = m;
+    o_.run.think = m;
     DS4_ASSIGN_OR_RETURN(std::string h, render({}, false));
     std::vector<TokenId> header = tok_.encode(h, SpecialTokens::kRecognize);
     std::vector<TokenId> rest(transcript_.begin() + header_len_, transcript_.end());
@@ -66,7 +65,7 @@ class Conversation {
     tok_.encode_append(std::string_view(full).substr(head.size()), SpecialTokens::kRecognize,
                        &transcript_);
     TextSink sink(mode() != chat::ThinkMode::kNone, stdout);
-    auto r = generate(*session_, tok_, transcript_, o_.n_predict, o_.sampling, rng, sink);
+    auto r = generate(*session_, tok_, transcript_, o_.n_predict, o_.run.sampling, rng, sink);
     if (!r.is_ok()) {
       transcript_.resize(before);
       return r.status();
@@ -97,11 +96,11 @@ class Conversation {
 
   Status start() {
     DS4_TRY(open_session());
-    return set_mode(o_.think);
+    return set_mode(o_.run.think);
   }
 
  private:
-  chat::ThinkMode mode() const { return chat::effective_think_mode(o_.think, o_.ctx); }
+  chat::ThinkMode mode() const { return chat::effective_think_mode(o_.run.think, o_.run.ctx); }
 
   Result<std::string> render(const std::string& user, bool with_user) {
     std::vector<chat::Message> msgs;
@@ -109,9 +108,9 @@ class Conversation {
     if (with_user) msgs.push_back({.role = chat::Role::kUser, .content = user});
     chat::RenderOptions ro;
     ro.think = mode();
-    ro.context_size = o_.ctx;
+    ro.context_size = o_.run.ctx;
     ro.add_generation_prompt = with_user;
-    return chat::render(msgs, ro);
+    return chat::render(msgs, ro, o_.run.chat_template);
   }
 
   Engine& e_;
@@ -185,7 +184,7 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
   std::fputs(kHelp, stdout);
   LineInput input(history_path());
   install_interrupt_handler();
-  Rng rng(o.sampling.seed);
+  Rng rng(o.run.sampling.seed);
   int n_turn = 0;
   for (;;) {
     interrupt_flag().store(false);
@@ -211,7 +210,7 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
       report(conv.set_mode(cmd == "/think" ? chat::ThinkMode::kHigh : chat::ThinkMode::kNone));
       std::printf("mode: %s\n", cmd == "/think" ? "thinking" : "no thinking");
     } else if (cmd == "/think-max") {
-      if (o.ctx < chat::kThinkMaxMinContext) {
+      if (o.run.ctx < chat::kThinkMaxMinContext) {
         std::printf("mode: high (ctx below %lld; use /ctx %lld first)\n",
                     static_cast<long long>(chat::kThinkMaxMinContext),
                     static_cast<long long>(chat::kThinkMaxMinContext));
@@ -226,9 +225,9 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
         std::printf("usage: /ctx N with 2 <= N <= %d\n", e.info().n_ctx_max);
         continue;
       }
-      o.ctx = static_cast<int>(n);
+      o.run.ctx = static_cast<int>(n);
       report(conv.open_session());
-      report(conv.set_mode(o.think));
+      report(conv.set_mode(o.run.think));
     } else if (cmd == "/read") {
       std::ifstream f(arg, std::ios::binary);
       if (!f) {

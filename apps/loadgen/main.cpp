@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/common/run_options.h"
 #include "apps/loadgen/stream_client.h"
 
 namespace {
@@ -64,7 +65,10 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-chars", prompt_chars, "characters per prompt")
       ->check(CLI::Range(1, 1 << 26))
       ->capture_default_str();
-  app.add_flag("--thinking", base.thinking, "thinking mode (default: deepseek-chat, no reasoning)");
+  // The think mode, as every program declares it (apps/common/run_options.h); no thinking unless
+  // asked for (deepseek-chat semantics).
+  ds4::app::RunOptions run{.think = ds4::chat::ThinkMode::kNone};
+  ds4::app::RunFlags run_flags(app, run, ds4::app::kThink);
   app.add_option("--timeout", base.timeout_s, "seconds a request may take")->capture_default_str();
   app.add_option("--csv", csv_path, "per-request CSV (default: none)");
   try {
@@ -75,6 +79,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ds4-loadgen: %s\n", e.what());
     return 2;
   }
+  if (const std::string err = run_flags.finish(); !err.empty()) {
+    std::fprintf(stderr, "ds4-loadgen: %s\n", err.c_str());
+    return 2;
+  }
+  base.thinking = run.think != ds4::chat::ThinkMode::kNone;
+  if (run.think == ds4::chat::ThinkMode::kMax) base.reasoning_effort = "max";
   std::ifstream in(prompt_file, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "ds4-loadgen: cannot read prompt file '%s'\n", prompt_file.c_str());

@@ -83,13 +83,14 @@ class SseReader {
 
 StreamResult run_stream(const StreamRequest& r) {
   StreamResult out;
-  const nlohmann::json body = {
+  nlohmann::json body = {
       {"model", r.thinking ? r.model : std::string("deepseek-chat")},
       {"messages", {{{"role", "user"}, {"content", r.prompt}}}},
       {"max_tokens", r.max_tokens},
       {"stream", true},
       {"stream_options", {{"include_usage", true}}},
   };
+  if (r.thinking && !r.reasoning_effort.empty()) body["reasoning_effort"] = r.reasoning_effort;
   httplib::Client cli(r.host, r.port);
   cli.set_read_timeout(r.timeout_s, 0);
   cli.set_connection_timeout(10, 0);

@@ -31,6 +31,7 @@ struct StreamRequest {
   std::string prompt;
   int max_tokens = 256;
   bool thinking = false;  // false: "deepseek-chat" semantics (no reasoning) via thinking=disabled
+  std::string reasoning_effort;  // thinking: "max" for the maximum effort, "" for the default
   int timeout_s = 600;
 };
 

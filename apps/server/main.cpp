@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "api/openai_request.h"
+#include "apps/common/run_options.h"
 #include "ds4/chat.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
@@ -34,14 +35,13 @@ int fatal(const std::string& msg) {
   return 1;
 }
 
+// The server's smallest context per session: a rendered chat prompt with its reply.
+constexpr int kMinServerCtx = 16;
+
 struct Flags {
-  std::string model = "ds4flash.gguf";
+  ds4::app::RunOptions run;  // model, backend, threads, ctx, prefill chunk, chat template
   std::string host = "127.0.0.1";
   int port = 8000;
-  int ctx = 32768;
-  std::string backend = "cpu";
-  int threads = 0;
-  int prefill_chunk = ds4::SessionOptions{}.prefill_chunk;
   int parallel = 0;  // 0: from free memory and --ctx (serve/pool_size.h)
   int batch_tokens = ds4::serve::kDefaultBatchTokens;
   bool cors = false;
@@ -52,7 +52,6 @@ struct Flags {
   int max_queue = 32;
   size_t max_body = 64u << 20;
   std::vector<std::string> forced_output;
-  std::string chat_template = ds4::chat::to_string(ds4::chat::Template::kOfficial);
   // Disk KV cache (features.md §3.4; docs/kvcache.md).
   std::string kv_disk_dir;
   uint64_t kv_disk_space_mb = 8192;
@@ -71,22 +70,13 @@ std::string model_name(const std::string& shape) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"ds4-server: OpenAI-compatible HTTP server for DeepSeek V4 (docs/server.md)"};
-  app.add_option("-m,--model", f.model, "model GGUF")->capture_default_str();
+  ds4::app::RunFlags run_flags(
+      app, f.run,
+      ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk | ds4::app::kChatTemplate,
+      "context size in tokens, per session");
   app.add_option("--host", f.host, "address to bind (0.0.0.0 for the LAN)")->capture_default_str();
   app.add_option("--port", f.port, "TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("-c,--ctx", f.ctx, "context size in tokens, per session")
-      ->check(CLI::Range(16, 1048576))
-      ->capture_default_str();
-  app.add_option("--backend", f.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("-t,--threads", f.threads, "CPU threads (0: all)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--prefill-chunk", f.prefill_chunk, "prompt tokens of one request per step")
-      ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_option("--parallel", f.parallel,
                  "live sessions (requests running at once); 0: as many as half the free memory "
@@ -102,16 +92,6 @@ int main(int argc, char** argv) {
                "add Access-Control-Allow-* headers to every response (default: off)");
   app.add_option("--api-key", f.api_key,
                  "require 'Authorization: Bearer KEY' on /v1/* (default: none)");
-  app.add_option("--chat-template", f.chat_template,
-                 "prompt format: official (DeepSeek's encoder) or ds4 (the ds4 engine's server, "
-                 "byte for byte: to share its disk KV cache files or its prompts)")
-      ->check(CLI::Validator(
-          [](std::string& name) {
-            auto t = ds4::chat::template_from_string(name);
-            return t.is_ok() ? std::string() : t.status().message();
-          },
-          "{official,ds4}"))
-      ->capture_default_str();
   app.add_option("--trace", f.trace, "write one JSON line per request to FILE (default: none)");
   app.add_option("--tool-memory-max-ids", f.tool_memory_max_ids,
                  "tool-call ids whose exact DSML is remembered")
@@ -167,14 +147,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
-  const ds4::chat::Template chat_template = *ds4::chat::template_from_string(f.chat_template);
+  if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
+  if (f.run.ctx < kMinServerCtx) {
+    return usage_error("--ctx " + std::to_string(f.run.ctx) + " is below " +
+                       std::to_string(kMinServerCtx) + " tokens");
+  }
+  const ds4::chat::Template chat_template = f.run.chat_template;
   if (!f.kv_disk_dir.empty()) {
     if (const ds4::Status st = ds4::serve::validate(f.kv); !st.is_ok()) {
       return usage_error(st.message());
     }
   }
-  if (!std::filesystem::exists(f.model)) {
-    return usage_error("model file '" + f.model +
+  if (!std::filesystem::exists(f.run.model)) {
+    return usage_error("model file '" + f.run.model +
                        "' not found: get one with scripts/download_model.sh q2-imatrix");
   }
 
@@ -189,17 +174,13 @@ int main(int argc, char** argv) {
   // on) instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
 
-  auto tok = ds4::Tokenizer::open(f.model);
+  auto tok = ds4::Tokenizer::open(f.run.model);
   if (!tok.is_ok()) return fatal(tok.status().to_string());
-  ds4::EngineOptions eo{
-      .model_path = f.model,
-      .backend = f.backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu,
-      .threads = f.threads};
-  auto engine = ds4::Engine::open(eo);
+  auto engine = ds4::Engine::open(ds4::app::engine_options(f.run));
   if (!engine.is_ok()) return fatal(engine.status().to_string());
   const std::string shape = (*engine)->info().shape;
   // The session pool: --ctx tokens of KV state per session (docs/server.md, "Memory").
-  const ds4::serve::PoolSizing pool = ds4::serve::size_pool(**engine, f.ctx);
+  const ds4::serve::PoolSizing pool = ds4::serve::size_pool(**engine, f.run.ctx);
   const int parallel = f.parallel != 0 ? f.parallel : pool.sessions;
   if (f.batch_tokens < parallel) {
     return usage_error("--batch-tokens " + std::to_string(f.batch_tokens) +
@@ -209,7 +190,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "ds4-server: %d sessions of %d tokens (%s): %.1f MiB of KV state each, %.1f MiB "
                "in all; steps of up to %d tokens\n",
-               parallel, f.ctx, f.parallel != 0 ? "--parallel" : pool.reason.c_str(),
+               parallel, f.run.ctx, f.parallel != 0 ? "--parallel" : pool.reason.c_str(),
                static_cast<double>(pool.session_bytes) / (1 << 20),
                static_cast<double>(pool.session_bytes) * parallel / (1 << 20), f.batch_tokens);
   // Exact DSML replay (features.md §2.4); without it earlier tool calls render canonically.
@@ -226,7 +207,7 @@ int main(int argc, char** argv) {
         .dir = f.kv_disk_dir,
         .budget_bytes = f.kv_disk_space_mb << 20,
         .query = {.min_tokens = static_cast<uint32_t>(f.kv.min_tokens),
-                  .n_ctx = static_cast<uint32_t>(f.ctx),
+                  .n_ctx = static_cast<uint32_t>(f.run.ctx),
                   .quant_bits = static_cast<uint8_t>(info.expert_bits),
                   .strict_quant = f.kv_reject_different_quant,
                   .model = shape == "pro" ? ds4::kv::KvcModel::kPro : ds4::kv::KvcModel::kFlash},
@@ -240,8 +221,8 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(f.kv_disk_space_mb));
   }
   auto scheduler = ds4::serve::Scheduler::start(std::move(*engine), *tok,
-                                                {.n_ctx = f.ctx,
-                                                 .prefill_chunk = f.prefill_chunk,
+                                                {.n_ctx = f.run.ctx,
+                                                 .prefill_chunk = f.run.prefill_chunk,
                                                  .max_queue = f.max_queue,
                                                  .sessions = parallel,
                                                  .batch_tokens = f.batch_tokens,
@@ -250,7 +231,7 @@ int main(int argc, char** argv) {
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 
   ds4::api::ApiConfig config{
-      .n_ctx = f.ctx,
+      .n_ctx = f.run.ctx,
       .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId),
       .chat_template = chat_template};
   ds4::http::HttpOptions ho{.host = f.host,
@@ -282,8 +263,8 @@ int main(int argc, char** argv) {
   std::printf(
       "ds4-server: listening on http://%s:%d (model %s, ctx %d per session, %d sessions, backend "
       "%s, chat template %s)\n",
-      f.host.c_str(), (*server)->port(), f.model.c_str(), f.ctx, parallel, f.backend.c_str(),
-      ds4::chat::to_string(chat_template));
+      f.host.c_str(), (*server)->port(), f.run.model.c_str(), f.run.ctx, parallel,
+      f.run.backend.c_str(), ds4::chat::to_string(chat_template));
   std::fflush(stdout);
   const ds4::Status st = (*server)->run();
   finished = true;

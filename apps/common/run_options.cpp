@@ -1,0 +1,96 @@
+// apps/common/run_options.cpp: the shared options' declarations and what they imply.
+#include "apps/common/run_options.h"
+
+#include <chrono>
+
+namespace ds4::app {
+
+RunFlags::RunFlags(CLI::App& app, RunOptions& o, unsigned which, const std::string& ctx_help)
+    : o_(o), which_(which), chat_template_(chat::to_string(o.chat_template)) {
+  if (which & kModel) app.add_option("-m,--model", o.model, "model GGUF")->capture_default_str();
+  if (which & kBackend) {
+    app.add_option("--backend", o.backend, "cpu or cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+  }
+  if (which & kThreads) {
+    app.add_option("-t,--threads", o.threads, "CPU threads (0: all)")
+        ->check(CLI::Range(0, 4096))
+        ->capture_default_str();
+  }
+  if (which & kCtx) {
+    app.add_option("-c,--ctx", o.ctx, ctx_help)
+        ->check(CLI::Range(2, 1048576))
+        ->capture_default_str();
+  }
+  if (which & kPrefillChunk) {
+    app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens evaluated per batch")
+        ->check(CLI::Range(1, 65536))
+        ->capture_default_str();
+  }
+  if (which & kSampling) {
+    app.add_option("--temp", o.sampling.temperature, "temperature (0: greedy)")
+        ->check(CLI::Range(0.0, 100.0))
+        ->capture_default_str();
+    app.add_option("--top-k", o.sampling.top_k, "keep the K most likely tokens (0: all)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    app.add_option("--top-p", o.sampling.top_p, "nucleus sampling mass")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    app.add_option("--min-p", o.sampling.min_p, "drop tokens below this fraction of the best")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    app.add_option("--seed", seed_, "random seed (default: from the clock)")
+        ->check(CLI::NonNegativeNumber);
+  }
+  if (which & kChatTemplate) {
+    app.add_option("--chat-template", chat_template_,
+                   "prompt format: official (DeepSeek's encoder) or ds4 (the ds4 engine's server, "
+                   "byte for byte: to share its disk KV cache files or its prompts)")
+        ->check(CLI::Validator(
+            [](std::string& name) {
+              auto t = chat::template_from_string(name);
+              return t.is_ok() ? std::string() : t.status().message();
+            },
+            "{official,ds4}"))
+        ->capture_default_str();
+  }
+  if (which & kThink) {
+    const bool high = o.think != chat::ThinkMode::kNone;
+    app.add_flag("--think", think_,
+                 high ? "think before answering (default)"
+                      : "think before answering (default: no thinking)");
+    app.add_flag("--nothink", nothink_, "answer without thinking");
+    app.add_flag("--think-max", think_max_, "maximum effort (needs --ctx >= 393216)");
+  }
+}
+
+std::string RunFlags::finish() {
+  if (think_ + nothink_ + think_max_ > 1) return "choose one of --think, --nothink, --think-max";
+  if (think_) o_.think = chat::ThinkMode::kHigh;
+  if (nothink_) o_.think = chat::ThinkMode::kNone;
+  if (think_max_) o_.think = chat::ThinkMode::kMax;
+  if (which_ & kSampling) {
+    o_.sampling.seed =
+        seed_ >= 0
+            ? static_cast<uint64_t>(seed_)
+            : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  }
+  if (which_ & kChatTemplate) o_.chat_template = *chat::template_from_string(chat_template_);
+  return {};
+}
+
+EngineOptions engine_options(const RunOptions& o) {
+  EngineOptions eo;
+  eo.model_path = o.model;
+  eo.backend = o.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
+  eo.threads = o.threads;
+  return eo;
+}
+
+SessionOptions session_options(const RunOptions& o) {
+  return SessionOptions{.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk};
+}
+
+}  // namespace ds4::app
