@@ -245,12 +245,12 @@ ApiResult<ApiRequest> parse_object(const json& body, const nlohmann::ordered_jso
   if (auto e = resolve_thinking(body, r.model, config, &r.think)) return *e;
   if (auto e = thinking_budget(body, &r.reasoning_budget)) return *e;
   long long max_tokens = config.n_ctx, top_k = 0;
-  f.integer("max_tokens", &max_tokens);
+  f.integer("max_tokens", &max_tokens, 0);
   r.max_tokens = static_cast<int>(std::clamp<long long>(max_tokens, 0, config.n_ctx));
   SamplingParams client;
-  f.number("temperature", &client.temperature);
-  f.number("top_p", &client.top_p);
-  f.integer("top_k", &top_k);
+  f.number("temperature", &client.temperature, 0, kMaxTemperature);
+  f.number("top_p", &client.top_p, 0, 1);
+  f.integer("top_k", &top_k, 0);
   f.boolean("stream", &r.stream);
   if (f.error()) return *f.error();
   client.top_k = static_cast<int>(std::clamp<long long>(top_k, 0, 1 << 20));

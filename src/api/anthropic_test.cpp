@@ -100,6 +100,13 @@ TEST(AnthropicRequest, ThinkingToolChoiceAndErrors) {
   EXPECT_EQ(err(R"({"messages":[]})").status, 400);
   EXPECT_EQ(err(R"({"messages":[{"role":"robot","content":"x"}]})").param, "messages[0].role");
   EXPECT_EQ(err(R"({"model":"claude-3","messages":[{"content":"x"}]})").status, 404);
+  // Out of range: refused with the field named (never clamped quietly).
+  EXPECT_EQ(err(R"({"max_tokens":-1,"messages":[{"content":"x"}]})").param, "max_tokens");
+  EXPECT_EQ(err(R"({"temperature":-1,"messages":[{"content":"x"}]})").param, "temperature");
+  EXPECT_EQ(err(R"({"top_p":5,"messages":[{"content":"x"}]})").param, "top_p");
+  EXPECT_EQ(err(R"({"top_k":-3,"messages":[{"content":"x"}]})").param, "top_k");
+  EXPECT_EQ(err(R"({"tools":[{"name":"t","input_schema":7}],"messages":[{"content":"x"}]})").param,
+            "tools");
   EXPECT_EQ(
       json::parse(anthropic_error_body(err("{"))),
       json({{"type", "error"},

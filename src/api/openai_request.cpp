@@ -148,14 +148,14 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body,
   if (auto e = check_model(r.model)) return *e;
   if (auto e = resolve_thinking(body, r.model, config, &r.think)) return *e;
   long long max_tokens = r.max_tokens, seed = 0, top_k = 0;
-  f.integer("max_tokens", &max_tokens);
-  f.integer("max_completion_tokens", &max_tokens);
+  f.integer("max_tokens", &max_tokens, 0);
+  f.integer("max_completion_tokens", &max_tokens, 0);
   r.max_tokens = static_cast<int>(std::clamp<long long>(max_tokens, 0, config.n_ctx));
   SamplingParams client;  // defaults: temperature 1, top_p 1, min_p 0.05, top_k 0
-  f.number("temperature", &client.temperature);
-  f.number("top_p", &client.top_p);
-  f.number("min_p", &client.min_p);
-  f.integer("top_k", &top_k);
+  f.number("temperature", &client.temperature, 0, kMaxTemperature);
+  f.number("top_p", &client.top_p, 0, 1);
+  f.number("min_p", &client.min_p, 0, 1);
+  f.integer("top_k", &top_k, 0);
   f.integer("seed", &seed);
   f.boolean("stream", &r.stream);
   if (const json* so = f.find("stream_options")) {

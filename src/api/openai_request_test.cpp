@@ -116,6 +116,35 @@ TEST(ParseRequest, BadInputIsA400WithTheField) {
   EXPECT_EQ(err(R"({})", Endpoint::kCompletions).message, "missing prompt");
 }
 
+// Values outside a field's range are refused with the field named, never clamped quietly.
+TEST(ParseRequest, OutOfRangeSamplingAndLimitsAreA400) {
+  for (const char* field : {R"("max_tokens":-1)", R"("max_completion_tokens":-5)",
+                            R"("temperature":-1)", R"("temperature":2.5)", R"("top_p":5)",
+                            R"("top_p":-0.1)", R"("min_p":1.5)", R"("top_k":-3)"}) {
+    const std::string body = std::string(R"({"messages":[{"content":"x"}],)") + field + "}";
+    const ApiError e = err(body);
+    EXPECT_EQ(e.status, 400) << field;
+    EXPECT_EQ(e.type, "invalid_request_error") << field;
+    EXPECT_NE(std::string(field).find(e.param), std::string::npos) << field << " -> " << e.param;
+  }
+  // The bounds themselves are valid.
+  ok(R"({"messages":[{"content":"x"}],"temperature":0,"top_p":1,"min_p":0,"top_k":0,)"
+     R"("max_tokens":0})");
+  ok(R"({"messages":[{"content":"x"}],"temperature":2,"top_p":0})");
+  EXPECT_EQ(err(R"({"messages":[{"content":"x"}],"temperature":-1})").message,
+            "'temperature' must be a number from 0 to 2");
+}
+
+TEST(ParseRequest, AToolWhoseParametersAreNotASchemaIsA400) {
+  const ApiError e =
+      err(R"({"messages":[{"content":"x"}],"tools":[{"type":"function","function":{"name":"f",)"
+          R"("parameters":"a string"}}]})");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "tools");
+  EXPECT_NE(e.message.find("'f'"), std::string::npos) << e.message;
+  ok(R"({"messages":[{"content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]})");
+}
+
 TEST(ParseRequest, UnknownModelIsA404) {
   const ApiError e = err(R"({"model":"gpt-4o","messages":[{"content":"x"}]})");
   EXPECT_EQ(e.status, 404);

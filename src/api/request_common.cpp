@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -91,6 +92,26 @@ void Fields::integer(const char* key, long long* out) {
   }
 }
 
+void Fields::number(const char* key, float* out, double lo, double hi) {
+  float v = *out;
+  number(key, &v);
+  if (error_) return;
+  if (v < lo || v > hi) {
+    char range[64];
+    std::snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+    return fail(key, range);
+  }
+  *out = v;
+}
+
+void Fields::integer(const char* key, long long* out, long long lo) {
+  long long v = *out;
+  integer(key, &v);
+  if (error_) return;
+  if (v < lo) return fail(key, "an integer of at least " + std::to_string(lo));
+  *out = v;
+}
+
 void Fields::boolean(const char* key, bool* out) {
   if (const json* v = find(key)) {
     if (!v->is_boolean()) return fail(key, "a boolean");
@@ -105,7 +126,7 @@ void Fields::string(const char* key, std::string* out) {
   }
 }
 
-void Fields::fail(const std::string& key, const char* what) {
+void Fields::fail(const std::string& key, const std::string& what) {
   if (!error_) error_ = bad_request("'" + key + "' must be " + what, key);
 }
 
@@ -127,6 +148,12 @@ std::optional<ApiError> attach_tools(const json& tools, const nlohmann::ordered_
     const json* fn = t.contains("function") ? &t["function"] : &t;
     if (!fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
       return bad_request("each tool needs function.name", "tools");
+    }
+    // A JSON Schema is an object (a schema of "true"/"false" has no parameters to describe).
+    if (const auto p = fn->find("parameters"); p != fn->end() && !p->is_null() && !p->is_object()) {
+      return bad_request("tool '" + (*fn)["name"].get<std::string>() +
+                             "': 'parameters' must be a JSON Schema object",
+                         "tools");
     }
     texts.push_back(in_order ? ordered[i].dump() : t.dump());
   }

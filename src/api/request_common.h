@@ -82,14 +82,22 @@ class Fields {
   const nlohmann::json* find(const char* key) const;
   void number(const char* key, float* out);       // finite
   void integer(const char* key, long long* out);  // whole floats accepted, clamped to long long
+  // The same within [lo, hi] / at least lo: a value outside is the error (400), never clamped.
+  void number(const char* key, float* out, double lo, double hi);
+  void integer(const char* key, long long* out, long long lo);
   void boolean(const char* key, bool* out);
   void string(const char* key, std::string* out);
-  void fail(const std::string& key, const char* what);
+  void fail(const std::string& key, const std::string& what);
 
  private:
   const nlohmann::json& obj_;
   std::optional<ApiError> error_;
 };
+
+// The ranges of the sampling fields every protocol takes: OpenAI's (temperature 0..2, top_p 0..1;
+// Anthropic documents 0..1 for temperature, the wider range is accepted there too), min_p a
+// fraction, top_k and the token limits not negative.
+inline constexpr double kMaxTemperature = 2.0;
 
 // Tool schemas render in the client's key order, as the reference encoder's json.dumps of the
 // client's object and ds4-server do; nlohmann::json sorts keys, so the tools are read a second

@@ -188,12 +188,12 @@ ApiResult<ResponsesParsed> parse_object(const json& body, const nlohmann::ordere
   r.think = resolve_think_mode(enabled, effort, r.model, config);
 
   long long max_tokens = config.n_ctx;
-  f.integer("max_tokens", &max_tokens);
-  f.integer("max_output_tokens", &max_tokens);
+  f.integer("max_tokens", &max_tokens, 0);
+  f.integer("max_output_tokens", &max_tokens, 0);
   r.max_tokens = static_cast<int>(std::clamp<long long>(max_tokens, 0, config.n_ctx));
   SamplingParams client;
-  f.number("temperature", &client.temperature);
-  f.number("top_p", &client.top_p);
+  f.number("temperature", &client.temperature, 0, kMaxTemperature);
+  f.number("top_p", &client.top_p, 0, 1);
   f.boolean("stream", &r.stream);
   if (f.error()) return *f.error();
   r.sampling = r.think == chat::ThinkMode::kNone ? client : SamplingParams{};  // §1.6

@@ -18,7 +18,7 @@ json usage_json(const serve::Usage& u) {
            {{"cached_tokens", u.cached_tokens},
             {"cache_write_tokens", u.prompt_tokens - u.cached_tokens}}},
           {"output_tokens", u.completion_tokens},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 

@@ -24,6 +24,7 @@ struct Usage {
   int prompt_tokens = 0;      // tokens of the effective prompt
   int cached_tokens = 0;      // of those, reused from the live session
   int completion_tokens = 0;  // sampled tokens (EOS included when sampled)
+  int reasoning_tokens = 0;   // of those, taken while the output was reasoning (before </think>)
 };
 
 enum class EventKind {

@@ -47,6 +47,7 @@ Generation::Draw Generation::draw(const SamplingParams& base, int remaining) {
 Generation::Taken Generation::take(const Draw& d, TokenId sampled, std::vector<Event>* out) {
   Taken t{.id = d.forced ? *d.forced : vet(sampled), .end = std::nullopt};
   ++generated_;
+  if (raw_dsml_.phase() == chat::DsmlPhase::kReasoning) ++reasoning_tokens_;
   if (t.id == eos_) {
     t.end = tool_calls() > 0 ? FinishReason::kToolCalls : FinishReason::kStop;
   } else if (push(t.id, out)) {

@@ -65,6 +65,8 @@ class Generation {
   // True when the next token is DSML structure (sample it greedily, features.md §2.5).
   bool dsml_greedy() const { return spec_.tools && spec_.parse_output && raw_dsml_.structural(); }
   int generated() const { return generated_; }  // tokens taken, EOS included
+  // Of those, the tokens taken while the output was reasoning (the one closing it included).
+  int reasoning_tokens() const { return reasoning_tokens_; }
   bool stop_hit() const { return stop_.hit(); }
   const std::string& stop_matched() const { return stop_.matched(); }
   bool tool_block_closed() const { return tool_block_closed_; }
@@ -89,6 +91,7 @@ class Generation {
   std::vector<std::string> tool_ids_;
   std::string raw_;
   int generated_ = 0;
+  int reasoning_tokens_ = 0;
   bool tool_block_closed_ = false;
 };
 

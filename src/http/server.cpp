@@ -178,12 +178,17 @@ struct HttpServer::Impl {
                .endpoint = ep,
                .t0 = t0});
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
-        [stream](bool success) {
-          if (!success) stream->ticket->cancel();  // connection dropped or server stopping
-        });
+    auto pump = [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); };
+    auto done = [stream](bool success) {
+      if (!success) stream->ticket->cancel();  // connection dropped or server stopping
+    };
+    if (req.version == "HTTP/1.0") {
+      // HTTP/1.0 has no chunked encoding: the stream's end is the connection's.
+      res.set_header("Connection", "close");
+      res.set_content_provider("text/event-stream", pump, done);
+    } else {
+      res.set_chunked_content_provider("text/event-stream", pump, done);
+    }
   }
 
   void count_tokens(const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,10 @@
 // src/http/trace.cpp: trace lines.
 #include "http/trace.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -8,8 +12,14 @@
 namespace ds4::http {
 
 Result<std::unique_ptr<TraceFile>> TraceFile::open(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return Status::io_error("cannot open trace file '%s': %s", path.c_str(), strerror(errno));
+  // The trace holds whole prompts and outputs: readable by the server's user only (0600, an
+  // existing file's mode included).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  FILE* f = fd < 0 || ::fchmod(fd, 0600) != 0 ? nullptr : ::fdopen(fd, "w");
+  if (!f) {
+    if (fd >= 0) ::close(fd);
+    return Status::io_error("cannot open trace file '%s': %s", path.c_str(), strerror(errno));
+  }
   return std::unique_ptr<TraceFile>(new TraceFile(f));
 }
 

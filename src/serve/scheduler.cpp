@@ -146,7 +146,8 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   Event done{.kind = EventKind::kDone, .text = a.gen.raw(), .finish = reason};
   done.usage = {.prompt_tokens = static_cast<int>(a.prompt.size()),
                 .cached_tokens = a.cached,
-                .completion_tokens = a.generated};
+                .completion_tokens = a.generated,
+                .reasoning_tokens = a.gen.reasoning_tokens()};
   done.error = std::move(error);
   if (reason == FinishReason::kStop && a.gen.stop_hit()) done.stop_sequence = a.gen.stop_matched();
   events.push_back(std::move(done));

@@ -11,7 +11,7 @@
 // (the same bytes in both) is.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -85,6 +85,8 @@ async function withServer(args, fn) {
   const trace = join(mkdtempSync(join(tmpdir(), "ds4-tpl-")), "trace.jsonl");
   const s = await startServer(["--ctx", "4096", "--trace", trace, ...args]);
   try {
+    // The trace holds whole prompts: the server's user alone may read it.
+    assert.equal(statSync(trace).mode & 0o777, 0o600, "trace file mode");
     await fn(s, trace);
   } finally {
     await s.stop();

@@ -62,6 +62,7 @@ test("non-streaming and streaming agree; the SDK accepts every event", async () 
   assert.ok(r.usage.input_tokens > 0);
   assert.equal(typeof r.usage.input_tokens_details.cached_tokens, "number");
   assert.ok(r.usage.output_tokens >= 1 && r.usage.output_tokens <= 8);
+  assert.equal(r.usage.output_tokens_details.reasoning_tokens, 0, "no reasoning without thinking");
 
   const { response, terminal, events } = await streamed(greedy());
   assert.equal(text(response), r.output_text);
@@ -96,6 +97,11 @@ test("reasoning summaries stream when asked for", async () => {
   assert.ok(response.output[0].summary[0].text.length > 0);
   assert.equal(response.status, "incomplete");
   assert.equal(response.incomplete_details.reason, "max_output_tokens");
+  // The reasoning's tokens are counted: every token until </think>, here (cut at 6 tokens) all of
+  // them unless the tiny model closed its reasoning early.
+  const u = response.usage;
+  assert.ok(u.output_tokens_details.reasoning_tokens >= 1, JSON.stringify(u));
+  assert.ok(u.output_tokens_details.reasoning_tokens <= u.output_tokens, JSON.stringify(u));
 });
 
 test("previous_response_id continues the live conversation; an unknown one is a 400", async () => {

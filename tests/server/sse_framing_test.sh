@@ -60,6 +60,13 @@ assert chunks[-1]["choices"][0]["finish_reason"] in ("length", "stop")
 assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
 PY
 
+# HTTP/1.0 has no chunked encoding: the stream ends with the connection, its bytes unchanged.
+curl -sS -N --http1.0 -D "$tmp/headers10" -o "$tmp/body10" "$base/v1/chat/completions" -d "$body"
+grep -qi '^transfer-encoding' "$tmp/headers10" && fail "HTTP/1.0 stream: $(cat "$tmp/headers10")"
+grep -qi '^connection: close' "$tmp/headers10" || fail "HTTP/1.0 stream without Connection: close"
+python3 -c 'import sys; assert open(sys.argv[1], "rb").read().endswith(b"data: [DONE]\n\n")' \
+  "$tmp/body10" || fail "HTTP/1.0 stream: $(tail -c 80 "$tmp/body10")"
+
 # A request waiting behind a long one receives keepalive comments (the queue is FIFO).
 long='{"model":"deepseek-chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":8000,"stream":true}'
 curl -sS -N -o "$tmp/first" --max-time 30 "$base/v1/chat/completions" -d "$long" &
