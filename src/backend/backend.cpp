@@ -1,12 +1,6 @@
-// src/backend/backend.cpp: the validated front of every op, layout sizes, and the factory.
+// src/backend/backend.cpp: the validated front of every op and layout sizes.
 #include "backend/backend.h"
 
-#include <chrono>
-
-#include "backend/cpu/cpu_backend.h"
-#if defined(DS4_WITH_CUDA)
-#include "backend/cuda/cuda_backend.h"
-#endif
 #include "base/check.h"
 
 namespace ds4::backend {
@@ -30,63 +24,6 @@ uint64_t SequenceLayout::bytes() const {
     }
   }
   return floats * sizeof(float);
-}
-
-// Adds the scope's wall time to an op's total when profiling is on, and its issues of the op's
-// work (set_op_repeat) to the op's calls.
-class Backend::OpTimer {
- public:
-  explicit OpTimer(Backend* b, Op op, int issues = 1)
-      : b_(b->profiling_ ? b : nullptr), op_(op), issues_(issues) {
-    if (b_ != nullptr) t0_ = std::chrono::steady_clock::now();
-  }
-  ~OpTimer() {
-    if (b_ == nullptr) return;
-    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0_;
-    b_->times_[op_].seconds += d.count();
-    b_->times_[op_].calls += issues_;
-  }
-  OpTimer(const OpTimer&) = delete;
-  OpTimer& operator=(const OpTimer&) = delete;
-
- private:
-  Backend* b_;
-  Op op_;
-  int issues_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-namespace {
-
-constexpr std::string_view kOpNames[Backend::kNumOps] = {
-    "embed", "rms_norm", "matmul", "hc_pre", "hc_post", "attention", "moe", "output_head"};
-
-}  // namespace
-
-std::vector<Backend::OpTime> Backend::op_times() const {
-  std::vector<OpTime> out(times_.begin(), times_.end());
-  for (int i = 0; i < kNumOps; ++i) out[i].op = kOpNames[i];
-  return out;
-}
-
-std::optional<Backend::Op> Backend::op_named(std::string_view name) {
-  for (int i = 0; i < kNumOps; ++i) {
-    if (kOpNames[i] == name) return static_cast<Op>(i);
-  }
-  return std::nullopt;
-}
-
-Status Backend::set_op_repeat(Op op, int times) {
-  if (op < 0 || op >= kNumOps) return Status::invalid_argument("unknown backend op %d", op);
-  if (op == kEmbed || op == kAttention) {
-    return Status::invalid_argument("%s keeps state and cannot be repeated",
-                                    std::string(kOpNames[op]).c_str());
-  }
-  if (times < 1 || times > 16) {
-    return Status::invalid_argument("op repeat %d is outside [1, 16]", times);
-  }
-  repeat_[op] = times;
-  return Status::ok();
 }
 
 Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state) {
@@ -135,7 +72,6 @@ void check_rows(Act a, int64_t rows, int64_t cols, const char* what) {
 }  // namespace
 
 void Backend::embed(const Weight& table, std::span<const RowTag> rows, Act out) {
-  const OpTimer timer(this, kEmbed);
   DS4_CHECK(table.present() && out.rows == static_cast<int64_t>(rows.size()));
   DS4_CHECK(out.cols % table.ne[0] == 0);
   for (const RowTag& r : rows)
@@ -144,35 +80,29 @@ void Backend::embed(const Weight& table, std::span<const RowTag> rows, Act out) 
 }
 
 void Backend::rms_norm(Act x, const Weight* weight, int64_t segment, Act y) {
-  const int k = issues(kRmsNorm, y.data != x.data);
-  const OpTimer timer(this, kRmsNorm, k);
   DS4_CHECK(segment > 0 && x.cols % segment == 0);
   check_rows(y, x.rows, x.cols, "rms_norm output");
   if (weight != nullptr) {
     DS4_CHECK(weight->type == gguf::GgufType::kF32 && weight->ne[0] == segment);
   }
-  for (int i = 0; i < k; ++i) do_rms_norm(x, weight, segment, y);
+  do_rms_norm(x, weight, segment, y);
 }
 
 void Backend::matmul(const Weight& w, Act x, Act y, int groups) {
-  const int k = issues(kMatmul, y.data != x.data);
-  const OpTimer timer(this, kMatmul, k);
   DS4_CHECK(w.present() && groups >= 1 && w.ne[2] == 1);
   check_rows(x, x.rows, w.ne[0] * groups, "matmul input");
   check_rows(y, x.rows, w.ne[1], "matmul output");
   DS4_CHECK(w.ne[1] % groups == 0);
-  for (int i = 0; i < k; ++i) do_matmul(w, x, y, groups);
+  do_matmul(w, x, y, groups);
 }
 
 void Backend::matmuls(Act x, std::span<const Product> products) {
-  const int k = issues(kMatmul, true);  // no output is x (checked below)
-  const OpTimer timer(this, kMatmul, k);
   for (const Product& p : products) {
     DS4_CHECK(p.w != nullptr && p.w->present() && p.w->ne[2] == 1 && p.y.data != x.data);
     check_rows(x, x.rows, p.w->ne[0], "matmul input");
     check_rows(p.y, x.rows, p.w->ne[1], "matmul output");
   }
-  for (int i = 0; i < k; ++i) do_matmuls(x, products);
+  do_matmuls(x, products);
 }
 
 void Backend::do_matmuls(Act x, std::span<const Product> products) {
@@ -180,8 +110,6 @@ void Backend::do_matmuls(Act x, std::span<const Product> products) {
 }
 
 void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm, Act normed) {
-  const int k = issues(kHcPre, x.data != cur.data && x.data != mix.data && x.data != normed.data);
-  const OpTimer timer(this, kHcPre, k);
   const int64_t n_mix = hc.fn.ne[1];
   DS4_CHECK(hc.fn.ne[0] == x.cols && hc.base.ne[0] == n_mix && hc.scale.ne[0] == 3);
   const int64_t n_hc = x.cols / cur.cols;
@@ -193,22 +121,19 @@ void Backend::hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight*
     check_rows(normed, x.rows, cur.cols, "hc_pre normed");
   }
   sublayer_start();
-  for (int i = 0; i < k; ++i) do_hc_pre(hc, x, cur, mix, norm, normed);
+  do_hc_pre(hc, x, cur, mix, norm, normed);
 }
 
 void Backend::hc_post(Act x, Act f, Act mix, Act y) {
-  const int k = issues(kHcPost, y.data != x.data && y.data != f.data && y.data != mix.data);
-  const OpTimer timer(this, kHcPost, k);
   const int64_t n_hc = x.cols / f.cols;
   DS4_CHECK(n_hc * f.cols == x.cols && f.rows == x.rows);
   check_rows(mix, x.rows, 2 * n_hc + n_hc * n_hc, "hc_post mix");
   check_rows(y, x.rows, x.cols, "hc_post output");
-  for (int i = 0; i < k; ++i) do_hc_post(x, f, mix, y);
+  do_hc_post(x, f, mix, y);
 }
 
 void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
                         const AttentionInputs& in, Act out) {
-  const OpTimer timer(this, kAttention);
   const auto n = static_cast<int64_t>(rows.size());
   DS4_CHECK(l.ratio == 0 || l.ratio == 4 || l.ratio == 128);
   DS4_CHECK(l.sinks.present() && l.sinks.ne[0] == l.n_head && l.window > 0);
@@ -233,8 +158,6 @@ void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag>
 }
 
 void Backend::moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act out) {
-  const int k = issues(kMoe, out.data != n.data);
-  const OpTimer timer(this, kMoe, k);
   DS4_CHECK(n.rows == static_cast<int64_t>(rows.size()));
   check_rows(out, n.rows, n.cols, "moe output");
   DS4_CHECK(l.router.ne[0] == n.cols && l.gate_exps.ne[0] == n.cols);
@@ -244,40 +167,20 @@ void Backend::moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, Act ou
     DS4_CHECK(l.tid2eid.type == gguf::GgufType::kI32 && l.tid2eid.ne[0] == l.n_expert_used);
     for (const RowTag& r : rows) DS4_CHECK(r.token >= 0 && r.token < l.tid2eid.ne[1]);
   }
-  for (int i = 0; i < k; ++i) do_moe(l, rows, n, out);
+  do_moe(l, rows, n, out);
 }
 
 void Backend::output_head(const OutputHead& h, Act x, std::span<const int> which, Act logits) {
-  const int k = issues(kOutputHead, logits.data != x.data);
-  const OpTimer timer(this, kOutputHead, k);
   DS4_CHECK(logits.rows == static_cast<int64_t>(which.size()));
   DS4_CHECK(logits.cols == weight_rows(h.output));
   DS4_CHECK(h.hc.fn.ne[0] == x.cols && h.hc.scale.ne[0] == 1);
   for (int r : which) DS4_CHECK(r >= 0 && r < x.rows);
-  for (int i = 0; i < k; ++i) do_output_head(h, x, which, logits);
+  do_output_head(h, x, which, logits);
 }
 
 void Backend::download(Act src, float* host) {
   DS4_CHECK(host != nullptr && (src.rows * src.cols == 0 || src.data != nullptr));
   do_download(src, host);
-}
-
-Result<std::unique_ptr<Backend>> make_backend(BackendKind kind, const BackendOptions& options) {
-  switch (kind) {
-    case BackendKind::kCpu: return std::unique_ptr<Backend>(cpu::make_cpu_backend(options));
-    case BackendKind::kCuda: {
-#if defined(DS4_WITH_CUDA)
-      Backend* b = cuda::make_cuda_backend(options);
-      if (b == nullptr)
-        return Status::unavailable("no CUDA device is available; use --backend cpu");
-      return std::unique_ptr<Backend>(b);
-#else
-      return Status::unavailable(
-          "this build has no CUDA backend (nvcc was not found); use --backend cpu");
-#endif
-    }
-  }
-  return Status::invalid_argument("unknown backend kind");
 }
 
 }  // namespace ds4::backend

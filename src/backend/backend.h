@@ -209,29 +209,9 @@ class Backend {
   virtual void begin_step(std::span<const RowTag> rows) { (void)rows; }
   virtual void end_step() {}
 
-  void set_numerics(const Numerics& n) { numerics_ = n; }
+  // Virtual so that a backend wrapping another (diagnostic_backend.h) passes it on.
+  virtual void set_numerics(const Numerics& n) { numerics_ = n; }
   const Numerics& numerics() const { return numerics_; }
-
-  // Diagnostics (an observer, off by default): wall time spent in each op.
-  enum Op { kEmbed, kRmsNorm, kMatmul, kHcPre, kHcPost, kAttention, kMoe, kOutputHead, kNumOps };
-  struct OpTime {
-    std::string_view op;
-    double seconds = 0.0;
-    int64_t calls = 0;
-  };
-  void set_profiling(bool on) { profiling_ = on; }
-  // op_times counts each issue of an op's work (set_op_repeat) as a call.
-  std::vector<OpTime> op_times() const;
-  void reset_op_times() { times_ = {}; }
-  // Diagnostics (off by default): each call of `op` issues its work `times` times (1 to 16), the
-  // extra issues recomputing the same outputs from the same inputs, so that a step's time with
-  // an op repeated, less its time without, is what the op costs where it runs, beside its
-  // neighbours (a profiler times kernels one at a time). Ops that keep state repeat nothing:
-  // embed and attention (it appends to the cache) are refused, and a call whose output is one
-  // of its inputs (an in-place rms_norm) runs once.
-  Status set_op_repeat(Op op, int times);
-  // The op of an op_times name ("hc_pre", ...), or nullopt.
-  static std::optional<Op> op_named(std::string_view name);
 
  protected:
   virtual void do_embed(const Weight& table, std::span<const RowTag> rows, Act out) = 0;
@@ -253,24 +233,16 @@ class Backend {
   virtual void sublayer_start() {}
 
  private:
-  class OpTimer;
-  // How many times a call of `op` issues its work: its repeat when `repeatable`, else 1.
-  int issues(Op op, bool repeatable) const { return repeatable ? repeat_[op] : 1; }
+  // The one backend that wraps another (op timing and repeats, outside this front) calls the
+  // wrapped backend's do_* directly: its own front has checked the call.
+  friend class DiagnosticBackend;
   Numerics numerics_;
-  bool profiling_ = false;
-  std::array<OpTime, kNumOps> times_{};
-  std::array<int, kNumOps> repeat_ = [] {
-    std::array<int, kNumOps> r{};
-    r.fill(1);
-    return r;
-  }();
 };
 
 enum class BackendKind { kCpu, kCuda };
+// What a backend is built with (factory.h).
 struct BackendOptions {
   int threads = 0;  // CPU worker threads; 0 = one per hardware thread
 };
-// The CPU backend always exists; CUDA returns unavailable when not compiled in.
-Result<std::unique_ptr<Backend>> make_backend(BackendKind kind, const BackendOptions& options);
 
 }  // namespace ds4::backend

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/diagnostic_backend.h"
+#include "backend/factory.h"
 #include "engine/engine_impl.h"
 #include "engine/session_impl.h"
 #include "model/validate.h"
@@ -65,14 +67,20 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   num.qat_simulation = options.qat_simulation;
   num.f16_rows = options.f16_kv_rows;
   impl->backend->set_numerics(num);
-  impl->backend->set_profiling(options.profile_ops);
-  if (!options.repeat_op.empty()) {
-    const auto op = backend::Backend::op_named(options.repeat_op);
-    if (!op) {
-      return Status::invalid_argument("repeat_op '%s' is not a backend op",
-                                      options.repeat_op.c_str());
+  // Op timing and repeats: a backend in front of the real one, only when asked for.
+  if (options.profile_ops || !options.repeat_op.empty()) {
+    auto diag = std::make_unique<backend::DiagnosticBackend>(std::move(impl->backend));
+    diag->set_profiling(options.profile_ops);
+    if (!options.repeat_op.empty()) {
+      const auto op = backend::DiagnosticBackend::op_named(options.repeat_op);
+      if (!op) {
+        return Status::invalid_argument("repeat_op '%s' is not a backend op",
+                                        options.repeat_op.c_str());
+      }
+      DS4_TRY(diag->set_op_repeat(*op, options.repeat_times));
     }
-    DS4_TRY(impl->backend->set_op_repeat(*op, options.repeat_times));
+    impl->diagnostics = diag.get();
+    impl->backend = std::move(diag);
   }
   DS4_ASSIGN_OR_RETURN(impl->weights,
                        model::bind_weights(*impl->file, impl->shape, *impl->backend));
@@ -96,13 +104,22 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
 }
 
 std::vector<OpTime> Engine::op_times() const {
+  using backend::DiagnosticBackend;
   std::vector<OpTime> out;
-  for (const auto& t : impl_->backend->op_times())
-    out.push_back({std::string(t.op), t.seconds, t.calls});
+  if (impl_->diagnostics != nullptr) {
+    for (const auto& t : impl_->diagnostics->op_times())
+      out.push_back({std::string(t.op), t.seconds, t.calls});
+  } else {
+    for (int i = 0; i < DiagnosticBackend::kNumOps; ++i)
+      out.push_back(
+          {std::string(DiagnosticBackend::op_name(static_cast<DiagnosticBackend::Op>(i)))});
+  }
   return out;
 }
 
-void Engine::reset_op_times() { impl_->backend->reset_op_times(); }
+void Engine::reset_op_times() {
+  if (impl_->diagnostics != nullptr) impl_->diagnostics->reset_op_times();
+}
 
 uint64_t Engine::session_bytes(int n_ctx) const {
   return model::sequence_layout(impl_->shape, n_ctx).bytes();

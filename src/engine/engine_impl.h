@@ -14,6 +14,10 @@
 #include "model/shape.h"
 #include "model/weights.h"
 
+namespace ds4::backend {
+class DiagnosticBackend;
+}  // namespace ds4::backend
+
 namespace ds4 {
 
 struct Engine::Impl {
@@ -22,6 +26,8 @@ struct Engine::Impl {
   std::optional<gguf::Reader> file;
   model::Shape shape{};
   std::unique_ptr<backend::Backend> backend;
+  // The backend itself when EngineOptions asks for op timing or repeats (it wraps the real one).
+  backend::DiagnosticBackend* diagnostics = nullptr;
   model::ModelWeights weights;
   std::unique_ptr<model::Forward> forward;
   std::unique_ptr<backend::Buffer> logits;  // [rows][n_vocab], grown on demand
