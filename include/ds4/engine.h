@@ -29,6 +29,10 @@ struct EngineOptions {
   // exists only to reproduce Hugging Face transformers' float32 function in tests.
   bool qat_simulation = true;
   bool f16_kv_rows = true;
+  // The CUDA backend's prefill products (16 rows or more) of F16 / F32 weights on cuBLAS;
+  // false puts them on its FP64 tensor-core kernel, which gives the CPU's results for those
+  // products. It exists for the CUDA tests, which run their gates both ways.
+  bool cuda_blas = true;
   bool profile_ops = false;  // record wall time per backend op (Engine::op_times)
   // Diagnostics: every call of the backend op named `repeat_op` ("rms_norm", "matmul", "hc_pre",
   // "hc_post", "moe" or "output_head"; empty: none) issues its work `repeat_times` times (1-16),

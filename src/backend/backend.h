@@ -240,9 +240,13 @@ class Backend {
 };
 
 enum class BackendKind { kCpu, kCuda };
-// What a backend is built with (factory.h).
+// What a backend is built with (factory.h). Each field is read by the backends it names.
 struct BackendOptions {
   int threads = 0;  // CPU worker threads; 0 = one per hardware thread
+  // CUDA: prefill products (16 rows or more) of F16 / F32 weights on cuBLAS; false puts them on
+  // the FP64 tensor-core kernel, with the CPU's results for those products (cuda/blas_products.h).
+  // Tests run the CUDA gates both ways.
+  bool cuda_blas = true;
 };
 
 }  // namespace ds4::backend

@@ -62,6 +62,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   impl->shape = check.shape;
   backend::BackendOptions bopts;
   bopts.threads = options.threads;
+  bopts.cuda_blas = options.cuda_blas;
   DS4_ASSIGN_OR_RETURN(impl->backend, backend::make_backend(to_backend(options.backend), bopts));
   backend::Numerics num;
   num.qat_simulation = options.qat_simulation;

@@ -105,22 +105,22 @@ TEST(CudaBackend, ManySequencesInOneDecodeStepMatchTheirRunsAlone) {
   }
 }
 
-// DS4_CUDA_ATTN_SEQS=0 / 1 (CudaBackend::Options::seq_attention): a step of one decode row in each
-// of several sequences launches its RoPE stores and sink attention once for all rows instead of
-// once per sequence. Each row's arithmetic is the per-sequence kernels', so the batched run is
-// bit-identical with the switch off and on, quantized canonical mode included (tiny's indexer
-// top_k of 4 makes every sequence past position 19 select its own compressed rows).
-TEST(CudaBackend, OneAttentionLaunchForAStepsSequencesChangesNoBit) {
+// A step of one decode row in each of several sequences launches its RoPE stores and sink
+// attention once for all rows, while the compressors and indexer of each sequence run on side
+// streams (CudaBackend::attend_sequences). The same schedule on two fresh engines must give the
+// same bits: the side streams' joins order every read after its write, and nothing in the step
+// depends on which stream finishes first. Quantized canonical mode too (tiny's indexer top_k of
+// 4 makes every sequence past position 19 select its own compressed rows), where a race would
+// flip an int8 or FP8 code.
+TEST(CudaBackend, StepsOfOneRowPerSequenceAreReproducible) {
   for (const auto& [name, hf_mode] : {std::pair{"tiny-q2", false}, std::pair{"small-f32", true}}) {
     SCOPED_TRACE(name);
     const std::vector<BatchPlan> plans = batch_plans_for(name);
     BatchRun runs[2];
-    for (int on = 0; on < 2; ++on) {
-      setenv("DS4_CUDA_ATTN_SEQS", on ? "1" : "0", 1);
+    for (BatchRun& run : runs) {
       auto gpu = open_cuda(name, hf_mode);
-      unsetenv("DS4_CUDA_ATTN_SEQS");
       if (gpu == nullptr) GTEST_SKIP() << "no CUDA device";
-      runs[on] = run_batched(*gpu, plans);
+      run = run_batched(*gpu, plans);
     }
     const bool decode_step = std::any_of(runs[1].steps.begin(), runs[1].steps.end(), [](auto& s) {
       return s.entries >= 2 && s.rows == s.entries;

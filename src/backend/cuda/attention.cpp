@@ -5,9 +5,9 @@
 // and top-k, sink attention. Every per-row quantity follows from the row's position, so nothing
 // here waits for the device; a run computes what the rows would one by one, bit for bit. The runs
 // of a step of several sequences (the server's batched decode) go to side streams, so that the
-// sequences' small kernels overlap; a run's results do not depend on its stream. With
-// Options::seq_attention, a step of one row per sequence launches its RoPE stores and its sink
-// attention once for all rows (attend_sequences).
+// sequences' small kernels overlap; a run's results do not depend on its stream. A step of one
+// row per sequence launches its RoPE stores and its sink attention once for all rows
+// (attend_sequences).
 #include "backend/cuda/kernels/attention.cuh"
 
 #include <algorithm>
@@ -121,7 +121,7 @@ void CudaBackend::do_attention(int il, const AttentionLayer& l, std::span<const 
   const bool one_row_each =
       static_cast<size_t>(sequences) == runs_.size() &&
       std::all_of(runs_.begin(), runs_.end(), [](const Run& run) { return run.span.n == 1; });
-  if (options_.seq_attention && one_row_each) return attend_sequences(l, in, out, used);
+  if (one_row_each) return attend_sequences(l, in, out, used);
   fork_lanes(used);
   for (const Run& run : runs_)
     attend_run(l, *run.c, run.span, run.n_ctx, in, run.r0, out, side_lanes_[run.lane]);

@@ -174,7 +174,7 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-Backend* make_cuda_backend(const BackendOptions&) {
+Backend* make_cuda_backend(const BackendOptions& options) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
   // Decode steps (one row) are submitted as CUDA graphs, cut into segments of
@@ -185,18 +185,14 @@ Backend* make_cuda_backend(const BackendOptions&) {
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
   // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu
   // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
-  // position P or later; DS4_CUDA_BLAS=0 keeps the prefill F16 / F32 products on the FP64
-  // tensor-core kernel instead of cuBLAS (blas_products.h): the CPU's results bit for bit, at a
-  // slower prefill; DS4_CUDA_ATTN_SEQS=0 turns
-  // Options::seq_attention off (a test compares the two paths).
+  // position P or later.
   CudaBackend::Options o;
   o.graphs = env_switch("DS4_CUDA_GRAPHS", true);
   o.graph_stats = env_switch("DS4_CUDA_GRAPH_STATS", false);
   o.graph_segment = env_int("DS4_CUDA_GRAPH_SEGMENT", o.graph_segment, 0, 1 << 20);
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
-  o.blas = env_switch("DS4_CUDA_BLAS", o.blas);
-  o.seq_attention = env_switch("DS4_CUDA_ATTN_SEQS", o.seq_attention);
+  o.blas = options.cuda_blas;
   return new CudaBackend(o);
 }
 

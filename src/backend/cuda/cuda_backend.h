@@ -84,14 +84,8 @@ class CudaBackend final : public Backend {
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many decode steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
-    // (blas_products.h).
+    // (blas_products.h); off (BackendOptions::cuda_blas), to the FP64 tensor-core kernel.
     bool blas = true;
-    // A batched decode step (one row in each of several sequences): the RoPE store and the sink
-    // attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead of
-    // one per sequence on the side lanes (false, DS4_CUDA_ATTN_SEQS=0: the path of steps whose
-    // sequences have several rows, for the test that compares the two). On the H200, steps of 4
-    // to 16 Flash q2 sessions were faster in one launch.
-    bool seq_attention = true;
   };
   explicit CudaBackend(const Options& options);
   ~CudaBackend() override;
@@ -196,7 +190,9 @@ class CudaBackend final : public Backend {
   const int32_t* prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
                              const AttentionInputs& in, int64_t r0, Lane& where, bool store,
                              int32_t* picks);
-  // Options::seq_attention's path for runs_ (each one row of its own sequence): see Options.
+  // A step of one row in each of several sequences (runs_ one row each): the RoPE stores and the
+  // sink attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead
+  // of one per sequence on the side lanes (faster on the H200).
   void attend_sequences(const AttentionLayer& l, const AttentionInputs& in, Act out, int used);
   // `lane` (opened here) starts after the work queued on the main stream so far (fork_to); the
   // main stream waits for what it was given since (join_from). In between, a recorded step may
