@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "backend/factory.h"
+
 namespace ds4::test {
 
 std::string model_path(const std::string& name) {
@@ -20,6 +22,25 @@ std::unique_ptr<Engine> open_model(const std::string& name, bool hf_mode, int th
   o.threads = threads;
   o.qat_simulation = !hf_mode;
   o.f16_kv_rows = !hf_mode;
+  auto e = Engine::open(o);
+  EXPECT_TRUE(e.is_ok()) << e.status().message();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+bool cuda_available() {
+  // Without cuBLAS: only whether a backend can be made matters here.
+  static const bool available =
+      backend::make_backend(backend::BackendKind::kCuda, {.cuda_blas = false}).is_ok();
+  return available;
+}
+
+std::unique_ptr<Engine> open_cuda_model(const std::string& name, bool hf_mode, bool cuda_blas) {
+  EngineOptions o;
+  o.model_path = model_path(name);
+  o.backend = BackendKind::kCuda;
+  o.qat_simulation = !hf_mode;
+  o.f16_kv_rows = !hf_mode;
+  o.cuda_blas = cuda_blas;
   auto e = Engine::open(o);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(e).value() : nullptr;

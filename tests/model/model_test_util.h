@@ -19,6 +19,13 @@ std::string model_path(const std::string& name);
 // only configuration that computes Hugging Face's float32 function.
 std::unique_ptr<Engine> open_model(const std::string& name, bool hf_mode, int threads = 0);
 
+// Whether this build and machine run the CUDA backend (a CUDA build and a device): the cuda tests
+// skip otherwise, before they read any model file.
+bool cuda_available();
+// The same on the CUDA backend; cuda_blas as EngineOptions::cuda_blas.
+std::unique_ptr<Engine> open_cuda_model(const std::string& name, bool hf_mode,
+                                        bool cuda_blas = true);
+
 struct RefCase {
   std::vector<TokenId> tokens;
   std::vector<TokenId> continuation;           // 32 greedy tokens (HF, without cache)

@@ -3,8 +3,9 @@
 # with .devdeps/serve, the serving stack's libraries copied from a Debian machine: cpp-httplib's
 # header, library and a pkg-config file, OpenSSL's headers and libraries, brotli's libraries).
 #   ds4_build TARGET...   configure $BUILD_DIR (default build-dev: Release, CUDA sm_90, no tests;
-#                         DS4_TESTS=ON with GoogleTest carried in .devdeps/lib and .devdeps/include)
-#                         and build the targets; output on stdout/stderr
+#                         DS4_TESTS=ON with GoogleTest carried in .devdeps/lib and .devdeps/include,
+#                         the ds4_vocab test fixture copying .devdeps/ds4-vocab.gguf) and build the
+#                         targets; output on stdout/stderr
 #   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
 #                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
 #   serve_tools_build NAME  ds4_build of the serving tools (ds4-server, ds4-loadgen, ds4-gguf;
@@ -13,15 +14,18 @@
 DS4_FLASH=${DS4_FLASH:-/dev/shm/flash-q2.gguf}  # another file (the decisive one of compat.sh) by name
 
 ds4_build() {
-  local dir=${BUILD_DIR:-build-dev} serve=()
+  local dir=${BUILD_DIR:-build-dev} serve=() tests=()
   if [[ -d .devdeps/serve ]]; then
     export PKG_CONFIG_PATH=$PWD/.devdeps/serve/lib/pkgconfig
     export LD_LIBRARY_PATH=$PWD/.devdeps/serve/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     serve=(-DOPENSSL_ROOT_DIR="$PWD/.devdeps/serve")
   fi
+  if [[ ${DS4_TESTS:-OFF} == ON && -s .devdeps/ds4-vocab.gguf ]]; then
+    tests=(-DDS4_TEST_VOCAB_GGUF="$PWD/.devdeps/ds4-vocab.gguf")
+  fi
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDS4_CUDA=ON -DCUDA_ARCH=90 \
     -DDS4_BUILD_TESTS="${DS4_TESTS:-OFF}" -DDS4_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
-    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" "${serve[@]}" && ninja -C "$dir" -j "$(nproc)" "$@"
+    -DCMAKE_CXX_FLAGS="-I$PWD/.devdeps/include" "${serve[@]}" "${tests[@]}" && ninja -C "$dir" -j "$(nproc)" "$@"
 }
 
 serve_tools_build() {

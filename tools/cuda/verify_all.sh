@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # tools/cuda/verify_all.sh [STEPS]: one device session's worth of checks, on the GPU machine from
 # the repository root (with the carried .devdeps prefix). STEPS is a comma list of
-#   kernels  matmul_check on the default paths (planar dots bit-exact, cuBLAS products within
-#            tolerance, routing, top-k)
-#   check    ds4-cuda-check on the test shapes (HF gates, CPU vs CUDA within tolerance)
-#   checkblas ds4-cuda-check with the prefill F16 / F32 products off cuBLAS (DS4_CUDA_BLAS=0)
-#   long     ds4-cuda-check with a 65,536-token CPU-vs-CUDA long-context run
+#   gtest    every GoogleTest case of label cuda (ctest -L cuda in build-dev, its fixtures making
+#            the vocabulary and the test models there): the kernel tests (backend_cuda_test) and
+#            model_cuda_test (the HF gates on CUDA, CPU vs CUDA on the quantized recipes, with and
+#            without cuBLAS, the decode paths, an 8,192-token long context, batched sessions);
+#            every case must pass or skip for its stated reason (ctest's log and JUnit file in
+#            the logs). The steps below run parts of it:
+#   kernels  backend_cuda_test (planar dots bit-exact, cuBLAS products within tolerance,
+#            routing, top-k, attention)
+#   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
+#            tolerance, decode paths), prefill F16 / F32 products on cuBLAS
+#   checkblas the same gates with those products on the FP64 tensor-core kernel
+#            (EngineOptions::cuda_blas = false)
+#   long     the long-context case at LONG_TOKENS (default 65,536) tokens
 #   repl     the REPL path with --backend cuda against the CPU backend (transcript + snapshot)
 #   flash    the Flash q2 file: ds4 one-shot (prefill + decode timing, GPU memory)
 #   bench    ds4-bench on Flash q2 from 2k to 32k context, doubling
@@ -27,8 +35,6 @@
 #            chunk size does not change results)
 #   chunk4k  the same with 1024- and 4096-row prefill chunks
 #   chunk24  the same with 2048- and 4096-row prefill chunks
-#   blas     the same with the prefill F16 / F32 products on the FP64 tensor-core kernel
-#            (DS4_CUDA_BLAS=0) and on cuBLAS (the default)
 #   ds4bench ds4's own ds4-bench (its public source from .devdeps/ds4src, built here for sm_90,
 #            outside the repository) on the same Flash q2 file and prompt, 2k to 32k doubling,
 #            GEN_TOKENS (default 64) per frontier, beside `bench` (which then also generates
@@ -38,9 +44,6 @@
 #            scenarios, default all): bench/server.md's streaming, tool-call, Claude Code and
 #            disk KV cache figures
 #   bench256 one ds4-bench point at 256k (262,144-token frontier)
-#   gtest    the GoogleTest suite of label cuda (model_cuda_test: the CUDA backend against the
-#            reference vectors and the CPU backend, batched sessions against their runs alone),
-#            built in build-test with GoogleTest carried in .devdeps; its models synthesized there
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
@@ -55,7 +58,7 @@
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 #   sanserve ds4-server --backend cuda on the small test shape at 16 and 32 concurrent streams,
 #            plainly and under compute-sanitizer memcheck (tools/cuda/serve_sanitize.sh)
-# (default: kernels,check,repl,flash,bench). Every step runs under its own time limit, cut to
+# (default: gtest,repl). Every step runs under its own time limit, cut to
 # what is left of DEADLINE seconds (default 560) since the start, and a failing step does not
 # stop the others; a summary line per step ends the output and the exit status is 1 when any
 # step failed. Logs and CSVs go to a work folder packed into $OUT/logs.tgz at the end (the device
@@ -70,7 +73,7 @@ finish() {
   [[ -n ${OUT:-} ]] && tar -C "$out" -czf "$OUT/logs.tgz" .
   exit $failed
 }
-steps=${1:-kernels,check,repl,flash,bench}
+steps=${1:-gtest,repl}
 has() { [[ ",$steps," == *",$1,"* ]]; }
 summary=()
 failed=0
@@ -91,17 +94,11 @@ step() {
   return $rc
 }
 
+# The REPL's model file (the cuda tests' files come from their ctest fixture).
 models() {
   mkdir -p "$m"
-  # A recipe name ending in d (q2d): that recipe with --decisive-routing.
-  for spec in tiny:f32 tiny:f16 tiny:q8 tiny:q2 tiny:q4 small:f32 small:q2 tiny:q8d tiny:q2d \
-    tiny:q4d small:q2d; do
-    local shape=${spec%:*} recipe=${spec#*:} extra=()
-    [[ $recipe == *d ]] && extra=(--decisive-routing)
-    [[ -s $m/$shape-$recipe.gguf ]] || build-dev/bin/ds4-gguf synth --shape "$shape" \
-      --quant "${recipe%d}" --seed 1 --vocab .devdeps/ds4-vocab.gguf "${extra[@]}" \
-      -o "$m/$shape-$recipe.gguf" || return 1
-  done
+  [[ -s $m/tiny-q2.gguf ]] || build-dev/bin/ds4-gguf synth --shape tiny --quant q2 --seed 1 \
+    --vocab .devdeps/ds4-vocab.gguf -o "$m/tiny-q2.gguf"
 }
 # The REPL path with --backend cuda (stdin piped: two turns, /ctx, /save): its text must equal the
 # CPU backend's, the two backends being bit-identical (timing lines dropped).
@@ -127,26 +124,48 @@ if has ds4bench; then
   (cd /dev/shm/ds4src && make -j8 ds4-bench CUDA_ARCH=sm_90 > "$out/ds4-build.log" 2>&1
     echo "ds4-bench build rc $?" >> "$out/ds4-build.log") &
 fi
-targets=(ds4-gguf ds4-cuda-check ds4 ds4-bench matmul_check)
+# One build (build-dev) for every step. With GoogleTest carried in .devdeps it has the test
+# targets too (DS4_TESTS=ON, exported so that the scripts the steps start configure it alike).
+[[ -d .devdeps/include/gtest ]] && export DS4_TESTS=ON
+targets=(ds4-gguf ds4 ds4-bench)
 has server && targets+=(ds4-server)
+tests_needed=0
+for s in kernels check checkblas long gtest; do has $s && tests_needed=1; done
+if ((tests_needed)); then
+  if [[ ${DS4_TESTS:-} != ON ]]; then
+    echo "the test steps need GoogleTest in .devdeps (tools/cuda/make_devdeps.sh gtest)"
+    failed=1
+    finish
+  fi
+  targets+=(backend_cuda_test model_cuda_test)
+fi
 step build 400 ds4_build "${targets[@]}" || finish
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-step models 120 models
-has kernels && step kernels 60 build-dev/bin/matmul_check && tail -1 "$out/kernels.log"
-has check && DS4_CUDA_GRAPH_STATS=1 step check 300 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0 &&
-  tail -30 "$out/check.log"
-# checkoff VAR: ds4-cuda-check with VAR=0 (a path switched off), its table only.
-checkoff() { env "$1=0" build-dev/bin/ds4-cuda-check "$m" tests/data/reference 0; }
-export -f checkoff
-has checkblas && step checkblas 300 checkoff DS4_CUDA_BLAS
-has long && step long 500 build-dev/bin/ds4-cuda-check "$m" tests/data/reference 65536 &&
-  tail -3 "$out/long.log"
+has repl && step models 120 models
+# cuda_ctest NAME CTEST_ARGS...: the cuda-labelled GoogleTest cases that CTEST_ARGS select, their
+# fixtures first (the vocabulary copied from .devdeps, the test models synthesized); ctest's full
+# log and a JUnit file (every case's result, skip reasons included) beside NAME's log.
+cuda_ctest() {
+  local name=$1
+  shift
+  ctest --test-dir build-dev -L cuda -j "${CTEST_JOBS:-4}" --output-on-failure \
+    --output-log "$out/$name-ctest.log" --output-junit "$out/$name.xml" "$@"
+}
+export -f cuda_ctest
+has gtest && step gtest 500 cuda_ctest gtest && tail -12 "$out/gtest.log"
+has kernels && step kernels 120 build-dev/tests/backend_cuda_test && tail -3 "$out/kernels.log"
+has check && step check 400 cuda_ctest check -R 'CudaHuggingFace|CudaVsCpu|CudaDecode' \
+  -E nocublas && tail -12 "$out/check.log"
+has checkblas && step checkblas 400 cuda_ctest checkblas -R nocublas &&
+  tail -12 "$out/checkblas.log"
+has long && DS4_TEST_LONG_TOKENS=${LONG_TOKENS:-65536} step long 500 cuda_ctest long \
+  -R CudaLongContext && tail -4 "$out/long.log"
 has repl && step repl 120 repl && tail -1 "$out/repl.log"
 # The SASS of every kernel object, and an opcode histogram per kernel (sass/<file>.hist).
 sass() {
   local o name
   mkdir -p "$out/sass"
-  for o in build-dev/src/backend/CMakeFiles/ds4_backend.dir/cuda/kernels/*.o; do
+  for o in build-dev/src/backend/CMakeFiles/ds4_backend_cuda.dir/cuda/kernels/*.o; do
     name=$(basename "$o" .cu.o)
     "$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)" -sass "$o" > "$out/sass/$name.sass" || return 1
     awk '/Function :/ { f = $3 } /^ +\/\*[0-9a-f]+\*\/ / { op = $2; if (op ~ /^@/) op = $3;
@@ -161,7 +180,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | checkflash | check | checkblas | long | repl | sass | gtest | sanserve) ;;
+    kernels | check | checkblas | long | repl | sass | gtest | sanserve) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -181,23 +200,10 @@ if has bench128; then
     bash tools/cuda/flash_bench.sh 131072 16
   tail -4 "$out/bench128.log"
 fi
-gtest() {
-  local models=build-test/testdata/models spec
-  BUILD_DIR=build-test DS4_TESTS=ON ds4_build ds4-gguf model_cuda_test || return 1
-  mkdir -p "$models"
-  for spec in tiny:q2 tiny:f32 small:f32; do
-    [[ -s $models/${spec%:*}-${spec#*:}.gguf ]] || build-test/bin/ds4-gguf synth --shape "${spec%:*}" \
-      --quant "${spec#*:}" --seed 1 --vocab .devdeps/ds4-vocab.gguf -o "$models/${spec%:*}-${spec#*:}.gguf" ||
-      return 1
-  done
-  DS4_SOURCE_DIR=$PWD "$(find build-test -name model_cuda_test -type f -perm -u+x | head -1)"
-}
-export -f gtest
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
 fi
-has gtest && step gtest 300 gtest && tail -30 "$out/gtest.log"
 if has sanserve; then
   OUT=$out step sanserve 400 bash tools/cuda/serve_sanitize.sh
   tail -12 "$out/sanserve.log"
@@ -287,7 +293,6 @@ has gseg && DS4_CUDA_GRAPHS=1 step gseg 400 ab gseg DS4_CUDA_GRAPH_SEGMENT 2 8 &
 has chunk && step chunk 400 ab chunk CHUNK 512 2048 && tail -4 "$out/chunk.log"
 has chunk4k && step chunk4k 400 ab chunk4k CHUNK 1024 4096 && tail -4 "$out/chunk4k.log"
 has chunk24 && step chunk24 400 ab chunk24 CHUNK 2048 4096 && tail -4 "$out/chunk24.log"
-has blas && step blas 400 ab blas DS4_CUDA_BLAS 0 1 any && tail -4 "$out/blas.log"
 ds4bench() {
   # The background build (started by the parent shell) ends with its rc line.
   until grep -q "build rc" "$out/ds4-build.log" 2>/dev/null; do sleep 2; done

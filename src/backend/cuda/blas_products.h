@@ -5,8 +5,8 @@
 // F32 weights: one FP32 GEMM (CUBLAS_COMPUTE_32F, no TF32). F16 weights: the float rows split into
 // F16 hi + lo parts (kernels/f16_split.cuh), W . x = W . hi + W . lo as two F16 tensor-core GEMMs
 // with FP32 accumulation (~2^-22 relative input error; the hi part alone, ~2^-12, prefilled only
-// marginally faster on the H200 and was removed). Not bit-identical to the CPU's
-// dots; within the CUDA backend's tolerances (tools/cuda/cuda_check.cpp). Owns: the cuBLAS handle.
+// marginally faster on the H200 and was removed). Not bit-identical to the CPU's dots; within the
+// CUDA backend's tolerances (tests/model/cuda_gates_test.cpp). Owns: the cuBLAS handle.
 // Does not own: the weights, activations or the scratch it is handed.
 #pragma once
 

@@ -4,8 +4,7 @@
 // in the planar layout on its tile and tensor-core kernels (each forced, and the default choice),
 // up to the order of the per-block float additions on the planar decode kernels and the native
 // layout.
-// Every test skips when no CUDA device is present. Harness: kernel_test.h (this file holds the
-// standalone main()).
+// Every test skips when no CUDA device is present. Shared pieces: kernel_test.h.
 #include "backend/cuda/kernels/matmul_q.cuh"
 
 #include <cuda_runtime.h>
@@ -813,20 +812,3 @@ TEST(CudaMatmulQ, SwigluEncodingEqualsTheSwigluThenItsEncoding) {
 
 }  // namespace
 }  // namespace ds4::backend::cuda
-
-#ifdef DS4_STANDALONE_TEST
-int main() {
-  int n_failed = 0;
-  for (const mini_test::Test& t : mini_test::registry()) {
-    mini_test::failed() = false;
-    mini_test::skipped() = false;
-    std::printf("[ RUN  ] %s\n", t.name);
-    t.fn();
-    const char* verdict = mini_test::failed() ? "FAIL" : (mini_test::skipped() ? "SKIP" : "PASS");
-    std::printf("[ %s ] %s\n", verdict, t.name);
-    n_failed += mini_test::failed() ? 1 : 0;
-  }
-  std::printf("%d of %zu tests failed\n", n_failed, mini_test::registry().size());
-  return n_failed == 0 ? 0 : 1;
-}
-#endif
