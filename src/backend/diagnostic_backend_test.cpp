@@ -11,18 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/host_buffer.h"
+
 namespace ds4::backend {
 namespace {
-
-class HostBuffer final : public Buffer {
- public:
-  explicit HostBuffer(int64_t n) : v_(static_cast<size_t>(n)) {}
-  float* data() override { return v_.data(); }
-  int64_t size() const override { return static_cast<int64_t>(v_.size()); }
-
- private:
-  std::vector<float> v_;
-};
 
 // Counts the calls of each implementation; computes nothing.
 class CountingBackend final : public Backend {

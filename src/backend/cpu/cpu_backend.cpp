@@ -7,6 +7,7 @@
 
 #include "backend/cpu/math.h"
 #include "backend/frontier.h"
+#include "backend/host_buffer.h"
 #include "backend/row_rules.h"
 #include "base/check.h"
 #include "base/f16.h"
@@ -14,16 +15,6 @@
 
 namespace ds4::backend::cpu {
 namespace {
-
-class HostBuffer final : public Buffer {
- public:
-  explicit HostBuffer(int64_t n) : v_(static_cast<size_t>(n)) {}
-  float* data() override { return v_.data(); }
-  int64_t size() const override { return static_cast<int64_t>(v_.size()); }
-
- private:
-  std::vector<float> v_;
-};
 
 void reset_layer(LayerCache& c) {
   c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
