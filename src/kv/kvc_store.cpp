@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/check.h"
+
 namespace ds4::kv {
 namespace {
 
@@ -23,6 +26,21 @@ bool is_cache_name(std::string_view n) {
   if (n.size() != 43 || n.substr(40) != ".kv") return false;
   return std::all_of(n.begin(), n.begin() + 40,
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// ".<sha1>.kv.tmp.<pid>" (prepare's temporary name): the writer's pid, or 0 for another name.
+pid_t temp_writer(std::string_view n) {
+  constexpr std::string_view kTmp = ".tmp.";
+  if (n.size() < 1 + 43 + kTmp.size() + 1 || n[0] != '.' || !is_cache_name(n.substr(1, 43)) ||
+      n.substr(44, kTmp.size()) != kTmp) {
+    return 0;
+  }
+  const std::string_view digits = n.substr(44 + kTmp.size());
+  if (digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return 0;
+  }
+  return static_cast<pid_t>(std::stol(std::string(digits)));
 }
 
 // Reads up to `n` bytes from the start of `fd`.
@@ -122,6 +140,7 @@ Result<KvcStore> KvcStore::open(KvcStoreOptions options) {
   std::filesystem::permissions(options.dir, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace, ec);
   KvcStore store(std::move(options));
+  store.remove_stale_temps();
   DS4_ASSIGN_OR_RETURN(std::vector<std::string> names, store.list());
   for (const std::string& n : names) store.index(n);
   store.evict_for(0, nullptr);  // a smaller budget than the last run's holds from the start (§3.6)
@@ -132,17 +151,52 @@ void KvcStore::log(const std::string& line) const {
   if (o_.log) o_.log(line);
 }
 
-Result<std::vector<std::string>> KvcStore::list() const {
+Result<std::vector<std::string>> KvcStore::list() {
   DIR* d = ::opendir(o_.dir.c_str());
   if (d == nullptr)
     return Status::io_error("cannot read '%s': %s", o_.dir.c_str(), std::strerror(errno));
   std::vector<std::string> names;
+  foreign_tmp_bytes_ = 0;
+  foreign_tmp_files_ = 0;
   while (const dirent* e = ::readdir(d)) {
-    if (is_cache_name(e->d_name)) names.emplace_back(e->d_name);
+    if (is_cache_name(e->d_name)) {
+      names.emplace_back(e->d_name);
+    } else if (const pid_t pid = temp_writer(e->d_name); pid != 0 && pid != ::getpid()) {
+      // Another process's save under way (or a stale one, removed at the next open): its bytes
+      // are on the disk, so they count against the budget while the file exists.
+      struct stat st {};
+      if (::stat(path(e->d_name).c_str(), &st) == 0) {
+        foreign_tmp_bytes_ += static_cast<uint64_t>(st.st_size);
+        ++foreign_tmp_files_;
+      }
+    }
   }
   ::closedir(d);
   std::sort(names.begin(), names.end());
   return names;
+}
+
+void KvcStore::remove_stale_temps() {
+  DIR* d = ::opendir(o_.dir.c_str());
+  if (d == nullptr) return;  // list() reports it
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    const pid_t pid = temp_writer(e->d_name);
+    // A writer that no longer runs (kill -9 during a save) never renames its file. The pid of
+    // this process is stale too: no save of this store has started yet.
+    if (pid != 0 && (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH))) {
+      stale.emplace_back(e->d_name);
+    }
+  }
+  ::closedir(d);
+  for (const std::string& n : stale) {
+    struct stat st {};
+    const uint64_t bytes = ::stat(path(n).c_str(), &st) == 0 ? st.st_size : 0;
+    if (::unlink(path(n).c_str()) == 0) {
+      log("kv cache: removed " + n + " (" + std::to_string(bytes) +
+          " bytes), the temporary file of a save that was interrupted");
+    }
+  }
 }
 
 void KvcStore::rescan() {
@@ -210,7 +264,7 @@ void KvcStore::index(const std::string& name) {
 }
 
 uint64_t KvcStore::bytes_used() const {
-  uint64_t n = 0;
+  uint64_t n = reserved_bytes_ + foreign_tmp_bytes_;
   for (const KvcEntry& e : entries_) n += e.file_bytes;
   return n;
 }
@@ -254,12 +308,10 @@ void KvcStore::evict_for(uint64_t incoming, const PreparedKvc* in) {
     }
     return s;
   };
-  const std::string keep = in != nullptr ? in->name : std::string();
   while (!entries_.empty() && bytes_used() + incoming > o_.budget_bytes) {
     const KvcEntry* worst = nullptr;
     double worst_score = 0;
     for (const KvcEntry& e : entries_) {
-      if (e.name == keep) continue;
       const double sc = score(e);
       if (worst == nullptr || sc < worst_score ||
           (sc == worst_score && e.header.last_used < worst->header.last_used)) {
@@ -323,27 +375,49 @@ Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
                                       bytes.size(),
                                       static_cast<unsigned long long>(o_.budget_bytes));
   p.bytes = bytes.size();
+  p.encoded = std::move(bytes);
   p.tmp = path("." + p.name + ".tmp." + std::to_string(::getpid()));
+  return p;
+}
+
+Status KvcStore::reserve(const PreparedKvc& p) {
+  DS4_CHECK_MSG(reserved_bytes_ == 0, "KvcStore: a second reservation before commit / abandon");
+  evict_for(p.bytes, &p);
+  if (bytes_used() + p.bytes > o_.budget_bytes) {
+    return Status::resource_exhausted(
+        "no room for a %llu-byte cache file: %llu bytes of other processes' temporary files and "
+        "kept files already hold the %llu-byte budget",
+        static_cast<unsigned long long>(p.bytes), static_cast<unsigned long long>(bytes_used()),
+        static_cast<unsigned long long>(o_.budget_bytes));
+  }
+  reserved_bytes_ = p.bytes;
+  return Status::ok();
+}
+
+Status KvcStore::write(const PreparedKvc& p) const {
   Status st;
   {
     Fd fd(::open(p.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
-    st = write_all(fd.get(), bytes, p.tmp);
+    st = write_all(fd.get(), p.encoded, p.tmp);
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())
       st = Status::io_error("close '%s': %s", p.tmp.c_str(), std::strerror(errno));
   }
-  if (!st.is_ok()) {
-    ::unlink(p.tmp.c_str());
-    return st;
-  }
-  return p;
+  if (!st.is_ok()) ::unlink(p.tmp.c_str());
+  return st;
+}
+
+void KvcStore::abandon(const PreparedKvc& p) {
+  ::unlink(p.tmp.c_str());
+  reserved_bytes_ = 0;
 }
 
 Status KvcStore::commit(const PreparedKvc& p) {
+  reserved_bytes_ = 0;  // the file is either in place below, or removed
   auto old = std::find_if(entries_.begin(), entries_.end(),
                           [&](const KvcEntry& e) { return e.name == p.name; });
   if (p.kept && old != entries_.end() &&
@@ -355,9 +429,8 @@ Status KvcStore::commit(const PreparedKvc& p) {
       return st;
     }
   }
-  // The file it replaces does not count against the budget.
+  // The file it replaces goes; reserve() made room for the new one beside it.
   if (old != entries_.end()) entries_.erase(old);
-  evict_for(p.bytes, &p);
   if (::rename(p.tmp.c_str(), path(p.name).c_str()) != 0) {
     const Status st = Status::io_error("rename '%s': %s", p.tmp.c_str(), std::strerror(errno));
     ::unlink(p.tmp.c_str());
@@ -373,6 +446,11 @@ Status KvcStore::commit(const PreparedKvc& p) {
 Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
                       std::span<const ToolMapEntry> tool_map) {
   DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
+  DS4_TRY(reserve(p));
+  if (Status st = write(p); !st.is_ok()) {
+    abandon(p);
+    return st;
+  }
   return commit(p);
 }
 

@@ -60,11 +60,13 @@ struct KvcEntry {
   int64_t mtime_ns = 0;  // when it was indexed: rescan() re-reads a file that changed
 };
 
-// A file written and fsynced under a temporary name, not yet in the directory's index (prepare).
+// A file encoded for a save (prepare), then room made for it (reserve), written and fsynced under
+// a temporary name (write), and renamed into the directory's index (commit).
 struct PreparedKvc {
   std::string name;  // "<sha1>.kv"
-  std::string tmp;   // the temporary path
+  std::string tmp;   // the temporary path: ".<sha1>.kv.tmp.<pid>"
   uint64_t bytes = 0;
+  std::vector<uint8_t> encoded;  // the file's bytes (prepare), written by write()
   KvcHeader header;  // the header written (for a kept file: the one it had when prepared)
   std::string text;  // the cache text: commit() devalues the files it continues (§3.6)
   // True when a compatible file of the same name was there (same text, quant admitted, its
@@ -89,19 +91,25 @@ class KvcStore {
   // Writes the file for `text`. A file of the same name that is compatible (text identical,
   // quant admitted, its context <= header.n_ctx) is kept with only its tool-id map rewritten:
   // the union of its mappings and `tool_map` (features.md §3.3); any other is replaced. Files are
-  // evicted first so the new one fits the budget (never the new one itself). On failure (a full
-  // disk, say) the temporary file is removed and every older file is intact.
+  // evicted before the write, so that the directory holds the budget at every moment, the
+  // temporary file included. On failure (a full disk, say) the temporary file is removed and
+  // every older file is intact.
   Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
-  // save() in two halves, so that a caller holding a lock around the store need not hold it
-  // during the write: prepare() encodes and writes the temporary file (fsynced) and touches
-  // neither the index nor other files (it may run while another thread uses the store under the
-  // caller's lock; it reads only the options); commit() evicts for it, renames it into place and
-  // indexes it. A failed prepare() leaves no temporary file; so does a failed commit().
+  // save() in steps, so that a caller holding a lock around the store need not hold it during
+  // the write: prepare() encodes (it touches neither the index nor any file, and may run while
+  // another thread uses the store under the caller's lock: it reads only the options and the
+  // same-name file); reserve() evicts until the file fits beside everything on disk and holds
+  // its bytes; write() writes and fsyncs the temporary file (no index access: outside the lock);
+  // commit() renames it into place and indexes it. abandon() gives up a reserved file. A failed
+  // step leaves no temporary file and no reservation.
   Result<PreparedKvc> prepare(KvcHeader header, std::string_view text,
                               std::span<const uint8_t> payload,
                               std::span<const ToolMapEntry> tool_map) const;
+  Status reserve(const PreparedKvc& prepared);
+  Status write(const PreparedKvc& prepared) const;
   Status commit(const PreparedKvc& prepared);
+  void abandon(const PreparedKvc& prepared);
 
   // The indexed file whose cache text is the longest byte prefix of `rendered` (ties: more
   // tokens), among those `query` admits; checked by the SHA-1 of the prompt's prefix.
@@ -136,16 +144,24 @@ class KvcStore {
                                              KvcModel model) const;
 
   const std::vector<KvcEntry>& entries() const { return entries_; }
+  // Everything the cache holds on disk: the indexed files, a reserved file being written, and the
+  // temporary files of other live processes (stale ones, whose process is gone, are removed when
+  // the store opens).
   uint64_t bytes_used() const;
+  // Temporary files of other processes found by the last open() or rescan().
+  size_t foreign_temp_files() const { return foreign_tmp_files_; }
 
  private:
   explicit KvcStore(KvcStoreOptions options) : o_(std::move(options)) {}
   std::string path(const std::string& name) const { return o_.dir + "/" + name; }
-  Result<std::vector<std::string>> list() const;  // the cache names in the directory, sorted
+  Result<std::vector<std::string>> list();  // the cache names in the directory, sorted; counts
+                                            // the other processes' temporary files
+  // At open: removes the temporary files whose writer is gone (a kill -9 during a save).
+  void remove_stale_temps();
   void index(const std::string& name);
   void log(const std::string& line) const;
   // Deletes files by ascending score until `incoming` more bytes fit the budget. With
-  // `prepared`, that file is protected and the continued files it continues are devalued (§3.6).
+  // `prepared`, the continued files it continues are devalued (§3.6).
   void evict_for(uint64_t incoming, const PreparedKvc* prepared);
   // The file at `name`, read whole, when a new save of `text` under `header` keeps it (§3.3).
   std::optional<ReadKvc> compatible_file(const std::string& name, const KvcHeader& header,
@@ -159,6 +175,9 @@ class KvcStore {
     int64_t mtime_ns = 0;
   };
   std::vector<Refused> refused_;  // files index() skipped, as they were then
+  uint64_t reserved_bytes_ = 0;   // the file reserve() made room for, until commit / abandon
+  uint64_t foreign_tmp_bytes_ = 0;
+  size_t foreign_tmp_files_ = 0;
 };
 
 }  // namespace ds4::kv

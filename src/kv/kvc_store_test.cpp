@@ -2,11 +2,14 @@
 // their text (the digest checked against a published test vector), the longest-prefix lookup and
 // its filters, bookkeeping in place, eviction under the byte budget, hostile files skipped, and a
 // failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, and the
-// two-step write (prepare: a temporary file only; commit: in place and indexed).
+// stepwise write (prepare: encoded only; reserve: room made first, so the budget holds while the
+// temporary file exists; write; commit: in place and indexed), and the temporary files of saves
+// that were killed.
 #include "kv/kvc_store.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -223,6 +226,10 @@ TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
   ASSERT_TRUE(s.is_ok());
   auto p = s->prepare(header(9), "<bos>prepared", payload(64), {});
   ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_FALSE(std::filesystem::exists(p->tmp));  // prepare() only encodes
+  ASSERT_TRUE(s->reserve(*p).is_ok());
+  EXPECT_EQ(s->bytes_used(), p->bytes);  // the reservation counts
+  ASSERT_TRUE(s->write(*p).is_ok());
   EXPECT_TRUE(s->entries().empty());
   EXPECT_TRUE(std::filesystem::exists(p->tmp));
   EXPECT_FALSE(std::filesystem::exists(tmp.file("kv/" + p->name)));
@@ -231,9 +238,80 @@ TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
   EXPECT_FALSE(std::filesystem::exists(p->tmp));
   ASSERT_EQ(s->entries().size(), 1u);
   EXPECT_EQ(s->entries()[0].file_bytes, p->bytes);
+  EXPECT_EQ(s->bytes_used(), p->bytes);
   auto hit = s->find("<bos>prepared!", query());
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->name, p->name);
+  // An abandoned save leaves nothing and gives its room back.
+  auto q = s->prepare(header(9), "<bos>abandoned", payload(64), {});
+  ASSERT_TRUE(q.is_ok() && s->reserve(*q).is_ok() && s->write(*q).is_ok());
+  s->abandon(*q);
+  EXPECT_FALSE(std::filesystem::exists(q->tmp));
+  EXPECT_EQ(s->bytes_used(), p->bytes);
+}
+
+// The directory's bytes on disk, every file counted (temporary ones too).
+uint64_t dir_bytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.file_size();
+  return n;
+}
+
+// Files are evicted before the new one is written: the budget holds while its temporary file
+// exists, not only after the rename.
+TEST(KvcStore, TheBudgetHoldsWhileANewFileIsWritten) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto probe = KvcStore::open(options(dir, 1 << 20, &logs));
+  ASSERT_TRUE(probe->save(header(9), "text 0", payload(1000), {}).is_ok());
+  const uint64_t one = probe->entries()[0].file_bytes;
+  const uint64_t budget = 3 * one + 10;
+  auto s = KvcStore::open(options(dir, budget, &logs));
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_TRUE(s->save(header(9), "text " + std::to_string(i), payload(1000), {}).is_ok());
+  }
+  ASSERT_EQ(dir_bytes(dir), 3 * one);  // full
+  auto p = s->prepare(header(9), "text 3", payload(1000), {});
+  ASSERT_TRUE(p.is_ok());
+  ASSERT_TRUE(s->reserve(*p).is_ok());
+  ASSERT_TRUE(s->write(*p).is_ok());
+  EXPECT_LE(dir_bytes(dir), budget) << "the temporary file pushed the directory past the budget";
+  ASSERT_TRUE(s->commit(*p).is_ok());
+  EXPECT_LE(dir_bytes(dir), budget);
+  EXPECT_EQ(s->entries().size(), 3u);
+}
+
+// A save killed mid-write (kill -9) leaves ".<sha1>.kv.tmp.<pid>": the next open removes it and
+// says so; the temporary file of a process that still runs is left alone and counted.
+TEST(KvcStore, StaleTemporaryFilesAreRemovedAtOpenAndLiveOnesCounted) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  ASSERT_TRUE(KvcStore::open(options(dir, 1 << 20, &logs)).is_ok());
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);  // reaped: the pid names no process now
+  const std::string sha = sha1_hex("interrupted");
+  const std::string stale = dir + "/." + sha + ".kv.tmp." + std::to_string(gone);
+  const std::string live = dir + "/." + sha + ".kv.tmp.1";  // pid 1 runs
+  std::ofstream(stale) << std::string(500, 'x');
+  std::ofstream(live) << std::string(300, 'y');
+  std::ofstream(dir + "/.not-ours.kv.tmp.5") << "z";  // another name: neither removed nor counted
+  logs.clear();
+  auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("temporary file of a save that was interrupted"), std::string::npos)
+      << logs[0];
+  EXPECT_EQ(s->foreign_temp_files(), 1u);
+  EXPECT_EQ(s->bytes_used(), 300u);
+  std::filesystem::remove(live);
+  s->rescan();
+  EXPECT_EQ(s->bytes_used(), 0u);
 }
 
 TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {
@@ -394,6 +472,7 @@ TEST(KvcStore, SameNameSaveKeepsACompatibleFileAndRewritesOnlyItsToolMap) {
   auto p = s->prepare(header(9), text, other, {});
   ASSERT_TRUE(p.is_ok());
   EXPECT_TRUE(p->kept);
+  ASSERT_TRUE(s->reserve(*p).is_ok() && s->write(*p).is_ok());
   ASSERT_TRUE(s->touch(sha1_hex(text) + ".kv").is_ok());
   ASSERT_TRUE(s->commit(*p).is_ok());
   EXPECT_EQ(s->entries()[0].header.hits, 4u);

@@ -149,14 +149,24 @@ void DiskCache::write(SaveJob& job) {
                   .n_ctx = o_.query.n_ctx};
   Status st;
   uint64_t file_bytes = 0;
-  // The write and its fsync happen outside the lock: lookups and tool-id restores go on meanwhile.
-  // Only the eviction, the rename and the index update hold it.
+  // The encoding, the write and its fsync happen outside the lock: lookups and tool-id restores go
+  // on meanwhile. Only the eviction (before the write: the budget holds at every moment), the
+  // rename and the index update hold it.
   auto prepared = store_.prepare(h, job.text, job.payload, map);
   if (!prepared.is_ok()) {
     st = prepared.status();
   } else {
+    {
+      std::lock_guard lock(store_mu_);
+      st = store_.reserve(*prepared);
+    }
+    if (st.is_ok()) st = store_.write(*prepared);
     std::lock_guard lock(store_mu_);
-    st = store_.commit(*prepared);
+    if (st.is_ok()) {
+      st = store_.commit(*prepared);
+    } else {
+      store_.abandon(*prepared);
+    }
     file_bytes = prepared->bytes;
   }
   const double ms =
