@@ -47,7 +47,7 @@ run: build
 SAN_DEBUG_INFO = -gline-tables-only
 # What the `unit|server` tests run: their GoogleTest binaries and the tools their scripts start.
 ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test backend_test base_test chat_test \
-  convert_test cuda_env_switch_test cuda_lane_rules_test disk_cache_test gen_test run_options_test \
+  convert_test cuda_env_switch_test cuda_lane_rules_test disk_cache_test gen_test run_options_test api_key_test \
   gguf_test integration_test kv_test model_unit_test quant_test sampling_test scheduler_test \
   serve_test synth_test tokenizer_test
 # build-asan is also the fuzzers' tree (DS4_FUZZ=ON; make fuzz): the modules the fuzzers explore

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/mapping_guard.h"
 #include "apps/common/run_options.h"
 #include "ds4/engine.h"
 #include "ds4/sampling.h"
@@ -309,6 +310,7 @@ int main(int argc, char** argv) {
   ds4::EngineOptions eo = ds4::app::engine_options(o.run);
   eo.profile_ops = o.op_times;
   eo.repeat_op = o.repeat_op;
+  ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apps/common/mapping_guard.h"
 #include "cli.h"
 
 namespace {
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
                  static_cast<long long>(ds4::chat::kThinkMaxMinContext));
   }
 
+  ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;

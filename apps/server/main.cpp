@@ -8,12 +8,15 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <thread>
 
 #include "api/openai_request.h"
+#include "apps/common/mapping_guard.h"
 #include "apps/common/run_options.h"
+#include "apps/server/api_key.h"
 #include "ds4/chat.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
@@ -45,7 +48,7 @@ struct Flags {
   int parallel = 0;  // 0: from free memory and --ctx (serve/pool_size.h)
   int batch_tokens = ds4::serve::kDefaultBatchTokens;
   bool cors = false;
-  std::string api_key;
+  std::string api_key, api_key_file;
   std::string trace;
   int tool_memory_max_ids = 100000;
   bool disable_exact_replay = false;
@@ -90,8 +93,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--cors", f.cors,
                "add Access-Control-Allow-* headers to every response (default: off)");
-  app.add_option("--api-key", f.api_key,
-                 "require 'Authorization: Bearer KEY' on /v1/* (default: none)");
+  auto* key_opt = app.add_option("--api-key", f.api_key,
+                                 "require 'Authorization: Bearer KEY' on /v1/* (default: none; "
+                                 "visible to local users in ps: prefer --api-key-file)");
+  auto* key_file_opt = app.add_option(
+      "--api-key-file", f.api_key_file,
+      "read the API key from the first line of FILE (default: the DS4_API_KEY environment "
+      "variable, else none)");
   app.add_option("--trace", f.trace, "write one JSON line per request to FILE (default: none)");
   app.add_option("--tool-memory-max-ids", f.tool_memory_max_ids,
                  "tool-call ids whose exact DSML is remembered")
@@ -153,6 +161,18 @@ int main(int argc, char** argv) {
                        std::to_string(kMinServerCtx) + " tokens");
   }
   const ds4::chat::Template chat_template = f.run.chat_template;
+  const char* env_key = std::getenv("DS4_API_KEY");
+  auto api_key = ds4::server::resolve_api_key(
+      {.flag = *key_opt ? std::optional<std::string>(f.api_key) : std::nullopt,
+       .file = *key_file_opt ? std::optional<std::string>(f.api_key_file) : std::nullopt,
+       .env = env_key ? std::optional<std::string>(env_key) : std::nullopt});
+  if (!api_key.is_ok()) return usage_error(api_key.status().message());
+  if (api_key->empty() && !ds4::server::is_loopback(f.host)) {
+    std::fprintf(stderr,
+                 "ds4-server: warning: listening on %s without an API key: anyone who reaches "
+                 "this address can use the server (--api-key-file or DS4_API_KEY set one)\n",
+                 f.host.c_str());
+  }
   if (!f.kv_disk_dir.empty()) {
     if (const ds4::Status st = ds4::serve::validate(f.kv); !st.is_ok()) {
       return usage_error(st.message());
@@ -163,6 +183,7 @@ int main(int argc, char** argv) {
                        "' not found: get one with scripts/download_model.sh q2-imatrix");
   }
 
+  ds4::app::install_mapping_guard();  // a model file truncated under the server: one clear line
   // Signals go to the watcher thread below only (blocked here, before any thread starts).
   sigset_t signals;
   sigemptyset(&signals);
@@ -236,7 +257,7 @@ int main(int argc, char** argv) {
       .chat_template = chat_template};
   ds4::http::HttpOptions ho{.host = f.host,
                             .port = f.port,
-                            .api_key = f.api_key,
+                            .api_key = *api_key,
                             .cors = f.cors,
                             .max_body_bytes = f.max_body,
                             // A running stream and a waiting request each hold one.

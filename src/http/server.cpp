@@ -2,6 +2,7 @@
 #include "http/server.h"
 
 #include <httplib.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -128,9 +129,10 @@ struct HttpServer::Impl {
     return {.name = options.model_name, .n_ctx = endpoints->config().n_ctx};
   }
 
-  void generate(api::Endpoint ep, const httplib::Request& req, httplib::Response& res) {
+  void generate(api::Endpoint ep, const httplib::Request& req, const std::string& body,
+                httplib::Response& res) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto result = endpoints->prepare(ep, req.body);
+    auto result = endpoints->prepare(ep, body);
     if (auto* e = std::get_if<api::ApiError>(&result)) return send_error(res, *e, ep);
     api::PreparedRequest& prepared = std::get<api::PreparedRequest>(result);
     serve::Request& sr = prepared.request;
@@ -191,8 +193,8 @@ struct HttpServer::Impl {
     }
   }
 
-  void count_tokens(const httplib::Request& req, httplib::Response& res) {
-    auto body = endpoints->count_tokens(req.body);
+  void count_tokens(const std::string& request_body, httplib::Response& res) {
+    auto body = endpoints->count_tokens(request_body);
     if (auto* e = std::get_if<api::ApiError>(&body)) {
       return send_error(res, *e, api::Endpoint::kMessages);
     }
@@ -203,9 +205,11 @@ struct HttpServer::Impl {
     if (options.api_key.empty() || req.method == "OPTIONS" || !req.path.starts_with("/v1/")) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
+    // "Authorization: Bearer KEY" (the scheme's case does not matter, RFC 9110 §11.1), else
+    // Anthropic's "x-api-key: KEY".
     std::string given = req.get_header_value("Authorization");
-    if (given.starts_with("Bearer ")) {
-      given.erase(0, 7);
+    if (given.size() > 7 && strncasecmp(given.c_str(), "bearer ", 7) == 0) {
+      given.erase(0, given.find_first_not_of(' ', 7));
     } else {
       given = req.get_header_value("x-api-key");
     }
@@ -237,21 +241,38 @@ struct HttpServer::Impl {
       }
       res.set_content(body, kJson);
     });
-    server.Post("/v1/chat/completions", [this](const Request& req, Response& res) {
-      generate(api::Endpoint::kChat, req, res);
-    });
-    server.Post("/v1/completions", [this](const Request& req, Response& res) {
-      generate(api::Endpoint::kCompletions, req, res);
-    });
+    // POST bodies are read by the handlers (a content reader) whatever their Content-Type: httplib
+    // would parse a form-urlencoded body itself (`curl -d @file` sends that type) and refuse one
+    // over 8 KiB with a 413, whatever --max-body says. The body limit still holds (413).
+    const auto post = [this](const char* path, auto handle) {
+      server.Post(path,
+                  [handle](const Request& req, Response& res, const httplib::ContentReader& read) {
+                    std::string body;
+                    const bool whole = read([&](const char* data, size_t n) {
+                      body.append(data, n);
+                      return true;
+                    });
+                    if (!whole) {
+                      // httplib set 413 past the limit; anything else is a body that did not arrive
+                      // whole.
+                      if (res.status != 413) res.status = 400;
+                      return;  // the error handler writes the body
+                    }
+                    handle(req, body, res);
+                  });
+    };
+    const auto gen = [this](api::Endpoint ep) {
+      return [this, ep](const Request& req, const std::string& body, Response& res) {
+        generate(ep, req, body, res);
+      };
+    };
+    post("/v1/chat/completions", gen(api::Endpoint::kChat));
+    post("/v1/completions", gen(api::Endpoint::kCompletions));
     // Claude Code posts /v1/messages?beta=true: httplib matches the path without the query.
-    server.Post("/v1/messages", [this](const Request& req, Response& res) {
-      generate(api::Endpoint::kMessages, req, res);
-    });
-    server.Post("/v1/messages/count_tokens",
-                [this](const Request& req, Response& res) { count_tokens(req, res); });
-    server.Post("/v1/responses", [this](const Request& req, Response& res) {
-      generate(api::Endpoint::kResponses, req, res);
-    });
+    post("/v1/messages", gen(api::Endpoint::kMessages));
+    post("/v1/messages/count_tokens", [this](const Request&, const std::string& body,
+                                             Response& res) { count_tokens(body, res); });
+    post("/v1/responses", gen(api::Endpoint::kResponses));
     server.Options(R"(.*)", [](const Request&, Response& res) { res.status = 204; });
     // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request) get an
     // OpenAI-style body; handlers' own errors already have one.

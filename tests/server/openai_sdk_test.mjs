@@ -224,6 +224,12 @@ test("--api-key and --max-body", async () => {
     const r = await right.chat.completions.create(chat({ max_tokens: 2 }));
     assert.ok(r.usage.completion_tokens >= 1);
     assert.equal((await fetch(`${s.base}/health`)).status, 200); // health needs no key
+    // The scheme's case does not matter (RFC 9110); the key's does.
+    const models = (auth) => fetch(`${s.base}/v1/models`, { headers: { authorization: auth } });
+    assert.equal((await models("bearer sekret")).status, 200);
+    assert.equal((await models("BEARER  sekret")).status, 200);
+    assert.equal((await models("Bearer SEKRET")).status, 401);
+    assert.equal((await models("Basic sekret")).status, 401);
     const big = await fetch(`${s.base}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: "Bearer sekret", "content-type": "application/json" },

@@ -60,6 +60,12 @@ assert chunks[-1]["choices"][0]["finish_reason"] in ("length", "stop")
 assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
 PY
 
+# `curl -d @file` sends application/x-www-form-urlencoded: a JSON body over 8 KiB is still read as
+# JSON (httplib alone would refuse a form body that large with 413).
+python3 -c 'import json,sys; json.dump({"model":"deepseek-chat","max_tokens":1,"messages":[{"role":"user","content":"word "*4000}]}, open(sys.argv[1],"w"))' "$tmp/big.json"
+code=$(curl -sS -o "$tmp/big.out" -w '%{http_code}' "$base/v1/chat/completions" -d @"$tmp/big.json")
+[[ $code == 200 ]] || fail "a 20 KB form-typed JSON body: $code $(head -c 300 "$tmp/big.out")"
+
 # HTTP/1.0 has no chunked encoding: the stream ends with the connection, its bytes unchanged.
 curl -sS -N --http1.0 -D "$tmp/headers10" -o "$tmp/body10" "$base/v1/chat/completions" -d "$body"
 grep -qi '^transfer-encoding' "$tmp/headers10" && fail "HTTP/1.0 stream: $(cat "$tmp/headers10")"
