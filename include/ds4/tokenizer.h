@@ -57,6 +57,9 @@ class Tokenizer {
 
   int32_t vocab_size() const;
   const SpecialIds& special_ids() const;
+  // The most bytes one token covers (special tokens included): a text of B bytes encodes to at
+  // least ceil(B / max_token_bytes()) tokens, whatever it says.
+  size_t max_token_bytes() const;
 
   struct Impl;
 

@@ -83,7 +83,9 @@ std::string health_body(const serve::SchedulerStats& s, const serve::DiskCacheSt
 
 Endpoints::Endpoints(const Tokenizer& tok, ApiConfig config, serve::ReplayMap* replay,
                      serve::DiskCache* disk)
-    : tok_(&tok), config_(std::move(config)), replay_(replay), disk_(disk) {}
+    : tok_(&tok), config_(std::move(config)), replay_(replay), disk_(disk) {
+  config_.max_token_bytes = tok.max_token_bytes();
+}
 
 void Endpoints::restore_tool_ids(const ApiRequest& r) {
   if (!disk_ || !replay_) return;

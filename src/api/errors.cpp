@@ -44,9 +44,10 @@ ApiError not_found(std::string message, std::string code) {
   return ApiError{.status = 404, .message = std::move(message), .code = std::move(code)};
 }
 
-ApiError context_exceeded(long long n_prompt, long long n_ctx, std::string param) {
+ApiError context_exceeded(long long n_prompt, long long n_ctx, std::string param, bool at_least) {
   return ApiError{.status = 400,
-                  .message = "Prompt has " + std::to_string(n_prompt) +
+                  .message = "Prompt has " + std::string(at_least ? "at least " : "") +
+                             std::to_string(n_prompt) +
                              " tokens, but the configured context size is " +
                              std::to_string(n_ctx) + " tokens",
                   .param = std::move(param),

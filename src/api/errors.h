@@ -34,7 +34,9 @@ std::string anthropic_error_body(const ApiError& e);
 ApiError bad_request(std::string message, std::string param = "");
 ApiError not_found(std::string message, std::string code = "");
 // 400 context_length_exceeded with both numbers.
-ApiError context_exceeded(long long n_prompt, long long n_ctx, std::string param);
+// `at_least`: n_prompt is a lower bound (a prompt refused before it was tokenized whole).
+ApiError context_exceeded(long long n_prompt, long long n_ctx, std::string param,
+                          bool at_least = false);
 // A serve-side failure: 429 queue full, 503 shutting down, 400 too long, else 500.
 ApiError from_status(const Status& s);
 

@@ -15,19 +15,28 @@ using nlohmann::json;
 
 bool is_whole(double d) { return std::isfinite(d) && std::floor(d) == d && d < 9.2e18; }
 
-// Exact replay: only when every call id of the message maps to the same remembered block.
-void replay_tool_calls(serve::ReplayMap& replay, chat::Message* m) {
-  if (m->role != chat::Role::kAssistant || m->tool_calls.empty()) return;
+// Exact replay: the remembered block of an assistant message, when every call id of the message
+// maps to the same one.
+std::optional<std::string> replayed_block(serve::ReplayMap& replay, const chat::Message& m) {
+  if (m.role != chat::Role::kAssistant || m.tool_calls.empty()) return std::nullopt;
   std::optional<std::string> block;
-  for (const auto& c : m->tool_calls) {
+  for (const auto& c : m.tool_calls) {
     auto b = c.id.empty() ? std::nullopt : replay.find(c.id);
-    if (!b || (block && *b != *block)) return;
+    if (!b || (block && *b != *block)) return std::nullopt;
     block = std::move(b);
   }
-  m->raw_tool_calls = std::move(*block);
+  return block;
 }
 
 }  // namespace
+
+std::optional<ApiError> check_prompt_bytes(size_t text_bytes, const ApiConfig& config,
+                                           std::string param) {
+  if (config.max_token_bytes == 0) return std::nullopt;
+  const size_t at_least = (text_bytes + config.max_token_bytes - 1) / config.max_token_bytes;
+  if (at_least < static_cast<size_t>(config.n_ctx)) return std::nullopt;
+  return context_exceeded(static_cast<long long>(at_least), config.n_ctx, std::move(param), true);
+}
 
 bool known_model(std::string_view id) {
   return id == kFlashId || id == kProId || id == "deepseek-chat" || id == "deepseek-reasoner";
@@ -35,22 +44,33 @@ bool known_model(std::string_view id) {
 
 ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& tok,
                                         const ApiConfig& config, serve::ReplayMap* replay) {
-  std::vector<chat::Message> messages = r.messages;
-  if (replay) {
-    for (auto& m : messages) replay_tool_calls(*replay, &m);
+  // The messages are copied only when a replayed block changes one (a prompt may be tens of
+  // megabytes).
+  std::vector<chat::Message> replayed;
+  for (size_t i = 0; replay != nullptr && i < r.messages.size(); ++i) {
+    if (auto block = replayed_block(*replay, r.messages[i])) {
+      if (replayed.empty()) replayed = r.messages;
+      replayed[i].raw_tool_calls = std::move(*block);
+    }
   }
+  const std::vector<chat::Message>& messages = replayed.empty() ? r.messages : replayed;
   chat::RenderOptions ro{.think = r.think, .context_size = config.n_ctx};
   auto text = chat::render(messages, ro, config.chat_template);
   if (!text.is_ok()) return bad_request(text.status().message(), "messages");
   serve::Request out;
   out.rendered = std::move(*text);
   out.keeps_reasoning = chat::keeps_earlier_reasoning(messages, config.chat_template);
+  const char* param = r.endpoint == Endpoint::kCompletions ? "prompt"
+                      : r.endpoint == Endpoint::kResponses ? "input"
+                                                           : "messages";
+  // A prompt whose bytes alone prove it too long is refused before it is tokenized: tokenizing a
+  // body of tens of megabytes costs seconds and gigabytes for a certain 400.
+  ApiConfig bound = config;
+  bound.max_token_bytes = tok.max_token_bytes();
+  if (auto e = check_prompt_bytes(out.rendered.size(), bound, param)) return *e;
   out.prompt = tok.encode(out.rendered, SpecialTokens::kRecognize);
   if (out.prompt.size() >= static_cast<size_t>(config.n_ctx)) {
-    return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx,
-                            r.endpoint == Endpoint::kCompletions ? "prompt"
-                            : r.endpoint == Endpoint::kResponses ? "input"
-                                                                 : "messages");
+    return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx, param);
   }
   out.sampling = r.sampling;
   out.max_tokens = r.max_tokens;

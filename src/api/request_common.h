@@ -38,7 +38,15 @@ struct ApiConfig {
   std::string model_id = std::string(kFlashId);  // echoed when a request names no model
   // The prompt format every endpoint renders (ds4-server --chat-template; docs/chat.md).
   chat::Template chat_template = chat::Template::kOfficial;
+  // The most bytes one token covers (Tokenizer::max_token_bytes; 0: unknown). A parser may
+  // refuse a prompt whose text alone proves it longer than the context before copying it.
+  size_t max_token_bytes = 0;
 };
+
+// With config.max_token_bytes known: 400 context_length_exceeded ("at least N tokens") when
+// `text_bytes` of prompt text cannot fit in the context whatever they say.
+std::optional<ApiError> check_prompt_bytes(size_t text_bytes, const ApiConfig& config,
+                                           std::string param);
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kChat;

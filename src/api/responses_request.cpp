@@ -223,6 +223,11 @@ ApiResult<ResponsesParsed> parse_object(const json& body, const nlohmann::ordere
     return bad_request("'input' must be a string or an array of items", "input");
   }
   if (p.conversation.empty()) return bad_request("'input' must not be empty", "input");
+  // Before the conversation is copied into the request: a prompt of tens of megabytes is refused
+  // here rather than held twice.
+  size_t text_bytes = 0;
+  for (const chat::Message& m : p.conversation) text_bytes += m.content.size();
+  if (auto e = check_prompt_bytes(text_bytes, config, "input")) return *e;
 
   r.messages = p.conversation;
   std::string instructions;

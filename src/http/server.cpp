@@ -58,6 +58,23 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// A POST body through its content reader, in one allocation of the announced size (within the
+// limit httplib enforces as it reads). nullopt: the status is set (413 past the limit, 400 for a
+// body that did not arrive whole) and the error handler writes the response.
+std::optional<std::string> read_body(const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& read, size_t max_bytes) {
+  std::string body;
+  const uint64_t announced = req.get_header_value<uint64_t>("Content-Length");
+  if (announced <= max_bytes) body.reserve(static_cast<size_t>(announced));
+  const bool whole = read([&](const char* data, size_t n) {
+    body.append(data, n);
+    return true;
+  });
+  if (whole) return body;
+  if (res.status != 413) res.status = 400;
+  return std::nullopt;
+}
+
 // One stderr line per finished generation request (a single fprintf: lines never interleave).
 void log_done(const std::string& id, api::Endpoint ep, bool stream, const serve::Event& done,
               std::chrono::steady_clock::time_point t0) {
@@ -245,21 +262,10 @@ struct HttpServer::Impl {
     // would parse a form-urlencoded body itself (`curl -d @file` sends that type) and refuse one
     // over 8 KiB with a 413, whatever --max-body says. The body limit still holds (413).
     const auto post = [this](const char* path, auto handle) {
-      server.Post(path,
-                  [handle](const Request& req, Response& res, const httplib::ContentReader& read) {
-                    std::string body;
-                    const bool whole = read([&](const char* data, size_t n) {
-                      body.append(data, n);
-                      return true;
-                    });
-                    if (!whole) {
-                      // httplib set 413 past the limit; anything else is a body that did not arrive
-                      // whole.
-                      if (res.status != 413) res.status = 400;
-                      return;  // the error handler writes the body
-                    }
-                    handle(req, body, res);
-                  });
+      server.Post(path, [this, handle](const Request& req, Response& res,
+                                       const httplib::ContentReader& read) {
+        if (auto body = read_body(req, res, read, options.max_body_bytes)) handle(req, *body, res);
+      });
     };
     const auto gen = [this](api::Endpoint ep) {
       return [this, ep](const Request& req, const std::string& body, Response& res) {

@@ -2,6 +2,7 @@
 // pre-tokenizer + BPE pipeline, decoding, and loading from a GGUF file.
 #include "ds4/tokenizer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gguf/reader.h"
@@ -14,6 +15,7 @@ namespace ds4 {
 struct Tokenizer::Impl {
   tokenizer::Vocab vocab;
   tokenizer::BpeEncoder bpe{vocab};
+  size_t max_token_bytes = 1;
 
   void encode_text(std::string_view text, std::vector<TokenId>* out) const {
     std::vector<std::string_view> pieces;
@@ -39,6 +41,9 @@ class TokenizerLoader {
   static Result<Tokenizer> load(const gguf::Reader& file) {
     auto impl = std::make_unique<Tokenizer::Impl>();
     DS4_TRY(tokenizer::load_vocab(file, &impl->vocab));
+    for (const std::string& b : impl->vocab.bytes) {
+      impl->max_token_bytes = std::max(impl->max_token_bytes, b.size());
+    }
     return Tokenizer(std::move(impl));
   }
 };
@@ -110,6 +115,8 @@ std::optional<TokenId> Tokenizer::find(std::string_view vocab_string) const {
 bool Tokenizer::is_special(TokenId id) const {
   return id >= 0 && id < vocab_size() && impl_->vocab.special[static_cast<size_t>(id)];
 }
+
+size_t Tokenizer::max_token_bytes() const { return impl_->max_token_bytes; }
 
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->vocab.tokens.size()); }
 const SpecialIds& Tokenizer::special_ids() const { return impl_->vocab.ids; }
