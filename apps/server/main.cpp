@@ -60,6 +60,7 @@ struct Flags {
   uint64_t kv_disk_space_mb = 8192;
   ds4::serve::CachePolicyOptions kv;
   bool kv_reject_different_quant = false;
+  bool special_tokens_in_client_text = false;
 };
 
 std::string model_name(const std::string& shape) {
@@ -144,6 +145,10 @@ int main(int argc, char** argv) {
   app.add_flag("--kv-cache-reject-different-quant", f.kv_reject_different_quant,
                "load only checkpoints written by the same routed-expert quant (default: 2- and "
                "4-bit checkpoints are interchangeable)");
+  app.add_flag("--special-tokens-in-client-text", f.special_tokens_in_client_text,
+               "tokenize special-token strings inside client text (system, user and tool-result "
+               "content, tool schemas) as control tokens, as ds4-server and the reference encoder "
+               "do (default: off: they stay text, so a document cannot forge a turn)");
   app.add_option("--test-forced-output", f.forced_output,
                  "tests only: the first output of requests with tools (repeat the flag: the "
                  "i-th such request takes the i-th text, the last one repeats)")
@@ -254,7 +259,8 @@ int main(int argc, char** argv) {
   ds4::api::ApiConfig config{
       .n_ctx = f.run.ctx,
       .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId),
-      .chat_template = chat_template};
+      .chat_template = chat_template,
+      .special_tokens_in_client_text = f.special_tokens_in_client_text};
   ds4::http::HttpOptions ho{.host = f.host,
                             .port = f.port,
                             .api_key = *api_key,

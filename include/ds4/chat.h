@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ds4/status.h"
+#include "ds4/tokenizer.h"
 
 namespace ds4::chat {
 
@@ -112,6 +113,15 @@ struct RenderOptions {
 // an empty developer message.
 Result<std::string> render(std::span<const Message> messages, const RenderOptions& options);
 
+// A rendered prompt and where client text lies in it: system, developer, user and tool-result
+// content, tool schemas and response formats (not the template's own text, nor the assistant's
+// replayed reasoning, content and tool calls). Tokenizer::encode_rendered keeps special-token
+// strings inside those ranges as text, so a document a client sends cannot forge a turn.
+struct RenderedPrompt {
+  std::string text;
+  std::vector<TextRange> plain;  // ascending, disjoint
+};
+
 // The prompt text the ds4 engine's own server renders for the same conversation (model.md §6.6
 // "Server rendering"): the tools block in its wording first, every system/developer text in one
 // system region, text parts joined directly, the tool-result sentinel escaped, earlier reasoning
@@ -133,6 +143,9 @@ Result<Template> template_from_string(std::string_view name);
 // render() or render_ds4_server(), as `t` says.
 Result<std::string> render(std::span<const Message> messages, const RenderOptions& options,
                            Template t);
+// The same text, with the client-text ranges.
+Result<RenderedPrompt> render_prompt(std::span<const Message> messages,
+                                     const RenderOptions& options, Template t);
 // Whether template `t` keeps the reasoning of assistant turns before the last user turn in
 // thinking mode (the client's history then repeats the "<think>" the prompt ended with): official,
 // when a message carries tools (render() rule 8); ds4, in tool context (tools declared, or a tool

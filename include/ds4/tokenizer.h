@@ -21,6 +21,13 @@ namespace ds4 {
 // kAsText, so a user cannot inject control tokens.
 enum class SpecialTokens { kAsText, kRecognize };
 
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0;
+  size_t end = 0;
+  bool operator==(const TextRange&) const = default;
+};
+
 // Ids of the tokens the engine needs, resolved by their exact strings when the vocabulary loads.
 struct SpecialIds {
   TokenId bos = -1;          // <｜begin▁of▁sentence｜>
@@ -45,6 +52,12 @@ class Tokenizer {
   // Appends to `out` (lets callers build a prompt from several spans without copies).
   void encode_append(std::string_view text, SpecialTokens specials,
                      std::vector<TokenId>* out) const;
+  // A rendered prompt: special tokens recognised, except where they would start or end inside one
+  // of the `plain` ranges (client text: ascending, disjoint), whose special-token strings stay
+  // text. With no ranges this is encode_append(text, kRecognize, out); the text between
+  // recognised specials is encoded the same either way.
+  void encode_rendered(std::string_view text, std::span<const TextRange> plain,
+                       std::vector<TokenId>* out) const;
 
   // Raw bytes of one token (special tokens: their text). Empty for out-of-range ids.
   std::string_view token_bytes(TokenId id) const;

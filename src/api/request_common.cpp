@@ -55,10 +55,11 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   }
   const std::vector<chat::Message>& messages = replayed.empty() ? r.messages : replayed;
   chat::RenderOptions ro{.think = r.think, .context_size = config.n_ctx};
-  auto text = chat::render(messages, ro, config.chat_template);
-  if (!text.is_ok()) return bad_request(text.status().message(), "messages");
+  auto rendered = chat::render_prompt(messages, ro, config.chat_template);
+  if (!rendered.is_ok()) return bad_request(rendered.status().message(), "messages");
   serve::Request out;
-  out.rendered = std::move(*text);
+  out.rendered = std::move(rendered->text);
+  if (!config.special_tokens_in_client_text) out.plain = std::move(rendered->plain);
   out.keeps_reasoning = chat::keeps_earlier_reasoning(messages, config.chat_template);
   const char* param = r.endpoint == Endpoint::kCompletions ? "prompt"
                       : r.endpoint == Endpoint::kResponses ? "input"
@@ -68,7 +69,8 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
   ApiConfig bound = config;
   bound.max_token_bytes = tok.max_token_bytes();
   if (auto e = check_prompt_bytes(out.rendered.size(), bound, param)) return *e;
-  out.prompt = tok.encode(out.rendered, SpecialTokens::kRecognize);
+  out.prompt.reserve(out.rendered.size() / 3 + 4);
+  tok.encode_rendered(out.rendered, out.plain, &out.prompt);
   if (out.prompt.size() >= static_cast<size_t>(config.n_ctx)) {
     return context_exceeded(static_cast<long long>(out.prompt.size()), config.n_ctx, param);
   }

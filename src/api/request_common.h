@@ -41,6 +41,10 @@ struct ApiConfig {
   // The most bytes one token covers (Tokenizer::max_token_bytes; 0: unknown). A parser may
   // refuse a prompt whose text alone proves it longer than the context before copying it.
   size_t max_token_bytes = 0;
+  // ds4-server --special-tokens-in-client-text: special-token strings inside client text
+  // (system, user, tool-result content, tool schemas) become control tokens, as in the reference
+  // servers. Off: they are text (chat::RenderedPrompt), so a document cannot forge a turn.
+  bool special_tokens_in_client_text = false;
 };
 
 // With config.max_token_bytes known: 400 context_length_exceeded ("at least N tokens") when

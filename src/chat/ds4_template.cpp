@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "chat/json.h"
+#include "chat/prompt_text.h"
 #include "chat/tools_text.h"
 #include "ds4/chat.h"
 
@@ -51,19 +52,22 @@ Status append_schemas(const Message& m, size_t index, std::string* out) {
   return Status::ok();
 }
 
-// Only the exact closing sentinel is neutralised, by writing its '<' as "&lt;".
-void append_tool_result(std::string_view content, std::string* out) {
+// Only the exact closing sentinel is neutralised, by writing its '<' as "&lt;" (the escaped
+// content is client text).
+void append_tool_result(std::string_view content, PromptText* out) {
   *out += "<tool_result>";
+  std::string escaped;
   for (size_t pos = 0;;) {
     const size_t hit = content.find(kToolResultEnd, pos);
     if (hit == std::string_view::npos) {
-      *out += content.substr(pos);
+      escaped += content.substr(pos);
       break;
     }
-    *out += content.substr(pos, hit - pos);
-    *out += "&lt;";
+    escaped += content.substr(pos, hit - pos);
+    escaped += "&lt;";
     pos = hit + 1;
   }
+  out->client(escaped);
   *out += kToolResultEnd;
 }
 
@@ -83,8 +87,7 @@ std::string user_text(const Message& m) {
 
 }  // namespace
 
-Result<std::string> render_ds4_server(std::span<const Message> messages,
-                                      const RenderOptions& options) {
+Result<RenderedPrompt> render_ds4(std::span<const Message> messages, const RenderOptions& options) {
   const ThinkMode mode = effective_think_mode(options.think, options.context_size);
   const bool thinking = mode != ThinkMode::kNone;
 
@@ -101,21 +104,21 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
       system_parts.push_back(m.content);
     if (m.role == Role::kUser || m.role == Role::kTool) last_user = static_cast<int>(i);
   }
-  if (!schemas.empty()) {
-    std::string block(kDs4ToolsIntro);
-    block += kToolsExample;
-    block += kDs4ToolsStringRule;
-    block += kToolsThinkingRule;
-    block += schemas;
-    block += kDs4ToolsTail;
-    system_parts.insert(system_parts.begin(), std::move(block));
-  }
-
-  std::string out(kBos);
+  PromptText out(kBos);
   if (thinking) out += effort_prefix(options.variant, mode);
+  // The tools block first (the template's wording around the client's schemas), then the
+  // system texts, one region.
+  if (!schemas.empty()) {
+    out += kDs4ToolsIntro;
+    out += kToolsExample;
+    out += kDs4ToolsStringRule;
+    out += kToolsThinkingRule;
+    out.client(schemas);
+    out += kDs4ToolsTail;
+  }
   for (size_t i = 0; i < system_parts.size(); ++i) {
-    if (i > 0) out += "\n\n";
-    out += system_parts[i];
+    if (i > 0 || !schemas.empty()) out += "\n\n";
+    out.client(system_parts[i]);
   }
   bool pending = false;  // a user or tool turn waits for the assistant's opening
   Role previous = Role::kSystem;
@@ -127,7 +130,7 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
       case Role::kUser:
       case Role::kLatestReminder:
         out += kUserTag;
-        out += user_text(m);
+        out.client(user_text(m));
         pending = true;
         break;
       case Role::kTool:
@@ -156,7 +159,13 @@ Result<std::string> render_ds4_server(std::span<const Message> messages,
     out += kAssistantTag;
     out += thinking ? kThinkStart : kThinkEnd;
   }
-  return out;
+  return std::move(out).take();
+}
+
+Result<std::string> render_ds4_server(std::span<const Message> messages,
+                                      const RenderOptions& options) {
+  DS4_ASSIGN_OR_RETURN(RenderedPrompt p, render_ds4(messages, options));
+  return std::move(p.text);
 }
 
 const char* to_string(Template t) { return t == Template::kDs4 ? "ds4" : "official"; }
@@ -172,6 +181,11 @@ Result<Template> template_from_string(std::string_view name) {
 Result<std::string> render(std::span<const Message> messages, const RenderOptions& options,
                            Template t) {
   return t == Template::kDs4 ? render_ds4_server(messages, options) : render(messages, options);
+}
+
+Result<RenderedPrompt> render_prompt(std::span<const Message> messages,
+                                     const RenderOptions& options, Template t) {
+  return t == Template::kDs4 ? render_ds4(messages, options) : render_official(messages, options);
 }
 
 bool keeps_earlier_reasoning(std::span<const Message> messages, Template t) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chat/json.h"
+#include "chat/prompt_text.h"
 #include "chat/tools_text.h"
 #include "ds4/chat.h"
 
@@ -153,7 +154,7 @@ void drop_earlier_developers(std::vector<Turn>* turns) {
   *turns = std::move(kept);
 }
 
-Status append_tools(const std::vector<std::string>& tools, size_t index, std::string* out) {
+Status append_tools(const std::vector<std::string>& tools, size_t index, PromptText* out) {
   std::string schemas;
   for (size_t i = 0; i < tools.size(); ++i) {
     auto parsed = json::parse(tools[i]);
@@ -175,13 +176,13 @@ Status append_tools(const std::vector<std::string>& tools, size_t index, std::st
   *out += kToolsExample;
   *out += kToolsStringRule;
   *out += kToolsThinkingRule;
-  *out += schemas;
+  out->client(schemas);
   *out += kToolsTail;
   return Status::ok();
 }
 
 Status append_response_format(const std::optional<std::string>& format, size_t index,
-                              std::string* out) {
+                              PromptText* out) {
   if (!format) return Status::ok();
   auto parsed = json::parse(*format);
   if (!parsed.is_ok()) {
@@ -190,26 +191,29 @@ Status append_response_format(const std::optional<std::string>& format, size_t i
   }
   if (!json::truthy(parsed.value())) return Status::ok();  // the reference tests truthiness
   *out += kResponseFormatHead;
-  json::dump_to(parsed.value(), out);
+  std::string schema;
+  json::dump_to(parsed.value(), &schema);
+  out->client(schema);
   return Status::ok();
 }
 
-void append_user_blocks(const std::vector<Block>& blocks, std::string* out) {
+void append_user_blocks(const std::vector<Block>& blocks, PromptText* out) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (i > 0) *out += "\n\n";
     if (blocks[i].kind == ContentBlockKind::kToolResult) {
       *out += "<tool_result>";
-      *out += blocks[i].text;
+      out->client(blocks[i].text);
       *out += "</tool_result>";
     } else {
-      *out += blocks[i].text;
+      out->client(blocks[i].text);
     }
   }
 }
 
 }  // namespace
 
-Result<std::string> render(std::span<const Message> messages, const RenderOptions& options) {
+Result<RenderedPrompt> render_official(std::span<const Message> messages,
+                                       const RenderOptions& options) {
   for (size_t i = 0; i < messages.size(); ++i) DS4_TRY(validate(messages[i], i));
 
   const ThinkMode mode = effective_think_mode(options.think, options.context_size);
@@ -223,7 +227,7 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
   if (thinking && drop) drop_earlier_developers(&turns);
   const int last_user = last_user_index(turns);
 
-  std::string out(kBos);
+  PromptText out(kBos);
   if (thinking && !turns.empty()) out += effort_prefix(options.variant, mode);
 
   for (size_t i = 0; i < turns.size(); ++i) {
@@ -235,7 +239,7 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
       case Role::kSystem:
       case Role::kDeveloper:
         if (t.role == Role::kDeveloper) out += kUserTag;
-        out += m.content;
+        out.client(m.content);
         if (!m.tools.empty()) DS4_TRY(append_tools(m.tools, src, &out));
         DS4_TRY(append_response_format(m.response_format, src, &out));
         break;
@@ -245,7 +249,7 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
         break;
       case Role::kLatestReminder:
         out += kLatestReminderTag;
-        out += m.content;
+        out.client(m.content);
         break;
       case Role::kAssistant:
         if (thinking && (!drop || idx > last_user)) {
@@ -271,7 +275,12 @@ Result<std::string> render(std::span<const Message> messages, const RenderOption
     out += kAssistantTag;
     out += thinking && (!drop || idx >= last_user) ? kThinkStart : kThinkEnd;
   }
-  return out;
+  return std::move(out).take();
+}
+
+Result<std::string> render(std::span<const Message> messages, const RenderOptions& options) {
+  DS4_ASSIGN_OR_RETURN(RenderedPrompt p, render_official(messages, options));
+  return std::move(p.text);
 }
 
 }  // namespace ds4::chat

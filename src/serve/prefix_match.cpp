@@ -45,8 +45,7 @@ PromptPlan plan_prompt(std::span<const TokenId> live, const Tokenizer& tok, cons
     const std::string& decoded = live_text();
     if (std::string_view(request.rendered).starts_with(decoded)) {
       plan.tokens.assign(live.begin(), live.end());
-      tok.encode_append(std::string_view(request.rendered).substr(decoded.size()),
-                        SpecialTokens::kRecognize, &plan.tokens);
+      append_rendered_tokens(tok, request, decoded.size(), &plan.tokens);
       plan.source = CacheSource::kText;
       plan.reusable = live.size();
       return plan;

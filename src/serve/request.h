@@ -9,6 +9,7 @@
 
 #include "ds4/sampling.h"
 #include "ds4/status.h"
+#include "ds4/tokenizer.h"
 #include "ds4/types.h"
 #include "gen/event.h"
 #include "gen/output_spec.h"
@@ -31,15 +32,23 @@ using gen::Usage;
 enum class Protocol { kCompletions, kChat, kResponses };  // kChat: also Anthropic messages
 
 struct Request {
-  std::vector<TokenId> prompt;  // the rendered prompt, tokenized with specials recognised
+  std::vector<TokenId> prompt;  // the rendered prompt, tokenized (Tokenizer::encode_rendered)
   std::string rendered;         // its text: the byte-prefix match against a live session
-  SamplingParams sampling;      // seed 0: the scheduler picks one
-  int max_tokens = 256;         // clamped to the room left in the context
-  gen::OutputSpec output;       // stop strings, thinking, tool calls and forcing
+  // The client text in `rendered` (chat::RenderedPrompt::plain): special-token strings there are
+  // tokenized as text, here and wherever a suffix of `rendered` is tokenized again.
+  std::vector<TextRange> plain;
+  SamplingParams sampling;  // seed 0: the scheduler picks one
+  int max_tokens = 256;     // clamped to the room left in the context
+  gen::OutputSpec output;   // stop strings, thinking, tool calls and forcing
   Protocol protocol = Protocol::kCompletions;
   // The template kept the reasoning of earlier turns (chat::keeps_earlier_reasoning): a client's
   // next request repeats the "<think>" this prompt ends with (the visible transcript, §2.7).
   bool keeps_reasoning = false;
 };
+
+// Appends the tokens of rendered[from..] (a continuation of tokens that cover rendered[..from]),
+// the client-text ranges kept as text.
+void append_rendered_tokens(const Tokenizer& tok, const Request& r, size_t from,
+                            std::vector<TokenId>* out);
 
 }  // namespace ds4::serve

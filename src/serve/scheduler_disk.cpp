@@ -47,8 +47,7 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
         PromptPlan p;
         const auto live = s.tokens();
         p.tokens.assign(live.begin(), live.end());
-        tok_->encode_append(rendered.substr(hit->entry.text_bytes), SpecialTokens::kRecognize,
-                            &p.tokens);
+        append_rendered_tokens(*tok_, a.request, hit->entry.text_bytes, &p.tokens);
         p.source = CacheSource::kDisk;
         p.reusable = live.size();
         // A checkpoint longer than the cold window now belongs to the live session, which saves

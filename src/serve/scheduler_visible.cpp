@@ -60,7 +60,7 @@ PromptPlan Scheduler::plan_visible(Slot& slot, const Request& r, PromptPlan miss
   }
   PromptPlan p;
   p.tokens.assign(live.begin(), live.end());
-  tok_->encode_append(rendered.substr(slot.visible.size()), SpecialTokens::kRecognize, &p.tokens);
+  append_rendered_tokens(*tok_, r, slot.visible.size(), &p.tokens);
   p.source = CacheSource::kVisible;
   p.reusable = live.size();
   return p;

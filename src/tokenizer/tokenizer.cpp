@@ -67,10 +67,24 @@ void Tokenizer::encode_append(std::string_view text, SpecialTokens specials,
     impl_->encode_text(text, out);
     return;
   }
+  encode_rendered(text, {}, out);
+}
+
+void Tokenizer::encode_rendered(std::string_view text, std::span<const TextRange> plain,
+                                std::vector<TokenId>* out) const {
   size_t span_start = 0;
+  size_t r = 0;  // the first plain range that does not end before i
   for (size_t i = 0; i < text.size();) {
+    while (r < plain.size() && plain[r].end <= i) ++r;
+    const bool in_plain = r < plain.size() && plain[r].begin <= i;
+    if (in_plain) {  // no special token starts inside client text
+      i = plain[r].end;
+      continue;
+    }
     TokenId id = -1;
-    const size_t len = impl_->match_special(text, i, &id);
+    size_t len = impl_->match_special(text, i, &id);
+    // ... nor reaches into it.
+    if (len != 0 && r < plain.size() && i + len > plain[r].begin) len = 0;
     if (len == 0) {
       ++i;
       continue;

@@ -3,6 +3,7 @@
 // dump files are JSON that matches the engine's logits, and usage errors give one line + exit 2.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -25,7 +26,9 @@ struct Outcome {
 };
 
 Outcome run(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "ds4_cli_stderr.txt";
+  // One file per test process: ctest runs this binary's cases side by side.
+  const std::string err_path =
+      ::testing::TempDir() + "ds4_cli_stderr." + std::to_string(::getpid()) + ".txt";
   const std::string cmd = std::string(DS4_CLI_PATH) + " " + args + " 2>" + err_path;
   Outcome r;
   FILE* p = popen(cmd.c_str(), "r");
