@@ -7,7 +7,7 @@
 #                   (build-asan/; the server tests run the real ds4-server with leak checks)
 #   make test-tsan  the serving stack's threaded tests under ThreadSanitizer (build-tsan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot,
-#                   KVC cache-file and OpenAI request parsers, FUZZ_SECONDS each (the snapshot
+#                   KVC cache-file, OpenAI request and HTTP request parsers, FUZZ_SECONDS each (the snapshot
 #                   fuzzer takes -max_len 2 MiB: its valid seed payload is ~1.8 MB and a shorter
 #                   limit would truncate it); built in build-asan/, which test-asan shares
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
@@ -46,7 +46,7 @@ run: build
 # fraction of full debug info's compile time) and build only what their tests run.
 SAN_DEBUG_INFO = -gline-tables-only
 # What the `unit|server` tests run: their GoogleTest binaries and the tools their scripts start.
-ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test backend_test base_test chat_test \
+ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test http_test backend_test base_test chat_test \
   convert_test cuda_env_switch_test cuda_lane_rules_test disk_cache_test gen_test run_options_test api_key_test \
   gguf_test integration_test kv_test model_unit_test quant_test sampling_test scheduler_test \
   serve_test synth_test tokenizer_test
@@ -73,7 +73,7 @@ test-asan: setup
 # built: no api_test (its parsers and encoders are single-threaded). server_loadgen_test is left
 # out: once under TSan its server went away mid-stream (not reproduced by hand; under
 # investigation), while the 16-client SDK test passes here.
-TSAN_TARGETS = ds4-gguf ds4-server serve_test scheduler_test disk_cache_test
+TSAN_TARGETS = ds4-gguf ds4-server serve_test scheduler_test disk_cache_test http_test
 test-tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDS4_TSAN=ON -DDS4_CUDA=OFF \
 	  -DDS4_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -81,23 +81,25 @@ test-tsan: setup
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 $(SAN_DEBUG_INFO) -DNDEBUG"
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build-tsan \
-	  --output-on-failure -j $(JOBS) -E '^server_loadgen_test$$' -R '^(tokenizer_vocab_fixture|server_|SchedulerTest|DiskCacheTest|Ticket)'
+	  --output-on-failure -j $(JOBS) -E '^server_loadgen_test$$' -R '^(tokenizer_vocab_fixture|server_|SchedulerTest|DiskCacheTest|Ticket|HttpListener)'
 
 fuzz: setup
 	$(ASAN_CONFIGURE)
 	cmake --build build-asan -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
 	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
-	  kvc_fuzz kvc_fuzz_seeds
+	  kvc_fuzz kvc_fuzz_seeds http_request_fuzz
 	mkdir -p build-asan/corpus/gguf build-asan/corpus/dsml build-asan/corpus/safetensors \
-	  build-asan/corpus/snapshot build-asan/corpus/openai build-asan/corpus/kvc
+	  build-asan/corpus/snapshot build-asan/corpus/openai build-asan/corpus/kvc build-asan/corpus/http
 	cp tests/fuzz/openai_request_seeds/* build-asan/corpus/openai/
+	cp tests/fuzz/http_request_seeds/* build-asan/corpus/http/
 	./build-asan/bin/gguf_fuzz_seeds build-asan/corpus/gguf
 	./build-asan/bin/safetensors_fuzz_seeds build-asan/corpus/safetensors
 	./build-asan/bin/snapshot_fuzz_seeds build-asan/corpus/snapshot
 	./build-asan/bin/kvc_fuzz_seeds build-asan/corpus/kvc
 	FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh build-asan $(FUZZ_SECONDS) \
 	  gguf_reader_fuzz:4096:gguf dsml_parser_fuzz:4096:dsml safetensors_fuzz:4096:safetensors \
-	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc
+	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc \
+	  http_request_fuzz:4096:http
 
 bench: build
 	./build/bin/ds4-kernel-bench

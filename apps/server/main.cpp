@@ -54,6 +54,8 @@ struct Flags {
   bool disable_exact_replay = false;
   int max_queue = 32;
   size_t max_body = 64u << 20;
+  double header_timeout = 10, body_timeout = 60, idle_timeout = 5;  // seconds
+  int max_connections = 4096, max_client_connections = 256;
   std::vector<std::string> forced_output;
   // Disk KV cache (features.md §3.4; docs/kvcache.md).
   std::string kv_disk_dir;
@@ -113,6 +115,27 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-body", f.max_body, "largest request body in bytes; larger get 413")
       ->check(CLI::Range(size_t{1}, size_t{1} << 34))
+      ->capture_default_str();
+  app.add_option("--header-timeout", f.header_timeout,
+                 "seconds a request's header may take to arrive (from its first byte, or from "
+                 "the connection's start); later gets 408")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--body-timeout", f.body_timeout,
+                 "seconds a request's body may take to arrive after its header; later gets 408")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--idle-timeout", f.idle_timeout,
+                 "seconds an idle keep-alive connection stays open")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+  app.add_option("--max-connections", f.max_connections,
+                 "open connections in all; more are answered 503 and closed")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--max-client-connections", f.max_client_connections,
+                 "open connections from one client address; more are answered 503 and closed")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--kv-disk-dir", f.kv_disk_dir,
                  "keep KV checkpoints in DIR (created 0700) so sessions survive session switches "
@@ -268,6 +291,11 @@ int main(int argc, char** argv) {
                             .max_body_bytes = f.max_body,
                             // A running stream and a waiting request each hold one.
                             .threads = f.max_queue + parallel + 16,
+                            .header_timeout_ms = static_cast<int>(f.header_timeout * 1000),
+                            .body_timeout_ms = static_cast<int>(f.body_timeout * 1000),
+                            .idle_timeout_ms = static_cast<int>(f.idle_timeout * 1000),
+                            .max_connections = f.max_connections,
+                            .max_client_connections = f.max_client_connections,
                             .trace_path = f.trace,
                             .model_name = model_name(shape),
                             .forced_output = f.forced_output};

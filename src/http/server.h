@@ -1,8 +1,9 @@
-// src/http/server.h: the HTTP transport of ds4-server (cpp-httplib), the only module with sockets.
-// Owns: the listening socket and its thread pool, the routes (features.md §1.3), body limits,
-// the optional Bearer check, CORS headers, SSE streaming with keepalive frames, turning a
-// failed write (streaming) or a closed connection (non-streaming, peer.h) into a cancelled
-// request, the per-request log line, the trace file, the forced-output test hook, and stopping.
+// src/http/server.h: the HTTP side of ds4-server, the only module with sockets.
+// Owns: the routes (features.md §1.3) over the HTTP/1.1 listener (listener.h: connections,
+// deadlines, limits, workers), the optional Bearer check, CORS headers, SSE streaming with
+// keepalive frames, turning a failed write (streaming) or a closed connection (non-streaming)
+// into a cancelled request, the per-request log line, the trace file, the forced-output test
+// hook, and stopping.
 // Does not own: what serves each endpoint: its parser, collector and writer, response ids, error
 // shape, the /health and count_tokens bodies (api/endpoints.h); the scheduler, the tokenizer,
 // the replay map or the disk cache (borrowed; they must outlive the server).
@@ -27,7 +28,12 @@ struct HttpOptions {
   bool cors = false;
   size_t max_body_bytes = 64u << 20;  // larger bodies get 413
   int keepalive_ms = 2000;            // SSE comment after this long without an event
-  int threads = 40;                   // connections served at once
+  int threads = 40;                   // requests handled at once (workers)
+  int header_timeout_ms = 10000;      // a request's header must arrive within this (else 408)
+  int body_timeout_ms = 60000;        // and its body within this after the header
+  int idle_timeout_ms = 5000;         // an idle keep-alive connection is closed after this
+  int max_connections = 4096;         // open connections in all; more get 503
+  int max_client_connections = 256;   // open connections from one client address
   std::string trace_path;             // non-empty: one JSON line per generation request
   std::string model_name = "DeepSeek V4";
   // Test hook (hidden flag --test-forced-output): requests that declare tools take these bytes'
