@@ -52,8 +52,8 @@
 #            matmul, rms_norm, output_head) against a run without, GEN_TOKENS (default 64)
 #            tokens each: ms per token added (the op's cost beside its neighbours, which ncu's
 #            one-kernel-at-a-time times do not show)
-#   abold    the Flash A/B (prefill and decode at 2k and 8k) of the working tree against the files
-#            under .devdeps/old swapped in (a rewrite without a switch; the probes compared)
+#   abold    the Flash A/B (prefill and decode at 2k and 8k, or AB_CTX) of the working tree against
+#            the files under .devdeps/old swapped in (a rewrite without a switch; probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 #   sanserve ds4-server --backend cuda on the small test shape at 16 and 32 concurrent streams,
@@ -217,10 +217,11 @@ if has server; then
   OUT=$out step server 400 bash tools/cuda/server_bench.sh "${SERVER:-chat,toolrt,claude,kvc}"
   tail -40 "$out/server.log"
 fi
-# ab_side NAME TAG: the Flash q2 bench at 2k and 8k into NAME$TAG.csv, its greedy probes into
-# NAME-probes$TAG.txt.
+# ab_side NAME TAG: the Flash q2 bench at 2k and 8k (AB_CTX: 2k and that frontier) into
+# NAME$TAG.csv, its greedy probes into NAME-probes$TAG.txt.
 ab_side() {
-  OUT="$out" OUT_CSV="$1$2.csv" bash tools/cuda/flash_bench.sh 8192 32 6144 || return 1
+  local ctx=${AB_CTX:-8192}
+  OUT="$out" OUT_CSV="$1$2.csv" bash tools/cuda/flash_bench.sh "$ctx" 32 $((ctx - 2048)) || return 1
   grep -h "^probe" "$out/bench_err.txt" > "$out/$1-probes$2.txt"
 }
 # ab_report NAME TAG0 TAG1 LABEL0 LABEL1: the two sides' prefill and decode side by side, and

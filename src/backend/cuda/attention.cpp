@@ -280,9 +280,15 @@ const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c,
         grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
         picks = static_cast<int32_t*>(where.visible.get());
       }
+      // FP4-simulated rows of a batch: int8 codes for the tensor cores (launch_indexer_select).
+      void* codes = nullptr;
+      if (num.qat_simulation && run.n >= kIndexerBatchRows) {
+        grow(where.index_codes, indexer_code_bytes(c.n_index, run.n, l.n_index_head));
+        codes = where.index_codes.get();
+      }
       launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
                             in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
-                            l.index_top_k, run, c.n_index, scores, picks, stream);
+                            l.index_top_k, run, c.n_index, codes, scores, picks, stream);
       visible = picks;
     }
   }

@@ -162,8 +162,8 @@ class CudaBackend final : public Backend {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;
     bool owned = false;
-    DeviceMemory scores, index_scores, visible;  // attention runs
-    DeviceMemory enc, split;                     // products (OnLane)
+    DeviceMemory scores, index_scores, index_codes, visible;  // attention runs
+    DeviceMemory enc, split;                                  // products (OnLane)
   };
   // While one lives, the backend's products go to `lane`: stream_, enc_ and split_ trade places
   // with the lane's stream and scratch, and trade back at its end.

@@ -70,10 +70,16 @@ void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& ro
 // n_t > top_k: scores[t * n_stride + c] = sum_h max(0, keys[c] . iq_h) * w[h] * wscale for
 // c < n_t, then out[t * top_k ..] = the top_k best rows (select_top_k's rule). Rows with
 // n_t <= top_k are skipped. iq row t at iq + t * iq_stride, w row t at w + t * w_stride.
-// n_stride >= (p0 + n) / 4; scores is scratch of n * n_stride floats.
+// n_stride >= (p0 + n) / 4; scores is scratch of n * n_stride floats. `codes`: null, or scratch
+// of indexer_code_bytes((p0 + n) / 4, n, n_ih) bytes (16-byte aligned) when the keys and the
+// queries hold FP4-simulated values (Numerics::qat_simulation): a batch (n >= kIndexerBatchRows) of
+// such rows is scored on the int8 tensor cores (indexer_imma.cuh; the float kernels' scores
+// wherever the float sums are exact), other batches and decode rows by float kernels.
+inline constexpr int kIndexerBatchRows = 16;
+size_t indexer_code_bytes(int n_keys, int n_rows, int n_ih);
 void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride, const float* w,
                            int64_t w_stride, float wscale, int n_ih, int top_k, RowSpan rows,
-                           int n_stride, float* scores, int32_t* out, cudaStream_t s);
+                           int n_stride, void* codes, float* scores, int32_t* out, cudaStream_t s);
 
 // Sink attention of every row's n_head queries over its raw window and its compressed rows, then
 // inverse RoPE at its position. Compressed rows of row t at position p: none when ratio == 0;

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/attention.cuh"
+#include "backend/cuda/kernels/indexer_imma.cuh"
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/topk.cuh"
@@ -13,8 +14,8 @@
 namespace ds4::backend::cuda {
 namespace {
 
-constexpr int kIhd = 128;       // indexer head dim
-constexpr int kBatchRows = 16;  // rows from which a launch is a batch (attention.cu's too)
+constexpr int kIhd = 128;                      // indexer head dim
+constexpr int kBatchRows = kIndexerBatchRows;  // rows from which a launch is a batch
 
 // The indexer's row score from its heads' dots, in the CPU's order: per lane l of 8 a fused chain
 // over heads 8j + l of relu(dot) * (w * wscale), then the horizontal sum.
@@ -229,17 +230,21 @@ __global__ void __launch_bounds__(kWideThreads)
 
 void launch_indexer_select(const float* keys, const float* iq, int64_t iq_stride, const float* w,
                            int64_t w_stride, float wscale, int n_ih, int top_k, RowSpan rows,
-                           int n_stride, float* scores, int32_t* out, cudaStream_t s) {
+                           int n_stride, void* codes, float* scores, int32_t* out, cudaStream_t s) {
   const int n_last = (rows.p0 + rows.n) / 4;
   DS4_CHECK_MSG(n_stride >= n_last && n_ih % 8 == 0, "indexer: stride %d < %d rows, %d heads",
                 n_stride, n_last, n_ih);
   if (rows.n == 0 || n_last <= top_k) return;
   DS4_CHECK_MSG(n_ih <= kMaxIndexerHeads, "indexer: %d heads (at most %d)", n_ih, kMaxIndexerHeads);
-  // Batches (prefill, never captured in a graph) take the 128-row kernel, or the 64-row one where
-  // the rows are not 16-byte aligned; a decoded row keeps the 16-row kernel's 8x as many CTAs (the
+  // Batches (prefill, never captured in a graph) of FP4-simulated rows take the int8 tensor cores
+  // (indexer_imma.cu), other batches the 128-row kernel, or the 64-row one where the rows are not
+  // 16-byte aligned; a decoded row keeps the 16-row kernel's 8x as many CTAs (the
   // same results). On the H200 the 128-row kernel prefilled Flash q2 faster than the 64-row one.
   const bool rows16 = aligned16(keys) && aligned16(iq) && iq_stride % 4 == 0;
-  if (rows.n >= kBatchRows && rows16) {
+  if (rows.n >= kBatchRows && rows16 && codes != nullptr) {
+    launch_indexer_scores_imma(keys, iq, iq_stride, w, w_stride, wscale, n_ih, top_k, rows,
+                               n_stride, codes, scores, s);
+  } else if (rows.n >= kBatchRows && rows16) {
     DS4_CUDA_CHECK(cudaFuncSetAttribute(indexer_scores_wide_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kWideSmem)));

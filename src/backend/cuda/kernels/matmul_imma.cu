@@ -43,6 +43,7 @@
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_imma.cuh"
+#include "backend/cuda/kernels/mma_s8.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
@@ -79,33 +80,6 @@ static_assert(offsetof(BlockQ8_K, qs) == 4 && offsetof(ActQ8_0, qs) == 4 && kQ8K
               "activation codes and bsums at 4-byte aligned offsets");
 
 // ---- the product (the asynchronous copies: async_copy.cuh) ----
-
-// d += A (16 x 32, s8) x B (32 x 8, s8) in int32 (fragments: imma_formats.cuh).
-__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                       uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-  __trap();  // built for sm_90 only; int8 mma needs sm_80
-#endif
-}
-
-// d = A x B with a zero accumulator: the zeros come as one zero register operand (which ptxas may
-// read as RZ) instead of four moves into d before an accumulating product.
-__device__ __forceinline__ void mma_s8_fresh(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%10, %10, %10, %10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
-#else
-  __trap();
-#endif
-}
 
 // One chunk's operands as they arrive: the slots' int8 codes (K innermost) and scales, and the
 // weight rows' bytes as stored (P::Raw: Q8_0's codes are the A tile itself; IQ2_XXS and Q2_K are

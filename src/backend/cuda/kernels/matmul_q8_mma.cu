@@ -17,6 +17,7 @@
 #include "backend/cuda/kernels/launch.cuh"
 #include "backend/cuda/kernels/launch_limits.h"
 #include "backend/cuda/kernels/matmul_q8_mma.cuh"
+#include "backend/cuda/kernels/mma_s8.cuh"
 #include "backend/cuda/kernels/planar_formats.cuh"
 #include "base/check.h"
 #include "quant/blocks.h"
@@ -31,20 +32,6 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kTileRows = 16;
 constexpr int64_t kXBytes = sizeof(quant::ActQ8_0);  // d (float), then 32 codes
 static_assert(FmtQ8_0::kBody == 32 && kXBytes == 36, "Q8_0 planar body and activation block");
-
-// d = A (16 x 32 s8) x B (32 x 8 s8), int32 (mma.m16n8k32, fragments as in imma_formats.cuh).
-__device__ __forceinline__ void mma_s8(int (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                       uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%10, %10, %10, %10};\n"
-      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));
-#else
-  __trap();  // built for sm_90 only; int8 mma needs sm_80
-#endif
-}
 
 __device__ __forceinline__ uint32_t word_at(const uint8_t* p) {
   return *reinterpret_cast<const uint32_t*>(p);
@@ -102,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) q8_mma_kernel(const Q8MmaProduct p) 
 #pragma unroll
     for (int j = 0; j < kNT; ++j) {
       int d[4];
-      mma_s8(d, a, word_at(xb[j] + xo), word_at(xb[j] + xo + 4));
+      mma_s8_fresh(d, a, word_at(xb[j] + xo), word_at(xb[j] + xo + 4));
       const float x0 = planar::x_scale(xc0[j] + xo), x1 = planar::x_scale(xc1[j] + xo);
       acc[j][0] = planar::add_term(acc[j][0], FmtQ8_0::from_sums(fa, x0, d[0]));
       acc[j][1] = planar::add_term(acc[j][1], FmtQ8_0::from_sums(fa, x1, d[1]));
