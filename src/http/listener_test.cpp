@@ -171,9 +171,9 @@ TEST(HttpListener, PipelinedRequestsAreAnsweredInOrder) {
   Served s({});
   Client c(s.port());
   c.send(
-      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
-      "GET /second HTTP/1.1\r\n\r\n"
-      "POST /third HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n");
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+      "GET /second HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /third HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n");
   EXPECT_EQ(c.read().body, "POST /echo one");
   EXPECT_EQ(c.read().body, "GET /second ");
   EXPECT_EQ(c.read().body, "POST /third hi");
@@ -187,7 +187,7 @@ TEST(HttpListener, LargeBodiesAreReadWhole) {
     for (const long delta : {-70000L, -1L, 0L, 1L, 70000L}) {
       const size_t n = (mib << 20) + delta;
       Client c(s.port());
-      c.send("POST /size HTTP/1.1\r\nContent-Length: " + std::to_string(n) + "\r\n\r\n" +
+      c.send("POST /size HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(n) + "\r\n\r\n" +
              std::string(n, 'x'));
       EXPECT_EQ(c.read().body, std::to_string(n));
     }
@@ -208,7 +208,7 @@ TEST(HttpListener, SlowClientsHoldNoWorkerAndMeetTheHeaderDeadline) {
     for (auto& c : slow) c->send("E");
     Client normal(s.port());
     const auto t0 = Clock::now();
-    normal.send("GET /echo HTTP/1.1\r\n\r\n");
+    normal.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
     const Response r = normal.read(kAnswerWithin);
     EXPECT_EQ(r.status, 200);
     EXPECT_LT(Clock::now() - t0, kAnswerWithin);
@@ -222,7 +222,7 @@ TEST(HttpListener, SlowClientsHoldNoWorkerAndMeetTheHeaderDeadline) {
 TEST(HttpListener, ABodyThatStopsArrivingMeetsTheBodyDeadline) {
   Served s({.body_timeout_ms = 300});
   Client c(s.port());
-  c.send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
   const Response r = c.read();
   EXPECT_EQ(r.status, 408);
   EXPECT_NE(r.body.find("body did not arrive"), std::string::npos);
@@ -232,7 +232,7 @@ TEST(HttpListener, ABodyThatStopsArrivingMeetsTheBodyDeadline) {
 TEST(HttpListener, AnIdleKeepAliveConnectionIsClosed) {
   Served s({.idle_timeout_ms = 300});
   Client c(s.port());
-  c.send("GET /echo HTTP/1.1\r\n\r\n");
+  c.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(c.read().status, 200);
   EXPECT_TRUE(c.closed(kAnswerWithin));
 }
@@ -242,7 +242,7 @@ TEST(HttpListener, TheConnectionsOfOneClientAreBounded) {
   std::vector<std::unique_ptr<Client>> held;
   for (int i = 0; i < 3; ++i) {
     held.push_back(std::make_unique<Client>(s.port()));
-    held.back()->send("GET /echo HTTP/1.1\r\n\r\n");
+    held.back()->send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_EQ(held.back()->read().status, 200);
   }
   Client extra(s.port());
@@ -255,7 +255,7 @@ TEST(HttpListener, TheConnectionsOfOneClientAreBounded) {
   Response again;
   for (int attempt = 0; attempt < 50 && again.status != 200; ++attempt) {
     Client next(s.port());
-    next.send("GET /echo HTTP/1.1\r\n\r\n");
+    next.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
     again = next.read();
     if (again.status != 200) std::this_thread::sleep_for(milliseconds(50));
   }
@@ -265,7 +265,7 @@ TEST(HttpListener, TheConnectionsOfOneClientAreBounded) {
 TEST(HttpListener, ExpectContinueIsAnsweredBeforeTheBody) {
   Served s({});
   Client c(s.port());
-  c.send("POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+  c.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
   EXPECT_EQ(c.read().status, 100);
   c.send("body");
   EXPECT_EQ(c.read().body, "POST /echo body");
@@ -274,7 +274,7 @@ TEST(HttpListener, ExpectContinueIsAnsweredBeforeTheBody) {
 TEST(HttpListener, AnOversizedBodyIsRefusedBeforeItIsSent) {
   Served s({.limits = {.max_body = 100}});
   Client c(s.port());
-  c.send("POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n");
+  c.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n");
   const Response r = c.read();
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.head.find("Connection: close"), std::string::npos);
@@ -283,7 +283,7 @@ TEST(HttpListener, AnOversizedBodyIsRefusedBeforeItIsSent) {
 TEST(HttpListener, MalformedRequestsGetTheirStatusAndTheConnectionCloses) {
   Served s({});
   Client c(s.port());
-  c.send("GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
   const Response r = c.read();
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.body.find("both Transfer-Encoding and Content-Length"), std::string::npos);
@@ -293,11 +293,11 @@ TEST(HttpListener, MalformedRequestsGetTheirStatusAndTheConnectionCloses) {
 TEST(HttpListener, StreamsAreChunkedForHttp11AndConnectionDelimitedForHttp10) {
   Served s({});
   Client c11(s.port());
-  c11.send("GET /stream HTTP/1.1\r\n\r\n");
+  c11.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
   const Response r11 = c11.read();
   EXPECT_NE(r11.head.find("Transfer-Encoding: chunked"), std::string::npos);
   EXPECT_EQ(r11.body, "part 0\npart 1\npart 2\n");
-  c11.send("GET /echo HTTP/1.1\r\n\r\n");  // the connection carries the next request
+  c11.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");  // the connection carries the next request
   EXPECT_EQ(c11.read().status, 200);
   Client c10(s.port());
   c10.send("GET /stream HTTP/1.0\r\n\r\n");
@@ -310,7 +310,7 @@ TEST(HttpListener, StreamsAreChunkedForHttp11AndConnectionDelimitedForHttp10) {
 TEST(HttpListener, AHandlerThatThrowsAnswers500) {
   Served s({});
   Client c(s.port());
-  c.send("GET /throw HTTP/1.1\r\n\r\n");
+  c.send("GET /throw HTTP/1.1\r\nHost: x\r\n\r\n");
   const Response r = c.read();
   EXPECT_EQ(r.status, 500);
   EXPECT_NE(r.body.find("internal error"), std::string::npos);
@@ -319,7 +319,7 @@ TEST(HttpListener, AHandlerThatThrowsAnswers500) {
 TEST(HttpListener, StopEndsOpenStreamsAndReturns) {
   auto s = std::make_unique<Served>(ListenerOptions{});
   Client c(s->port());
-  c.send("GET /stream?forever HTTP/1.1\r\n\r\n");
+  c.send("GET /stream?forever HTTP/1.1\r\nHost: x\r\n\r\n");
   Client idle(s->port());
   idle.send("GET /ec");  // a request half sent
   std::this_thread::sleep_for(milliseconds(100));

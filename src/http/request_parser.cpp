@@ -313,6 +313,13 @@ size_t RequestParser::parse_head(std::string_view head) {
     }
   }
   request_.keep_alive = !close && (request_.minor == 1 || keep);
+  // RFC 9112 §3.2: an HTTP/1.1 request carries exactly one Host field (HTTP/1.0 at most one).
+  const auto hosts = std::count_if(request_.fields.begin(), request_.fields.end(),
+                                   [](const auto& f) { return f.first == "host"; });
+  if (hosts > 1 || (hosts == 0 && request_.minor == 1)) {
+    fail(400, hosts > 1 ? "more than one Host field" : "an HTTP/1.1 request without a Host field");
+    return head.size();
+  }
   if (has_te && has_length) {
     fail(400, "both Transfer-Encoding and Content-Length");
     return head.size();

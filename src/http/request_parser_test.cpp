@@ -68,13 +68,14 @@ TEST(HttpRequestParser, ReadsARequestAndItsFields) {
 TEST(HttpRequestParser, KeepAliveFollowsVersionAndConnection) {
   EXPECT_FALSE(parse("GET / HTTP/1.0\r\n\r\n").requests.at(0).keep_alive);
   EXPECT_TRUE(parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").requests.at(0).keep_alive);
-  EXPECT_FALSE(parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").requests.at(0).keep_alive);
+  EXPECT_FALSE(
+      parse("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").requests.at(0).keep_alive);
 }
 
 TEST(HttpRequestParser, PipelinedRequestsStayApartWhereverTheBytesAreCut) {
   const std::string bytes =
-      "\r\nPOST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
-      "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "\r\nPOST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
       "4;name=value\r\nwiki\r\n5\r\npedia\r\n0\r\nTrailer: x\r\n\r\n"
       "GET /c HTTP/1.1\nHost: bare-lf\n\n";
   for (size_t step = 1; step <= bytes.size(); ++step) {
@@ -93,46 +94,57 @@ TEST(HttpRequestParser, PipelinedRequestsStayApartWhereverTheBytesAreCut) {
 }
 
 TEST(HttpRequestParser, TargetsAreDecoded) {
-  EXPECT_EQ(parse("GET /v1/models/a%20b HTTP/1.1\r\n\r\n").requests.at(0).path, "/v1/models/a b");
-  EXPECT_EQ(parse("GET http://host:8000/health?x HTTP/1.1\r\n\r\n").requests.at(0).path, "/health");
-  EXPECT_EQ(parse("OPTIONS * HTTP/1.1\r\n\r\n").requests.at(0).path, "*");
-  EXPECT_EQ(status_of("GET /a%zz HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("GET /a%00 HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("GET relative HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(parse("GET /v1/models/a%20b HTTP/1.1\r\nHost: x\r\n\r\n").requests.at(0).path,
+            "/v1/models/a b");
+  EXPECT_EQ(parse("GET http://host:8000/health?x HTTP/1.1\r\nHost: x\r\n\r\n").requests.at(0).path,
+            "/health");
+  EXPECT_EQ(parse("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n").requests.at(0).path, "*");
+  EXPECT_EQ(status_of("GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET /a%00 HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET relative HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
 }
 
 TEST(HttpRequestParser, MalformedHeadsAreBadRequests) {
   EXPECT_EQ(status_of("GET /\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("GET  / HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("G(T / HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET  / HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("G(T / HTTP/1.1\r\nHost: x\r\n\r\n"), 400);
   EXPECT_EQ(status_of("GET / HTTQ/1.1\r\n\r\n"), 400);
   EXPECT_EQ(status_of("GET / HTTP/2.0\r\n\r\n"), 505);
   EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost : x\r\n\r\n"), 400);  // white space before ':'
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nA: b\r\n  folded\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n"), 400);
-  EXPECT_EQ(status_of(std::string("GET / HTTP/1.1\r\nA: b\x01\r\n\r\n")), 400);
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nExpect: 200-ok\r\n\r\n"), 417);
-  EXPECT_TRUE(parse("POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n").error ==
-              std::nullopt);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n  folded\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nA: b\rc\r\n\r\n"), 400);
+  EXPECT_EQ(status_of(std::string("GET / HTTP/1.1\r\nHost: x\r\nA: b\x01\r\n\r\n")), 400);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n"), 417);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\n\r\n"), 400);  // HTTP/1.1 needs its Host
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET / HTTP/1.0\r\n\r\n"), 0);
+  EXPECT_TRUE(
+      parse("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n")
+          .error == std::nullopt);
 }
 
 TEST(HttpRequestParser, FramingThatTwoParsersCouldReadDifferentlyIsRefused) {
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
-            400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 3, 4\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length:\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
+  EXPECT_EQ(
+      status_of(
+          "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+      400);
+  EXPECT_EQ(
+      status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n"),
+      400);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 4\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+            501);
   EXPECT_EQ(status_of("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
-  const Parsed same = parse("POST / HTTP/1.1\r\nContent-Length: 2, 2\r\n\r\nok");
+  const Parsed same = parse("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\n\r\nok");
   ASSERT_FALSE(same.error);
   EXPECT_EQ(same.requests.at(0).body, "ok");
 }
 
 TEST(HttpRequestParser, ChunkedBodiesAreChecked) {
-  const std::string head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   EXPECT_EQ(status_of(head + "3\r\nabcd\r\n0\r\n\r\n"), 400);  // more data than the size says
   EXPECT_EQ(status_of(head + "x\r\n"), 400);
   EXPECT_EQ(status_of(head + "3 junk\r\nabc\r\n0\r\n\r\n"), 400);
@@ -146,14 +158,17 @@ TEST(HttpRequestParser, ChunkedBodiesAreChecked) {
 TEST(HttpRequestParser, LimitsAnswerWithTheirStatus) {
   const RequestLimits limits{
       .max_request_line = 64, .max_head_bytes = 256, .max_fields = 3, .max_body = 100};
-  EXPECT_EQ(status_of("GET /" + std::string(100, 'a') + " HTTP/1.1\r\n\r\n", limits), 414);
+  EXPECT_EQ(status_of("GET /" + std::string(100, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", limits),
+            414);
   // A request line still arriving is refused as soon as it is too long.
   EXPECT_EQ(status_of("GET /" + std::string(100, 'a'), limits), 414);
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nA: " + std::string(300, 'b'), limits), 431);
-  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", limits), 431);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nA: " + std::string(300, 'b'), limits), 431);
+  EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", limits),
+            431);
   // The body limit is decided from Content-Length before any body byte arrives.
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", limits), 413);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", limits),
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n", limits), 413);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                      limits),
             400);
 }
 
