@@ -53,6 +53,24 @@ ToolResult run_list(ToolContext& ctx, const ToolParams& p) {
   return list_dir(ctx.workspace, string_param(p, "path", "."));
 }
 
+ToolResult run_bash(ToolContext& ctx, const ToolParams& p) {
+  return ctx.jobs.run(*find_param(p, "command"),
+                      int_param(p, "timeout_sec", kDefaultBashTimeoutSec, 1, kMaxBashTimeoutSec),
+                      int_param(p, "refresh_sec", kDefaultBashRefreshSec, 1, kMaxBashRefreshSec),
+                      ctx.cancel);
+}
+
+// A job id that does not parse becomes 0, which no job has: the tool then names the id it lacks.
+int64_t job_param(const ToolParams& p) { return int_param(p, "job", 0, 0, INT64_MAX); }
+
+ToolResult run_bash_status(ToolContext& ctx, const ToolParams& p) {
+  return ctx.jobs.status(job_param(p));
+}
+
+ToolResult run_bash_stop(ToolContext& ctx, const ToolParams& p) {
+  return ctx.jobs.stop(job_param(p));
+}
+
 struct ToolEntry {
   std::string_view name;
   std::array<std::string_view, 3> required;  // empty names pad the list
@@ -66,6 +84,9 @@ constexpr std::array kTools = {
     ToolEntry{"edit", {"path", "old", "new"}, run_edit},
     ToolEntry{"search", {"query"}, run_search},
     ToolEntry{"list", {}, run_list},
+    ToolEntry{"bash", {"command"}, run_bash},
+    ToolEntry{"bash_status", {"job"}, run_bash_status},
+    ToolEntry{"bash_stop", {"job"}, run_bash_stop},
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 // src/agent/dispatch.h: running the tool calls of one assistant round (features.md §5.3).
 // Owns: the table of tool names and their required parameters, reading each tool's parameters
 // from strings, and the combined tool message of a round ("Tool result i (name):" per call).
-// Does not own: what the tools do (file_tools.h, edit.h, search.h) or how calls are parsed from
-// DSML (chat/).
+// Does not own: what the tools do (file_tools.h, edit.h, search.h, bash_jobs.h) or how calls are
+// parsed from DSML (chat/).
 #pragma once
 
 #include <span>
