@@ -54,7 +54,7 @@ struct Flags {
   bool disable_exact_replay = false;
   int max_queue = 32;
   size_t max_body = 64u << 20;
-  double header_timeout = 10, body_timeout = 60, idle_timeout = 5;  // seconds
+  double header_timeout = 10, body_timeout = 10, idle_timeout = 5;  // seconds
   int max_connections = 4096, max_client_connections = 256;
   std::vector<std::string> forced_output;
   // Disk KV cache (features.md §3.4; docs/kvcache.md).
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_option("--body-timeout", f.body_timeout,
-                 "seconds a request's body may take to arrive after its header; later gets 408")
+                 "seconds a request's body may stall (no byte arriving) before it gets 408")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
   app.add_option("--idle-timeout", f.idle_timeout,

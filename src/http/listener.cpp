@@ -245,8 +245,12 @@ struct Listener::Impl {
       if (before == RequestParser::State::kIdle && state != RequestParser::State::kIdle) {
         c.deadline = Clock::now() + milliseconds(options.header_timeout_ms);
       }
-      if (before != RequestParser::State::kBody && state == RequestParser::State::kBody) {
+      // The body deadline is for a stall: it starts at the end of the header and again with
+      // every byte of the body.
+      if (state == RequestParser::State::kBody && (before != state || used > 0)) {
         c.deadline = Clock::now() + milliseconds(options.body_timeout_ms);
+      }
+      if (before != RequestParser::State::kBody && state == RequestParser::State::kBody) {
         if (c.parser.request().expect_continue && c.in.empty()) {
           send_now(c.fd, "HTTP/1.1 100 Continue\r\n\r\n");
         }
@@ -332,8 +336,10 @@ struct Listener::Impl {
         const bool body = c.parser.state() == RequestParser::State::kBody;
         const int limit_ms = body ? options.body_timeout_ms : options.header_timeout_ms;
         char message[96];
-        std::snprintf(message, sizeof message, "the request %s did not arrive within %g s",
-                      body ? "body" : "header", limit_ms / 1000.0);
+        std::snprintf(message, sizeof message,
+                      body ? "the request body stalled for %g s"
+                           : "the request header did not arrive within %g s",
+                      limit_ms / 1000.0);
         answer_error(c, 408, message);
       }
     }

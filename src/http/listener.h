@@ -26,7 +26,7 @@ struct ListenerOptions {
   RequestLimits limits;
   int workers = 40;               // requests handled at once
   int header_timeout_ms = 10000;  // from a request's first byte to the end of its header
-  int body_timeout_ms = 60000;    // from the end of the header to the end of the body
+  int body_timeout_ms = 10000;    // the longest a body may stall (no byte arriving)
   int idle_timeout_ms = 5000;     // a keep-alive connection waiting for its next request
   int write_timeout_ms = 30000;   // a response write making no progress
   int max_connections = 4096;     // open connections in all

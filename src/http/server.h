@@ -30,7 +30,7 @@ struct HttpOptions {
   int keepalive_ms = 2000;            // SSE comment after this long without an event
   int threads = 40;                   // requests handled at once (workers)
   int header_timeout_ms = 10000;      // a request's header must arrive within this (else 408)
-  int body_timeout_ms = 60000;        // and its body within this after the header
+  int body_timeout_ms = 10000;        // its body may stall (no byte arriving) this long
   int idle_timeout_ms = 5000;         // an idle keep-alive connection is closed after this
   int max_connections = 4096;         // open connections in all; more get 503
   int max_client_connections = 256;   // open connections from one client address

@@ -12,12 +12,11 @@
 //   node tests/server/soak.mjs [--duration 60] [--clients 64] [--threads 2] [--seed 1]
 //        [--server build/bin/ds4-server] [--model build/testdata/server/tiny-q2.gguf]
 //        [--interval S] [--markdown FILE] [--csv FILE] [--log FILE]
-//        [--known-issue CASE[/VARIANT]]... [--allow-known-http-leniency]
+//        [--known-issue CASE[/VARIANT]]...
 //
 // The server and model default to $DS4_SERVER and $DS4_SERVER_MODEL (what CTest sets), else
-// the build tree's. A problem of a case (or CASE/VARIANT) named by --known-issue, or of the
-// requests KNOWN_HTTP_LENIENCY lists (soak_cases.mjs) with --allow-known-http-leniency, is
-// reported but does not fail the run. Exit status 0: every check passed; 1: a check failed; 2:
+// the build tree's. A problem of a case (or CASE/VARIANT) named by --known-issue is reported but
+// does not fail the run. Exit status 0: every check passed; 1: a check failed; 2:
 // bad arguments, or the server could not be started and primed. Node's standard library only.
 import { spawn } from "node:child_process";
 import http from "node:http";
@@ -25,7 +24,7 @@ import { createWriteStream, readdirSync, readFileSync, writeFileSync } from "nod
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { CASES, CTX, KNOWN_HTTP_LENIENCY, MAX_BODY, httpCall, prime, rng, words } from "./soak_cases.mjs";
+import { CASES, CTX, MAX_BODY, httpCall, prime, rng, words } from "./soak_cases.mjs";
 
 // The windows "flat" compares: the warm-up (the first 20% of the load, in which the allocator's
 // arenas, the HTTP threads' buffers and the bounded caches reach their working size) and the
@@ -71,7 +70,7 @@ const mib = (kb) => kb / 1024;
 function usage(msg) {
   console.error(`soak: ${msg}\nusage: node tests/server/soak.mjs [--duration S] [--clients N] ` +
     "[--threads N] [--seed N] [--server PATH] [--model PATH] [--interval S] [--markdown FILE] " +
-    "[--csv FILE] [--log FILE] [--known-issue CASE[/VARIANT]]... [--allow-known-http-leniency]");
+    "[--csv FILE] [--log FILE] [--known-issue CASE[/VARIANT]]...");
   process.exit(2);
 }
 
@@ -85,7 +84,6 @@ function options() {
         server: { type: "string" }, model: { type: "string" }, interval: { type: "string" },
         markdown: { type: "string" }, csv: { type: "string" }, log: { type: "string" },
         "known-issue": { type: "string", multiple: true, default: [] },
-        "allow-known-http-leniency": { type: "boolean", default: false },
       },
     }));
   } catch (e) {
@@ -105,7 +103,6 @@ function options() {
   };
   // About 120 samples per run, one a second at least; the warm-up needs MIN_WINDOW_SAMPLES.
   o.interval = v.interval !== undefined ? num("interval", 0.2) : Math.max(1, Math.round(o.duration / 120));
-  if (v["allow-known-http-leniency"]) for (const k of Object.keys(KNOWN_HTTP_LENIENCY)) o.known.add(k);
   for (const k of o.known) {
     if (!CASES.some((c) => c.name === k.split("/")[0])) usage(`--known-issue ${k}: no such case`);
   }
@@ -535,7 +532,7 @@ function markdown(o, s, run, v) {
     lines.push("### Known issues (listed, not judged)", "",
       "Requests the server should refuse but serves as if well-formed (every one answered 200 unless " +
       "said otherwise); the soak's problems for them are counted above and not judged.", "",
-      ...[...o.known].map((k) => `- \`${k}\`: ${KNOWN_HTTP_LENIENCY[k] ?? "named by --known-issue"}; ` +
+      ...[...o.known].map((k) => `- \`${k}\`: named by --known-issue; ` +
         `${count(k)} in this run${otherThan2xx(k)}`), "");
   }
   const pl = problemLines(o, run, false);
