@@ -26,7 +26,7 @@ DEPS = {
     "serve": ["engine", "chat", "gen"],
     "api": ["serve"],
     "http": ["api"],
-    "agent": ["base"],  # the tool layer so far; the loop will add gen and chat, never serve
+    "agent": ["engine", "chat", "gen", "base"],  # tools, prompt and turn loop; never serve
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
