@@ -1,12 +1,18 @@
 // Protects: the KVC cache-file layout of spec/product.md "Disk KV Cache" (offsets and values of the
-// 48-byte header written out by hand below, from the spec's table, not from the encoder) and the
-// framing checks that keep a hostile or damaged file from being used: every case the issue names
-// (truncated, bad magic, a header lying about sizes) fails with a clear error.
+// 48-byte header written out by hand below, from the spec's table, not from the encoder; version 2
+// is ours: the spec's version 1 plus the checksum footer) and every check that keeps a hostile or
+// damaged file from being used: the framing cases the issue names (truncated, bad magic, a header
+// lying about sizes) and, through the checksums, any change to the header's fixed fields, the
+// text or the payload (a flipped bit, a NaN written into the floats, another token count), while
+// the bookkeeping fields the store rewrites in place stay free; a version-1 file is refused by
+// name.
 #include "kv/kvc_file.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <random>
 
 namespace ds4::kv {
 namespace {
@@ -23,7 +29,7 @@ KvcHeader header() {
   return h;
 }
 
-const std::vector<uint8_t> kPayload = {'D', 'S', 'V', '4', 1, 2, 3, 4, 5};
+const std::vector<uint8_t> kPayload = {'D', 'S', 'V', '4', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 const std::vector<ToolMapEntry> kMap = {{"call_abc", "<｜DSML｜tool_calls>x</｜DSML｜tool_calls>"},
                                         {"call_d", "y"}};
 
@@ -33,7 +39,7 @@ TEST(KvcFile, HeaderBytesFollowTheSpecTable) {
   const std::vector<uint8_t> b = encode_kvc_header(h);
   ASSERT_EQ(b.size(), 48u);
   const uint8_t want[48] = {
-      'K',  'V',  'C',  1,    2, 2, 0, 0,   // magic, version, bits, reason
+      'K',  'V',  'C',  2,    2, 2, 0, 0,   // magic, version 2 (ours), bits, reason
       7,    0,    0,    0,    3, 0, 0, 0,   // tokens, hits
       0x00, 0x80, 0,    0,    2, 0, 0, 0,   // context 32768, payload ABI 2
       0x00, 0x4b, 0x2d, 0x69, 0, 0, 0, 0,   // created 1764576000 = 0x692d4b00
@@ -49,10 +55,23 @@ TEST(KvcFile, RoundTripWithAndWithoutToolMap) {
     const std::string text = "<｜begin▁of▁sentence｜>hi";  // 31 bytes of UTF-8
     ASSERT_EQ(text.size(), 31u);
     const std::vector<uint8_t> f = encode_kvc(header(), text, kPayload, map);
-    EXPECT_EQ(f.size(), 48 + 4 + 31 + kPayload.size() +
-                            (with_map ? 8 + 8 + kMap[0].id.size() + kMap[0].dsml.size() + 8 +
+    const size_t map_bytes = with_map ? 8 + 8 + kMap[0].id.size() + kMap[0].dsml.size() + 8 +
                                             kMap[1].id.size() + kMap[1].dsml.size()
-                                      : 0));
+                                      : 0;
+    ASSERT_EQ(f.size(), 48 + 4 + 31 + kPayload.size() + map_bytes + 24);
+    // The footer: "KSUM", zero, then the checksums of bytes 0 .. the payload's end (hits and last
+    // use as zero) and of the KTM section, each seeded with its own constant.
+    const size_t footer = f.size() - 24;
+    EXPECT_EQ(0, std::memcmp(f.data() + footer, "KSUM\0\0\0\0", 8));
+    std::vector<uint8_t> body(f.begin(), f.begin() + 48 + 4 + 31 + kPayload.size());
+    std::memset(body.data() + 12, 0, 4);
+    std::memset(body.data() + 32, 0, 8);
+    const std::span<const uint8_t> section(f.data() + footer - map_bytes, map_bytes);
+    uint64_t stored_body, stored_map;
+    std::memcpy(&stored_body, f.data() + footer + 8, 8);
+    std::memcpy(&stored_map, f.data() + footer + 16, 8);
+    EXPECT_EQ(stored_body, base::checksum64(body, kKvcBodySeed));
+    EXPECT_EQ(stored_map, base::checksum64(section, kKvcToolMapSeed));
     auto v = decode_kvc(f);
     ASSERT_TRUE(v.is_ok()) << v.status().to_string();
     EXPECT_EQ(v->header.tokens, 7u);
@@ -62,12 +81,24 @@ TEST(KvcFile, RoundTripWithAndWithoutToolMap) {
     EXPECT_TRUE(std::equal(v->payload.begin(), v->payload.end(), kPayload.begin(), kPayload.end()));
     EXPECT_EQ(v->tool_map, with_map ? kMap : std::vector<ToolMapEntry>{});
     EXPECT_TRUE(v->tool_map_error.empty());
+    EXPECT_EQ(v->checksums, kvc_checksums(f));
+    // Re-encoding the decoded file gives the same bytes.
+    EXPECT_EQ(encode_kvc(v->header, v->text, v->payload, v->tool_map), f);
   }
 }
 
 std::string error_of(const std::vector<uint8_t>& f) {
   auto v = decode_kvc(f);
   return v.is_ok() ? "" : v.status().message();
+}
+
+// `f` (a whole file) with its footer's checksums made right for its bytes, as a writer that
+// computed them over damaged or hand-made bytes would leave it.
+std::vector<uint8_t> reseal(std::vector<uint8_t> f) {
+  const KvcChecksums sums = kvc_checksums(f);
+  std::memcpy(f.data() + f.size() - 16, &sums.body, 8);
+  std::memcpy(f.data() + f.size() - 8, &sums.tool_map, 8);
+  return f;
 }
 
 TEST(KvcFile, DamagedFramingIsRefused) {
@@ -79,7 +110,12 @@ TEST(KvcFile, DamagedFramingIsRefused) {
   };
   EXPECT_NE(error_of({good.begin(), good.begin() + 47}).find("header"), std::string::npos);
   EXPECT_NE(with(0, 'X').find("magic"), std::string::npos);
-  EXPECT_NE(with(3, 2).find("version 2"), std::string::npos);
+  EXPECT_NE(with(3, 0).find("KVC version 0, this build reads version 2"), std::string::npos);
+  EXPECT_NE(with(3, 3).find("version 3 is newer"), std::string::npos);
+  EXPECT_EQ(decode_kvc_header(std::vector<uint8_t>(good.begin(), good.begin() + 48)).is_ok(), true);
+  std::vector<uint8_t> newer = good;
+  newer[3] = 3;
+  EXPECT_EQ(decode_kvc_header(newer).status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(with(4, 3).find("quant bits 3"), std::string::npos);
   EXPECT_NE(with(5, 9).find("save reason 9"), std::string::npos);
   EXPECT_NE(with(6, 0x08).find("0x08"), std::string::npos);
@@ -95,19 +131,101 @@ TEST(KvcFile, DamagedFramingIsRefused) {
   std::vector<uint8_t> huge = good;
   std::memset(huge.data() + 40, 0xff, 8);
   EXPECT_NE(error_of(huge).find("payload of 18446744073709551615 bytes"), std::string::npos);
+  // Bytes between the payload and the footer without a tool-id map; bytes after the footer.
+  std::vector<uint8_t> between = good;
+  between.insert(between.end() - 24, 0);
+  EXPECT_NE(error_of(reseal(between)).find("1 bytes follow the KVC payload"), std::string::npos);
   std::vector<uint8_t> trailing = good;
   trailing.push_back(0);
-  EXPECT_NE(error_of(trailing).find("1 bytes follow the KVC payload"), std::string::npos);
+  EXPECT_NE(error_of(trailing).find("footer is missing"), std::string::npos);
+  // The footer's own bytes.
+  EXPECT_NE(with(good.size() - 24, 'X').find("footer is missing"), std::string::npos);
+  EXPECT_NE(with(good.size() - 20, 1).find("footer bytes 4-7"), std::string::npos);
   // Truncated anywhere: never accepted.
   for (size_t n = 0; n < good.size(); ++n)
     EXPECT_FALSE(decode_kvc({good.begin(), good.begin() + static_cast<long>(n)}).is_ok()) << n;
 }
 
+// A version-1 file (the spec's layout: no footer) is refused by its version, never read as
+// version 2: not even as a file whose footer is missing.
+TEST(KvcFile, AVersionOneFileIsRefusedByName) {
+  std::vector<uint8_t> v1 = encode_kvc(header(), "text", kPayload, kMap);
+  v1.resize(v1.size() - 24);
+  v1[3] = 1;
+  const auto v = decode_kvc(v1);
+  ASSERT_FALSE(v.is_ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidFile);
+  EXPECT_NE(v.status().message().find("KVC version 1, a file from before payload checksums"),
+            std::string::npos)
+      << v.status().message();
+  EXPECT_FALSE(decode_kvc_header(v1).is_ok());
+}
+
+// Every byte the checksums cover: one flipped bit anywhere in the header's fixed fields, the text
+// length, the text or the payload makes the file fail its checksum (or an earlier check); in the
+// tool-id map it drops the map; only the hit count and last use, which the store rewrites in
+// place, may change.
+TEST(KvcFile, TheChecksumsCoverEveryByteButTheBookkeeping) {
+  const std::vector<uint8_t> good = encode_kvc(header(), "text", kPayload, kMap);
+  const size_t payload_end = 48 + 4 + 4 + kPayload.size();
+  const size_t footer = good.size() - 24;
+  for (size_t at = 0; at < good.size(); ++at) {
+    std::vector<uint8_t> f = good;
+    f[at] ^= 0x10;
+    const auto v = decode_kvc(f);
+    const bool bookkeeping = (at >= 12 && at < 16) || (at >= 32 && at < 40);
+    if (bookkeeping) {
+      ASSERT_TRUE(v.is_ok()) << at << ": " << v.status().to_string();
+      EXPECT_TRUE(v->tool_map_error.empty()) << at;
+    } else if (at < payload_end || (at >= footer && at < footer + 16)) {
+      EXPECT_FALSE(v.is_ok()) << at;
+    } else {  // the map or its checksum: the file loads without its map
+      ASSERT_TRUE(v.is_ok()) << at << ": " << v.status().to_string();
+      EXPECT_TRUE(v->tool_map.empty()) << at;
+      EXPECT_FALSE(v->tool_map_error.empty()) << at;
+    }
+  }
+  // Changes a writer's bug or a disk could make that keep the framing sound: a NaN written over
+  // four payload bytes, another token count in the header.
+  std::vector<uint8_t> nan = good;
+  const float q = std::nanf("");
+  std::memcpy(nan.data() + 48 + 4 + 4 + 8, &q, 4);
+  EXPECT_NE(error_of(nan).find("checksum mismatch"), std::string::npos) << error_of(nan);
+  std::vector<uint8_t> tokens = good;
+  tokens[8] += 1;
+  EXPECT_NE(error_of(tokens).find("checksum mismatch"), std::string::npos);
+  // The message names the stored and the computed sums.
+  EXPECT_NE(error_of(tokens).find("stored "), std::string::npos);
+}
+
+// A reader that hashes a file in pieces as it reads them gets the one-shot sums, whatever the
+// pieces; decode_kvc takes them instead of hashing again.
+TEST(KvcFile, TheHasherTakesAnyPieces) {
+  std::vector<uint8_t> payload(300000);
+  std::mt19937 rng(1);
+  for (auto& b : payload) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> f = encode_kvc(header(), "some text", payload, kMap);
+  const KvcChecksums want = kvc_checksums(f);
+  for (const size_t piece : {size_t{1}, size_t{7}, size_t{52}, size_t{65536}, size_t{262144}}) {
+    KvcHasher h(f.size());
+    for (size_t at = 0; at < f.size(); at += piece) {
+      h.update(std::span<const uint8_t>(f).subspan(at, std::min(piece, f.size() - at)));
+    }
+    EXPECT_EQ(h.sums(), want) << piece;
+  }
+  auto v = decode_kvc(f, {}, &want);
+  ASSERT_TRUE(v.is_ok());
+  const KvcChecksums wrong{.body = want.body + 1, .tool_map = want.tool_map};
+  EXPECT_NE(decode_kvc(f, {}, &wrong).status().message().find("checksum mismatch"),
+            std::string::npos);
+}
+
 TEST(KvcFile, MalformedToolMapKeepsTheEntriesBeforeIt) {
   const std::vector<uint8_t> good = encode_kvc(header(), "text", kPayload, kMap);
-  // Cut inside the second entry.
-  const std::vector<uint8_t> cut(good.begin(), good.end() - 1);
-  auto v = decode_kvc(cut);
+  // Cut inside the second entry (the footer resealed over the shorter map).
+  std::vector<uint8_t> cut = good;
+  cut.erase(cut.end() - 25);
+  auto v = decode_kvc(reseal(cut));
   ASSERT_TRUE(v.is_ok()) << v.status().to_string();
   EXPECT_EQ(v->tool_map, std::vector<ToolMapEntry>{kMap[0]});
   EXPECT_NE(v->tool_map_error.find("entry 1 of 2"), std::string::npos) << v->tool_map_error;
@@ -115,7 +233,7 @@ TEST(KvcFile, MalformedToolMapKeepsTheEntriesBeforeIt) {
   const std::vector<uint8_t> plain = encode_kvc(header(), "text", kPayload, {});
   std::vector<uint8_t> flagged = plain;
   flagged[6] |= kKvcToolMapFlag;
-  auto w = decode_kvc(flagged);
+  auto w = decode_kvc(reseal(flagged));
   ASSERT_TRUE(w.is_ok());
   EXPECT_TRUE(w->tool_map.empty());
   EXPECT_NE(w->tool_map_error.find("KTM"), std::string::npos);
@@ -128,6 +246,23 @@ TEST(KvcFile, MalformedToolMapKeepsTheEntriesBeforeIt) {
   ASSERT_TRUE(y.is_ok());
   EXPECT_TRUE(y->tool_map.empty());
   EXPECT_FALSE(y->tool_map_error.empty());
+}
+
+// The trailer alone (what the tool-id restore reads): its entries when sound, none when the map
+// or the footer is damaged.
+TEST(KvcFile, TheTrailerIsCheckedAlone) {
+  const std::vector<uint8_t> f = encode_kvc(header(), "text", kPayload, kMap);
+  const size_t at = 48 + 4 + 4 + kPayload.size();
+  std::vector<uint8_t> trailer(f.begin() + static_cast<long>(at), f.end());
+  std::string error;
+  EXPECT_EQ(decode_kvc_trailer(trailer, {}, &error), kMap);
+  EXPECT_TRUE(error.empty()) << error;
+  trailer[20] ^= 1;  // inside the first entry's id
+  EXPECT_TRUE(decode_kvc_trailer(trailer, {}, &error).empty());
+  EXPECT_NE(error.find("checksum"), std::string::npos) << error;
+  error.clear();
+  EXPECT_TRUE(decode_kvc_trailer(std::span(trailer).first(10), {}, &error).empty());
+  EXPECT_FALSE(error.empty());
 }
 
 }  // namespace

@@ -84,6 +84,11 @@ class Fd {
   int fd_;
 };
 
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
 // A file's modification time in nanoseconds (rescan's test for a rewritten file).
 int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
@@ -95,16 +100,17 @@ double devaluation(uint32_t hits) {
   return 0.05 + 0.45 * h / (h + 1);
 }
 
-// Sets a file's hit count and last use in its header, in place.
+// Sets a file's hit count and last use in place: only those header fields, which the checksum
+// leaves out, so the rest stays as the file has it (another server may have replaced the file
+// since this one indexed it: writing the whole indexed header would break the new file's sum).
 Status rewrite_bookkeeping(const std::string& path, uint32_t hits, uint64_t last_used) {
-  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (fd.get() < 0) return Status::io_error("open '%s': %s", path.c_str(), std::strerror(errno));
-  DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> head, read_prefix(fd.get(), kKvcHeaderBytes, path));
-  DS4_ASSIGN_OR_RETURN(KvcHeader h, decode_kvc_header(head));
-  h.hits = hits;
-  h.last_used = last_used;
-  head = encode_kvc_header(h);
-  if (::pwrite(fd.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
+  uint8_t h[4], t[8];
+  for (int i = 0; i < 4; ++i) h[i] = static_cast<uint8_t>(hits >> (8 * i));
+  for (int i = 0; i < 8; ++i) t[i] = static_cast<uint8_t>(last_used >> (8 * i));
+  if (::pwrite(fd.get(), h, sizeof h, kKvcHitsAt) != static_cast<ssize_t>(sizeof h) ||
+      ::pwrite(fd.get(), t, sizeof t, kKvcLastUsedAt) != static_cast<ssize_t>(sizeof t))
     return Status::io_error("update '%s': %s", path.c_str(), std::strerror(errno));
   return Status::ok();
 }
@@ -241,26 +247,59 @@ void KvcStore::index(const std::string& name) {
   // Remembered so that rescan() does not read (and log) the same refused file again.
   const auto refuse = [&] { refused_.push_back({name, static_cast<uint64_t>(st.st_size), mtime}); };
   auto head = read_prefix(fd.get(), kKvcHeaderBytes + 4, p);
-  Result<KvcHeader> h = head.is_ok() ? decode_kvc_header(*head) : Result<KvcHeader>(head.status());
-  if (!h.is_ok() || head->size() < kKvcHeaderBytes + 4) {
-    log("kv cache: skipping " + name + ": " +
-        (h.is_ok() ? std::string("no cache-text length") : h.status().message()));
+  if (!head.is_ok()) {
+    log("kv cache: skipping " + name + ": " + head.status().message());
+    return refuse();
+  }
+  Result<KvcHeader> h = decode_kvc_header(*head);
+  if (!h.is_ok() && h.status().code() == StatusCode::kUnimplemented) {
+    // A newer build's file (a later version, flag bits naming sections unknown here): it may be
+    // sound, and that build may share the directory.
+    log("kv cache: skipping " + name + ": " + h.status().message());
     return refuse();
   }
   KvcEntry e;
-  e.name = name;
-  e.header = *h;
-  const uint8_t* t = head->data() + kKvcHeaderBytes;
-  e.text_bytes = static_cast<uint32_t>(t[0]) | static_cast<uint32_t>(t[1]) << 8 |
-                 static_cast<uint32_t>(t[2]) << 16 | static_cast<uint32_t>(t[3]) << 24;
-  e.file_bytes = static_cast<uint64_t>(st.st_size);
-  e.mtime_ns = mtime;
-  if (e.header.payload_bytes > e.file_bytes ||
-      kvc_payload_offset(e.text_bytes) + e.header.payload_bytes > e.file_bytes) {
-    log("kv cache: skipping " + name + ": its header claims more bytes than the file holds");
-    return refuse();
+  std::string bad;
+  if (!h.is_ok()) {
+    bad = h.status().message();
+  } else if (head->size() < kKvcHeaderBytes + 4) {
+    bad = "it ends inside its header";
+  } else {
+    e.name = name;
+    e.header = *h;
+    e.text_bytes = le32(head->data() + kKvcHeaderBytes);
+    e.file_bytes = static_cast<uint64_t>(st.st_size);
+    e.mtime_ns = mtime;
+    const uint64_t claimed =
+        e.header.payload_bytes > e.file_bytes
+            ? e.header.payload_bytes
+            : kvc_payload_offset(e.text_bytes) + e.header.payload_bytes + kKvcFooterBytes;
+    if (claimed > e.file_bytes) {
+      bad = "its header claims at least " + std::to_string(claimed) + " bytes, the file holds " +
+            std::to_string(e.file_bytes) + " (cut short?)";
+    } else {
+      // The footer is checked here too: a file cut inside its tool-id map still holds its payload.
+      std::vector<uint8_t> footer(kKvcFooterBytes);
+      const off_t at = static_cast<off_t>(e.file_bytes - kKvcFooterBytes);
+      if (::pread(fd.get(), footer.data(), footer.size(), at) !=
+          static_cast<ssize_t>(footer.size())) {
+        log("kv cache: skipping " + name + ": cannot read its footer: " + std::strerror(errno));
+        return refuse();
+      }
+      if (auto f = decode_kvc_footer(footer); !f.is_ok()) bad = f.status().message();
+    }
+  }
+  if (!bad.empty()) {
+    discard(name, bad);
+    if (std::filesystem::exists(p)) refuse();  // not ours to delete: logged once, then left
+    return;
   }
   entries_.push_back(std::move(e));
+}
+
+void KvcStore::discard(const std::string& name, const std::string& why) {
+  log("kv cache: removing " + name + ": " + why);
+  remove(name);
 }
 
 uint64_t KvcStore::bytes_used() const {
@@ -329,24 +368,16 @@ void KvcStore::evict_for(uint64_t incoming, const PreparedKvc* in) {
 std::optional<KvcStore::ReadKvc> KvcStore::compatible_file(const std::string& name,
                                                            const KvcHeader& header,
                                                            std::string_view text) const {
-  const std::string p = path(name);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 ||
-      static_cast<uint64_t>(st.st_size) > o_.budget_bytes) {
-    return std::nullopt;
-  }
-  auto bytes = read_prefix(fd.get(), static_cast<uint64_t>(st.st_size), p);
-  if (!bytes.is_ok()) return std::nullopt;
-  auto v = decode_kvc(*bytes, o_.limits);
-  if (!v.is_ok() || v->text != text) return std::nullopt;
-  const KvcHeader& h = v->header;
+  // Verified whole: a damaged file is never carried into a new one (it is replaced).
+  auto read = read_file(path(name), o_.budget_bytes, o_.limits);
+  if (!read.is_ok() || read->view.text != text) return std::nullopt;
+  const KvcHeader& h = read->view.header;
   constexpr uint8_t kVisible = kKvcResponsesTextFlag | kKvcThinkingTextFlag;
   if (h.model != header.model || (o_.strict_quant && h.quant_bits != header.quant_bits) ||
       h.n_ctx > header.n_ctx || (h.flags & kVisible) != (header.flags & kVisible)) {
     return std::nullopt;
   }
-  return ReadKvc(std::move(*bytes), std::move(*v));
+  return std::move(*read);
 }
 
 Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
@@ -472,26 +503,61 @@ std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery
   return *best;
 }
 
-Result<KvcStore::ReadKvc> KvcStore::read(const KvcEntry& entry, std::string_view rendered) {
-  const std::string p = path(entry.name);
+Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max_bytes,
+                                              const KvcLimits& limits, bool verify) {
+  static_assert(kReadPieceBytes % base::kChecksumBlockBytes == 0);
   Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return Status::io_error("open '%s': %s", p.c_str(), std::strerror(errno));
-  DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, read_prefix(fd.get(), entry.file_bytes, p));
-  auto v = decode_kvc(bytes, o_.limits);
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0)
+    return Status::io_error("open '%s': %s", p.c_str(), std::strerror(errno));
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    return Status::invalid_file("its %llu bytes exceed the %llu-byte budget",
+                                static_cast<unsigned long long>(size),
+                                static_cast<unsigned long long>(max_bytes));
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  KvcHasher hasher(size);
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const size_t want = std::min(kReadPieceBytes, bytes.size() - got);
+    const ssize_t r = ::pread(fd.get(), bytes.data() + got, want, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno));
+    if (r == 0) return Status::invalid_file("it was cut short while it was read");
+    // Hashed now, while these bytes are in the cache: a second pass over the file would fetch it
+    // from memory at a third of the speed. (A helper thread hashing behind the reads cost more
+    // than this on the 2-core machine of bench/kvcache.md: the bytes had to cross to its core.)
+    if (verify) hasher.update(std::span<const uint8_t>(bytes.data() + got, static_cast<size_t>(r)));
+    got += static_cast<size_t>(r);
+  }
+  KvcChecksums sums = hasher.sums();
+  if (!verify && bytes.size() >= kKvcFooterBytes) {
+    if (auto stored = decode_kvc_footer(std::span<const uint8_t>(bytes).last(kKvcFooterBytes));
+        stored.is_ok()) {
+      sums = *stored;
+    }
+  }
+  DS4_ASSIGN_OR_RETURN(KvcView view, decode_kvc(bytes, limits, &sums));
+  return ReadKvc(std::move(bytes), std::move(view));
+}
+
+Result<KvcStore::ReadKvc> KvcStore::read(const KvcEntry& entry, std::string_view rendered) {
+  auto r = read_file(path(entry.name), o_.budget_bytes, o_.limits);
+  if (!r.is_ok() && r.status().code() == StatusCode::kIoError) return r.status();
   std::string bad;
-  if (!v.is_ok()) {
-    bad = v.status().message();
-  } else if (sha1_hex(v->text) + ".kv" != entry.name) {
+  if (!r.is_ok()) {
+    bad = r.status().message();
+  } else if (sha1_hex(r->view.text) + ".kv" != entry.name) {
     bad = "its text does not hash to its name";
-  } else if (rendered.substr(0, v->text.size()) != v->text) {
+  } else if (rendered.substr(0, r->view.text.size()) != r->view.text) {
     bad = "its text is not a prefix of the prompt";
   }
   if (!bad.empty()) {
-    log("kv cache: removing " + entry.name + ": " + bad);
-    remove(entry.name);
+    discard(entry.name, bad);
     return Status::invalid_file("cache file %s: %s", entry.name.c_str(), bad.c_str());
   }
-  return ReadKvc(std::move(bytes), std::move(*v));
+  return r;
 }
 
 Status KvcStore::touch(const std::string& name) {
@@ -500,13 +566,7 @@ Status KvcStore::touch(const std::string& name) {
   if (it == entries_.end()) return Status::not_found("no cache file %s", name.c_str());
   it->header.hits += 1;
   it->header.last_used = o_.now();
-  const std::vector<uint8_t> head = encode_kvc_header(it->header);
-  const std::string p = path(name);
-  Fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
-  if (fd.get() < 0 ||
-      ::pwrite(fd.get(), head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
-    return Status::io_error("update '%s': %s", p.c_str(), std::strerror(errno));
-  return Status::ok();
+  return rewrite_bookkeeping(path(name), it->header.hits, it->header.last_used);
 }
 
 void KvcStore::remove(const std::string& name) {
@@ -525,7 +585,8 @@ std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string
   std::vector<ToolMapEntry> out;
   for (const KvcEntry& e : entries_) {
     if ((e.header.flags & kKvcToolMapFlag) == 0 || e.header.model != model) continue;
-    // Only the trailer is read: the text and the payload are skipped.
+    // Only the trailer (the tool-id map and the footer with its checksum) is read: the text and
+    // the payload are skipped.
     const std::string p = path(e.name);
     Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) continue;
@@ -535,7 +596,7 @@ std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string
         static_cast<ssize_t>(section.size()))
       continue;
     std::string error;
-    std::vector<ToolMapEntry> map = decode_kvc_tool_map(section, o_.limits, &error);
+    std::vector<ToolMapEntry> map = decode_kvc_trailer(section, o_.limits, &error);
     if (!error.empty()) log("kv cache: " + e.name + ": " + error);
     for (ToolMapEntry& t : map) {
       if (std::find(ids.begin(), ids.end(), t.id) != ids.end() &&

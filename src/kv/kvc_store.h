@@ -77,9 +77,11 @@ struct PreparedKvc {
 
 class KvcStore {
  public:
-  // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files;
-  // files that fail the header checks are logged and left alone. Files beyond the budget are
-  // evicted (by score) at once.
+  // Creates the directory (0700) when missing and indexes the headers of its `<sha1>.kv` files.
+  // A file that is damaged or obsolete -- it fails the header checks (a KVC version 1 file among
+  // them), its header claims more bytes than it holds, its checksum footer is missing -- is
+  // removed with one log line; one that a newer build wrote (a later version, unknown flag bits)
+  // is left alone and logged once. Files beyond the budget are evicted (by score) at once.
   static Result<KvcStore> open(KvcStoreOptions options);
 
   // Brings the index up to date with the directory (features.md §3.5 step 1, before a lookup):
@@ -126,9 +128,21 @@ class KvcStore {
     ReadKvc(const ReadKvc&) = delete;
     ReadKvc& operator=(const ReadKvc&) = delete;
   };
-  // Reads a file found by find() and verifies it again: the header, the text's SHA-1 against the
-  // name, the text as a prefix of `rendered`. A file that fails is removed and logged.
+  // Reads a file found by find() and verifies it whole: the framing and both checksums (hashed as
+  // the file is read), the text's SHA-1 against the name, the text as a prefix of `rendered`. A
+  // file that fails is removed, with one log line naming it and the reason, and the error is
+  // invalid_file; an error reading it (io_error) leaves it in place.
   Result<ReadKvc> read(const KvcEntry& entry, std::string_view rendered);
+  // The file at `path` read whole (at most `max_bytes`) in pieces of kReadPieceBytes, each hashed
+  // right after it is read, then decoded and its checksums compared. With verify = false the
+  // hashing is skipped and the footer's sums are taken as they are: only the framing is checked
+  // (ds4-kvc-bench times the load both ways). Errors: io_error (open, read), invalid_file (the
+  // file does not decode, or is larger than max_bytes).
+  static Result<ReadKvc> read_file(const std::string& path, uint64_t max_bytes,
+                                   const KvcLimits& limits, bool verify = true);
+  // 256 KiB: whole blocks of the checksum (base::kChecksumBlockBytes), so they are hashed where
+  // they lie, and few enough bytes to be still in the core's cache when they are hashed.
+  static constexpr size_t kReadPieceBytes = size_t{256} << 10;
 
   // After a load: hits + 1 and last use = now, rewritten in the file's header.
   Status touch(const std::string& name);
@@ -159,6 +173,8 @@ class KvcStore {
   // At open: removes the temporary files whose writer is gone (a kill -9 during a save).
   void remove_stale_temps();
   void index(const std::string& name);
+  // Deletes a damaged or obsolete file, with one log line naming it and the reason.
+  void discard(const std::string& name, const std::string& why);
   void log(const std::string& line) const;
   // Deletes files by ascending score until `incoming` more bytes fit the budget. With
   // `prepared`, the continued files it continues are devalued (§3.6).

@@ -1,7 +1,9 @@
 // Protects: the disk KV cache directory (features.md §3.1, §3.5-3.7): files named by the SHA-1 of
 // their text (the digest checked against a published test vector), the longest-prefix lookup and
-// its filters, bookkeeping in place, eviction under the byte budget, hostile files skipped, and a
-// failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, and the
+// its filters, bookkeeping in place, eviction under the byte budget, hostile, damaged and obsolete
+// files removed with one log line each (a flipped or NaN payload byte, another token count, a
+// truncated file, a version-1 file: issue 47 item 3) while a newer version's files are left alone,
+// a failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, the
 // stepwise write (prepare: encoded only; reserve: room made first, so the budget holds while the
 // temporary file exists; write; commit: in place and indexed), and the temporary files of saves
 // that were killed.
@@ -12,9 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "gguf/test_util.h"
 
@@ -113,17 +118,29 @@ TEST(KvcStore, TouchRewritesHitsAndLastUseInPlace) {
   EXPECT_EQ(reopened->entries()[0].header.hits, 1u);
   EXPECT_EQ(reopened->entries()[0].header.last_used, 1764576000u);
   EXPECT_EQ(reopened->entries()[0].header.created, 100u);
+  // Only the hit count and last use are written, the fields the checksum leaves out: the file
+  // still verifies, also when another server replaced it after this one indexed it.
+  const std::string path = tmp.file("kv/" + name);
+  EXPECT_TRUE(decode_kvc(gguf::testing::read_bytes(path)).is_ok());
+  KvcHeader other = header(7);
+  other.n_ctx = 1024;  // a smaller context: the file is replaced, not kept
+  ASSERT_TRUE(reopened->save(other, "text", payload(30), {}).is_ok());
+  ASSERT_TRUE(s->touch(name).is_ok());  // s indexed the old file
+  auto v = decode_kvc(gguf::testing::read_bytes(path));
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  EXPECT_EQ(v->header.tokens, 7u);
+  EXPECT_EQ(v->header.hits, 2u);
 }
 
 TEST(KvcStore, EvictionKeepsTheBudgetAndTheNewestFile) {
   TempDir tmp;
   std::vector<std::string> logs;
-  // Each file is 48 + 4 + 1 + 1000 bytes; three fit in 3,200, a fourth does not.
-  auto s = KvcStore::open(options(tmp.file("kv"), 3200, &logs));
+  // Each file is 48 + 4 + 1 + 1000 + 24 bytes; three fit in 3,300, a fourth does not.
+  auto s = KvcStore::open(options(tmp.file("kv"), 3300, &logs));
   ASSERT_TRUE(s.is_ok());
   for (const char* t : {"a", "b", "c", "d"}) {
     ASSERT_TRUE(s->save(header(8), t, payload(1000), {}).is_ok());
-    EXPECT_LE(s->bytes_used(), 3200u);
+    EXPECT_LE(s->bytes_used(), 3300u);
   }
   EXPECT_EQ(s->entries().size(), 3u);
   EXPECT_TRUE(s->find("d", query()).has_value());
@@ -134,7 +151,7 @@ TEST(KvcStore, EvictionKeepsTheBudgetAndTheNewestFile) {
   EXPECT_EQ(s->entries().size(), 3u);
 }
 
-TEST(KvcStore, HostileFilesAreSkippedAndDamagedOnesRemovedOnRead) {
+TEST(KvcStore, HostileFilesAreRemovedAtOpenAndDamagedOnesOnRead) {
   TempDir tmp;
   std::vector<std::string> logs;
   const std::string dir = tmp.file("kv");
@@ -155,8 +172,13 @@ TEST(KvcStore, HostileFilesAreSkippedAndDamagedOnesRemovedOnRead) {
   auto s = KvcStore::open(options(dir, 1 << 20, &logs));
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(s->entries().size(), 1u);
-  EXPECT_EQ(logs.size(), 2u);
-  // A file whose text no longer hashes to its name is removed when read.
+  ASSERT_EQ(logs.size(), 2u);
+  for (const std::string& l : logs) EXPECT_EQ(l.rfind("kv cache: removing ", 0), 0u) << l;
+  EXPECT_FALSE(std::filesystem::exists(fake));
+  EXPECT_FALSE(std::filesystem::exists(liar));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/notes.txt"));
+  // A file whose text no longer hashes to its name (and so no longer to its checksum) is removed
+  // when read.
   const std::string good = dir + "/" + sha1_hex("good text") + ".kv";
   {
     std::fstream f(good, std::ios::in | std::ios::out | std::ios::binary);
@@ -168,6 +190,171 @@ TEST(KvcStore, HostileFilesAreSkippedAndDamagedOnesRemovedOnRead) {
   EXPECT_FALSE(s->read(*hit, "good text and more").is_ok());
   EXPECT_FALSE(std::filesystem::exists(good));
   EXPECT_TRUE(s->entries().empty());
+}
+
+// What to do to a sound file, the log line's reason, and whether the store sees it at open
+// (the header and the footer are checked there) or only when it reads the whole file.
+struct Damage {
+  const char* what;
+  std::function<void(std::vector<uint8_t>&)> apply;
+  const char* reason;
+  bool at_open;
+};
+
+std::vector<Damage> damages() {
+  // The payload starts after the 48-byte header, the 4-byte text length and the text.
+  const size_t payload_at = kvc_payload_offset(static_cast<uint32_t>(std::strlen("<bos>kept")));
+  return {
+      {"a flipped payload byte", [=](auto& f) { f[payload_at + 10] ^= 0x04; }, "checksum mismatch",
+       false},
+      {"a NaN in the payload",
+       [=](auto& f) {
+         const float nan = std::nanf("");
+         std::memcpy(f.data() + payload_at + 16, &nan, 4);
+       },
+       "checksum mismatch", false},
+      {"another token count in the header", [](auto& f) { f[8] += 1; }, "checksum mismatch", false},
+      {"a truncated file", [](auto& f) { f.resize(f.size() - 100); }, "cut short", true},
+      {"a damaged footer", [](auto& f) { f[f.size() - 24] = 'X'; }, "footer is missing", true},
+      {"a version-1 file",
+       [](auto& f) {
+         f.resize(f.size() - 24);  // the spec's layout: no footer
+         f[3] = 1;
+       },
+       "KVC version 1", true},
+  };
+}
+
+// issue 47 item 3: a damaged file -- at open or at read -- is removed with one log line naming it
+// and the reason, leaves the index and the byte count, and the lookup finds nothing (the request
+// is a miss).
+TEST(KvcStore, DamagedFilesAreRemovedWithOneLogLine) {
+  for (const Damage& d : damages()) {
+    TempDir tmp;
+    std::vector<std::string> logs;
+    const std::string dir = tmp.file("kv");
+    const std::string name = sha1_hex("<bos>kept") + ".kv";
+    {
+      auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+      ASSERT_TRUE(s->save(header(9), "<bos>kept", payload(200), {}).is_ok());
+    }
+    std::vector<uint8_t> f = gguf::testing::read_bytes(dir + "/" + name);
+    d.apply(f);
+    std::ofstream(dir + "/" + name, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+    auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+    ASSERT_TRUE(s.is_ok()) << d.what;
+    EXPECT_EQ(s->entries().empty(), d.at_open) << d.what;
+    if (!d.at_open) {
+      EXPECT_TRUE(logs.empty()) << d.what;
+      auto hit = s->find("<bos>kept and more", query());
+      ASSERT_TRUE(hit.has_value()) << d.what;
+      const auto read = s->read(*hit, "<bos>kept and more");
+      ASSERT_FALSE(read.is_ok()) << d.what;
+      EXPECT_EQ(read.status().code(), StatusCode::kInvalidFile) << d.what;
+    }
+    ASSERT_EQ(logs.size(), 1u) << d.what;
+    EXPECT_EQ(logs[0].rfind("kv cache: removing " + name + ": ", 0), 0u) << logs[0];
+    EXPECT_NE(logs[0].find(d.reason), std::string::npos) << d.what << ": " << logs[0];
+    EXPECT_FALSE(std::filesystem::exists(dir + "/" + name)) << d.what;
+    EXPECT_TRUE(s->entries().empty()) << d.what;
+    EXPECT_EQ(s->bytes_used(), 0u) << d.what;
+    EXPECT_FALSE(s->find("<bos>kept and more", query()).has_value()) << d.what;
+    s->rescan();
+    EXPECT_EQ(logs.size(), 1u) << d.what;
+  }
+}
+
+// A file of many read pieces, the last one short: hashed piece by piece as it is read, it loads
+// (verified or framing only), and a flipped byte in its first, a middle or its last piece is
+// caught.
+TEST(KvcStore, AFileOfManyPiecesIsHashedAsItIsRead) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto s = KvcStore::open(options(dir, 1 << 30, &logs));
+  std::vector<uint8_t> big(19 * KvcStore::kReadPieceBytes + 12345);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  ASSERT_TRUE(s->save(header(9), "<bos>big", big, {}).is_ok());
+  const std::string path = dir + "/" + sha1_hex("<bos>big") + ".kv";
+  for (const bool verify : {true, false}) {
+    auto r = KvcStore::read_file(path, 1 << 30, {}, verify);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_TRUE(std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
+  }
+  for (const size_t at : {size_t{100}, big.size() / 2, big.size() - 1}) {
+    std::vector<uint8_t> f = gguf::testing::read_bytes(path);
+    f[kvc_payload_offset(8) + at] ^= 0x80;
+    const std::string damaged = dir + "/damaged";
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+    auto r = KvcStore::read_file(damaged, 1 << 30, {});
+    ASSERT_FALSE(r.is_ok()) << at;
+    EXPECT_NE(r.status().message().find("checksum mismatch"), std::string::npos) << at;
+    EXPECT_TRUE(KvcStore::read_file(damaged, 1 << 30, {}, false).is_ok()) << at;
+  }
+}
+
+// A newer build's file (version 3) may be sound and that build may share the directory: it is left
+// alone, logged once however often the directory is rescanned, and never used.
+TEST(KvcStore, ANewerVersionIsLeftAlone) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  const std::string path = dir + "/" + sha1_hex("<bos>later") + ".kv";
+  {
+    auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+    ASSERT_TRUE(s->save(header(9), "<bos>later", payload(100), {}).is_ok());
+  }
+  std::vector<uint8_t> f = gguf::testing::read_bytes(path);
+  f[3] = 3;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+  s->rescan();
+  s->rescan();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("skipping"), std::string::npos) << logs[0];
+  EXPECT_NE(logs[0].find("version 3 is newer"), std::string::npos) << logs[0];
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_FALSE(s->find("<bos>later!", query()).has_value());
+}
+
+// §3.3 with damage: a save whose same-name file is damaged replaces it (the damaged payload is not
+// carried into the new file); the tool-id restore skips a map that fails its checksum.
+TEST(KvcStore, DamagedFilesAreNeitherKeptNorMined) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto s = KvcStore::open(options(dir, 1 << 20, &logs));
+  const std::string text = "<bos>same";
+  const std::string path = dir + "/" + sha1_hex(text) + ".kv";
+  const std::vector<ToolMapEntry> a = {{"call_a", "<dsml a>"}}, b = {{"call_b", "<dsml b>"}};
+  ASSERT_TRUE(s->save(header(9), text, payload(100), a).is_ok());
+  std::vector<uint8_t> f = gguf::testing::read_bytes(path);
+  f[kvc_payload_offset(static_cast<uint32_t>(text.size())) + 5] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  const std::vector<uint8_t> fresh(100, 0x33);
+  auto p = s->prepare(header(9), text, fresh, b);
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_FALSE(p->kept);
+  ASSERT_TRUE(s->reserve(*p).is_ok() && s->write(*p).is_ok() && s->commit(*p).is_ok());
+  const auto bytes = gguf::testing::read_bytes(path);
+  auto v = decode_kvc(bytes);
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  EXPECT_EQ(std::vector<uint8_t>(v->payload.begin(), v->payload.end()), fresh);
+  EXPECT_EQ(v->tool_map, b);
+  // A flipped byte inside the map: its entries are not restored, and that is logged.
+  std::vector<uint8_t> g = bytes;
+  g[g.size() - 24 - 3] ^= 1;  // the last DSML byte
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(g.data()), static_cast<std::streamsize>(g.size()));
+  logs.clear();
+  const std::vector<std::string> want = {"call_b"};
+  EXPECT_TRUE(s->tool_map_entries(want, KvcModel::kFlash).empty());
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("checksum"), std::string::npos) << logs[0];
 }
 
 TEST(KvcStore, FailedWriteKeepsOlderFilesIntact) {
@@ -332,7 +519,7 @@ TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {
   EXPECT_LE(s->bytes_used(), 2 * one + 10);
 }
 
-TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
+TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndRemovesHostileOnes) {
   TempDir tmp;
   std::vector<std::string> logs;
   auto mine = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
@@ -354,15 +541,16 @@ TEST(KvcStore, RescanSeesFilesOthersWroteOrRemovedAndSkipsRefusedOnesQuietly) {
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->header.tokens, 12u);
   EXPECT_TRUE(mine->read(*hit, "<bos>theirs!").is_ok());
-  // A hostile file is logged once, however often the directory is rescanned.
+  // A hostile file is removed with one log line at the next rescan.
   const std::string bad = tmp.file("kv/" + std::string(40, 'a') + ".kv");
   std::ofstream(bad) << "not a cache file";
   logs.clear();
   mine->rescan();
   mine->rescan();
   EXPECT_EQ(std::count_if(logs.begin(), logs.end(),
-                          [](const std::string& l) { return l.find("skipping") != l.npos; }),
+                          [](const std::string& l) { return l.find("removing") != l.npos; }),
             1);
+  EXPECT_FALSE(std::filesystem::exists(bad));
   // The user wipes the directory.
   std::filesystem::remove(tmp.file("kv/" + hit->name));
   mine->rescan();

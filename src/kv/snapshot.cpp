@@ -147,6 +147,20 @@ std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap
   return out;
 }
 
+Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes) {
+  Parser p(bytes);
+  uint32_t h[kHeaderFields];
+  for (uint32_t& v : h) {
+    if (!p.u32(&v)) return truncated(p, "the header");
+  }
+  if (h[0] != kSnapshotMagic) return Status::invalid_file("not a DSV4 session payload (bad magic)");
+  if (h[1] != kSnapshotVersion) {
+    return Status::invalid_file("DSV4 payload version %u, this engine reads version %u", h[1],
+                                kSnapshotVersion);
+  }
+  return h[7];
+}
+
 Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& s,
                                  const LoadTarget& target) {
   Parser p(bytes);

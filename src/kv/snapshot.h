@@ -36,6 +36,9 @@ struct LoadTarget {
 std::vector<uint8_t> encode_snapshot(const model::Shape& shape, const Snapshot& snap);
 // Exact payload size of a snapshot.
 uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap);
+// The token count a payload declares (header field 7), once its magic and version are checked:
+// what a caller compares with another record of it before the payload goes into a session.
+Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes);
 // Parses and validates a payload for a session of `shape` and `target` settings. Errors name the
 // offending field; nothing is allocated beyond what the payload's length can hold.
 Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& shape,

@@ -208,6 +208,10 @@ std::optional<DiskHit> DiskCache::lookup(std::string_view rendered, uint8_t visi
     if (!read->view.tool_map_error.empty()) {
       log("kv cache: " + e->name + ": tool-id map: " + read->view.tool_map_error);
     }
+    // The header and text as read, which the checksum vouches for (another server may have
+    // replaced the file since it was indexed).
+    e->header = read->view.header;
+    e->text_bytes = static_cast<uint32_t>(read->view.text.size());
     // The payload view stays valid: moving the bytes keeps their buffer.
     return DiskHit{.entry = *e,
                    .file = std::move(read->bytes),

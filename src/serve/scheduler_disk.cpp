@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "kv/snapshot.h"
 #include "serve/scheduler.h"
 #include "serve/scheduler_parts.h"
 
@@ -37,9 +38,19 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
     const auto t0 = std::chrono::steady_clock::now();
     if (std::optional<DiskHit> hit = disk_->lookup(rendered, visible_keys(a.request.protocol))) {
       const uint32_t n = hit->entry.header.tokens;
-      Status st = s.load(hit->payload);
+      // The payload must hold the header's token count (§3.5 step 4). Checked before the session
+      // takes it, and again after: a session left holding a rejected file's tokens would reuse
+      // them, and count them as cached, since they are a prefix of the prompt.
+      auto held = kv::snapshot_tokens(hit->payload);
+      Status st = !held.is_ok() ? held.status()
+                  : *held != n
+                      ? Status::invalid_file("it holds %u tokens, its header says %u", *held, n)
+                      : s.load(hit->payload);
       if (st.is_ok() && static_cast<uint32_t>(s.n_tokens()) != n) {
         st = Status::invalid_file("it holds %d tokens, its header says %u", s.n_tokens(), n);
+        if (Status r = s.rewind(0); !r.is_ok()) {
+          disk_->log("kv cache: cannot empty the session: " + r.to_string());
+        }
       }
       if (!st.is_ok()) {
         disk_->reject(*hit, st.message());

@@ -1,5 +1,6 @@
-// Writes valid KVC files into DIR as the kvc_fuzz corpus: without and with a tool-id map, and
-// with the transcript flags set.
+// Writes valid KVC files (version 2, with their checksum footers) into DIR as the kvc_fuzz corpus:
+// without and with a tool-id map, and with the transcript flags set; and one version-1 file (the
+// same bytes without the footer), which must keep failing.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -25,6 +26,10 @@ int main(int argc, char** argv) {
   h.flags = ds4::kv::kKvcResponsesTextFlag | ds4::kv::kKvcThinkingTextFlag;
   h.quant_bits = 4;
   seeds.push_back(ds4::kv::encode_kvc(h, "", payload, map));
+  std::vector<uint8_t> v1 = seeds[0];
+  v1.resize(v1.size() - ds4::kv::kKvcFooterBytes);
+  v1[3] = 1;
+  seeds.push_back(v1);
   for (size_t i = 0; i < seeds.size(); ++i) {
     std::ofstream f(std::string(argv[1]) + "/seed" + std::to_string(i) + ".kv", std::ios::binary);
     f.write(reinterpret_cast<const char*>(seeds[i].data()),

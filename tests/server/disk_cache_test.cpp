@@ -2,16 +2,20 @@
 // miss saves the prompt up to its cold boundary and, when the scheduler stops, the live session
 // (shutdown); a new scheduler on the same directory loads the file, reuses exactly its tokens and
 // samples the same output as the cold run (the restored state is the computed one); continued
-// saves land on multiples of the step; a file whose payload does not load is removed and the
-// request runs from scratch with the right output.
+// saves land on multiples of the step; a sound file whose payload does not load is removed and
+// the request runs from scratch with the right output; a damaged file (a flipped or NaN payload
+// byte, another header token count, a truncated or a version-1 file: issue 47 item 3) is removed
+// with one log line, nothing of it counts as cached, and the request is answered as a miss.
 #include "serve/disk_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -42,6 +46,26 @@ std::vector<File> files(const std::string& dir) {
     if (h.is_ok()) out.push_back({e.path().filename().string(), *h});
   }
   return out;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+// A cache file re-encoded after `change` edited its header or payload: a sound file (its checksums
+// match) that says something else, as a writer's bug could leave one.
+std::vector<uint8_t> reencoded(
+    const std::vector<uint8_t>& file,
+    const std::function<void(kv::KvcHeader&, std::vector<uint8_t>&)>& change) {
+  auto v = kv::decode_kvc(file);
+  EXPECT_TRUE(v.is_ok()) << v.status().to_string();
+  if (!v.is_ok()) return file;
+  kv::KvcHeader h = v->header;
+  std::vector<uint8_t> payload(v->payload.begin(), v->payload.end());
+  change(h, payload);
+  return kv::encode_kvc(h, v->text, payload, v->tool_map);
 }
 
 class DiskCacheTest : public ::testing::Test {
@@ -209,13 +233,10 @@ TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScrat
   });
   ASSERT_NE(cold, all.end());
   const std::string path = dir_.file("kv/" + cold->name);
-  std::vector<uint8_t> bytes = gguf::testing::read_bytes(path);
-  uint32_t text_bytes;
-  std::memcpy(&text_bytes, bytes.data() + 48, 4);
-  bytes[kv::kvc_payload_offset(text_bytes) + 32] += 1;
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
+  const std::vector<uint8_t> bytes =
+      reencoded(gguf::testing::read_bytes(path),
+                [](kv::KvcHeader&, std::vector<uint8_t>& payload) { payload[32] += 1; });
+  write_file(path, bytes);
 
   start();
   std::string text;
@@ -230,6 +251,101 @@ TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScrat
   // The cold save of this run wrote a sound file under the same name again.
   const auto again = gguf::testing::read_bytes(path);
   EXPECT_NE(again, bytes);
+}
+
+// issue 47 item 3: each damaged file is refused with its reason, removed with one log line naming
+// it, and not counted as cached (no hit, cached tokens 0); the request is answered as a miss with
+// the cold run's output, and its cold save, a sound file again, serves the next one. The re-encoded
+// file with another token count has sound checksums: the scheduler refuses it, and before the fix
+// the session kept the tokens it had loaded and reported them as cached.
+TEST_F(DiskCacheTest, ADamagedFileIsRemovedAndTheRequestIsAMiss) {
+  start();
+  Request r = chat(system_, "Snow?", 5);
+  std::string cold_text;
+  ASSERT_TRUE(run(r, &cold_text).error.is_ok());
+  stop();
+  const auto all = files(dir_.file("kv"));
+  const auto cold = std::find_if(all.begin(), all.end(), [](const File& f) {
+    return f.header.reason == kv::SaveReason::kCold;
+  });
+  ASSERT_NE(cold, all.end());
+  const std::string path = dir_.file("kv/" + cold->name);
+  const std::vector<uint8_t> sound = gguf::testing::read_bytes(path);
+  const size_t payload_at = kv::kvc_payload_offset(
+      static_cast<uint32_t>(tok_->decode(std::span(r.prompt).first(cold->header.tokens)).size()));
+  // The first logit: after the payload's 13 header fields and its token ids.
+  const size_t logit_at = payload_at + 4 * (13 + cold->header.tokens);
+  using Bytes = std::vector<uint8_t>;
+  const struct {
+    const char* what;
+    std::function<Bytes(Bytes)> damage;
+    const char* reason;
+  } cases[] = {
+      {"a flipped payload byte",
+       [&](Bytes f) {
+         f[logit_at + 4000] ^= 0x40;
+         return f;
+       },
+       "checksum mismatch"},
+      {"a NaN in the payload",
+       [&](Bytes f) {
+         const float nan = std::nanf("");
+         std::memcpy(f.data() + logit_at, &nan, 4);
+         return f;
+       },
+       "checksum mismatch"},
+      {"another header token count",
+       [](Bytes f) {
+         f[8] += 1;
+         return f;
+       },
+       "checksum mismatch"},
+      {"another header token count, re-encoded",
+       [](Bytes f) { return reencoded(f, [](kv::KvcHeader& h, Bytes&) { h.tokens += 1; }); },
+       "its header says"},
+      {"a truncated file",
+       [](Bytes f) {
+         f.resize(f.size() - 1000);
+         return f;
+       },
+       "cut short"},
+      {"a version-1 file",
+       [](Bytes f) {
+         f.resize(f.size() - kv::kKvcFooterBytes);
+         f[3] = 1;
+         return f;
+       },
+       "KVC version 1"},
+  };
+  for (const auto& c : cases) {
+    write_file(path, c.damage(sound));
+    logs_.clear();
+    start();
+    std::string text;
+    const Event d = run(r, &text);
+    ASSERT_TRUE(d.error.is_ok()) << c.what << ": " << d.error.to_string();
+    EXPECT_EQ(d.usage.cached_tokens, 0) << c.what;
+    EXPECT_EQ(text, cold_text) << c.what;
+    EXPECT_EQ(disk_->stats().hits, 0) << c.what;
+    // The run's cold save, once written, serves the same request again from disk (the live
+    // session holds the answer too, so its tokens are no prefix of the prompt).
+    disk_->flush();
+    std::string again;
+    const Event d2 = run(r, &again);
+    EXPECT_EQ(d2.usage.cached_tokens, static_cast<int>(cold->header.tokens)) << c.what;
+    EXPECT_EQ(again, cold_text) << c.what;
+    stop();
+    const std::string removing = "kv cache: removing " + cold->name + ": ";
+    EXPECT_EQ(std::count_if(logs_.begin(), logs_.end(),
+                            [&](const std::string& l) { return l.rfind(removing, 0) == 0; }),
+              1)
+        << c.what;
+    const auto line = std::find_if(logs_.begin(), logs_.end(),
+                                   [&](const std::string& l) { return l.rfind(removing, 0) == 0; });
+    ASSERT_NE(line, logs_.end()) << c.what;
+    EXPECT_NE(line->find(c.reason), std::string::npos) << *line;
+    EXPECT_TRUE(kv::decode_kvc(gguf::testing::read_bytes(path)).is_ok()) << c.what;
+  }
 }
 
 // §3.1, §3.3, §2.7: a tool-less chat turn that reasoned leaves its visible transcript (the prompt
