@@ -22,9 +22,11 @@ namespace ds4::http {
 
 struct RequestLimits {
   size_t max_request_line = 8192;  // method, target and version
-  size_t max_head_bytes = 65536;   // the request line and every header field together
-  size_t max_fields = 100;         // header fields
-  size_t max_body = 64u << 20;     // decoded body bytes
+  // The request line and every header field together: Node.js's default bound; the clients we
+  // serve send a few KiB.
+  size_t max_head_bytes = 16384;
+  size_t max_fields = 100;      // header fields
+  size_t max_body = 64u << 20;  // decoded body bytes
 };
 
 struct HttpRequest {

@@ -160,6 +160,10 @@ TEST(HttpRequestParser, LimitsAnswerWithTheirStatus) {
       .max_request_line = 64, .max_head_bytes = 256, .max_fields = 3, .max_body = 100};
   EXPECT_EQ(status_of("GET /" + std::string(100, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", limits),
             414);
+  // The default header bound (16 KiB): a 20 KB field is refused.
+  EXPECT_EQ(
+      status_of("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'b') + "\r\n\r\n"),
+      431);
   // A request line still arriving is refused as soon as it is too long.
   EXPECT_EQ(status_of("GET /" + std::string(100, 'a'), limits), 414);
   EXPECT_EQ(status_of("GET / HTTP/1.1\r\nHost: x\r\nA: " + std::string(300, 'b'), limits), 431);
