@@ -26,15 +26,6 @@ int usage_error(const std::string& msg) {
   return kUsageError;
 }
 
-// CLI11 has no single-dash long options; "-sys" is the short form of --system.
-std::vector<std::string> normalise_args(int argc, char** argv) {
-  std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) {  // CLI11 takes the arguments reversed
-    args.push_back(std::string(argv[i]) == "-sys" ? "--system" : argv[i]);
-  }
-  return args;
-}
-
 // The test hook's file: a JSON array of strings, one per assistant round.
 std::string read_scripted(const std::string& path, std::vector<std::string>* out) {
   std::ifstream f(path, std::ios::binary);
@@ -92,7 +83,7 @@ int main(int argc, char** argv) {
                  "text's tokens and EOS instead of sampling")
       ->group("");  // hidden from --help, like ds4-server's --test-forced-output
   try {
-    app.parse(normalise_args(argc, argv));
+    app.parse(ds4::app::args_for_parse(argc, argv));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {

@@ -19,15 +19,6 @@ int usage_error(const std::string& msg) {
   return kUsageError;
 }
 
-// CLI11 has no single-dash long options; ds4 accepts "-sys" as the short form of --system.
-std::vector<std::string> normalise_args(int argc, char** argv) {
-  std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) {  // CLI11 takes the arguments reversed
-    args.push_back(std::string(argv[i]) == "-sys" ? "--system" : argv[i]);
-  }
-  return args;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,7 +48,7 @@ int main(int argc, char** argv) {
                  "write the logits after the prompt as JSON and exit");
   app.add_option("--trace", o.trace, "append one JSON line per turn to FILE");
   try {
-    app.parse(normalise_args(argc, argv));
+    app.parse(ds4::app::args_for_parse(argc, argv));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {

@@ -93,4 +93,12 @@ SessionOptions session_options(const RunOptions& o) {
   return SessionOptions{.n_ctx = o.ctx, .prefill_chunk = o.prefill_chunk};
 }
 
+std::vector<std::string> args_for_parse(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) {
+    args.push_back(std::string(argv[i]) == "-sys" ? "--system" : argv[i]);
+  }
+  return args;
+}
+
 }  // namespace ds4::app

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "ds4/chat.h"
 #include "ds4/engine.h"
@@ -65,6 +66,9 @@ class RunFlags {
 
 // The engine and session options the run options imply.
 EngineOptions engine_options(const RunOptions& o);
+// The command line for CLI11::App::parse (which takes it reversed), with "-sys" read as
+// --system: CLI11 has no single-dash long options, and ds4 and ds4-agent accept that short form.
+std::vector<std::string> args_for_parse(int argc, char** argv);
 SessionOptions session_options(const RunOptions& o);
 
 }  // namespace ds4::app

@@ -147,9 +147,8 @@ std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap
   return out;
 }
 
-Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes) {
-  Parser p(bytes);
-  uint32_t h[kHeaderFields];
+// The header's fields, its magic and version checked.
+Status read_header(Parser& p, uint32_t (&h)[kHeaderFields]) {
   for (uint32_t& v : h) {
     if (!p.u32(&v)) return truncated(p, "the header");
   }
@@ -158,6 +157,13 @@ Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes) {
     return Status::invalid_file("DSV4 payload version %u, this engine reads version %u", h[1],
                                 kSnapshotVersion);
   }
+  return Status::ok();
+}
+
+Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes) {
+  Parser p(bytes);
+  uint32_t h[kHeaderFields];
+  if (Status st = read_header(p, h); !st.is_ok()) return st;
   return h[7];
 }
 
@@ -165,14 +171,7 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
                                  const LoadTarget& target) {
   Parser p(bytes);
   uint32_t h[kHeaderFields];
-  for (uint32_t& v : h) {
-    if (!p.u32(&v)) return truncated(p, "the header");
-  }
-  if (h[0] != kSnapshotMagic) return Status::invalid_file("not a DSV4 session payload (bad magic)");
-  if (h[1] != kSnapshotVersion) {
-    return Status::invalid_file("DSV4 payload version %u, this engine reads version %u", h[1],
-                                kSnapshotVersion);
-  }
+  if (Status st = read_header(p, h); !st.is_ok()) return st;
   if (h[8] != static_cast<uint32_t>(s.n_layer) || h[9] != kHd || h[10] != kIhd ||
       h[11] != static_cast<uint32_t>(s.n_vocab)) {
     return Status::invalid_argument(
