@@ -165,15 +165,20 @@ struct Listener::Impl {
     conns.erase(it);
   }
 
-  // Answers a request the transport refuses (its JSON body from error_body), then drains and
-  // closes the connection.
-  void answer_error(Conn& c, int status, const std::string& message) {
+  // The whole answer to something the transport refuses: its JSON body from error_body, the
+  // connection closing after it (a 503 says when to retry).
+  std::string refusal(int status, const std::string& message) const {
     const std::string body = error_body(status, message);
     Headers extra;
     if (status == 503) extra.emplace_back("Retry-After", "1");
-    send_now(c.fd, response_head(status, "application/json", static_cast<long long>(body.size()),
-                                 false, true, options.default_headers, extra) +
-                       body);
+    return response_head(status, "application/json", static_cast<long long>(body.size()), false,
+                         true, options.default_headers, extra) +
+           body;
+  }
+
+  // Answers a request the transport refuses, then drains and closes the connection.
+  void answer_error(Conn& c, int status, const std::string& message) {
+    send_now(c.fd, refusal(status, message));
     ::shutdown(c.fd, SHUT_WR);
     c.lingering = true;
     c.in.clear();
@@ -205,14 +210,10 @@ struct Listener::Impl {
       const int from_client = held == per_client.end() ? 0 : held->second;
       if (open >= options.max_connections || from_client >= options.max_per_client) {
         // Refused at once and closed without lingering, so refusals never hold a place.
-        const std::string body =
-            error_body(503, open >= options.max_connections
-                                ? "the server has too many open connections"
-                                : "too many open connections from " + addr + " (at most " +
-                                      std::to_string(options.max_per_client) + ")");
-        send_now(fd, response_head(503, "application/json", static_cast<long long>(body.size()),
-                                   false, true, options.default_headers, {{"Retry-After", "1"}}) +
-                         body);
+        send_now(fd, refusal(503, open >= options.max_connections
+                                      ? "the server has too many open connections"
+                                      : "too many open connections from " + addr + " (at most " +
+                                            std::to_string(options.max_per_client) + ")"));
         ::close(fd);
         continue;
       }

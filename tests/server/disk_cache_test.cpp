@@ -48,6 +48,14 @@ std::vector<File> files(const std::string& dir) {
   return out;
 }
 
+// The directory's cold-save file, if it has one.
+std::optional<File> cold_file(const std::string& dir) {
+  for (File& f : files(dir)) {
+    if (f.header.reason == kv::SaveReason::kCold) return std::move(f);
+  }
+  return std::nullopt;
+}
+
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(bytes.data()),
@@ -227,11 +235,8 @@ TEST_F(DiskCacheTest, APayloadThatDoesNotLoadIsRemovedAndTheRequestRunsFromScrat
   ASSERT_TRUE(run(r, &cold_text).error.is_ok());
   stop();
   // Corrupt the cold file's payload: its layer count (DSV4 field 8) no longer fits the model.
-  const auto all = files(dir_.file("kv"));
-  const auto cold = std::find_if(all.begin(), all.end(), [](const File& f) {
-    return f.header.reason == kv::SaveReason::kCold;
-  });
-  ASSERT_NE(cold, all.end());
+  const std::optional<File> cold = cold_file(dir_.file("kv"));
+  ASSERT_TRUE(cold.has_value());
   const std::string path = dir_.file("kv/" + cold->name);
   const std::vector<uint8_t> bytes =
       reencoded(gguf::testing::read_bytes(path),
@@ -264,11 +269,8 @@ TEST_F(DiskCacheTest, ADamagedFileIsRemovedAndTheRequestIsAMiss) {
   std::string cold_text;
   ASSERT_TRUE(run(r, &cold_text).error.is_ok());
   stop();
-  const auto all = files(dir_.file("kv"));
-  const auto cold = std::find_if(all.begin(), all.end(), [](const File& f) {
-    return f.header.reason == kv::SaveReason::kCold;
-  });
-  ASSERT_NE(cold, all.end());
+  const std::optional<File> cold = cold_file(dir_.file("kv"));
+  ASSERT_TRUE(cold.has_value());
   const std::string path = dir_.file("kv/" + cold->name);
   const std::vector<uint8_t> sound = gguf::testing::read_bytes(path);
   const size_t payload_at = kv::kvc_payload_offset(
