@@ -27,10 +27,11 @@ DEPS = {
     "api": ["serve"],
     "http": ["api"],
     "agent": ["engine", "chat", "gen", "base"],  # tools, prompt and turn loop; never serve
+    "tui": ["base"],  # ds4-agent's terminal UI: keys, line editor, footer text, screen
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "tui"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):
