@@ -2,6 +2,7 @@
 #include "tui/keys.h"
 
 #include <cstdint>
+#include <iterator>
 
 #include "base/utf8.h"
 
@@ -100,6 +101,7 @@ const char* type_name(KeyType t) {
       "Text",  "Enter", "Backspace", "Delete", "Left",  "Right", "Up",     "Down",
       "Home",  "End",   "Tab",       "CtrlA",  "CtrlC", "CtrlD", "CtrlE",  "CtrlK",
       "CtrlL", "CtrlU", "CtrlW",     "CtrlX",  "Esc",   "Paste", "Unknown"};
+  static_assert(std::size(kNames) == static_cast<size_t>(KeyType::kUnknown) + 1);
   return kNames[static_cast<int>(t)];
 }
 

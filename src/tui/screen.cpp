@@ -17,18 +17,11 @@
 namespace ds4::tui {
 namespace {
 
-constexpr std::string_view kSaveCursor =
-    "\x1b"
-    "7";
-constexpr std::string_view kRestoreCursor =
-    "\x1b"
-    "8";
-constexpr std::string_view kIndex =
-    "\x1b"
-    "D";  // down one row, scrolling at the bottom
-constexpr std::string_view kReverseIndex =
-    "\x1b"
-    "M";  // up one row, scrolling at the top
+// ESC 7 / ESC 8 (DECSC / DECRC: position and attributes), ESC D (IND: down one row, scrolling at
+// the region's bottom). Octal escapes: "\x1b7" would read as one hex escape.
+constexpr std::string_view kSaveCursor = "\0337";
+constexpr std::string_view kRestoreCursor = "\0338";
+constexpr std::string_view kIndex = "\033D";
 constexpr std::string_view kReset = "\x1b[0m";
 constexpr std::string_view kEraseLine = "\x1b[2K";
 constexpr std::string_view kEraseBelow = "\x1b[J";
@@ -169,11 +162,14 @@ Status Screen::enter() {
   out_col_ = 0;
   swallow_lf_ = false;
   held_.clear();
-  // Make room: the footer's rows scroll the shell's last lines up instead of covering them.
-  std::string s = "\r" + repeat("\n", footer_rows_);
+  // Make room for the footer below the cursor (index k times, scrolling the shell's lines up only
+  // when the cursor is within k rows of the bottom, then back up k): output then starts on the
+  // cursor's row, right below the shell's command line.
+  std::string s = "\r" + repeat(kIndex, footer_rows_) + csi(footer_rows_, 'A');
+  s += kSaveCursor;
   s += kPasteOn;
-  s += region(1, bottom);
-  s += move_to(bottom, 1);
+  s += region(1, bottom);  // (homes the cursor)
+  s += kRestoreCursor;
   s += kSaveCursor;
   s += footer_bytes();
   write_out(s);
@@ -310,8 +306,9 @@ void Screen::set_footer(std::vector<std::string> status_lines, std::string_view 
   const int rows = footer_rows_for(status_.size());
   std::string s;
   if (rows > footer_rows_) {
-    // The region loses k rows at its bottom: scroll the output up by k, the output cursor moves
-    // up with its line.
+    // The region loses its bottom k rows. Index k times from the output cursor and go back up k:
+    // wherever the cursor is in the region, its line ends up at most at the new bottom, scrolling
+    // the output up only as much as needed.
     const int k = rows - footer_rows_;
     s += kHideCursor;
     s += kRestoreCursor;
@@ -320,18 +317,14 @@ void Screen::set_footer(std::vector<std::string> status_lines, std::string_view 
     s += kSaveCursor;
     s += region(1, height_ - rows);
   } else if (rows < footer_rows_) {
-    // The region gains k rows: clear them, shift the output down by k, the cursor follows.
-    const int k = footer_rows_ - rows;
+    // The region gains k rows below the output: clear them; the output cursor stays where it is
+    // and its later lines fill them before the region scrolls.
     const int old_bottom = height_ - footer_rows_;
     s += kHideCursor;
     s += region(1, height_ - rows);
-    for (int r = old_bottom + 1; r <= height_ - rows; ++r)
+    for (int r = old_bottom + 1; r <= height_ - rows; ++r) {
       s += move_to(r, 1) + std::string(kEraseLine);
-    s += move_to(1, 1);
-    s += repeat(kReverseIndex, k);
-    s += kRestoreCursor;
-    s += csi(k, 'B');
-    s += kSaveCursor;
+    }
   }
   footer_rows_ = rows;
   s += footer_bytes();
@@ -366,8 +359,7 @@ void Screen::clear() {
   std::string s(kHideCursor);
   s += kReset;
   s += "\x1b[2J";
-  s += region(1, bottom);
-  s += move_to(bottom, 1);
+  s += region(1, bottom);  // (homes the cursor: output starts at the top)
   s += kSaveCursor;
   out_col_ = 0;
   swallow_lf_ = false;

@@ -8,9 +8,10 @@
 // Does not own: what is printed (the app renders Markdown, thinking, tool calls), the footer's
 // wording (footer.h), the editor (line_editor.h), reading input (keys.h), redraw throttling.
 //
-// Layout with H rows and S status rows: rows 1..H-S-1 are the scroll region, the output cursor is
-// always on its bottom row (enter() puts it there and output only scrolls); rows H-S..H-1 hold
-// the status lines and row H the prompt and the input. The visible cursor rests in the input row
+// Layout with H rows and S status rows: rows 1..H-S-1 are the scroll region, where the output
+// cursor goes down with the output and the region scrolls once it is at the bottom (enter()
+// starts it on the terminal cursor's row, below the shell's command line); rows H-S..H-1 hold the
+// status lines and row H the prompt and the input. The visible cursor rests in the input row
 // at the editor's column; print() goes back to the saved output cursor (ESC 8), writes, saves it
 // again (ESC 7) and returns to the input row, so the user can type while text streams.
 //
@@ -42,8 +43,10 @@ class Screen {
   Screen& operator=(const Screen&) = delete;
 
   // Raw mode (no echo, no canonical lines, no signals from Ctrl+C/Ctrl+Z, no flow control; output
-  // post-processing kept), bracketed paste on, the scroll region above a one-row footer, the
-  // output cursor at the region's bottom. Fails (nothing changed) when in_fd is not a terminal.
+  // post-processing kept), bracketed paste on, the scroll region above the footer (scrolling the
+  // shell's lines up if the cursor is too low), output starting on the cursor's row (expected at
+  // column 0, as after the shell's Enter). Fails (nothing changed) when in_fd or out_fd is not a
+  // terminal.
   Status enter();
 
   // Scroll region reset, footer erased, the cursor on the row below the output (where the shell's
@@ -62,9 +65,10 @@ class Screen {
   // Redraws the footer: `status_lines` (the footer's rows from format_footer; at most H-3 are
   // shown), then the prompt row `prompt` + input.visible, each clipped to the width; the cursor
   // ends in the input row at the prompt's width + input.column. The region shrinks or grows when
-  // the number of status lines changes (growing it shifts the output down; shrinking it scrolls
-  // the output up), and the streamed partial line keeps its place. Remembered for resize() and
-  // clear().
+  // the number of status lines changes: rows taken from the region scroll the output up only as
+  // far as needed to keep the output cursor's line in it; rows given back are cleared and filled
+  // by later output. The streamed partial line keeps its text and colour. Remembered for resize()
+  // and clear().
   void set_footer(std::vector<std::string> status_lines, std::string_view prompt,
                   const LineEditor::View& input);
 
@@ -75,7 +79,7 @@ class Screen {
   // moved or reflowed the partial line).
   void resize();
 
-  // Ctrl+L: clears the whole screen, output continues at the region's bottom, footer redrawn.
+  // Ctrl+L: clears the whole screen, output continues at the top, footer redrawn.
   void clear();
 
   int width() const { return width_; }

@@ -210,6 +210,15 @@ class ScreenTest : public testing::Test {
     return out;
   }
 
+  // What the shell wrote before the agent started: `n` lines, the cursor on the next one.
+  void shell_lines(int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::string line = "s" + std::to_string(i) + "\n";  // the pty's ONLCR adds the \r
+      ASSERT_EQ(::write(slave_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    }
+    drain();
+  }
+
   int master_ = -1, slave_ = -1;
   Vt vt_{kRows, kCols};
 };
@@ -244,6 +253,7 @@ TEST_F(ScreenTest, UsableNeedsTerminalsAndATerm) {
 }
 
 TEST_F(ScreenTest, EnterSetsTheRegionAndLeaveRestoresTheTerminal) {
+  shell_lines(2);
   termios before{};
   ASSERT_EQ(::tcgetattr(slave_, &before), 0);
   Screen screen(slave_, slave_);
@@ -268,9 +278,12 @@ TEST_F(ScreenTest, EnterSetsTheRegionAndLeaveRestoresTheTerminal) {
   ASSERT_EQ(::tcgetattr(slave_, &after), 0);
   EXPECT_EQ(after.c_lflag, before.c_lflag);
   EXPECT_EQ(after.c_iflag, before.c_iflag);
-  // The shell's prompt goes on the row below the output; the footer is gone.
-  EXPECT_EQ(vt_.row(8), "last words");
-  EXPECT_EQ(vt_.cursor_row(), 9);
+  // Output started below the shell's lines; the shell's prompt goes on the row below the output;
+  // the footer is gone.
+  EXPECT_EQ(vt_.row(1), "s1");
+  EXPECT_EQ(vt_.row(2), "last words");
+  EXPECT_EQ(vt_.row(9), "");
+  EXPECT_EQ(vt_.cursor_row(), 3);
   EXPECT_EQ(vt_.cursor_col(), 0);
   EXPECT_EQ(vt_.region_bottom(), kRows - 1);
   screen.leave();  // idempotent: nothing more written
@@ -305,18 +318,23 @@ TEST_F(ScreenTest, PartialLinesContinueWithTheirColourAfterARedraw) {
   screen.set_footer({"generation 3 tokens"}, "ds4-agent> ", kInput);
   screen.print("ing\x1b[0m done");
   drain();
-  EXPECT_EQ(vt_.row(7), "thinking done");
-  EXPECT_EQ(vt_.attr_at(7, 5), "90");  // the 'i' after the redraw is still grey
-  EXPECT_EQ(vt_.attr_at(7, 10), "");
+  EXPECT_EQ(vt_.row(0), "thinking done");
+  EXPECT_EQ(vt_.attr_at(0, 5), "90");  // the 'i' after the redraw is still grey
+  EXPECT_EQ(vt_.attr_at(0, 10), "");
   EXPECT_EQ(vt_.row(8), "generation 3 tokens");
   EXPECT_EQ(vt_.attr_at(8, 0), "");
 }
 
 TEST_F(ScreenTest, FooterGrowsAndShrinksAroundThePartialLine) {
+  shell_lines(12);  // a full screen: the output starts on the bottom row
   Screen screen(slave_, slave_);
   ASSERT_TRUE(screen.enter().is_ok());
   screen.set_footer({"status"}, "> ", {});
   screen.print("a\nb\npartial");
+  drain();
+  EXPECT_EQ(vt_.row(4), "s11");
+  EXPECT_EQ(vt_.row(7), "partial");
+  EXPECT_EQ(vt_.row(8), "status");
   screen.set_footer({"status", "queued: one", "queued: two"}, "> ", {});
   screen.print(" more");
   drain();
@@ -328,15 +346,40 @@ TEST_F(ScreenTest, FooterGrowsAndShrinksAroundThePartialLine) {
   EXPECT_EQ(vt_.row(8), "queued: two");
   EXPECT_EQ(vt_.row(9), ">");
   EXPECT_EQ(vt_.region_bottom(), 5);
+  EXPECT_EQ(vt_.row(2), "s11");
+  // Rows given back are cleared; the output goes on from where it was and fills them.
   screen.set_footer({"status"}, "> ", {});
+  drain();
+  EXPECT_EQ(vt_.row(6), "");
+  EXPECT_EQ(vt_.row(7), "");
   screen.print("!\nnext");
   drain();
-  EXPECT_EQ(vt_.row(5), "b");
-  EXPECT_EQ(vt_.row(6), "partial more!");
-  EXPECT_EQ(vt_.row(7), "next");
+  EXPECT_EQ(vt_.row(2), "s11");
+  EXPECT_EQ(vt_.row(4), "b");
+  EXPECT_EQ(vt_.row(5), "partial more!");
+  EXPECT_EQ(vt_.row(6), "next");
+  EXPECT_EQ(vt_.row(7), "");
   EXPECT_EQ(vt_.row(8), "status");
   EXPECT_EQ(vt_.row(9), ">");
   EXPECT_EQ(vt_.region_bottom(), 7);
+}
+
+TEST_F(ScreenTest, FooterGrowthScrollsOnlyWhenTheOutputReachesIt) {
+  Screen screen(slave_, slave_);  // the cursor at the top: the output starts there
+  ASSERT_TRUE(screen.enter().is_ok());
+  screen.set_footer({"status"}, "> ", {});
+  screen.print("x\ny");
+  screen.set_footer({"1", "2", "3", "4", "5"}, "> ", {});
+  drain();
+  EXPECT_EQ(vt_.row(0), "x");
+  EXPECT_EQ(vt_.row(1), "y");
+  EXPECT_EQ(vt_.row(4), "1");
+  EXPECT_EQ(vt_.region_bottom(), 3);
+  screen.print("\n1\n2\n3");
+  drain();
+  EXPECT_EQ(vt_.row(0), "y");
+  EXPECT_EQ(vt_.row(3), "3");
+  EXPECT_EQ(vt_.row(4), "1");
 }
 
 TEST_F(ScreenTest, AFullLineDoesNotLeaveABlankOne) {
@@ -351,10 +394,10 @@ TEST_F(ScreenTest, AFullLineDoesNotLeaveABlankOne) {
   screen.set_footer({"status 2"}, "> ", {});
   screen.print("y");
   drain();
-  EXPECT_EQ(vt_.row(4), full);
-  EXPECT_EQ(vt_.row(5), "next");
-  EXPECT_EQ(vt_.row(6), full);
-  EXPECT_EQ(vt_.row(7), "y");
+  EXPECT_EQ(vt_.row(0), full);
+  EXPECT_EQ(vt_.row(1), "next");
+  EXPECT_EQ(vt_.row(2), full);
+  EXPECT_EQ(vt_.row(3), "y");
 }
 
 TEST_F(ScreenTest, TabsWideCharactersSplitInputAndForeignEscapes) {
@@ -371,8 +414,8 @@ TEST_F(ScreenTest, TabsWideCharactersSplitInputAndForeignEscapes) {
       "1m!\x1b[2J\x1b[5;5H\x1b"
       "7\x01\xff");  // bold kept; clear, moves, saves dropped
   drain();
-  EXPECT_EQ(vt_.row(7), "a       b \xe4\xb8\xad!\xef\xbf\xbd");
-  EXPECT_EQ(vt_.attr_at(7, 12), "1");
+  EXPECT_EQ(vt_.row(0), "a       b \xe4\xb8\xad!\xef\xbf\xbd");
+  EXPECT_EQ(vt_.attr_at(0, 12), "1");
   EXPECT_EQ(vt_.row(8), "status");
   EXPECT_EQ(screen.output_column(), 14);
   const std::string wide = "\xe4\xb8\xad";  // a wide character that does not fit wraps whole
@@ -380,8 +423,8 @@ TEST_F(ScreenTest, TabsWideCharactersSplitInputAndForeignEscapes) {
   screen.print(line);
   EXPECT_EQ(screen.output_column(), 2);
   drain();
-  EXPECT_EQ(vt_.row(6), std::string(kCols - 1, '-'));
-  EXPECT_EQ(vt_.row(7), wide);
+  EXPECT_EQ(vt_.row(1), std::string(kCols - 1, '-'));
+  EXPECT_EQ(vt_.row(2), wide);
 }
 
 TEST_F(ScreenTest, ResizeAndClearRedrawTheFooter) {
