@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
+
+#include "base/utf8.h"
 
 namespace ds4::tui {
 namespace {
@@ -140,6 +143,49 @@ TEST(Keys, PasteIsBoundedAndSanitised) {
   EXPECT_EQ(keys[0].type, KeyType::kPaste);
   EXPECT_EQ(keys[0].text.size(), KeyDecoder::kMaxPaste);
   EXPECT_EQ(decode("\x1b[200~\xe4\xb8\xad\xff\x1b[201~"), "Paste(\"\xe4\xb8\xad\xef\xbf\xbd\")");
+}
+
+// Random bytes from the alphabet of sequences, in random chunks: text keys are always well-formed
+// UTF-8 without control characters, and the chunking never changes the keys.
+TEST(Keys, RandomInputNeverLeaksBytesAndIgnoresChunking) {
+  const std::string alphabet =
+      std::string("\x1b[O0123;~ABCDHFxy\r\n\x7f\x03\xc3\xa9\xe4\xb8\xad\xff") +
+      std::string(1, '\0');
+  std::mt19937 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    std::string input;
+    const int n = static_cast<int>(rng() % 64);
+    for (int i = 0; i < n; ++i) input += alphabet[rng() % alphabet.size()];
+    if (rng() % 4 == 0) input.insert(rng() % (input.size() + 1), "\x1b[200~");
+    KeyDecoder whole_decoder, chunk_decoder;
+    std::vector<Key> whole = whole_decoder.feed(input);
+    std::vector<Key> chunked;
+    for (size_t i = 0; i < input.size();) {
+      const size_t len = 1 + rng() % 5;
+      for (Key& k : chunk_decoder.feed(std::string_view(input).substr(i, len))) {
+        chunked.push_back(std::move(k));
+      }
+      i += len;
+    }
+    EXPECT_EQ(whole_decoder.in_paste(), chunk_decoder.in_paste());
+    for (Key& k : whole_decoder.flush()) whole.push_back(std::move(k));
+    for (Key& k : chunk_decoder.flush()) chunked.push_back(std::move(k));
+    // Compare with adjacent text keys merged (chunking may split a run of text).
+    auto merged = [](const std::vector<Key>& keys) {
+      std::string out;
+      for (const Key& k : keys) {
+        if (k.type == KeyType::kText) {
+          EXPECT_TRUE(base::is_valid_utf8(k.text));
+          for (char c : k.text) EXPECT_GE(static_cast<unsigned char>(c), 0x20);
+          out += k.text;
+        } else {
+          out += "<" + describe(k) + ">";
+        }
+      }
+      return out;
+    };
+    EXPECT_EQ(merged(whole), merged(chunked)) << testing::PrintToString(input);
+  }
 }
 
 }  // namespace
