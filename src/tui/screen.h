@@ -91,7 +91,7 @@ class Screen {
  private:
   void read_size();
   int footer_rows_for(size_t status_count) const;
-  std::string footer_bytes();  // draws the footer at footer_rows_ (changing the region first)
+  std::string footer_bytes();  // draws the footer rows (the region already set for footer_rows_)
   void write_out(std::string_view bytes);
 
   int in_fd_, out_fd_;
