@@ -76,7 +76,8 @@ class SessionStore {
 
   // This model's sessions (same fingerprint and quant bits), most recently used first. Files of
   // other models, damaged files and KV cache files are skipped, never deleted; sysprompt.kv is
-  // not listed. Reads each file whole to verify it.
+  // not listed. Reads only each file's head (session_io.h read_session_head: header, record,
+  // footer, the payload's token count), not its payload: a damaged payload shows at load().
   Result<std::vector<SessionInfo>> list() const;
   // The id of the one session file (any model's) whose id starts with `hex_prefix` (1..40 hex
   // digits, either case). Errors: invalid_argument (not hex), not_found (none), invalid_argument
@@ -90,8 +91,11 @@ class SessionStore {
               std::span<const uint8_t> payload);
   // A session file with every check of session_file.h plus: not larger than max_file_bytes (by
   // its size, first), a conversation (reason kAgentSession), this model's fingerprint and quant
-  // bits, and its name equal to session_id(title, created). Sets its last use to now.
+  // bits, and its name equal to session_id(title, created). Sets its last use to now. Errors, each
+  // one line starting "session file PATH": not_found (missing), invalid_argument (another model
+  // or quant; an id that is not 40 hex digits), invalid_file (damaged or not a session), io_error.
   Result<LoadedSession> load(std::string_view id) const;
+  // Deletes "<id>.kv", a damaged one too; a sound KV cache file (flag 3 clear) is refused.
   Status remove(std::string_view id);
   // Rewrites the file without its payload; its token count becomes count_tokens(transcript)
   // (at least 1). Its title, creation and last use are kept. A stripped file stays stripped.
