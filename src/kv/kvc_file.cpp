@@ -227,7 +227,7 @@ Result<KvcHeader> decode_kvc_header(std::span<const uint8_t> b) {
   h.quant_bits = b[4];
   if (h.quant_bits != 2 && h.quant_bits != 4)
     return Status::invalid_file("KVC routed-expert quant bits %u (2 or 4)", h.quant_bits);
-  if (b[5] > static_cast<uint8_t>(SaveReason::kShutdown))
+  if (b[5] > static_cast<uint8_t>(SaveReason::kAgentSystem))
     return Status::invalid_file("KVC save reason %u is unknown", b[5]);
   h.reason = static_cast<SaveReason>(b[5]);
   h.flags = b[6];

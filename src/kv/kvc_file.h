@@ -32,15 +32,20 @@ enum class SaveReason : uint8_t {
   kCold = 1,
   kContinued = 2,
   kEvict = 3,
-  kShutdown = 4
+  kShutdown = 4,
+  kAgentSession = 5,  // ds4-agent: a saved conversation (src/agent/session_file.h)
+  kAgentSystem = 6    // ds4-agent: the system-prompt checkpoint
 };
 
-// Header byte 6. Bits 1 and 2 say what the cache text is (no section follows for them); a set bit
+// Header byte 6. Bits 1 to 3 say what the cache text is (no section follows for them); a set bit
 // beyond those is a trailer this version cannot skip, so such files are refused.
 inline constexpr uint8_t kKvcToolMapFlag = 1 << 0;        // a KTM section follows the payload
 inline constexpr uint8_t kKvcResponsesTextFlag = 1 << 1;  // text is a Responses-visible transcript
 inline constexpr uint8_t kKvcThinkingTextFlag = 1 << 2;   // text is a thinking-visible transcript
-inline constexpr uint8_t kKvcKnownFlags = 0x07;
+// The text section is an agent record (ds4-agent's session files, src/agent/session_file.h), not
+// a cache text: the server's store never uses or removes such a file.
+inline constexpr uint8_t kKvcAgentFlag = 1 << 3;
+inline constexpr uint8_t kKvcKnownFlags = 0x0f;
 
 // Header byte 7: which published model wrote it (test shapes write 0, as Flash).
 enum class KvcModel : uint8_t { kFlash = 0, kPro = 1 };

@@ -258,6 +258,12 @@ void KvcStore::index(const std::string& name) {
     log("kv cache: skipping " + name + ": " + h.status().message());
     return refuse();
   }
+  if (h.is_ok() && (h->flags & kKvcAgentFlag) != 0) {
+    // A ds4-agent session file (its name is not the SHA-1 of its text): not a cache file, and
+    // not this store's to use, evict or delete.
+    log("kv cache: skipping " + name + ": a ds4-agent session file");
+    return refuse();
+  }
   KvcEntry e;
   std::string bad;
   if (!h.is_ok()) {

@@ -81,7 +81,8 @@ class KvcStore {
   // A file that is damaged or obsolete -- it fails the header checks (a KVC version 1 file among
   // them), its header claims more bytes than it holds, its checksum footer is missing -- is
   // removed with one log line; one that a newer build wrote (a later version, unknown flag bits)
-  // is left alone and logged once. Files beyond the budget are evicted (by score) at once.
+  // is left alone and logged once, as is a ds4-agent session file (header flag bit 3, which a user
+  // may keep in the same directory). Files beyond the budget are evicted (by score) at once.
   static Result<KvcStore> open(KvcStoreOptions options);
 
   // Brings the index up to date with the directory (features.md §3.5 step 1, before a lookup):

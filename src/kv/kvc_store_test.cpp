@@ -2,11 +2,11 @@
 // their text (the digest checked against a published test vector), the longest-prefix lookup and
 // its filters, bookkeeping in place, eviction under the byte budget, hostile, damaged and obsolete
 // files removed with one log line each (a flipped or NaN payload byte, another token count, a
-// truncated file, a version-1 file: issue 47 item 3) while a newer version's files are left alone,
-// a failed write (a full disk, made with RLIMIT_FSIZE) that keeps every older file intact, the
-// stepwise write (prepare: encoded only; reserve: room made first, so the budget holds while the
-// temporary file exists; write; commit: in place and indexed), and the temporary files of saves
-// that were killed.
+// truncated file, a version-1 file: issue 47 item 3) while a newer version's files and ds4-agent
+// session files are left alone, a failed write (a full disk, made with RLIMIT_FSIZE) that keeps
+// every older file intact, the stepwise write (prepare: encoded only; reserve: room made first, so
+// the budget holds while the temporary file exists; write; commit: in place and indexed), and the
+// temporary files of saves that were killed.
 #include "kv/kvc_store.h"
 
 #include <gtest/gtest.h>
@@ -499,6 +499,38 @@ TEST(KvcStore, StaleTemporaryFilesAreRemovedAtOpenAndLiveOnesCounted) {
   std::filesystem::remove(live);
   s->rescan();
   EXPECT_EQ(s->bytes_used(), 0u);
+}
+
+// A ds4-agent session file (flag bit 3; named by its title and creation time, not by the SHA-1 of
+// its text) in the same directory is skipped with one log line, however often the directory is
+// rescanned: never indexed, never removed, never evicted, never found.
+TEST(KvcStore, AgentSessionFilesAreLeftAlone) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  ASSERT_TRUE(KvcStore::open(options(dir, 1 << 20, &logs)).is_ok());
+  KvcHeader h = header(9);
+  h.reason = SaveReason::kAgentSession;
+  h.flags = kKvcAgentFlag;
+  const std::string text = "ds4-agent-session 1\n{}\n<bos>agent";
+  const std::vector<uint8_t> f = encode_kvc(h, text, payload(4000), {});
+  const std::string path = dir + "/" + sha1_hex("a title and a time") + ".kv";
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+  auto s = KvcStore::open(options(dir, 1000, &logs));  // a budget the file alone exceeds
+  ASSERT_TRUE(s.is_ok());
+  s->rescan();
+  ASSERT_TRUE(s->save(header(9), "<bos>cache", payload(100), {}).is_ok());
+  s->rescan();
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("skipping " + sha1_hex("a title and a time") + ".kv: a ds4-agent"),
+            std::string::npos)
+      << logs[0];
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_EQ(gguf::testing::read_bytes(path), f);
+  ASSERT_EQ(s->entries().size(), 1u);
+  EXPECT_EQ(s->entries()[0].name, sha1_hex("<bos>cache") + ".kv");
+  EXPECT_FALSE(s->find(text + "!", query()).has_value());
 }
 
 TEST(KvcStore, OpeningWithASmallerBudgetEvictsAtOnce) {

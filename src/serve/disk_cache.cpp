@@ -14,6 +14,8 @@ const char* reason_name(kv::SaveReason r) {
     case kv::SaveReason::kContinued: return "continued";
     case kv::SaveReason::kEvict: return "evict";
     case kv::SaveReason::kShutdown: return "shutdown";
+    case kv::SaveReason::kAgentSession: return "agent-session";  // never the server's own
+    case kv::SaveReason::kAgentSystem: return "agent-system";
     case kv::SaveReason::kUnknown: break;
   }
   return "unknown";
