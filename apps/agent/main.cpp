@@ -1,6 +1,6 @@
 // apps/agent/main.cpp: `ds4-agent` -- flags (each declared once, with its help), validation and
-// wiring (features.md §5.1). Usage errors print one line and exit with status 2. Only the
-// non-interactive mode exists so far; the terminal UI comes later (docs/agent.md).
+// wiring (features.md §5.1). Usage errors print one line and exit with status 2. The terminal UI
+// when stdin and stdout are a terminal, else (or with --non-interactive) the plain mode.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +11,7 @@
 #include "agent/system_prompt.h"
 #include "agent_app.h"
 #include "apps/common/mapping_guard.h"
+#include "tui/screen.h"
 
 namespace {
 
@@ -48,16 +49,19 @@ int main(int argc, char** argv) {
   std::string prompt, chdir_to, scripted_path;
   bool non_interactive = false, yolo = false, deny_unsafe = false;
   CLI::App app{
-      "ds4-agent: a coding agent on DeepSeek V4 (docs/agent.md). Only --non-interactive exists "
-      "so far (the terminal UI is not implemented yet): one turn with -p, else prompts read from "
-      "stdin. It reads, writes and edits files in the working directory, searches, and runs "
-      "shell commands; a shell command or a write outside the working directory needs --yolo "
-      "(allow) or --deny-unsafe (refuse) when there is no terminal to ask."};
+      "ds4-agent: a coding agent on DeepSeek V4 (docs/agent.md). It reads, writes and edits files "
+      "in the working directory, searches, and runs shell commands; it asks before a shell "
+      "command or a write outside the directory (--yolo: never asks). Sessions are saved as KV "
+      "files (/save, /list, /switch; /help lists the commands). Without a terminal, or with "
+      "--non-interactive: one turn with -p, else prompts read from stdin, and --yolo or "
+      "--deny-unsafe must say what to do with what needs approval."};
   namespace app_opts = ds4::app;
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
                                    app_opts::kSampling | app_opts::kThink);
-  auto* p_opt = app.add_option("-p,--prompt", prompt, "submit this prompt, run one turn, exit");
+  auto* p_opt =
+      app.add_option("-p,--prompt", prompt,
+                     "submit this prompt after startup (non-interactive: one turn, then exit)");
   app.add_flag("--non-interactive", non_interactive,
                "no terminal UI: model text on stdout, tools and markers on stderr");
   auto* yolo_opt =
@@ -78,9 +82,15 @@ int main(int argc, char** argv) {
   app.add_option("--chdir", chdir_to,
                  "work in DIR (relative paths, the model's included, from "
                  "there)");
+  app.add_option("--kv-dir", o.kv_dir,
+                 "saved sessions and the system prompt checkpoint (default ~/.ds4/kvcache)");
+  app.add_option("--test-save-pause-ms", o.test_save_pause_ms,
+                 "tests only: a session save pauses this long halfway through its file")
+      ->check(CLI::Range(0, 600000))
+      ->group("");
   app.add_option("--test-scripted-output", scripted_path,
-                 "tests only: a JSON array of texts, the i-th assistant round emits the i-th "
-                 "text's tokens and EOS instead of sampling")
+                 "tests only: a JSON array of texts, the i-th generation (assistant round or "
+                 "compaction summary) emits the i-th text's tokens and EOS instead of sampling")
       ->group("");  // hidden from --help, like ds4-server's --test-forced-output
   try {
     app.parse(ds4::app::args_for_parse(argc, argv));
@@ -90,15 +100,16 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
-  if (!non_interactive) {
-    return usage_error("the interactive terminal UI is not implemented yet: use --non-interactive");
-  }
-  if (!yolo && !deny_unsafe) {
+  // Plain line output when there is no terminal to draw on (features.md §5.8).
+  const bool terminal = ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1 &&
+                        ds4::tui::Screen::usable(STDIN_FILENO, STDOUT_FILENO);
+  if (!non_interactive && !terminal) non_interactive = true;
+  if (non_interactive && !yolo && !deny_unsafe) {
     return usage_error(
-        "--non-interactive cannot ask before shell commands: choose --yolo or "
+        "without a terminal nobody can be asked before shell commands: choose --yolo or "
         "--deny-unsafe");
   }
-  o.approval = yolo ? Approval::kYolo : Approval::kDenyUnsafe;
+  o.approval = yolo ? Approval::kYolo : deny_unsafe ? Approval::kDenyUnsafe : Approval::kAsk;
   if (*p_opt) o.prompt = prompt;
   if (!chdir_to.empty() && ::chdir(chdir_to.c_str()) != 0) {
     return usage_error("cannot change to directory '" + chdir_to + "'");
@@ -121,5 +132,6 @@ int main(int argc, char** argv) {
   ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
-  return ds4::agent_app::run_noninteractive(**engine, *tok, o);
+  return non_interactive ? ds4::agent_app::run_noninteractive(**engine, *tok, o)
+                         : ds4::agent_app::run_interactive(**engine, *tok, o);
 }

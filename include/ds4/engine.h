@@ -56,6 +56,9 @@ struct ModelInfo {
   int n_ctx_max = 0;    // 1,048,576
   int expert_bits = 0;  // storage bits of the routed experts: 2 (q2), 4 (q4), 8, 16 or 32
   uint64_t file_bytes = 0;
+  // 32 hex digits naming this model file's weights (its size, layout and bytes sampled from 16
+  // tensors): what a saved agent session records to refuse loading into another model.
+  std::string fingerprint;
 };
 
 // One entry of a batched step (Engine::step): a session of this engine and the tokens appended to

@@ -6,6 +6,7 @@
 
 #include "backend/diagnostic_backend.h"
 #include "backend/factory.h"
+#include "base/checksum.h"
 #include "engine/engine_impl.h"
 #include "engine/session_impl.h"
 #include "model/validate.h"
@@ -17,6 +18,43 @@ constexpr int kMaxProblemsShown = 8;
 
 backend::BackendKind to_backend(BackendKind k) {
   return k == BackendKind::kCuda ? backend::BackendKind::kCuda : backend::BackendKind::kCpu;
+}
+
+// Tensors sampled by the fingerprint, and bytes read from each end of each.
+constexpr size_t kFingerprintTensors = 16;
+constexpr size_t kFingerprintBytes = 4096;
+
+// A model file's identity for files that record which model wrote them (agent sessions): two
+// 64-bit checksums (base/checksum.h, distinct seeds) of the file's size and layout and of a few
+// KiB at both ends of 16 tensors spread over the file. Two builds of one shape (other weights,
+// another quantization) differ in those bytes; reading them costs a few page faults, not a pass
+// over the file. An identity, not a defence against a forged file.
+std::string model_fingerprint(const gguf::Reader& file) {
+  base::Checksum a(0x6d6f64656c), b(0x7765696768);  // "model", "weigh"
+  const auto feed = [&](std::span<const uint8_t> bytes) {
+    a.update(bytes);
+    b.update(bytes);
+  };
+  const auto feed_text = [&](const std::string& s) {
+    feed({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  };
+  const auto& tensors = file.tensors();
+  feed_text(std::to_string(file.file_size()) + "/" + std::to_string(file.data_offset()) + "/" +
+            std::to_string(tensors.size()));
+  const size_t step = std::max<size_t>(1, tensors.size() / kFingerprintTensors);
+  for (size_t i = 0; i < tensors.size(); i += step) {
+    const gguf::TensorInfo& t = tensors[i];
+    const std::span<const uint8_t> data = file.tensor_data(t);
+    feed_text("/" + t.name + ":" + std::to_string(static_cast<int>(t.type)));
+    const size_t head = std::min(data.size(), kFingerprintBytes);
+    feed(data.first(head));
+    const size_t tail = std::min(data.size() - head, kFingerprintBytes);
+    feed(data.last(tail));
+  }
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a.digest()),
+                static_cast<unsigned long long>(b.digest()));
+  return hex;
 }
 
 }  // namespace
@@ -93,6 +131,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.n_vocab = impl->shape.n_vocab;
   info.n_ctx_max = model::kMaxContext;
   info.file_bytes = impl->file->file_size();
+  info.fingerprint = model_fingerprint(*impl->file);
   switch (impl->weights.layers.back().moe.gate_exps.type) {
     case gguf::GgufType::kIQ2_XXS:
     case gguf::GgufType::kQ2_K: info.expert_bits = 2; break;

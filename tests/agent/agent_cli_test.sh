@@ -5,7 +5,7 @@
 # job, get a tool error, write invalid DSML, recover, answer. Checked: the file on disk, the tool
 # results in the --trace file, the model text on stdout, exit 0; --deny-unsafe refuses a command;
 # stdin mode prints its markers and hands input queued during a turn to the next tool result; a
-# worker error exits 1; usage errors (no --yolo / --deny-unsafe, no --non-interactive) exit 2 with
+# worker error exits 1; usage errors (no --yolo / --deny-unsafe without a terminal) exit 2 with
 # one line; --help does not list the test hook.
 set -u
 AGENT=$1
@@ -102,17 +102,18 @@ grep -q 'second seen' "$tmp/out" || fail "stdin mode output"
 # --- a worker error (the system prompt does not fit) exits 1 ---
 timeout 60 "$AGENT" -m "$MODEL" -c 256 --non-interactive --yolo -p x > /dev/null 2> "$tmp/err"
 [ $? -eq 1 ] || fail "a worker error must exit 1"
-grep -q 'context full' "$tmp/err" || fail "context error: $(cat "$tmp/err")"
+grep -q 'does not fit' "$tmp/err" || fail "context error: $(cat "$tmp/err")"
 
 # --- usage errors: status 2, one line ---
 "$AGENT" -m "$MODEL" --non-interactive -p x > /dev/null 2> "$tmp/err"
 [ $? -eq 2 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ] && grep -q -- '--yolo' "$tmp/err" ||
   fail "non-interactive without --yolo: $(cat "$tmp/err")"
-"$AGENT" -m "$MODEL" --yolo -p x > /dev/null 2> "$tmp/err"
-[ $? -eq 2 ] && grep -q 'not implemented yet' "$tmp/err" || fail "interactive: $(cat "$tmp/err")"
+# no terminal (stdin and stdout are not one): the plain mode, which cannot ask either
+"$AGENT" -m "$MODEL" -p x < /dev/null > /dev/null 2> "$tmp/err"
+[ $? -eq 2 ] && grep -q 'without a terminal' "$tmp/err" || fail "no terminal: $(cat "$tmp/err")"
 "$AGENT" --non-interactive --yolo --deny-unsafe -p x > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--yolo with --deny-unsafe"
 "$AGENT" --help > "$tmp/help" || fail "--help"
-grep -q 'test-scripted-output' "$tmp/help" && fail "the test hook is listed in --help"
-grep -q 'not implemented yet' "$tmp/help" || fail "--help does not say the UI is missing"
+grep -q 'test-scripted-output\|test-save-pause' "$tmp/help" && fail "a test hook is listed in --help"
+grep -q -- '--kv-dir' "$tmp/help" || fail "--help does not list --kv-dir"
 echo "ok"

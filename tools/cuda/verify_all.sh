@@ -56,6 +56,9 @@
 #            the files under .devdeps/old swapped in (a rewrite without a switch; probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
+#   agent    ds4-agent on Flash q2 (tools/cuda/agent_bench.sh): startup with and without the system
+#            prompt's checkpoint, first tokens, a ~32k-token message's prefill rate beside
+#            ds4-bench's at that frontier, /save, /switch and a rebuild from text (bench/agent.md)
 #   sanserve ds4-server --backend cuda on the small test shape at 16 and 32 concurrent streams,
 #            plainly and under compute-sanitizer memcheck (tools/cuda/serve_sanitize.sh)
 # (default: gtest,repl). Every step runs under its own time limit, cut to
@@ -218,6 +221,10 @@ fi
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
+fi
+if has agent; then
+  OUT=$out step agent 560 bash tools/cuda/agent_bench.sh
+  tail -40 "$out/agent.log"
 fi
 if has sanserve; then
   OUT=$out step sanserve 400 bash tools/cuda/serve_sanitize.sh
