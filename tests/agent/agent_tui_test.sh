@@ -45,7 +45,8 @@ footer() { screen | tail -2 | head -1; }
 mkdir -p "$tmp/work" "$tmp/home"
 long=$(for i in $(seq 300); do printf 'word%d ' "$i"; done)
 story=$(for i in $(seq 3000); do printf 'step%d ' "$i"; done)
-printf '["Hello from the scripted model.", "%s", "After the interrupt."]' "$story" > "$tmp/script.json"
+printf '["Hello from the scripted model.", "%s", "After the interrupt.", "%s", "After the cancelled compaction."]' \
+  "$story" "$story" > "$tmp/script.json"
 T -f /dev/null new-session -d -s ui -x 120 -y 40 \
   "cd $tmp/work && HOME=$tmp/home TERM=xterm-256color $AGENT -m $MODEL -c 8192 --nothink --seed 1 -n 3000 \
    --prefill-chunk 16 --yolo --kv-dir $tmp/kv --trace $tmp/trace.jsonl \
@@ -102,6 +103,16 @@ await 'idle' 30
 # --- the next turn after the interruptions runs on a consistent session ---
 line "again"
 await 'After the interrupt\.'
+# --- Ctrl+C in the middle of a compaction (a long scripted summary): the conversation is kept ---
+line "/compact"
+await 'COMPACTING summary [1-9][0-9]* tokens' 60  # the summary is being written
+keys C-c
+await 'compaction stopped \(interrupted\)' 30
+await 'idle' 30
+line "continue"
+await 'After the cancelled compaction\.'
+grep '"what":"user"' "$tmp/trace.jsonl" | tail -1 | grep -q '"text":"<｜User｜>continue' ||
+  fail "the turn after the cancelled compaction"
 # --- /strip, then /switch: the dirty session's question (no), rebuilt from text ---
 line "/strip $id8"
 await "stripped session $id8"
@@ -110,5 +121,35 @@ await 'first\? \[y/n\]'
 keys n
 await "switched to session $id8 \([0-9]+ tokens, rebuilt from text\)" 120
 line "/quit"
+await 'AGENT-EXITED-0' 30
+
+# --- approval without --yolo: a shell command asks y/n in the prompt row ---
+T kill-session -t ui
+O='<｜DSML｜'
+C='</｜DSML｜'
+call() {  # a JSON string: one bash call running $1
+  printf '"\\n\\n%stool_calls>\\n%sinvoke name=\\"bash\\">\\n%sparameter name=\\"command\\" string=\\"true\\">%s%sparameter>\\n%sinvoke>\\n%stool_calls>"' \
+    "$O" "$O" "$O" "$1" "$C" "$C" "$C"
+}
+printf '[%s, "First done.", %s, "Second done."]' "$(call 'touch allowed.txt')" \
+  "$(call 'touch refused.txt')" > "$tmp/ask.json"
+T new-session -d -s ui -x 120 -y 40 \
+  "cd $tmp/work && HOME=$tmp/home TERM=xterm-256color $AGENT -m $MODEL -c 8192 --nothink --seed 1 \
+   --kv-dir $tmp/kv --test-scripted-output $tmp/ask.json; echo AGENT-EXITED-\$?; sleep 60"
+await 'ctx [1-9][0-9.k]*/[0-9.k]+ \| idle' 120
+line "make a file"
+await 'allow: run a shell command: touch allowed.txt\? \[y/n\]'
+keys y
+await 'First done\.'
+[ -e "$tmp/work/allowed.txt" ] || fail "an allowed command did not run"
+line "make another"
+await 'allow: run a shell command: touch refused.txt\? \[y/n\]'
+keys n
+await 'Second done\.'
+[ -e "$tmp/work/refused.txt" ] && fail "a refused command ran"
+screen | grep -q 'the user did not allow this' || fail "the refusal is not shown"
+keys C-d
+await 'save the current session [0-9a-f]{8} first\? \[y/n\]'
+keys n
 await 'AGENT-EXITED-0' 30
 echo ok
