@@ -20,8 +20,22 @@ namespace ds4 {
 
 enum class BackendKind { kCpu, kCuda };
 
+// The layers an engine computes (distributed inference, features.md §10.1): `first` to `last`
+// inclusive (-1: the model's last layer), and whether the output head follows (only after the
+// last layer). The default is the whole model. A slice starting after layer 0 takes the hidden
+// state of the slice before it; one without the head hands its hidden state on
+// (Session::append_slice).
+struct LayerSlice {
+  int first = 0;
+  int last = -1;
+  bool output = true;
+};
+
 struct EngineOptions {
   std::string model_path = "ds4flash.gguf";
+  // Only these layers' tensors are bound (the rest of the mapped file is never read). A slice
+  // other than the whole model runs on the CPU backend only so far.
+  LayerSlice layers;
   BackendKind backend = BackendKind::kCpu;
   int threads = 0;  // CPU threads; 0 = one per hardware thread
   // The canonical semantics simulate the FP8 KV cache and the Hadamard+FP4 indexer rounding of
@@ -59,6 +73,13 @@ struct ModelInfo {
   // 32 hex digits naming this model file's weights (its size, layout and bytes sampled from 16
   // tensors): what a saved agent session records to refuse loading into another model.
   std::string fingerprint;
+  // The layers this engine computes (EngineOptions::layers resolved) and the width of the hidden
+  // state one token carries between slices (n_hc * n_embd floats).
+  int layer_first = 0;
+  int layer_last = 0;
+  bool layer_output = true;
+  bool whole_model = true;
+  int hidden_width = 0;
 };
 
 // One entry of a batched step (Engine::step): a session of this engine and the tokens appended to

@@ -53,6 +53,14 @@ class Session {
                            std::vector<float>* all_logits = nullptr);
   // Appends one token.
   Status eval(TokenId token);
+  // A layer slice's append (an engine whose EngineOptions::layers is not the whole model: the
+  // calls above refuse it): `tokens` as append() takes them, their hidden state from the slice
+  // before (tokens.size() x ModelInfo::hidden_width floats; empty when the slice starts at layer
+  // 0). Returns the hidden state after the slice's last layer (the same size) when it has no
+  // output head, else the logits after the last token (also logits() then). Errors (nothing
+  // appended): a token id out of range, too many tokens, hidden_in of the wrong size.
+  Result<std::vector<float>> append_slice(std::span<const TokenId> tokens,
+                                          std::span<const float> hidden_in);
   // Drops tokens after the first `n_tokens` (re-evaluating the kept ones; exact).
   Status rewind(int n_tokens);
 

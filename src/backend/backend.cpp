@@ -178,6 +178,11 @@ void Backend::output_head(const OutputHead& h, Act x, std::span<const int> which
   do_output_head(h, x, which, logits);
 }
 
+void Backend::upload_act(const float* host, Act dst) {
+  DS4_CHECK(host != nullptr && (dst.rows * dst.cols == 0 || dst.data != nullptr));
+  do_upload_act(host, dst);
+}
+
 void Backend::download(Act src, float* host) {
   DS4_CHECK(host != nullptr && (src.rows * src.cols == 0 || src.data != nullptr));
   do_download(src, host);

@@ -203,6 +203,9 @@ class Backend {
   void output_head(const OutputHead& head, Act x, std::span<const int> which, Act logits);
   // Copies an activation matrix to host memory (rows * cols floats); waits for pending work.
   void download(Act src, float* host);
+  // Copies rows * cols host floats into an activation matrix (a layer slice's input hidden state,
+  // engine.h LayerSlice). Called outside begin_step / end_step.
+  void upload_act(const float* host, Act dst);
   // Forward::run brackets each pass over a batch with these: a backend may record the ops in
   // between and submit them as one unit (the CUDA backend's graphs for decode steps). No op in
   // between may wait for the device; download comes after end_step. Defaults do nothing.
@@ -228,6 +231,7 @@ class Backend {
   virtual void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                               Act logits) = 0;
   virtual void do_download(Act src, float* host) = 0;
+  virtual void do_upload_act(const float* host, Act dst) = 0;
   // A sublayer starts (hc_pre calls it once, before its work): the CUDA backend's graphs may
   // cut a segment here. Default: nothing.
   virtual void sublayer_start() {}

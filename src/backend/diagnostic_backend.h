@@ -78,6 +78,7 @@ class DiagnosticBackend final : public Backend {
   void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                       Act logits) override;
   void do_download(Act src, float* host) override { inner_->do_download(src, host); }
+  void do_upload_act(const float* host, Act dst) override { inner_->do_upload_act(host, dst); }
   // Timed with hc_pre (the op that starts a sublayer), not counted as a call.
   void sublayer_start() override;
 

@@ -51,6 +51,7 @@ class CountingBackend final : public Backend {
     ++(*calls_)["output_head"];
   }
   void do_download(Act, float*) override { ++(*calls_)["download"]; }
+  void do_upload_act(const float*, Act) override { ++(*calls_)["upload_act"]; }
   void sublayer_start() override { ++(*calls_)["sublayer_start"]; }
 
  private:

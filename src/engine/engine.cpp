@@ -57,6 +57,21 @@ std::string model_fingerprint(const gguf::Reader& file) {
   return hex;
 }
 
+// EngineOptions::layers against the model's layer count (features.md §10.2).
+Result<model::LayerRange> resolve_layers(const LayerSlice& s, const model::Shape& shape) {
+  const int last = s.last < 0 ? shape.n_layer - 1 : s.last;
+  if (s.first < 0 || s.first > last || last >= shape.n_layer) {
+    return Status::invalid_argument("layers %d:%d are not a range of this model's %d layers (0:%d)",
+                                    s.first, last, shape.n_layer, shape.n_layer - 1);
+  }
+  if (s.output && last != shape.n_layer - 1) {
+    return Status::invalid_argument(
+        "the output head follows the last layer (%d): layers %d:%d cannot end with it",
+        shape.n_layer - 1, s.first, last);
+  }
+  return model::LayerRange{s.first, last + 1, s.output};
+}
+
 }  // namespace
 
 backend::Act Engine::Impl::logits_view(int64_t rows) {
@@ -121,8 +136,14 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     impl->diagnostics = diag.get();
     impl->backend = std::move(diag);
   }
+  DS4_ASSIGN_OR_RETURN(impl->range, resolve_layers(options.layers, impl->shape));
+  if (!impl->whole_model() && options.backend != BackendKind::kCpu) {
+    return Status::unimplemented(
+        "a layer slice (layers %d..%d) runs on the CPU backend only so far", impl->range.begin,
+        impl->range.end - 1);
+  }
   DS4_ASSIGN_OR_RETURN(impl->weights,
-                       model::bind_weights(*impl->file, impl->shape, *impl->backend));
+                       model::bind_weights(*impl->file, impl->shape, *impl->backend, impl->range));
   impl->forward = std::make_unique<model::Forward>(impl->shape, impl->weights, *impl->backend);
   ModelInfo& info = impl->info;
   info.shape = std::string(impl->shape.name);
@@ -132,6 +153,11 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.n_ctx_max = model::kMaxContext;
   info.file_bytes = impl->file->file_size();
   info.fingerprint = model_fingerprint(*impl->file);
+  info.layer_first = impl->range.begin;
+  info.layer_last = impl->range.end - 1;
+  info.layer_output = impl->range.head;
+  info.whole_model = impl->whole_model();
+  info.hidden_width = impl->shape.n_hc * impl->shape.n_embd;
   switch (impl->weights.layers.back().moe.gate_exps.type) {
     case gguf::GgufType::kIQ2_XXS:
     case gguf::GgufType::kQ2_K: info.expert_bits = 2; break;

@@ -30,6 +30,8 @@ struct Engine::Impl {
   backend::DiagnosticBackend* diagnostics = nullptr;
   model::ModelWeights weights;
   std::unique_ptr<model::Forward> forward;
+  model::LayerRange range;  // the layers this engine computes (the whole model by default)
+  bool whole_model() const { return range == model::full_range(shape); }
   std::unique_ptr<backend::Buffer> logits;  // [rows][n_vocab], grown on demand
   int64_t logits_rows = 0;
   int next_seq = 0;

@@ -46,6 +46,7 @@ Status Session::Impl::check_tokens(std::span<const TokenId> t, size_t keep) cons
 
 Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
                                         std::vector<float>* all_logits) {
+  DS4_TRY(whole_model());
   DS4_TRY(check_tokens(t, tokens.size()));
   EvalStats stats;
   stats.reused = static_cast<int>(tokens.size());
@@ -76,6 +77,55 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
   }
   stats.evaluated = static_cast<int>(t.size());
   return stats;
+}
+
+Status Session::Impl::whole_model() const {
+  if (engine->whole_model()) return Status::ok();
+  return Status::invalid_argument(
+      "this engine computes layers %d..%d only: evaluate with append_slice", engine->range.begin,
+      engine->range.end - 1);
+}
+
+Result<std::vector<float>> Session::append_slice(std::span<const TokenId> t,
+                                                 std::span<const float> hidden_in) {
+  Impl& s = *impl_;
+  Engine::Impl& e = *s.engine;
+  const model::LayerRange& range = e.range;
+  const size_t width = static_cast<size_t>(e.shape.n_hc) * e.shape.n_embd;
+  DS4_TRY(s.check_tokens(t, s.tokens.size()));
+  if (range.begin == 0 && !hidden_in.empty()) {
+    return Status::invalid_argument("layers from 0 embed their tokens: no hidden state goes in");
+  }
+  if (range.begin > 0 && hidden_in.size() != t.size() * width) {
+    return Status::invalid_argument("the hidden state of %zu tokens is %zu floats, not %zu",
+                                    t.size(), t.size() * width, hidden_in.size());
+  }
+  std::vector<float> out(range.head ? 0 : t.size() * width);
+  if (t.empty()) return out;
+  const int n_vocab = e.shape.n_vocab;
+  const size_t chunk = static_cast<size_t>(s.options.prefill_chunk);
+  std::vector<backend::RowTag> rows;
+  for (size_t begin = 0; begin < t.size(); begin += chunk) {
+    const size_t end = std::min(t.size(), begin + chunk);
+    rows.clear();
+    for (size_t i = begin; i < end; ++i) {
+      rows.push_back({s.seq, static_cast<int32_t>(s.tokens.size()), t[i]});
+      s.tokens.push_back(t[i]);
+    }
+    const bool last = end == t.size();
+    const int want_row = static_cast<int>(end - begin) - 1;
+    std::span<const int> want =
+        range.head && last ? std::span<const int>(&want_row, 1) : std::span<const int>();
+    const backend::Act logits = want.empty() ? backend::Act{} : e.logits_view(1);
+    e.forward->run_range(rows, range, range.begin > 0 ? hidden_in.data() + begin * width : nullptr,
+                         want, logits, range.head ? nullptr : out.data() + begin * width);
+    if (!want.empty()) {
+      s.logits.resize(static_cast<size_t>(n_vocab));
+      e.backend->download(logits, s.logits.data());
+      out = s.logits;
+    }
+  }
+  return out;
 }
 
 Result<EvalStats> Session::append(std::span<const TokenId> tokens, std::vector<float>* all_logits) {

@@ -17,6 +17,8 @@ struct Session::Impl {
 
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
   Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
+  // ok when the engine computes the whole model (append, sync, eval, step); else why not.
+  Status whole_model() const;
   void reset();
 };
 

@@ -32,6 +32,13 @@ Status check_entry_session(std::span<const StepEntry> entries, size_t i, const E
 
 Status Engine::step(std::span<StepEntry> entries) {
   Impl& e = *impl_;
+  if (!e.whole_model()) {
+    const Status st = Status::invalid_argument(
+        "this engine computes layers %d..%d only: a batched step needs the whole model",
+        e.range.begin, e.range.end - 1);
+    for (StepEntry& en : entries) en.status = st;
+    return st;
+  }
   auto impl_of = [](const StepEntry& en) { return en.session->impl_.get(); };
   int64_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {

@@ -60,17 +60,30 @@ void Forward::reserve(int max_rows) {
 }
 
 void Forward::run(std::span<const RowTag> rows, std::span<const int> logit_rows, Act logits) {
+  run_range(rows, full_range(shape_), nullptr, logit_rows, logits, nullptr);
+}
+
+void Forward::run_range(std::span<const RowTag> rows, const LayerRange& range,
+                        const float* hidden_in, std::span<const int> logit_rows, Act logits,
+                        float* hidden_out) {
   const int n = static_cast<int>(rows.size());
   DS4_CHECK(n > 0 && n <= max_rows_);
+  DS4_CHECK(range.begin >= 0 && range.begin <= range.end && range.end <= shape_.n_layer);
+  DS4_CHECK(range.begin == 0 || hidden_in != nullptr);
+  DS4_CHECK(range.head || hidden_out != nullptr);
   const int64_t hc_width = int64_t{shape_.n_hc} * shape_.n_embd;
+  const Act x = buf_->x->view(n, hc_width);
+  // Before the step: a backend may record the step's ops, and the copy is not one of them.
+  if (range.begin > 0) b_.upload_act(hidden_in, x);
   b_.begin_step(rows);
-  b_.embed(w_.token_embd, rows, buf_->x->view(n, hc_width));
-  for (int il = 0; il < shape_.n_layer; ++il) {
+  if (range.begin == 0) b_.embed(w_.token_embd, rows, x);
+  for (int il = range.begin; il < range.end; ++il) {
     attention_sublayer(il, rows, n);
     ffn_sublayer(il, rows, n);
   }
-  if (!logit_rows.empty()) b_.output_head(w_.head, buf_->x->view(n, hc_width), logit_rows, logits);
+  if (range.head && !logit_rows.empty()) b_.output_head(w_.head, x, logit_rows, logits);
   b_.end_step();
+  if (!range.head) b_.download(x, hidden_out);
 }
 
 // model.md §4.5: HC pre, norms and projections, the cache-dependent attention op, grouped output

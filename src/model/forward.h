@@ -28,6 +28,13 @@ class Forward {
   // Rows of one sequence must be consecutive positions continuing its state.
   void run(std::span<const backend::RowTag> rows, std::span<const int> logit_rows,
            backend::Act logits);
+  // The same through `range` only: the rows' hidden state comes from `hidden_in` (rows x n_hc *
+  // n_embd floats) unless the range starts at layer 0, and goes to `hidden_out` (the same size)
+  // unless the range ends with the head, which writes `logits` as run() does. The layers
+  // computed, in order, are exactly run()'s, so chained slices give run()'s results.
+  void run_range(std::span<const backend::RowTag> rows, const LayerRange& range,
+                 const float* hidden_in, std::span<const int> logit_rows, backend::Act logits,
+                 float* hidden_out);
 
  private:
   struct Buffers;

@@ -87,6 +87,17 @@ extern const Shape kSmall;  // 8 layers, wider, more experts: a mid-size CPU ben
 std::span<const Shape* const> builtin_shapes();
 std::optional<Shape> builtin_shape(std::string_view name);
 
+// A contiguous run of layers (distributed inference, features.md §10.1): the slice embeds the
+// tokens when it starts at layer 0 (else it takes the hidden state of the slice before it), and
+// ends with the output head (logits) or hands its hidden state on.
+struct LayerRange {
+  int begin = 0;     // first layer
+  int end = 0;       // one past the last layer
+  bool head = true;  // computes the logits
+  bool operator==(const LayerRange&) const = default;
+};
+inline LayerRange full_range(const Shape& s) { return {0, s.n_layer, true}; }
+
 // Structural validity of a (test) shape: divisibility the formats and kernels need, per-head
 // constants, top-k and window bounds. Returns an empty string when valid, else the first problem.
 std::string_view shape_problem(const Shape& s);

@@ -92,12 +92,15 @@ Status bind_layer(Binder& b, const Shape& s, int il, LayerWeights& L) {
 }  // namespace
 
 Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
-                                  backend::Backend& backend) {
+                                  backend::Backend& backend, const LayerRange& range) {
   Binder b(file, backend);
   ModelWeights w;
-  DS4_ASSIGN_OR_RETURN(w.token_embd, b.get("token_embd.weight"));
+  if (range.begin == 0) {
+    DS4_ASSIGN_OR_RETURN(w.token_embd, b.get("token_embd.weight"));
+  }
   w.layers.resize(static_cast<size_t>(shape.n_layer));
-  for (int il = 0; il < shape.n_layer; ++il) DS4_TRY(bind_layer(b, shape, il, w.layers[il]));
+  for (int il = range.begin; il < range.end; ++il) DS4_TRY(bind_layer(b, shape, il, w.layers[il]));
+  if (!range.head) return w;
   DS4_ASSIGN_OR_RETURN(w.head.hc.fn, b.get("output_hc_fn.weight"));
   DS4_ASSIGN_OR_RETURN(w.head.hc.scale, b.get("output_hc_scale.weight"));
   DS4_ASSIGN_OR_RETURN(w.head.hc.base, b.get("output_hc_base.weight"));

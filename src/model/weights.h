@@ -30,8 +30,10 @@ struct ModelWeights {
   backend::OutputHead head;
 };
 
-// Binds every tensor of a validated main model file (through backend.upload).
+// Binds the tensors of a validated main model file (through backend.upload) that `range` uses:
+// the embedding when it starts at layer 0, its layers, and the head when it has it. The others
+// stay empty (a slice never reads them, and a mapped file's pages of them are never touched).
 Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
-                                  backend::Backend& backend);
+                                  backend::Backend& backend, const LayerRange& range);
 
 }  // namespace ds4::model

@@ -145,6 +145,10 @@ void CpuBackend::do_download(Act src, float* host) {
   std::memcpy(host, src.data, sizeof(float) * static_cast<size_t>(src.rows * src.cols));
 }
 
+void CpuBackend::do_upload_act(const float* host, Act dst) {
+  std::memcpy(dst.data, host, sizeof(float) * static_cast<size_t>(dst.rows * dst.cols));
+}
+
 void CpuBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
   const int64_t n_embd = table.ne[0], copies = out.cols / n_embd;
   const int64_t row_size = row_bytes(table.type, n_embd);

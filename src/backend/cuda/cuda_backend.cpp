@@ -397,6 +397,15 @@ void CudaBackend::do_download(Act src, float* host) {
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
+void CudaBackend::do_upload_act(const float* host, Act dst) {
+  const size_t n = static_cast<size_t>(dst.rows * dst.cols);
+  if (n == 0) return;
+  // From pageable memory the copy is staged before the call returns: `host` may go after it.
+  DS4_CUDA_CHECK(
+      cudaMemcpyAsync(dst.data, host, n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
 void CudaBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
   const int32_t* tokens = device_tokens(rows);
   launch_embed(table.data, table.type, table.ne[0], tokens, static_cast<int64_t>(rows.size()),

@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
   void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                       Act logits) override;
   void do_download(Act src, float* host) override;
+  void do_upload_act(const float* host, Act dst) override;
   void sublayer_start() override;
 
  private:
