@@ -7,10 +7,10 @@
 #                   (build-asan/; the server tests run the real ds4-server with leak checks)
 #   make test-tsan  the serving stack's threaded tests under ThreadSanitizer (build-tsan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot,
-#                   KVC cache-file, agent session-file, OpenAI request and HTTP request parsers,
-#                   FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB: its valid seed
-#                   payload is ~1.8 MB and a shorter limit would truncate it); built in
-#                   build-asan/, which test-asan shares
+#                   KVC cache-file, agent session-file, distributed wire, OpenAI request and HTTP
+#                   request parsers, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB:
+#                   its valid seed payload is ~1.8 MB and a shorter limit would truncate it);
+#                   built in build-asan/, which test-asan shares
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -50,7 +50,7 @@ SAN_DEBUG_INFO = -gline-tables-only
 ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test http_test backend_test base_test chat_test \
   convert_test cuda_env_switch_test cuda_lane_rules_test disk_cache_test gen_test run_options_test api_key_test \
   gguf_test integration_test kv_test model_unit_test quant_test sampling_test scheduler_test \
-  serve_test synth_test tokenizer_test agent_test agent_prompt_test tui_test
+  serve_test synth_test tokenizer_test agent_test agent_prompt_test tui_test dist_test
 # build-asan is also the fuzzers' tree (DS4_FUZZ=ON; make fuzz): the modules the fuzzers explore
 # carry libFuzzer's coverage instrumentation besides ASan+UBSan (DS4_FUZZ_COVERAGE_MODULES in
 # CMakeLists.txt), so CI compiles the tree once for both instead of once each. The modules are
@@ -88,10 +88,11 @@ fuzz: setup
 	$(ASAN_CONFIGURE)
 	cmake --build build-asan -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
 	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
-	  kvc_fuzz kvc_fuzz_seeds http_request_fuzz agent_session_fuzz agent_session_fuzz_seeds
+	  kvc_fuzz kvc_fuzz_seeds http_request_fuzz agent_session_fuzz agent_session_fuzz_seeds \
+	  dist_wire_fuzz dist_wire_fuzz_seeds
 	mkdir -p build-asan/corpus/gguf build-asan/corpus/dsml build-asan/corpus/safetensors \
 	  build-asan/corpus/snapshot build-asan/corpus/openai build-asan/corpus/kvc build-asan/corpus/http \
-	  build-asan/corpus/agent
+	  build-asan/corpus/agent build-asan/corpus/dist
 	cp tests/fuzz/openai_request_seeds/* build-asan/corpus/openai/
 	cp tests/fuzz/http_request_seeds/* build-asan/corpus/http/
 	./build-asan/bin/gguf_fuzz_seeds build-asan/corpus/gguf
@@ -99,10 +100,11 @@ fuzz: setup
 	./build-asan/bin/snapshot_fuzz_seeds build-asan/corpus/snapshot
 	./build-asan/bin/kvc_fuzz_seeds build-asan/corpus/kvc
 	./build-asan/bin/agent_session_fuzz_seeds build-asan/corpus/agent
+	./build-asan/bin/dist_wire_fuzz_seeds build-asan/corpus/dist
 	FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh build-asan $(FUZZ_SECONDS) \
 	  gguf_reader_fuzz:4096:gguf dsml_parser_fuzz:4096:dsml safetensors_fuzz:4096:safetensors \
 	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc \
-	  http_request_fuzz:4096:http agent_session_fuzz:4096:agent
+	  http_request_fuzz:4096:http agent_session_fuzz:4096:agent dist_wire_fuzz:4096:dist
 
 bench: build
 	./build/bin/ds4-kernel-bench

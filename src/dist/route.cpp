@@ -1,0 +1,88 @@
+// src/dist/route.cpp: registration checks and the route search.
+#include "dist/route.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ds4::dist {
+namespace {
+
+struct Search {
+  uint32_t n_layer;
+  bool coordinator_head;
+  std::vector<Candidate> sorted;
+  uint32_t deepest = 0;  // the first layer no chain tried so far reaches
+  bool head_missing = false;
+
+  // Extends a chain that has covered layers up to `next - 1`.
+  bool from(uint32_t next, std::vector<int>* hops) {
+    if (next == n_layer) return true;
+    deepest = std::max(deepest, next);
+    for (const Candidate& c : sorted) {
+      if (c.first != next || c.last < c.first || c.last >= n_layer) continue;
+      const bool ends = c.last + 1 == n_layer;
+      if (ends && !c.output && !coordinator_head) {
+        head_missing = true;
+        continue;
+      }
+      hops->push_back(c.index);
+      if (from(c.last + 1, hops)) return true;
+      hops->pop_back();
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+Status check_registration(const Hello& coordinator, const Hello& worker) {
+  std::string diff;
+  const auto differs = [&](const char* what, const std::string& want, const std::string& got) {
+    if (want != got)
+      diff += std::string(diff.empty() ? "" : "; ") + what + " " + got +
+              " (the coordinator's: " + want + ")";
+  };
+  differs("build", coordinator.build, worker.build);
+  differs("model", coordinator.fingerprint, worker.fingerprint);
+  differs("shape", coordinator.shape, worker.shape);
+  differs("layers", std::to_string(coordinator.n_layer), std::to_string(worker.n_layer));
+  differs("vocabulary", std::to_string(coordinator.n_vocab), std::to_string(worker.n_vocab));
+  differs("hidden width", std::to_string(coordinator.hidden_width),
+          std::to_string(worker.hidden_width));
+  if (worker.ctx < coordinator.ctx) {
+    diff += std::string(diff.empty() ? "" : "; ") + "context " + std::to_string(worker.ctx) +
+            " (below the coordinator's " + std::to_string(coordinator.ctx) + ")";
+  }
+  if (worker.layer_first == 0) {
+    diff += std::string(diff.empty() ? "" : "; ") + "layers from 0 (the coordinator's)";
+  }
+  if (diff.empty()) return Status::ok();
+  return Status::invalid_argument("worker refused: %s", diff.c_str());
+}
+
+Result<std::vector<int>> plan_route(uint32_t n_layer, uint32_t coordinator_last,
+                                    bool coordinator_head, std::span<const Candidate> workers) {
+  std::vector<int> hops;
+  if (coordinator_last + 1 >= n_layer) {
+    if (coordinator_head) return hops;
+    return Status::unavailable("distributed route incomplete: no worker computes the output head");
+  }
+  Search s{.n_layer = n_layer,
+           .coordinator_head = coordinator_head,
+           .sorted = {workers.begin(), workers.end()}};
+  std::stable_sort(s.sorted.begin(), s.sorted.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.first != b.first) return a.first < b.first;
+    if (a.output != b.output) return a.output;
+    return a.last > b.last;
+  });
+  if (s.from(coordinator_last + 1, &hops)) return hops;
+  if (s.head_missing) {
+    return Status::unavailable(
+        "distributed route incomplete: no worker computes the output head (a chain reaches layer "
+        "%u without it)",
+        n_layer - 1);
+  }
+  return Status::unavailable("distributed route incomplete: missing layer %u", s.deepest);
+}
+
+}  // namespace ds4::dist

@@ -1,0 +1,113 @@
+// src/dist/wire.h: the messages of distributed inference (features.md §10, issue 49) as bytes --
+// our own layout, carried as ZeroMQ message bodies (control plane and CPU activations) -- and
+// the token-prefix hash every work item carries.
+// Owns: the frame (magic, version, type, body length), the records (HELLO: a worker's
+// registration; WORK: tokens and the hidden state for a layer range; RESULT: an ack, a hidden
+// state or logits; ERROR), their limits, hidden-state encoding (f32 or IEEE f16), and the strict
+// decoding the fuzzer runs: every length checked against what is left and against the limits,
+// nothing allocated beyond the input's size, no trailing bytes. All integers little-endian.
+// Does not own: sockets (the transport), routes (route.h), what a worker does with WORK.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ds4/status.h"
+
+namespace ds4::dist {
+
+inline constexpr uint32_t kWireMagic = 0x57345344;  // "DS4W"
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr size_t kFrameHeaderBytes = 12;  // magic u32, version u16, type u16, length u32
+
+enum class MessageType : uint16_t { kHello = 1, kError = 2, kWork = 3, kResult = 4 };
+
+// Bounds a decoder enforces before it allocates (a peer's claims are never trusted).
+struct WireLimits {
+  uint32_t max_tokens = 65536;                  // tokens in one WORK
+  uint32_t max_hidden_width = 1 << 16;          // floats per token of a hidden state
+  uint64_t max_body_bytes = uint64_t{1} << 31;  // one message
+  uint32_t max_text_bytes = 4096;               // names, commits, error messages
+  uint32_t max_vocab = 1 << 20;                 // logits in a RESULT
+};
+
+// FNV-1a 64 over each token id's 4 little-endian bytes (features.md §10.5): the hash of a token
+// prefix, extended span by span. Every WORK carries the hash before and after its tokens. The
+// basis is FNV-64's published offset basis 0xcbf29ce484222325 (features.md's figure lacks its last
+// digit; our wire is our own, and the test holds it to FNV-1a's published vectors).
+inline constexpr uint64_t kPrefixHashBasis = 0xcbf29ce484222325ull;
+uint64_t extend_prefix_hash(uint64_t hash, std::span<const int32_t> tokens);
+
+// A worker's registration.
+struct Hello {
+  std::string build;        // the commit both sides must share
+  std::string fingerprint;  // ModelInfo::fingerprint of the model file
+  std::string shape;        // "flash", "pro", or a test shape
+  uint32_t n_layer = 0;
+  uint32_t n_vocab = 0;
+  uint32_t hidden_width = 0;
+  uint32_t expert_bits = 0;
+  uint32_t layer_first = 0;  // inclusive range
+  uint32_t layer_last = 0;
+  bool output = false;  // computes the logits (after the last layer)
+  uint32_t ctx = 0;
+  bool operator==(const Hello&) const = default;
+};
+
+// Hidden states on the wire: f32 as computed, or IEEE f16 (round to nearest even) at half the
+// bytes (features.md §10.2 --dist-activation-bits 32 | 16).
+enum class HiddenBits : uint8_t { kF32 = 32, kF16 = 16 };
+
+inline constexpr uint32_t kWorkReset = 1u << 0;       // start the session's timeline at pos 0
+inline constexpr uint32_t kWorkWantLogits = 1u << 1;  // this range ends with the head
+inline constexpr uint32_t kWorkAckOnly = 1u << 2;     // a non-final prefill chunk: reply ACK
+inline constexpr uint32_t kWorkKnownFlags = 0x7;
+
+struct Work {
+  uint64_t session = 0;
+  uint64_t request = 0;
+  uint64_t prefix_hash = 0;  // of the tokens before pos0
+  uint64_t result_hash = 0;  // after appending `tokens`
+  uint32_t pos0 = 0;
+  uint32_t layer_first = 0;
+  uint32_t layer_last = 0;
+  uint32_t flags = 0;
+  HiddenBits bits = HiddenBits::kF32;
+  uint32_t hidden_width = 0;  // 0: no hidden state (the range starts at layer 0)
+  std::vector<int32_t> tokens;
+  std::vector<float> hidden;  // tokens.size() x hidden_width (decoded to f32)
+  bool operator==(const Work&) const = default;
+};
+
+enum class ResultKind : uint8_t { kAck = 0, kHidden = 1, kLogits = 2 };
+
+struct WorkResult {
+  uint64_t request = 0;
+  uint64_t result_hash = 0;
+  ResultKind kind = ResultKind::kAck;
+  HiddenBits bits = HiddenBits::kF32;  // of a hidden state (logits are always f32)
+  uint32_t width = 0;                  // floats per row: hidden_width, or n_vocab for logits
+  std::vector<float> values;           // rows x width
+  bool operator==(const WorkResult&) const = default;
+};
+
+// One decoded message.
+struct Message {
+  MessageType type = MessageType::kError;
+  Hello hello;
+  Work work;
+  WorkResult result;
+  std::string error;  // kError: UTF-8 text
+};
+
+std::vector<uint8_t> encode(const Hello& m);
+std::vector<uint8_t> encode(const Work& m);
+std::vector<uint8_t> encode(const WorkResult& m);
+std::vector<uint8_t> encode_error(std::string_view text);
+
+// Decodes one whole message (frame and body). Errors name the field and the value that failed.
+Result<Message> decode(std::span<const uint8_t> bytes, const WireLimits& limits = {});
+
+}  // namespace ds4::dist
