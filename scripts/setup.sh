@@ -11,6 +11,7 @@ packages=(
   libssl-dev   # SHA-1 (libcrypto) for the disk KV cache
   libedit-dev tmux curl   # the ds4 REPL (line editing), its pty test, download_model.sh
   ccache   # compiler cache: CMakeLists.txt uses it when present (its directory: ~/.cache/ccache)
+  libzmq3-dev cppzmq-dev   # ZeroMQ: distributed inference's data plane
 )
 
 missing=()

@@ -28,8 +28,10 @@ bool has_nan(const std::vector<float>& v) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const ds4::dist::WireLimits limits{.max_tokens = 4096, .max_hidden_width = 4096,
-                                     .max_body_bytes = 1 << 20, .max_text_bytes = 256,
+  const ds4::dist::WireLimits limits{.max_tokens = 4096,
+                                     .max_hidden_width = 4096,
+                                     .max_body_bytes = 1 << 20,
+                                     .max_text_bytes = 256,
                                      .max_vocab = 1 << 16};
   const std::span<const uint8_t> in(data, size);
   auto m = ds4::dist::decode(in, limits);

@@ -24,19 +24,35 @@ int main(int argc, char** argv) {
   }
   using namespace ds4::dist;
   const std::string dir = argv[1];
-  put(dir, "hello", encode(Hello{.build = "b", .fingerprint = "f", .shape = "tiny", .n_layer = 4,
-                                 .n_vocab = 100, .hidden_width = 8, .expert_bits = 2,
-                                 .layer_first = 2, .layer_last = 3, .output = true, .ctx = 512}));
+  put(dir, "hello",
+      encode(Hello{.build = "b",
+                   .fingerprint = "f",
+                   .shape = "tiny",
+                   .n_layer = 4,
+                   .n_vocab = 100,
+                   .hidden_width = 8,
+                   .expert_bits = 2,
+                   .layer_first = 2,
+                   .layer_last = 3,
+                   .output = true,
+                   .ctx = 512}));
   for (HiddenBits bits : {HiddenBits::kF32, HiddenBits::kF16}) {
-    Work w{.session = 1, .request = 2, .layer_first = 1, .layer_last = 2, .bits = bits,
-           .hidden_width = 4, .tokens = {5, 6}, .hidden = {1, 2, 3, 4, 5, 6, 7, 8}};
+    Work w{.session = 1,
+           .request = 2,
+           .layer_first = 1,
+           .layer_last = 2,
+           .bits = bits,
+           .hidden_width = 4,
+           .tokens = {5, 6},
+           .hidden = {1, 2, 3, 4, 5, 6, 7, 8}};
     w.prefix_hash = kPrefixHashBasis;
     w.result_hash = extend_prefix_hash(w.prefix_hash, w.tokens);
     put(dir, bits == HiddenBits::kF32 ? "work32" : "work16", encode(w));
   }
   put(dir, "ack", encode(WorkResult{.request = 3}));
-  put(dir, "logits", encode(WorkResult{.request = 3, .kind = ResultKind::kLogits, .width = 3,
-                                       .values = {1, 2, 3}}));
+  put(dir, "logits",
+      encode(
+          WorkResult{.request = 3, .kind = ResultKind::kLogits, .width = 3, .values = {1, 2, 3}}));
   put(dir, "error", encode_error("worker KV prefix hash mismatch"));
   return 0;
 }
