@@ -12,6 +12,8 @@
 #include <system_error>
 #include <utility>
 
+#include "base/fd.h"
+
 namespace ds4::agent {
 namespace fs = std::filesystem;
 namespace {
@@ -20,34 +22,11 @@ namespace {
 // file of the same name, so a handful of attempts is plenty.
 constexpr int kTempNameAttempts = 64;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using base::Fd;
 
 std::string shown_str(std::string_view shown) { return std::string(shown); }
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
+using base::write_all;
 
 // The file a write to `path` should replace: the target of a symlink when it resolves, so the
 // link survives the rename; otherwise `path` itself.

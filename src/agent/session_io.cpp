@@ -10,25 +10,13 @@
 #include <cstring>
 #include <utility>
 
+#include "base/fd.h"
 #include "kv/kvc_store.h"  // KvcStore::read_file
 
 namespace ds4::agent {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using base::Fd;
 
 // Removes a temporary file unless the write that made it succeeded (also when the hook throws).
 class TempGuard {

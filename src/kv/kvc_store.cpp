@@ -16,6 +16,7 @@
 #include <filesystem>
 
 #include "base/check.h"
+#include "base/fd.h"
 
 namespace ds4::kv {
 namespace {
@@ -59,30 +60,13 @@ Result<std::vector<uint8_t>> read_prefix(int fd, uint64_t n, const std::string& 
 }
 
 Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Status::io_error("write '%s': %s", path.c_str(), std::strerror(errno));
-    done += static_cast<size_t>(w);
+  if (base::write_all(fd, {reinterpret_cast<const char*>(bytes.data()), bytes.size()})) {
+    return Status::ok();
   }
-  return Status::ok();
+  return Status::io_error("write '%s': %s", path.c_str(), std::strerror(errno));
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using base::Fd;
 
 uint32_t le32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |

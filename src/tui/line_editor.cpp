@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/fd.h"
 #include "base/utf8.h"
 #include "tui/width.h"
 
@@ -24,14 +25,7 @@ bool is_mark_at(std::string_view s, size_t i) {
   return n != 0 && cp >= 0x300 && char_width(cp) == 0;
 }
 
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
+using base::write_all;
 
 // The longest common prefix of the candidates, cut back to a character boundary.
 std::string common_prefix(const std::vector<std::string>& c) {
