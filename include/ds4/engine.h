@@ -31,11 +31,27 @@ struct LayerSlice {
   bool output = true;
 };
 
+// The layers after an engine's slice, computed elsewhere (distributed inference: dist::RemoteChain
+// over slice workers). With one, the engine's sessions are whole again: append, sync and eval run
+// the local slice, hand its hidden state to the tail and take the logits it returns.
+class LayerTail {
+ public:
+  virtual ~LayerTail() = default;
+  // Appends `tokens` and their hidden state after the local slice (tokens x hidden_width floats)
+  // to the timeline of `session` (an id unique within this engine); `reset` starts that timeline
+  // at position 0. Returns the logits after the last token (n_vocab floats).
+  virtual Result<std::vector<float>> append(uint64_t session, std::span<const TokenId> tokens,
+                                            std::span<const float> hidden, bool reset) = 0;
+};
+
 struct EngineOptions {
   std::string model_path = "ds4flash.gguf";
   // Only these layers' tensors are bound (the rest of the mapped file is never read). A slice
   // other than the whole model runs on the CPU backend only so far.
   LayerSlice layers;
+  // The rest of the model, when `layers` ends before the head (shared: the caller may keep it to
+  // watch its workers). Sessions then need no append_slice; Engine::step and snapshots refuse.
+  std::shared_ptr<LayerTail> tail;
   BackendKind backend = BackendKind::kCpu;
   int threads = 0;  // CPU threads; 0 = one per hardware thread
   // The canonical semantics simulate the FP8 KV cache and the Hadamard+FP4 indexer rounding of

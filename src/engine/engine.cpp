@@ -137,6 +137,11 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     impl->backend = std::move(diag);
   }
   DS4_ASSIGN_OR_RETURN(impl->range, resolve_layers(options.layers, impl->shape));
+  impl->tail = options.tail;
+  if (impl->tail && (impl->range.begin != 0 || impl->range.head)) {
+    return Status::invalid_argument(
+        "a layer tail continues a slice that starts at layer 0 and ends before the head");
+  }
   if (!impl->whole_model() && options.backend != BackendKind::kCpu) {
     return Status::unimplemented(
         "a layer slice (layers %d..%d) runs on the CPU backend only so far", impl->range.begin,
@@ -222,6 +227,7 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
   s->engine = impl_.get();
   s->seq = seq;
   s->options = options;
+  s->tail_session = impl_->next_tail_session++;
   return std::make_unique<Session>(std::move(s));
 }
 

@@ -32,6 +32,10 @@ struct Engine::Impl {
   std::unique_ptr<model::Forward> forward;
   model::LayerRange range;  // the layers this engine computes (the whole model by default)
   bool whole_model() const { return range == model::full_range(shape); }
+  // Sessions give logits: the whole model here, or a slice from layer 0 and a tail for the rest.
+  bool gives_logits() const { return whole_model() || (tail && range.begin == 0); }
+  std::shared_ptr<LayerTail> tail;
+  uint64_t next_tail_session = 1;
   std::unique_ptr<backend::Buffer> logits;  // [rows][n_vocab], grown on demand
   int64_t logits_rows = 0;
   int next_seq = 0;

@@ -26,6 +26,7 @@ void Session::Impl::reset() {
   engine->backend->reset_sequence(seq);
   tokens.clear();
   logits.clear();
+  tail_fresh = true;
 }
 
 // Tokens must be valid ids and, after the first `keep` live tokens, fit below the context.
@@ -46,6 +47,12 @@ Status Session::Impl::check_tokens(std::span<const TokenId> t, size_t keep) cons
 
 Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
                                         std::vector<float>* all_logits) {
+  if (!engine->whole_model() && engine->gives_logits()) {
+    if (all_logits != nullptr) {
+      return Status::unimplemented("per-token logits are not gathered from a layer tail");
+    }
+    return append_through_tail(t);
+  }
   DS4_TRY(whole_model());
   DS4_TRY(check_tokens(t, tokens.size()));
   EvalStats stats;
@@ -74,6 +81,40 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
       const backend::Act last{out.row(out.rows - 1), 1, n_vocab};
       engine->backend->download(last, logits.data());
     }
+  }
+  stats.evaluated = static_cast<int>(t.size());
+  return stats;
+}
+
+Result<EvalStats> Session::Impl::append_through_tail(std::span<const TokenId> t) {
+  DS4_TRY(check_tokens(t, tokens.size()));
+  EvalStats stats;
+  stats.reused = static_cast<int>(tokens.size());
+  if (t.empty()) return stats;
+  Engine::Impl& e = *engine;
+  const size_t width = static_cast<size_t>(e.shape.n_hc) * e.shape.n_embd;
+  const size_t chunk = static_cast<size_t>(options.prefill_chunk);
+  std::vector<float> hidden;
+  std::vector<backend::RowTag> rows;
+  for (size_t begin = 0; begin < t.size(); begin += chunk) {
+    const size_t end = std::min(t.size(), begin + chunk);
+    rows.clear();
+    for (size_t i = begin; i < end; ++i) {
+      rows.push_back({seq, static_cast<int32_t>(tokens.size() + (i - begin)), t[i]});
+    }
+    hidden.resize((end - begin) * width);
+    e.forward->run_range(rows, e.range, nullptr, {}, backend::Act{}, hidden.data());
+    const std::span<const TokenId> span = t.subspan(begin, end - begin);
+    auto out = e.tail->append(tail_session, span, hidden, tail_fresh);
+    if (!out.is_ok()) {
+      // The local slice holds the span, the tail may not: start both again from nothing, so that
+      // the next sync evaluates the whole prefix (and replays it to the tail with a reset).
+      reset();
+      return out.status();
+    }
+    tokens.insert(tokens.end(), span.begin(), span.end());
+    tail_fresh = false;
+    logits = std::move(out).value();
   }
   stats.evaluated = static_cast<int>(t.size());
   return stats;
@@ -176,6 +217,9 @@ TokenId Session::sample(const SamplingParams& params, Rng& rng) const {
 
 Result<std::vector<uint8_t>> Session::save() const {
   const Impl& s = *impl_;
+  if (!s.engine->whole_model()) {
+    return Status::unimplemented("the snapshot of a layer slice's session is not gathered yet");
+  }
   if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
   kv::Snapshot snap;
   snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
@@ -188,6 +232,9 @@ Result<std::vector<uint8_t>> Session::save() const {
 
 Status Session::load(std::span<const uint8_t> payload) {
   Impl& s = *impl_;
+  if (!s.engine->whole_model()) {
+    return Status::unimplemented("a snapshot cannot be split over layer slices yet");
+  }
   kv::LoadTarget target;
   target.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);

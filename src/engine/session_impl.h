@@ -14,9 +14,13 @@ struct Session::Impl {
   SessionOptions options;
   std::vector<TokenId> tokens;
   std::vector<float> logits;
+  uint64_t tail_session = 0;  // this session's timeline id in the engine's LayerTail
+  bool tail_fresh = true;     // the tail's timeline starts again at the next span
 
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
   Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
+  // append() through the local slice and the engine's LayerTail.
+  Result<EvalStats> append_through_tail(std::span<const TokenId> t);
   // ok when the engine computes the whole model (append, sync, eval, step); else why not.
   Status whole_model() const;
   void reset();

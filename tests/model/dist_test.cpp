@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "dist/remote_chain.h"
 #include "dist/remote_slice.h"
 #include "dist/slice_worker.h"
 #include "model_test_util.h"
@@ -211,6 +212,60 @@ TEST_F(DistTest, AGoneWorkerFailsAfterTheTimeout) {
       << got.status().message();
   // Without a reset after the failure the remote refuses to guess the worker's timeline.
   EXPECT_FALSE(r.append(prompt, *h, false).is_ok());
+}
+
+}  // namespace
+}  // namespace ds4::test
+
+namespace ds4::test {
+namespace {
+
+// The same through the public Session API: an engine holding layer 0 with a dist::RemoteChain as
+// its LayerTail is used like a whole-model engine (append, eval, sync to another prefix), and
+// gives the whole model's logits bit for bit; snapshots and batched steps refuse it for now.
+TEST_F(DistTest, AnEngineWithARemoteTailIsUsedLikeTheWholeModel) {
+  WorkerThread w1(1, 1, false), w2(2, n_layer_ - 1, true);
+  const auto hop = [](const WorkerThread& w) {
+    const ModelInfo& i = w.info();
+    return dist::RemoteSliceOptions{.endpoint = w.endpoint(),
+                                    .layer_first = static_cast<uint32_t>(i.layer_first),
+                                    .layer_last = static_cast<uint32_t>(i.layer_last),
+                                    .output = i.layer_output,
+                                    .hidden_width = static_cast<uint32_t>(i.hidden_width),
+                                    .n_vocab = static_cast<uint32_t>(i.n_vocab)};
+  };
+  EngineOptions o;
+  o.model_path = model_path(kModel);
+  o.layers = {.first = 0, .last = 0, .output = false};
+  o.tail = std::make_shared<dist::RemoteChain>(std::vector{hop(w1), hop(w2)});
+  auto opened = Engine::open(o);
+  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+  auto& engine = *opened;
+  auto s = session(*engine);
+  auto other = session(*engine);  // a second timeline on the same workers
+  auto ref = session(*whole_);
+  std::vector<TokenId> prompt = test_prompt(kPromptTokens, 21);
+  ASSERT_TRUE(ref->append(prompt).is_ok());
+  ASSERT_TRUE(s->append(prompt).is_ok());
+  EXPECT_TRUE(same(s->logits(), ref->logits())) << rel_l2(s->logits(), ref->logits());
+  for (int i = 0; i < kDecodeTokens; ++i) {
+    const TokenId next = argmax_of(ref->logits());
+    ASSERT_TRUE(ref->eval(next).is_ok());
+    ASSERT_TRUE(s->eval(next).is_ok());
+    EXPECT_TRUE(same(s->logits(), ref->logits())) << "step " << i;
+  }
+  // Another session's timeline does not disturb this one.
+  ASSERT_TRUE(other->append(test_prompt(8, 22)).is_ok());
+  // A prefix that is not a continuation: the local slice and the workers start again (reset).
+  prompt.resize(20);
+  prompt.push_back(77);
+  ASSERT_TRUE(s->sync(prompt).is_ok());
+  auto ref2 = session(*whole_);
+  ASSERT_TRUE(ref2->append(prompt).is_ok());
+  EXPECT_TRUE(same(s->logits(), ref2->logits())) << rel_l2(s->logits(), ref2->logits());
+  EXPECT_EQ(s->save().status().code(), StatusCode::kUnimplemented);
+  std::vector<StepEntry> entries = {{.session = s.get(), .tokens = prompt}};
+  EXPECT_FALSE(engine->step(entries).is_ok());
 }
 
 }  // namespace
