@@ -27,8 +27,8 @@ DEPS = {
     "api": ["serve"],
     "http": ["api"],
     "agent": ["engine", "chat", "gen", "base"],  # tools, prompt and turn loop; never serve
-    "tui": ["base"],
-    "dist": ["base"],  # distributed inference: wire messages, prefix hash, routes (no sockets yet)  # ds4-agent's terminal UI: keys, line editor, footer text, screen
+    "tui": ["base"],  # ds4-agent's terminal UI: keys, line editor, footer text, screen
+    "dist": ["base"],  # distributed inference: wire, routes, ZeroMQ data plane (engine: include/ds4)
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
