@@ -165,8 +165,11 @@ mv "$renamed" "$hfile"
 # absurd size: a sparse file far beyond any session
 rm -f "$hfile"
 cp "$tmp/h.kv" "$hfile"
-truncate -s 4T "$hfile" 2>/dev/null || truncate -s 200G "$hfile"
-check_refused "absurd size" 'ds4-agent: .*'
+if truncate -s 4T "$hfile" 2>/dev/null || truncate -s 200G "$hfile" 2>/dev/null; then
+  check_refused "absurd size" 'ds4-agent: .*'
+else
+  echo "note: this file system makes no sparse file that large: the absurd-size case is skipped"
+fi
 cp "$tmp/h.kv" "$hfile"
 
 # --- /compact: the summary (scripted) replaces the conversation; the next turn runs ---
