@@ -144,10 +144,10 @@ check_refused() {  # $1: what, $2: pattern of the message
   stop_agent || fail "$1: the agent did not go on"
 }
 head -c $((size / 2)) "$tmp/h.kv" > "$hfile"
-check_refused truncated 'ds4-agent: .*'
+check_refused truncated 'ds4-agent: session file .*'
 cp "$tmp/h.kv" "$hfile"
 printf '\xff' | dd of="$hfile" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
-check_refused "flipped byte" 'ds4-agent: .*checksum'
+check_refused "flipped byte" 'ds4-agent: session file .*checksum'
 cp "$tmp/h.kv" "$hfile"
 # renamed: the file under another name (its record names another id)
 renamed="$kv/${hid}$(printf '%032d' 0).kv"
@@ -166,7 +166,7 @@ mv "$renamed" "$hfile"
 rm -f "$hfile"
 cp "$tmp/h.kv" "$hfile"
 if truncate -s 4T "$hfile" 2>/dev/null || truncate -s 200G "$hfile" 2>/dev/null; then
-  check_refused "absurd size" 'ds4-agent: .*'
+  check_refused "absurd size" 'ds4-agent: session file .*exceed the .*-byte limit'
 else
   echo "note: this file system makes no sparse file that large: the absurd-size case is skipped"
 fi
