@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "base/text.h"
 #include "console_frontend.h"
 
 namespace ds4::agent_app {
@@ -18,17 +19,9 @@ namespace {
 constexpr int kQuietMs = 200;
 constexpr size_t kReadChunk = 4096;
 
-// Trailing line breaks and blanks are not part of a prompt; a blank prompt is none.
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                           text.back() == '\t')) {
-    text.pop_back();
-  }
-  return text;
-}
-
 void submit(Inbox& inbox, std::string* pending) {
-  std::string text = trimmed(std::move(*pending));
+  // Trailing line breaks and blanks are not part of a prompt; a blank prompt is none.
+  std::string text(base::trim_end(*pending));
   pending->clear();
   if (text.empty()) return;
   std::vector<agent::Command> commands;

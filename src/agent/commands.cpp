@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "base/text.h"
+
 namespace ds4::agent {
 namespace {
 
@@ -29,24 +31,17 @@ constexpr std::array kCommands = {
     CommandInfo{"/quit", CommandKind::kQuit, "", "leave (also /exit, Ctrl+D)", false, false},
 };
 
-std::string_view trim(std::string_view s) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 std::span<const CommandInfo> command_table() { return kCommands; }
 
 std::optional<Command> parse_command(std::string_view line) {
-  line = trim(line);
+  line = base::trim(line);
   if (line.empty() || line.front() != '/') return std::nullopt;
   const size_t space = line.find_first_of(" \t\n");
   Command c;
   c.name = std::string(line.substr(0, space));
-  if (space != std::string_view::npos) c.arg = std::string(trim(line.substr(space)));
+  if (space != std::string_view::npos) c.arg = std::string(base::trim(line.substr(space)));
   const std::string_view name = c.name == "/exit" ? std::string_view("/quit") : c.name;
   for (const CommandInfo& info : kCommands) {
     if (info.name == name) {

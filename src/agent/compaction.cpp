@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/text.h"
+
 namespace ds4::agent {
 
 bool needs_compaction(int used, int ctx) {
@@ -38,12 +40,9 @@ std::string summary_closing() {
 }
 
 std::string clean_summary(std::string_view raw) {
-  const auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (!raw.empty() && blank(raw.back())) raw.remove_suffix(1);
+  raw = base::trim_end(raw);
   if (!raw.empty() && raw.back() == '<') raw.remove_suffix(1);
-  while (!raw.empty() && blank(raw.back())) raw.remove_suffix(1);
-  while (!raw.empty() && blank(raw.front())) raw.remove_prefix(1);
-  return std::string(raw);
+  return std::string(base::trim(raw));
 }
 
 size_t tail_start(std::span<const TokenId> transcript, size_t system_len, size_t bottom, int ctx,

@@ -1,6 +1,7 @@
 // src/agent/round_calls.cpp: a DSML listener that collects calls and notices what is invalid.
 #include "agent/round_calls.h"
 
+#include "base/text.h"
 #include "chat/dsml_automaton.h"
 #include "ds4/chat.h"
 
@@ -10,18 +11,12 @@ namespace {
 // Stray text quoted in an error: enough to recognise, short enough not to flood the context.
 constexpr size_t kQuotedTextBytes = 80;
 
-bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
-
-std::string_view trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
+bool blank(std::string_view s) { return base::trim(s).empty(); }
 
 // A string="false" value for the tools, which read text: a JSON string literal loses its quotes
 // and escapes (the model sometimes quotes a path); numbers, booleans and the rest stay as written.
 std::string json_value_text(std::string_view json) {
-  json = trim(json);
+  json = base::trim(json);
   if (json.size() < 2 || json.front() != '"' || json.back() != '"') return std::string(json);
   std::string out;
   for (size_t i = 1; i + 1 < json.size(); ++i) {
@@ -50,7 +45,7 @@ class CallCollector : public chat::DsmlListener {
       case K::kText:
         if (in_block_ && !blank(e.bytes)) {
           fail("unexpected text inside the tool call block: " +
-               std::string(trim(e.bytes).substr(0, kQuotedTextBytes)));
+               std::string(base::trim(e.bytes).substr(0, kQuotedTextBytes)));
         }
         break;
       case K::kBlockOpen:

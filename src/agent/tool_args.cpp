@@ -6,15 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/text.h"
+
 namespace ds4::agent {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 bool equals_lower(std::string_view s, std::string_view lower) {
   if (s.size() != lower.size()) return false;
@@ -41,7 +36,7 @@ const std::string* find_param(const ToolParams& params, std::string_view name) {
 }
 
 int64_t parse_int_clamped(std::string_view text, int64_t fallback, int64_t lo, int64_t hi) {
-  const std::string_view t = trim(text);
+  const std::string_view t = base::trim(text);
   if (t.empty()) return fallback;
   std::string_view digits = t;
   if (digits.front() == '+') digits.remove_prefix(1);  // from_chars takes '-' but not '+'
@@ -62,7 +57,7 @@ int64_t parse_int_clamped(std::string_view text, int64_t fallback, int64_t lo, i
 }
 
 bool parse_bool(std::string_view text, bool fallback) {
-  const std::string_view t = trim(text);
+  const std::string_view t = base::trim(text);
   if (equals_lower(t, "true") || equals_lower(t, "yes") || t == "1") return true;
   if (equals_lower(t, "false") || equals_lower(t, "no") || t == "0") return false;
   return fallback;
