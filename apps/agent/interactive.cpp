@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent_app.h"
+#include "base/text.h"
 #include "tui/colors.h"
 #include "tui/footer.h"
 #include "tui/keys.h"
@@ -31,8 +32,6 @@ using Phase = tui::FooterState::Phase;
 constexpr auto kFooterRedraw = std::chrono::milliseconds(200);
 constexpr int kEscFlushMs = 50;  // a lone ESC is a key after this long without a sequence
 constexpr int kIdlePollMs = 200;
-// Lines of a tool result shown (the model reads it whole; the trace has it whole).
-constexpr int kShownResultLines = 8;
 constexpr const char* kPrompt = "ds4-agent> ";
 
 std::string history_path(const AgentOptions& o) {
@@ -54,23 +53,6 @@ std::string echo(std::string_view text) {
   const size_t lines = 1 + static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   return std::string(text.substr(0, cut)) + " ... [" + std::to_string(lines) + " lines, " +
          std::to_string(text.size()) + " bytes]";
-}
-
-std::string first_lines(std::string_view text, int n) {
-  std::string out;
-  size_t at = 0;
-  int shown = 0, total = 0;
-  while (at < text.size()) {
-    const size_t nl = std::min(text.find('\n', at), text.size());
-    if (shown < n) {
-      out += std::string(text.substr(at, nl - at)) + "\n";
-      ++shown;
-    }
-    ++total;
-    at = nl + 1;
-  }
-  if (total > shown) out += "... (" + std::to_string(total - shown) + " more lines)\n";
-  return out;
 }
 
 class Ui {
@@ -190,7 +172,7 @@ class Ui {
       case K::kCallBegin: block(color::kCyan, "⋯ calling " + e.text); break;
       case K::kRoundEnd: end_line(); break;
       case K::kToolCalls: block(color::kCyan, e.text); break;
-      case K::kToolResult: block(color::kDim, first_lines(e.text, kShownResultLines)); break;
+      case K::kToolResult: block(color::kDim, e.text); break;
       case K::kPrompt:
         footer_.label = (footer_.label + 1) % 6;
         phase_start_ = Clock::now();
@@ -333,7 +315,7 @@ class Ui {
   }
 
   void submit(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    text.resize(base::trim_end(text).size());
     if (text.empty()) return;
     std::optional<agent::Command> c = agent::parse_command(text);
     if (!c) {

@@ -6,22 +6,27 @@
 namespace ds4::agent_app {
 namespace {
 
-// Lines of an edit's old / new text and of a written file shown with the call.
+// Lines of an edit's old / new text and of a written file shown with the call, and of a tool
+// result (the model reads them whole; the trace has them whole).
 constexpr int kShownBodyLines = 12;
+constexpr int kShownResultLines = 8;
 
-std::string body_lines(std::string_view text, std::string_view prefix) {
+// The first `n` lines of `text`, each after `prefix`, then how many more there were.
+std::string first_lines(std::string_view text, int n, std::string_view prefix) {
   std::string out;
-  int n = 0;
   size_t at = 0;
+  int shown = 0, total = 0;
   while (at < text.size()) {
     const size_t nl = std::min(text.find('\n', at), text.size());
-    if (n == kShownBodyLines) {
-      out += std::string(prefix) + "...\n";
-      break;
+    if (shown < n) {
+      out += std::string(prefix) + std::string(text.substr(at, nl - at)) + "\n";
+      ++shown;
     }
-    out += std::string(prefix) + std::string(text.substr(at, nl - at)) + "\n";
+    ++total;
     at = nl + 1;
-    ++n;
+  }
+  if (total > shown) {
+    out += std::string(prefix) + "... (" + std::to_string(total - shown) + " more lines)\n";
   }
   return out;
 }
@@ -126,11 +131,11 @@ void TuiFrontend::on_tool_calls(const std::vector<agent::ToolCall>& calls) {
     std::string bodies;
     for (const agent::ToolParam& p : c.params) {
       if (p.name == "old") {
-        bodies += body_lines(p.value, "- ");
+        bodies += first_lines(p.value, kShownBodyLines, "- ");
       } else if (p.name == "new") {
-        bodies += body_lines(p.value, "+ ");
+        bodies += first_lines(p.value, kShownBodyLines, "+ ");
       } else if (p.name == "content") {
-        bodies += body_lines(p.value, "| ");
+        bodies += first_lines(p.value, kShownBodyLines, "| ");
       } else {
         head += " " + p.name + "=" + p.value;
       }
@@ -142,7 +147,7 @@ void TuiFrontend::on_tool_calls(const std::vector<agent::ToolCall>& calls) {
 
 void TuiFrontend::on_tool_result(std::string_view message) {
   trace_.tool_result(message);
-  push({.kind = UiEvent::Kind::kToolResult, .text = std::string(message)});
+  push({.kind = UiEvent::Kind::kToolResult, .text = first_lines(message, kShownResultLines, "")});
 }
 
 void TuiFrontend::on_compaction_begin(int used) {

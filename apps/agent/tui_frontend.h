@@ -25,7 +25,7 @@ struct UiEvent {
     kCallBegin,  // text: the tool's name
     kRoundEnd,
     kToolCalls,     // text: the calls, formatted
-    kToolResult,    // text
+    kToolResult,    // text: its first lines, as shown
     kPrompt,        // a = tokens (what the model did not generate), text = what
     kPrefill,       // a = done, b = total
     kPrefillCut,    // a = kept, b = total

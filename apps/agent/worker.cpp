@@ -57,6 +57,12 @@ Worker::Worker(Engine& engine, const Tokenizer& tok, const AgentOptions& o, Inbo
 
 Worker::~Worker() = default;
 
+void Worker::forget_identity() {
+  title_.clear();
+  created_ = 0;
+  dirty_ = false;
+}
+
 std::string Worker::id() const {
   return created_ == 0 ? std::string() : agent::session_id(title_, created_);
 }
@@ -110,12 +116,8 @@ Status Worker::start() {
 // The system prompt: from sysprompt.kv when it holds exactly these tokens, else evaluated and
 // saved there for the next start.
 Status Worker::start_system() {
-  DS4_ASSIGN_OR_RETURN(
-      std::vector<TokenId> system,
-      agent::system_prompt_tokens(tok_,
-                                  {.think = chat::effective_think_mode(o_.run.think, o_.run.ctx),
-                                   .context_size = o_.run.ctx},
-                                  o_.system));
+  DS4_TRY(loop_->render_system());
+  const std::vector<TokenId>& system = loop_->system_tokens();
   const std::string text = tok_.decode(system);
   std::vector<uint8_t> checkpoint;
   if (store_) {
@@ -265,9 +267,7 @@ void Worker::switch_to(const std::string& prefix) {
   bool rebuilt = false;
   if (!s.payload.empty()) {
     if (Status st = loop_->load(s.payload); !st.is_ok()) {
-      title_.clear();
-      created_ = 0;
-      dirty_ = false;
+      forget_identity();
       return fe_.problem("cannot resume session " + short_id(s.info.id) + ": " + st.message() +
                              " (now at a new session)",
                          false);
@@ -276,9 +276,7 @@ void Worker::switch_to(const std::string& prefix) {
     rebuilt = true;
     auto end = loop_->rebuild(tok_.encode(s.transcript, SpecialTokens::kRecognize));
     if (!end.is_ok() || *end == agent::TurnEnd::kInterrupted) {
-      title_.clear();
-      created_ = 0;
-      dirty_ = false;
+      forget_identity();
       return fe_.problem(
           std::string("resuming session ") + short_id(s.info.id) + " " +
               (end.is_ok() ? "was interrupted" : "failed: " + end.status().message()) +
@@ -337,9 +335,7 @@ void Worker::history(const std::string& arg) {
 void Worker::new_session() {
   offer_save();
   if (Status st = loop_->reset(); !st.is_ok()) return fe_.problem(st.message(), true);
-  title_.clear();
-  created_ = 0;
-  dirty_ = false;
+  forget_identity();
   fe_.note("new session");
 }
 

@@ -96,6 +96,8 @@ class Worker {
   void publish_sessions();
   bool sessions_ok();
   std::string id() const;
+  // The live session is a new one: no title, creation time or unsaved change yet.
+  void forget_identity();
 
   Engine& engine_;
   const Tokenizer& tok_;

@@ -107,8 +107,14 @@ Result<bool> TurnLoop::feed(std::vector<TokenId> tokens, std::string_view what) 
   return false;
 }
 
-Status TurnLoop::start(std::span<const uint8_t> checkpoint) {
+Status TurnLoop::render_system() {
+  if (!system_.empty()) return Status::ok();
   DS4_ASSIGN_OR_RETURN(system_, system_prompt_tokens(tok_, options_.mode, options_.extra_system));
+  return Status::ok();
+}
+
+Status TurnLoop::start(std::span<const uint8_t> checkpoint) {
+  DS4_TRY(render_system());
   if (static_cast<int>(system_.size()) > session_.n_ctx() - 1) {
     return Status::resource_exhausted("the system prompt (%zu tokens) does not fit in --ctx %d",
                                       system_.size(), session_.n_ctx());

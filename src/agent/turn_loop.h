@@ -94,7 +94,9 @@ class TurnLoop {
            TurnObserver& observer, ApproveFn approve,
            std::function<std::vector<std::string>()> queued = {});
 
-  // The session's first tokens (system_prompt.h) for these options.
+  // Renders the session's first tokens (system_prompt.h) for these options, once; start() calls
+  // it. system_tokens() is empty before.
+  Status render_system();
   const std::vector<TokenId>& system_tokens() const { return system_; }
   // Starts the transcript with the system prompt: from `checkpoint` (a payload of exactly those
   // tokens, e.g. the sysprompt file) when it loads and holds them, else evaluated. Afterwards
