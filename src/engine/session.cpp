@@ -90,29 +90,17 @@ Result<EvalStats> Session::Impl::append_through_tail(std::span<const TokenId> t)
   DS4_TRY(check_tokens(t, tokens.size()));
   EvalStats stats;
   stats.reused = static_cast<int>(tokens.size());
-  if (t.empty()) return stats;
-  Engine::Impl& e = *engine;
-  const size_t width = static_cast<size_t>(e.shape.n_hc) * e.shape.n_embd;
   const size_t chunk = static_cast<size_t>(options.prefill_chunk);
-  std::vector<float> hidden;
-  std::vector<backend::RowTag> rows;
   for (size_t begin = 0; begin < t.size(); begin += chunk) {
-    const size_t end = std::min(t.size(), begin + chunk);
-    rows.clear();
-    for (size_t i = begin; i < end; ++i) {
-      rows.push_back({seq, static_cast<int32_t>(tokens.size() + (i - begin)), t[i]});
-    }
-    hidden.resize((end - begin) * width);
-    e.forward->run_range(rows, e.range, nullptr, {}, backend::Act{}, hidden.data());
-    const std::span<const TokenId> span = t.subspan(begin, end - begin);
-    auto out = e.tail->append(tail_session, span, hidden, tail_fresh);
+    const std::span<const TokenId> span = t.subspan(begin, std::min(chunk, t.size() - begin));
+    Result<std::vector<float>> out = append_slice(span, {});
+    if (out.is_ok()) out = engine->tail->append(tail_session, span, *out, tail_fresh);
     if (!out.is_ok()) {
-      // The local slice holds the span, the tail may not: start both again from nothing, so that
-      // the next sync evaluates the whole prefix (and replays it to the tail with a reset).
+      // The local slice may hold the span, the tail may not: start both again from nothing, so
+      // that the next sync evaluates the whole prefix (and replays it to the tail with a reset).
       reset();
       return out.status();
     }
-    tokens.insert(tokens.end(), span.begin(), span.end());
     tail_fresh = false;
     logits = std::move(out).value();
   }
@@ -129,11 +117,15 @@ Status Session::Impl::whole_model() const {
 
 Result<std::vector<float>> Session::append_slice(std::span<const TokenId> t,
                                                  std::span<const float> hidden_in) {
-  Impl& s = *impl_;
-  Engine::Impl& e = *s.engine;
+  return impl_->append_slice(t, hidden_in);
+}
+
+Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> t,
+                                                       std::span<const float> hidden_in) {
+  Engine::Impl& e = *engine;
   const model::LayerRange& range = e.range;
   const size_t width = static_cast<size_t>(e.shape.n_hc) * e.shape.n_embd;
-  DS4_TRY(s.check_tokens(t, s.tokens.size()));
+  DS4_TRY(check_tokens(t, tokens.size()));
   if (range.begin == 0 && !hidden_in.empty()) {
     return Status::invalid_argument("layers from 0 embed their tokens: no hidden state goes in");
   }
@@ -144,26 +136,26 @@ Result<std::vector<float>> Session::append_slice(std::span<const TokenId> t,
   std::vector<float> out(range.head ? 0 : t.size() * width);
   if (t.empty()) return out;
   const int n_vocab = e.shape.n_vocab;
-  const size_t chunk = static_cast<size_t>(s.options.prefill_chunk);
+  const size_t chunk = static_cast<size_t>(options.prefill_chunk);
   std::vector<backend::RowTag> rows;
   for (size_t begin = 0; begin < t.size(); begin += chunk) {
     const size_t end = std::min(t.size(), begin + chunk);
     rows.clear();
     for (size_t i = begin; i < end; ++i) {
-      rows.push_back({s.seq, static_cast<int32_t>(s.tokens.size()), t[i]});
-      s.tokens.push_back(t[i]);
+      rows.push_back({seq, static_cast<int32_t>(tokens.size()), t[i]});
+      tokens.push_back(t[i]);
     }
     const bool last = end == t.size();
     const int want_row = static_cast<int>(end - begin) - 1;
     std::span<const int> want =
         range.head && last ? std::span<const int>(&want_row, 1) : std::span<const int>();
-    const backend::Act logits = want.empty() ? backend::Act{} : e.logits_view(1);
+    const backend::Act head_out = want.empty() ? backend::Act{} : e.logits_view(1);
     e.forward->run_range(rows, range, range.begin > 0 ? hidden_in.data() + begin * width : nullptr,
-                         want, logits, range.head ? nullptr : out.data() + begin * width);
+                         want, head_out, range.head ? nullptr : out.data() + begin * width);
     if (!want.empty()) {
-      s.logits.resize(static_cast<size_t>(n_vocab));
-      e.backend->download(logits, s.logits.data());
-      out = s.logits;
+      logits.resize(static_cast<size_t>(n_vocab));
+      e.backend->download(head_out, logits.data());
+      out = logits;
     }
   }
   return out;

@@ -19,7 +19,11 @@ struct Session::Impl {
 
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
   Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
-  // append() through the local slice and the engine's LayerTail.
+  // Session::append_slice.
+  Result<std::vector<float>> append_slice(std::span<const TokenId> t,
+                                          std::span<const float> hidden_in);
+  // append() through the local slice (append_slice, a prefill chunk at a time) and the engine's
+  // LayerTail.
   Result<EvalStats> append_through_tail(std::span<const TokenId> t);
   // ok when the engine computes the whole model (append, sync, eval, step); else why not.
   Status whole_model() const;
