@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import OpenAI from "openai";
 import { test, startServer, health, waitIdle } from "./harness.mjs";
+import { rng } from "./soak_cases.mjs"; // mulberry32: the same run every time
 
 const CLIENTS = 100;
 const CHURN_WINDOW_MS = 15000;
@@ -26,17 +27,6 @@ const RSS_GROWTH_LIMIT = 48 << 20;
 // heap instead, and the session and thread checks still run.
 const SANITIZED = Boolean(process.env.ASAN_OPTIONS || process.env.TSAN_OPTIONS);
 
-// A small deterministic PRNG (mulberry32): the same run every time.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const threads = (pid) => readdirSync(`/proc/${pid}/task`).length;
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) * 1024;
