@@ -31,17 +31,31 @@ struct LayerSlice {
   bool output = true;
 };
 
-// The layers after an engine's slice, computed elsewhere (distributed inference: dist::RemoteChain
-// over slice workers). With one, the engine's sessions are whole again: append, sync and eval run
-// the local slice, hand its hidden state to the tail and take the logits it returns.
+// The layers after an engine's slice, computed elsewhere (distributed inference: the
+// dist::Coordinator's route of slice workers). With one, the engine's sessions are whole again:
+// append, sync and eval run the local slice a prefill chunk at a time, hand each chunk's hidden
+// state to the tail (up to window() chunks in flight) and take the logits after the last.
 class LayerTail {
  public:
   virtual ~LayerTail() = default;
-  // Appends `tokens` and their hidden state after the local slice (tokens x hidden_width floats)
-  // to the timeline of `session` (an id unique within this engine); `reset` starts that timeline
-  // at position 0. Returns the logits after the last token (n_vocab floats).
-  virtual Result<std::vector<float>> append(uint64_t session, std::span<const TokenId> tokens,
-                                            std::span<const float> hidden, bool reset) = 0;
+  // Starts appending `tokens` and their hidden state after the local slice (tokens x hidden_width
+  // floats) to the timeline of `session` (an id unique within this engine); `reset` starts that
+  // timeline at position 0; `want_logits`: the answer is the logits after the last token, else an
+  // acknowledgement.
+  virtual Status send(uint64_t session, std::span<const TokenId> tokens,
+                      std::span<const float> hidden, bool reset, bool want_logits) = 0;
+  // The answer to the session's oldest outstanding span: its logits (n_vocab floats) when it asked
+  // for them, else nothing. After an error the session's other spans are void and its timeline
+  // starts again with a reset.
+  virtual Result<std::vector<float>> receive(uint64_t session) = 0;
+  // Spans a session keeps in flight during a prefill (pipelining the tail's stages).
+  virtual int window() const { return 1; }
+  // Whether the tail still holds the first `n_tokens` of the session's timeline as sent; false
+  // after a worker restarted or the route changed: the engine then evaluates the session again from
+  // position 0 (a replay).
+  virtual bool holds(uint64_t session, size_t n_tokens) const = 0;
+  // The session is gone: the tail may free what it holds of it.
+  virtual void release(uint64_t /*session*/) {}
 };
 
 struct EngineOptions {

@@ -2,6 +2,8 @@
 #include "dist/route.h"
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <string>
 
 namespace ds4::dist {
@@ -34,6 +36,28 @@ struct Search {
 };
 
 }  // namespace
+
+Hello hello_of(const ModelInfo& info, std::string_view build, int ctx) {
+  return Hello{.build = std::string(build),
+               .fingerprint = info.fingerprint,
+               .shape = info.shape,
+               .n_layer = static_cast<uint32_t>(info.n_layer),
+               .n_vocab = static_cast<uint32_t>(info.n_vocab),
+               .hidden_width = static_cast<uint32_t>(info.hidden_width),
+               .expert_bits = static_cast<uint32_t>(info.expert_bits),
+               .layer_first = static_cast<uint32_t>(info.layer_first),
+               .layer_last = static_cast<uint32_t>(info.layer_last),
+               .output = info.layer_output,
+               .ctx = static_cast<uint32_t>(ctx)};
+}
+
+uint64_t draw_incarnation() {
+  std::random_device rd;
+  const uint64_t clock =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t id = ((uint64_t{rd()} << 32) ^ rd() ^ clock * 0x9e3779b97f4a7c15ull);
+  return id == 0 ? 1 : id;
+}
 
 Status check_registration(const Hello& coordinator, const Hello& worker) {
   std::string diff;

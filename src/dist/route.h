@@ -10,9 +10,15 @@
 #include <vector>
 
 #include "dist/wire.h"
+#include "ds4/engine.h"
 #include "ds4/status.h"
 
 namespace ds4::dist {
+
+// A process's registration record for its engine's slice (no data endpoint or incarnation yet).
+Hello hello_of(const ModelInfo& info, std::string_view build, int ctx);
+// A random non-zero id for this process's registration (a restart draws another).
+uint64_t draw_incarnation();
 
 // Why `worker` cannot serve `coordinator`'s model, naming each difference; ok when it can.
 Status check_registration(const Hello& coordinator, const Hello& worker);

@@ -1,110 +1,272 @@
-// src/dist/slice_worker.cpp: WORK in, RESULT out, on a REP socket.
+// src/dist/slice_worker.cpp: registration and liveness on a control thread; WORK in, evaluated,
+// and on to the next hop or back to the coordinator, on the serving thread.
 #include "dist/slice_worker.h"
 
+#include <map>
+#include <mutex>
+#include <thread>
 #include <zmq.hpp>
 
+#include "dist/route.h"
+
 namespace ds4::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+std::span<const uint8_t> bytes_of(const zmq::message_t& m) {
+  return {static_cast<const uint8_t*>(m.data()), m.size()};
+}
+
+}  // namespace
 
 struct SliceWorker::Impl {
   zmq::context_t context{1};
-  zmq::socket_t socket{context, zmq::socket_type::rep};
+  zmq::socket_t data{context, zmq::socket_type::pull};
+  zmq::socket_t from_control{context, zmq::socket_type::pair};  // serving thread's end
+  zmq::socket_t answers{context, zmq::socket_type::dealer};     // RESULT / ERROR to the coordinator
+  std::string control_address;                                  // inproc name of the pair
+  std::map<std::string, zmq::socket_t> next_hops;               // PUSH, by endpoint
+  struct Timeline {
+    std::unique_ptr<Session> session;
+    uint64_t hash = kPrefixHashBasis;
+  };
+  std::map<uint64_t, Timeline> sessions;
+  std::thread control;
+  std::mutex mu;
+  Status refused;  // the coordinator's refusal of the registration
+
+  void send_answer(const std::vector<uint8_t>& bytes) {
+    answers.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+  }
 };
 
 SliceWorker::SliceWorker(Engine& engine, SliceWorkerOptions options)
     : engine_(engine), options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
 
-SliceWorker::~SliceWorker() = default;
+SliceWorker::~SliceWorker() {
+  stop();
+  if (impl_->control.joinable()) impl_->control.join();
+}
 
 Result<std::unique_ptr<SliceWorker>> SliceWorker::open(Engine& engine, SliceWorkerOptions options) {
+  if (options.coordinator.empty()) {
+    return Status::invalid_argument("a worker needs the coordinator's address (--coordinator)");
+  }
+  if (engine.info().layer_first == 0) {
+    return Status::invalid_argument(
+        "a worker's layers start after 0 (layer 0 is the coordinator's)");
+  }
   std::unique_ptr<SliceWorker> w(new SliceWorker(engine, std::move(options)));
+  Impl& im = *w->impl_;
   try {
-    w->impl_->socket.set(zmq::sockopt::linger, 0);
-    w->impl_->socket.bind(w->options_.endpoint);
-    w->endpoint_ = w->impl_->socket.get(zmq::sockopt::last_endpoint);
+    im.data.set(zmq::sockopt::linger, 0);
+    im.data.bind(w->options_.listen);
+    w->endpoint_ = im.data.get(zmq::sockopt::last_endpoint);
+    im.control_address = "inproc://ds4-worker-control";
+    im.from_control.bind(im.control_address);
+    im.answers.set(zmq::sockopt::linger, 0);
+    im.answers.connect(w->options_.coordinator);
   } catch (const zmq::error_t& e) {
-    return Status::unavailable("cannot listen on %s: %s", w->options_.endpoint.c_str(), e.what());
+    return Status::unavailable("cannot listen on %s or reach %s: %s", w->options_.listen.c_str(),
+                               w->options_.coordinator.c_str(), e.what());
   }
   return w;
 }
 
-Status SliceWorker::serve() {
-  constexpr auto kPoll = std::chrono::milliseconds(100);
-  zmq::pollitem_t item{impl_->socket.handle(), 0, ZMQ_POLLIN, 0};
+// Registers with the coordinator, beats, and passes RELEASE on to the serving thread; registers
+// again (and drops every session) when the coordinator stops answering or restarts.
+void SliceWorker::control_loop() {
+  Impl& im = *impl_;
+  zmq::socket_t to_serving(im.context, zmq::socket_type::pair);
+  to_serving.connect(im.control_address);
+  const ModelInfo& info = engine_.info();
+  Hello hello = hello_of(info, options_.build, options_.n_ctx);
+  hello.data_endpoint = endpoint_;
+  hello.incarnation = draw_incarnation();
+  const auto say = [&](const std::string& s) {
+    if (options_.log) options_.log(s);
+  };
+  const auto drop_all = [&] { to_serving.send(zmq::buffer(encode_release(0))); };
   while (!stop_.load()) {
-    try {
-      if (zmq::poll(&item, 1, kPoll) == 0) continue;
-      zmq::message_t request;
-      if (!impl_->socket.recv(request, zmq::recv_flags::dontwait)) continue;
-      const std::vector<uint8_t> reply =
-          answer({static_cast<const uint8_t*>(request.data()), request.size()});
-      impl_->socket.send(zmq::buffer(reply), zmq::send_flags::none);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
-      return Status::io_error("worker socket %s: %s", endpoint_.c_str(), e.what());
+    zmq::socket_t control(im.context, zmq::socket_type::dealer);
+    control.set(zmq::sockopt::linger, 0);
+    control.connect(options_.coordinator);
+    control.send(zmq::buffer(encode(hello)), zmq::send_flags::dontwait);
+    uint64_t coordinator = 0;
+    Clock::time_point heard = Clock::now(), beat = Clock::now();
+    bool lost = false;
+    while (!stop_.load() && !lost) {
+      zmq::pollitem_t item{control.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, kPoll);
+      zmq::message_t msg;
+      while (control.recv(msg, zmq::recv_flags::dontwait)) {
+        auto m = decode(bytes_of(msg), options_.limits);
+        if (!m.is_ok()) {
+          say("worker: a malformed message from the coordinator: " + m.status().message());
+          continue;
+        }
+        heard = Clock::now();
+        if (m->type == MessageType::kError && m->error.request == 0) {
+          std::lock_guard lock(im.mu);
+          im.refused =
+              Status::invalid_argument("the coordinator at %s refused this worker: %s",
+                                       options_.coordinator.c_str(), m->error.text.c_str());
+          stop_.store(true);
+        } else if (m->type == MessageType::kAccept) {
+          coordinator = m->beat.incarnation;
+          registered_.store(true);
+          say("worker: layers " + std::to_string(info.layer_first) + ":" +
+              (info.layer_output ? "output" : std::to_string(info.layer_last)) +
+              " registered with the coordinator at " + options_.coordinator + ", serving on " +
+              endpoint_);
+        } else if (m->type == MessageType::kBeat && m->beat.incarnation != coordinator) {
+          lost = true;  // a coordinator that does not know this registration
+        } else if (m->type == MessageType::kRelease) {
+          to_serving.send(zmq::buffer(encode_release(m->release)));
+        }
+      }
+      const auto now = Clock::now();
+      if (registered_.load() && now - heard > options_.beat_timeout) lost = true;
+      if (registered_.load() && now >= beat) {
+        control.send(zmq::buffer(encode_beat(MessageType::kBeat, hello.incarnation)),
+                     zmq::send_flags::dontwait);
+        beat = now + options_.beat_interval;
+      }
+    }
+    if (lost) {
+      say("worker: lost the coordinator at " + options_.coordinator +
+          "; dropping every session and registering again");
+      registered_.store(false);
+      drop_all();
     }
   }
-  return Status::ok();
 }
 
-std::vector<uint8_t> SliceWorker::answer(std::span<const uint8_t> request) {
-  auto m = decode(request, options_.limits);
-  if (!m.is_ok()) return encode_error(m.status().message());
-  if (m->type != MessageType::kWork) return encode_error("this worker takes WORK items only");
-  const Work& w = m->work;
+Status SliceWorker::serve() {
+  Impl& im = *impl_;
+  im.control = std::thread([this] { control_loop(); });
   const ModelInfo& info = engine_.info();
-  if (static_cast<int>(w.layer_first) != info.layer_first ||
-      static_cast<int>(w.layer_last) != info.layer_last) {
-    return encode_error("layers " + std::to_string(w.layer_first) + ":" +
-                        std::to_string(w.layer_last) + " asked of a worker holding " +
-                        std::to_string(info.layer_first) + ":" + std::to_string(info.layer_last));
+  Status result = Status::ok();
+  while (!stop_.load()) {
+    try {
+      zmq::pollitem_t items[] = {{im.data.handle(), 0, ZMQ_POLLIN, 0},
+                                 {im.from_control.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, kPoll);
+      zmq::message_t msg;
+      while (im.from_control.recv(msg, zmq::recv_flags::dontwait)) {
+        auto m = decode(bytes_of(msg));
+        if (!m.is_ok() || m->type != MessageType::kRelease) continue;
+        if (m->release == 0) {
+          im.sessions.clear();
+        } else {
+          im.sessions.erase(m->release);
+        }
+      }
+      if (im.data.recv(msg, zmq::recv_flags::dontwait)) serve_item(bytes_of(msg), info);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      result = Status::io_error("worker socket %s: %s", endpoint_.c_str(), e.what());
+      break;
+    }
   }
-  if ((w.flags & kWorkWantLogits) != 0 && !info.layer_output) {
-    return encode_error("logits asked of a worker without the output head");
+  stop_.store(true);
+  im.control.join();
+  std::lock_guard lock(im.mu);
+  return im.refused.is_ok() ? result : im.refused;
+}
+
+void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& info) {
+  Impl& im = *impl_;
+  auto m = decode(bytes, options_.limits);
+  if (!m.is_ok() || m->type != MessageType::kWork) {
+    // Nobody to answer but the coordinator, which cannot match it to a request: it logs it.
+    im.send_answer(encode(ErrorInfo{.text = "worker " + endpoint_ + ": " +
+                                            (m.is_ok() ? "a message that is not WORK on the "
+                                                         "data endpoint"
+                                                       : m.status().message())}));
+    return;
   }
-  if (w.layer_first > 0 && w.hidden_width != static_cast<uint32_t>(info.hidden_width)) {
-    return encode_error("a hidden state " + std::to_string(w.hidden_width) +
-                        " wide for a model of " + std::to_string(info.hidden_width));
+  Work& w = m->work;
+  const auto refuse = [&](const std::string& text) {
+    im.send_answer(encode(ErrorInfo{.session = w.session,
+                                    .request = w.request,
+                                    .text = "worker " + endpoint_ + " (layers " +
+                                            std::to_string(info.layer_first) + ":" +
+                                            std::to_string(info.layer_last) + "): " + text}));
+  };
+  const Hop& hop = w.hop();
+  if (static_cast<int>(hop.layer_first) != info.layer_first ||
+      static_cast<int>(hop.layer_last) != info.layer_last) {
+    return refuse("layers " + std::to_string(hop.layer_first) + ":" +
+                  std::to_string(hop.layer_last) + " asked of this worker");
   }
-  Timeline& t = sessions_[w.session];
+  if (hop.output && !info.layer_output) return refuse("logits asked of a worker without the head");
+  if (w.hidden_width != static_cast<uint32_t>(info.hidden_width)) {
+    return refuse("a hidden state " + std::to_string(w.hidden_width) + " wide for a model of " +
+                  std::to_string(info.hidden_width));
+  }
+  auto found = im.sessions.find(w.session);
   if ((w.flags & kWorkReset) != 0) {
     if (w.pos0 != 0 || w.prefix_hash != kPrefixHashBasis) {
-      return encode_error("a reset item must start at position 0");
+      return refuse("a reset item must start at position 0");
     }
-    t.session.reset();
-    t.hash = kPrefixHashBasis;
-  }
-  if (!t.session) {
+    if (found != im.sessions.end()) im.sessions.erase(found);
     auto s =
         engine_.create_session({.n_ctx = options_.n_ctx, .prefill_chunk = options_.prefill_chunk});
-    if (!s.is_ok()) return encode_error(s.status().message());
-    t.session = std::move(s).value();
-    t.hash = kPrefixHashBasis;
+    if (!s.is_ok()) return refuse(s.status().message());
+    found = im.sessions.emplace(w.session, Impl::Timeline{std::move(s).value()}).first;
   }
-  if (t.hash != w.prefix_hash || static_cast<int64_t>(w.pos0) != t.session->n_tokens()) {
-    return encode_error("worker KV prefix hash mismatch: this worker holds " +
-                        std::to_string(t.session->n_tokens()) + " tokens of session " +
-                        std::to_string(w.session) + ", the item continues from " +
-                        std::to_string(w.pos0));
+  if (found == im.sessions.end() || found->second.hash != w.prefix_hash ||
+      static_cast<int64_t>(w.pos0) != found->second.session->n_tokens()) {
+    return refuse(
+        "worker KV prefix hash mismatch: this worker holds " +
+        std::to_string(found == im.sessions.end() ? 0 : found->second.session->n_tokens()) +
+        " tokens of session " + std::to_string(w.session) + ", the item continues from " +
+        std::to_string(w.pos0));
   }
+  Impl::Timeline& t = found->second;
   auto out = t.session->append_slice(w.tokens, w.hidden);
   if (!out.is_ok()) {
     // The session may hold part of the span: its timeline is no longer what the hash says.
-    sessions_.erase(w.session);
-    return encode_error(out.status().message());
+    im.sessions.erase(found);
+    return refuse(out.status().message());
   }
   t.hash = w.result_hash;
-  WorkResult r{.request = w.request, .result_hash = w.result_hash};
-  if ((w.flags & kWorkAckOnly) != 0) return encode(r);
-  if (info.layer_output) {
-    r.kind = ResultKind::kLogits;
-    r.width = static_cast<uint32_t>(info.n_vocab);
-  } else {
-    r.kind = ResultKind::kHidden;
-    r.bits = w.bits;
-    r.width = static_cast<uint32_t>(info.hidden_width);
+  if (w.route_index + 1 < w.route.size()) {
+    w.route_index += 1;
+    w.hidden = std::move(out).value();
+    const std::string& next = w.hop().endpoint;
+    auto sock = im.next_hops.find(next);
+    if (sock == im.next_hops.end()) {
+      zmq::socket_t s(im.context, zmq::socket_type::push);
+      s.set(zmq::sockopt::linger, 0);
+      s.set(zmq::sockopt::immediate, 1);  // no queue for a hop that is not connected
+      s.set(zmq::sockopt::sndtimeo, static_cast<int>(options_.forward_timeout.count()));
+      s.connect(next);
+      sock = im.next_hops.emplace(next, std::move(s)).first;
+    }
+    if (!sock->second.send(zmq::buffer(encode(w)), zmq::send_flags::none)) {
+      im.next_hops.erase(sock);
+      return refuse("the next worker at " + next + " took nothing within " +
+                    std::to_string(options_.forward_timeout.count()) + " ms");
+    }
+    return;
   }
-  r.values = std::move(out).value();
-  return encode(r);
+  WorkResult r{.session = w.session, .request = w.request, .result_hash = w.result_hash};
+  if ((w.flags & kWorkAckOnly) == 0) {
+    if (info.layer_output) {
+      r.kind = ResultKind::kLogits;
+      r.width = static_cast<uint32_t>(info.n_vocab);
+    } else {
+      r.kind = ResultKind::kHidden;
+      r.bits = w.bits;
+      r.width = static_cast<uint32_t>(info.hidden_width);
+    }
+    r.values = std::move(out).value();
+  }
+  im.send_answer(encode(r));
 }
 
 }  // namespace ds4::dist

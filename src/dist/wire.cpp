@@ -128,6 +128,9 @@ Status decode_hello(Reader& r, const WireLimits& lim, Hello* h) {
       !r.u8(&output) || !r.u32(&h->ctx)) {
     return cut("HELLO");
   }
+  if (!r.text(&h->data_endpoint, lim.max_text_bytes) || !r.u64(&h->incarnation)) {
+    return cut("HELLO endpoint");
+  }
   if (output > 1) return Status::invalid_file("wire: HELLO output flag %u", output);
   h->output = output == 1;
   if (h->layer_first > h->layer_last || h->layer_last >= h->n_layer) {
@@ -141,29 +144,50 @@ Status decode_hello(Reader& r, const WireLimits& lim, Hello* h) {
   return Status::ok();
 }
 
+Status decode_route(Reader& r, const WireLimits& lim, Work* w) {
+  uint32_t n_hops = 0;
+  if (!r.u32(&n_hops) || !r.u32(&w->route_index)) return cut("WORK route");
+  if (n_hops == 0 || n_hops > lim.max_hops || w->route_index >= n_hops) {
+    return Status::invalid_file("wire: WORK for hop %u of a route of %u (1..%u hops)",
+                                w->route_index, n_hops, lim.max_hops);
+  }
+  // Each hop takes at least 13 bytes: checked against what is left before the vector grows.
+  if (n_hops > r.left() / 13) return cut("WORK route");
+  w->route.resize(n_hops);
+  for (uint32_t i = 0; i < n_hops; ++i) {
+    Hop& h = w->route[i];
+    uint8_t output = 0;
+    if (!r.text(&h.endpoint, lim.max_text_bytes) || !r.u32(&h.layer_first) ||
+        !r.u32(&h.layer_last) || !r.u8(&output)) {
+      return cut("WORK route");
+    }
+    if (output > 1 || (output == 1 && i + 1 != n_hops) || h.layer_first > h.layer_last ||
+        h.layer_first == 0 || (i > 0 && h.layer_first != w->route[i - 1].layer_last + 1)) {
+      return Status::invalid_file("wire: WORK route hop %u (layers %u:%u%s) does not follow on", i,
+                                  h.layer_first, h.layer_last, output == 1 ? " with the head" : "");
+    }
+    h.output = output == 1;
+  }
+  return Status::ok();
+}
+
 Status decode_work(Reader& r, const WireLimits& lim, Work* w) {
   uint32_t n_tokens = 0;
   uint8_t bits = 0;
   if (!r.u64(&w->session) || !r.u64(&w->request) || !r.u64(&w->prefix_hash) ||
-      !r.u64(&w->result_hash) || !r.u32(&w->pos0) || !r.u32(&w->layer_first) ||
-      !r.u32(&w->layer_last) || !r.u32(&w->flags) || !r.u8(&bits) || !r.u32(&w->hidden_width) ||
-      !r.u32(&n_tokens)) {
+      !r.u64(&w->result_hash) || !r.u32(&w->pos0) || !r.u32(&w->flags) || !r.u8(&bits) ||
+      !r.u32(&w->hidden_width) || !r.u32(&n_tokens)) {
     return cut("WORK header");
   }
   if ((w->flags & ~kWorkKnownFlags) != 0)
     return Status::invalid_file("wire: WORK flags 0x%x", w->flags);
   if (!valid_bits(bits)) return Status::invalid_file("wire: WORK hidden bits %u", bits);
   w->bits = static_cast<HiddenBits>(bits);
-  if (w->layer_first > w->layer_last)
-    return Status::invalid_file("wire: WORK layers %u:%u", w->layer_first, w->layer_last);
+  DS4_TRY(decode_route(r, lim, w));
   if (n_tokens == 0 || n_tokens > lim.max_tokens)
     return Status::invalid_file("wire: WORK of %u tokens (1..%u)", n_tokens, lim.max_tokens);
-  if (w->hidden_width > lim.max_hidden_width)
+  if (w->hidden_width == 0 || w->hidden_width > lim.max_hidden_width)
     return Status::invalid_file("wire: WORK hidden width %u", w->hidden_width);
-  if ((w->layer_first == 0) != (w->hidden_width == 0)) {
-    return Status::invalid_file("wire: WORK from layer %u %s a hidden state", w->layer_first,
-                                w->layer_first == 0 ? "carries" : "lacks");
-  }
   if (n_tokens > r.left() / 4) return cut("WORK tokens");
   w->tokens.resize(n_tokens);
   for (int32_t& t : w->tokens) {
@@ -185,8 +209,8 @@ Status decode_work(Reader& r, const WireLimits& lim, Work* w) {
 Status decode_result(Reader& r, const WireLimits& lim, WorkResult* m) {
   uint8_t kind = 0, bits = 0;
   uint32_t rows = 0;
-  if (!r.u64(&m->request) || !r.u64(&m->result_hash) || !r.u8(&kind) || !r.u8(&bits) ||
-      !r.u32(&m->width) || !r.u32(&rows)) {
+  if (!r.u64(&m->session) || !r.u64(&m->request) || !r.u64(&m->result_hash) || !r.u8(&kind) ||
+      !r.u8(&bits) || !r.u32(&m->width) || !r.u32(&rows)) {
     return cut("RESULT header");
   }
   if (kind > 2) return Status::invalid_file("wire: RESULT kind %u", kind);
@@ -232,16 +256,26 @@ std::vector<uint8_t> encode(const Hello& m) {
   }
   w.u8(m.output ? 1 : 0);
   w.u32(m.ctx);
+  w.text(m.data_endpoint);
+  w.u64(m.incarnation);
   return w.finish();
 }
 
 std::vector<uint8_t> encode(const Work& m) {
   Writer w(MessageType::kWork);
   for (uint64_t v : {m.session, m.request, m.prefix_hash, m.result_hash}) w.u64(v);
-  for (uint32_t v : {m.pos0, m.layer_first, m.layer_last, m.flags}) w.u32(v);
+  for (uint32_t v : {m.pos0, m.flags}) w.u32(v);
   w.u8(static_cast<uint8_t>(m.bits));
   w.u32(m.hidden_width);
   w.u32(static_cast<uint32_t>(m.tokens.size()));
+  w.u32(static_cast<uint32_t>(m.route.size()));
+  w.u32(m.route_index);
+  for (const Hop& h : m.route) {
+    w.text(h.endpoint);
+    w.u32(h.layer_first);
+    w.u32(h.layer_last);
+    w.u8(h.output ? 1 : 0);
+  }
   for (int32_t t : m.tokens) w.u32(static_cast<uint32_t>(t));
   w.floats(m.hidden, m.bits);
   return w.finish();
@@ -249,6 +283,7 @@ std::vector<uint8_t> encode(const Work& m) {
 
 std::vector<uint8_t> encode(const WorkResult& m) {
   Writer w(MessageType::kResult);
+  w.u64(m.session);
   w.u64(m.request);
   w.u64(m.result_hash);
   w.u8(static_cast<uint8_t>(m.kind));
@@ -259,9 +294,23 @@ std::vector<uint8_t> encode(const WorkResult& m) {
   return w.finish();
 }
 
-std::vector<uint8_t> encode_error(std::string_view text) {
+std::vector<uint8_t> encode(const ErrorInfo& m) {
   Writer w(MessageType::kError);
-  w.text(text);
+  w.u64(m.session);
+  w.u64(m.request);
+  w.text(m.text);
+  return w.finish();
+}
+
+std::vector<uint8_t> encode_beat(MessageType type, uint64_t incarnation) {
+  Writer w(type);
+  w.u64(incarnation);
+  return w.finish();
+}
+
+std::vector<uint8_t> encode_release(uint64_t session) {
+  Writer w(MessageType::kRelease);
+  w.u64(session);
   return w.finish();
 }
 
@@ -285,7 +334,17 @@ Result<Message> decode(std::span<const uint8_t> bytes, const WireLimits& limits)
     case MessageType::kWork: DS4_TRY(decode_work(r, limits, &m.work)); break;
     case MessageType::kResult: DS4_TRY(decode_result(r, limits, &m.result)); break;
     case MessageType::kError:
-      if (!r.text(&m.error, limits.max_text_bytes)) return cut("ERROR text");
+      if (!r.u64(&m.error.session) || !r.u64(&m.error.request) ||
+          !r.text(&m.error.text, limits.max_text_bytes)) {
+        return cut("ERROR");
+      }
+      break;
+    case MessageType::kAccept:
+    case MessageType::kBeat:
+      if (!r.u64(&m.beat.incarnation)) return cut("BEAT");
+      break;
+    case MessageType::kRelease:
+      if (!r.u64(&m.release)) return cut("RELEASE");
       break;
     default: return Status::invalid_file("wire: message type %u", type);
   }

@@ -17,9 +17,11 @@ Work sample_work(uint32_t width, HiddenBits bits) {
   w.prefix_hash = extend_prefix_hash(kPrefixHashBasis, std::vector<int32_t>{9, 9});
   w.result_hash = extend_prefix_hash(w.prefix_hash, w.tokens);
   w.pos0 = 2;
-  w.layer_first = width == 0 ? 0 : 3;
-  w.layer_last = 5;
-  w.flags = kWorkWantLogits;
+  w.route = {
+      {.endpoint = "tcp://127.0.0.1:5001", .layer_first = 1, .layer_last = 2},
+      {.endpoint = "tcp://127.0.0.1:5002", .layer_first = 3, .layer_last = 5, .output = true}};
+  w.route_index = 1;
+  w.flags = kWorkReset;
   w.bits = bits;
   w.hidden_width = width;
   for (size_t i = 0; i < w.tokens.size() * width; ++i) w.hidden.push_back(0.25f * i - 3.0f);
@@ -54,19 +56,22 @@ TEST(Wire, MessagesRoundTrip) {
           .layer_first = 2,
           .layer_last = 3,
           .output = true,
-          .ctx = 8192};
+          .ctx = 8192,
+          .data_endpoint = "tcp://10.0.0.2:7000",
+          .incarnation = 0xfeedfacecafebeefull};
   auto m = decode(encode(h));
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   EXPECT_EQ(m->type, MessageType::kHello);
   EXPECT_EQ(m->hello, h);
 
-  for (uint32_t width : {0u, 6u}) {
+  for (uint32_t width : {1u, 6u}) {
     const Work w = sample_work(width, HiddenBits::kF32);
     m = decode(encode(w));
     ASSERT_TRUE(m.is_ok()) << m.status().message();
     EXPECT_EQ(m->work, w);
   }
-  WorkResult r{.request = 7,
+  WorkResult r{.session = 3,
+               .request = 7,
                .result_hash = 99,
                .kind = ResultKind::kLogits,
                .bits = HiddenBits::kF32,
@@ -78,9 +83,18 @@ TEST(Wire, MessagesRoundTrip) {
   m = decode(encode(WorkResult{.request = 8}));
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   EXPECT_EQ(m->result.kind, ResultKind::kAck);
-  m = decode(encode_error("worker KV prefix hash mismatch"));
+  const ErrorInfo e{.session = 3, .request = 9, .text = "worker KV prefix hash mismatch"};
+  m = decode(encode(e));
   ASSERT_TRUE(m.is_ok());
-  EXPECT_EQ(m->error, "worker KV prefix hash mismatch");
+  EXPECT_EQ(m->error, e);
+  m = decode(encode_beat(MessageType::kAccept, 42));
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(m->type, MessageType::kAccept);
+  EXPECT_EQ(m->beat.incarnation, 42u);
+  m = decode(encode_release(17));
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(m->type, MessageType::kRelease);
+  EXPECT_EQ(m->release, 17u);
 }
 
 TEST(Wire, F16HiddenStatesRoundToNearestEven) {
@@ -112,10 +126,24 @@ TEST(Wire, RefusesCutOversizedAndInconsistentMessages) {
   Work w = sample_work(6, HiddenBits::kF32);
   w.tokens[1] = 5;
   EXPECT_NE(decode(encode(w)).status().message().find("do not chain"), std::string::npos);
-  // Layer 0 takes tokens, not a hidden state; later layers need one.
+  // Workers take a hidden state (layer 0 is the coordinator's).
   w = sample_work(0, HiddenBits::kF32);
-  w.layer_first = 2;
   EXPECT_FALSE(decode(encode(w)).is_ok());
+  // A route with a gap, one with the head before its end, one that starts at layer 0, an index
+  // past its end.
+  w = sample_work(6, HiddenBits::kF32);
+  w.route[1].layer_first = 4;
+  EXPECT_NE(decode(encode(w)).status().message().find("does not follow on"), std::string::npos);
+  w = sample_work(6, HiddenBits::kF32);
+  w.route[0].output = true;
+  EXPECT_FALSE(decode(encode(w)).is_ok());
+  w = sample_work(6, HiddenBits::kF32);
+  w.route[0].layer_first = 0;
+  EXPECT_FALSE(decode(encode(w)).is_ok());
+  w = sample_work(6, HiddenBits::kF32);
+  w.route_index = 2;
+  EXPECT_FALSE(decode(encode(w)).is_ok());
+  EXPECT_FALSE(decode(good, {.max_hops = 1}).is_ok());
   // More tokens than the limit, before anything is allocated for them.
   EXPECT_FALSE(decode(good, {.max_tokens = 3}).is_ok());
   // A hidden width beyond the limit.

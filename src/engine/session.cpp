@@ -11,7 +11,9 @@ namespace ds4 {
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
-  if (impl_) impl_->engine->backend->drop_sequence(impl_->seq);
+  if (!impl_) return;
+  impl_->engine->backend->drop_sequence(impl_->seq);
+  if (impl_->engine->tail) impl_->engine->tail->release(impl_->tail_session);
 }
 
 int Session::n_ctx() const { return impl_->options.n_ctx; }
@@ -90,19 +92,51 @@ Result<EvalStats> Session::Impl::append_through_tail(std::span<const TokenId> t)
   DS4_TRY(check_tokens(t, tokens.size()));
   EvalStats stats;
   stats.reused = static_cast<int>(tokens.size());
+  if (t.empty()) return stats;
+  LayerTail& tail = *engine->tail;
+  std::vector<TokenId> replay;
+  if (!tail_fresh && !tail.holds(tail_session, tokens.size())) {
+    // The tail lost this timeline (a worker restarted, the route changed): the whole transcript
+    // is evaluated again from position 0, the local slice included.
+    replay = tokens;
+    replay.insert(replay.end(), t.begin(), t.end());
+    reset();
+    t = replay;
+    stats.reused = 0;
+  }
   const size_t chunk = static_cast<size_t>(options.prefill_chunk);
-  for (size_t begin = 0; begin < t.size(); begin += chunk) {
+  const int window = std::max(1, tail.window());
+  int in_flight = 0;
+  Status failed = Status::ok();
+  for (size_t begin = 0; begin < t.size() && failed.is_ok(); begin += chunk) {
     const std::span<const TokenId> span = t.subspan(begin, std::min(chunk, t.size() - begin));
-    Result<std::vector<float>> out = append_slice(span, {});
-    if (out.is_ok()) out = engine->tail->append(tail_session, span, *out, tail_fresh);
-    if (!out.is_ok()) {
-      // The local slice may hold the span, the tail may not: start both again from nothing, so
-      // that the next sync evaluates the whole prefix (and replays it to the tail with a reset).
-      reset();
-      return out.status();
-    }
+    const bool last = begin + span.size() == t.size();
+    Result<std::vector<float>> hidden = append_slice(span, {});
+    failed =
+        hidden.is_ok() ? tail.send(tail_session, span, *hidden, tail_fresh, last) : hidden.status();
+    if (!failed.is_ok()) break;
     tail_fresh = false;
-    logits = std::move(out).value();
+    // The local slice computes the next chunk while the tail's stages work on this one.
+    if (++in_flight == window && !last) {
+      --in_flight;
+      if (auto r = tail.receive(tail_session); !r.is_ok()) failed = r.status();
+    }
+  }
+  // The spans still in flight drain before control returns, the last one with the logits.
+  while (in_flight > 0 && failed.is_ok()) {
+    --in_flight;
+    Result<std::vector<float>> r = tail.receive(tail_session);
+    if (!r.is_ok()) {
+      failed = r.status();
+    } else if (in_flight == 0) {
+      logits = std::move(r).value();
+    }
+  }
+  if (!failed.is_ok()) {
+    // The local slice may hold spans the tail does not: both start again from nothing, so that
+    // the next sync evaluates the whole prefix (and replays it to the tail with a reset).
+    reset();
+    return failed;
   }
   stats.evaluated = static_cast<int>(t.size());
   return stats;

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                      .max_hidden_width = 4096,
                                      .max_body_bytes = 1 << 20,
                                      .max_text_bytes = 256,
-                                     .max_vocab = 1 << 16};
+                                     .max_vocab = 1 << 16,
+                                     .max_hops = 8};
   const std::span<const uint8_t> in(data, size);
   auto m = ds4::dist::decode(in, limits);
   if (!m.is_ok()) return 0;
@@ -48,7 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       again = ds4::dist::encode(m->result);
       nan = has_nan(m->result.values);
       break;
-    case MessageType::kError: again = ds4::dist::encode_error(m->error); break;
+    case MessageType::kError: again = ds4::dist::encode(m->error); break;
+    case MessageType::kAccept:
+    case MessageType::kBeat: again = ds4::dist::encode_beat(m->type, m->beat.incarnation); break;
+    case MessageType::kRelease: again = ds4::dist::encode_release(m->release); break;
   }
   if (!ds4::dist::decode(again, limits).is_ok()) {
     std::fprintf(stderr, "a decoded message does not decode after encoding\n");

@@ -35,12 +35,18 @@ int main(int argc, char** argv) {
                    .layer_first = 2,
                    .layer_last = 3,
                    .output = true,
-                   .ctx = 512}));
+                   .ctx = 512,
+                   .data_endpoint = "tcp://127.0.0.1:7001",
+                   .incarnation = 5}));
   for (HiddenBits bits : {HiddenBits::kF32, HiddenBits::kF16}) {
     Work w{.session = 1,
            .request = 2,
-           .layer_first = 1,
-           .layer_last = 2,
+           .flags = kWorkReset,
+           .route = {{.endpoint = "tcp://127.0.0.1:7001", .layer_first = 1, .layer_last = 2},
+                     {.endpoint = "tcp://127.0.0.1:7002",
+                      .layer_first = 3,
+                      .layer_last = 3,
+                      .output = true}},
            .bits = bits,
            .hidden_width = 4,
            .tokens = {5, 6},
@@ -53,6 +59,10 @@ int main(int argc, char** argv) {
   put(dir, "logits",
       encode(
           WorkResult{.request = 3, .kind = ResultKind::kLogits, .width = 3, .values = {1, 2, 3}}));
-  put(dir, "error", encode_error("worker KV prefix hash mismatch"));
+  put(dir, "error",
+      encode(ErrorInfo{.session = 1, .request = 2, .text = "worker KV prefix hash mismatch"}));
+  put(dir, "accept", encode_beat(MessageType::kAccept, 9));
+  put(dir, "beat", encode_beat(MessageType::kBeat, 9));
+  put(dir, "release", encode_release(1));
   return 0;
 }

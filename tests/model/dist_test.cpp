@@ -1,33 +1,42 @@
-// Distributed inference's data plane (features.md §10.6, issue 49) on the CPU over real loopback
-// TCP: a coordinator engine holding layer 0 and two slice workers (dist::SliceWorker, each on its
-// own thread with its own engine) chained through dist::RemoteSlice give the whole model's logits
-// bit for bit with f32 hidden states -- a chunked prefill, then token-by-token decoding -- and,
-// with f16 hidden states (Hugging Face numerics), logits within kF16HiddenRelL2 of them. A worker
-// restarted mid-session (a fresh process state, another port) refuses the next span with the prefix
-// hash mismatch; the coordinator replays the transcript with a reset and the logits are the whole
-// model's again. A worker that is gone fails the call after the timeout, never hangs.
+// Distributed inference (features.md §10, issue 49) on the CPU over real loopback TCP: a
+// coordinator (dist::Coordinator as the LayerTail of an engine holding layer 0) and slice workers
+// (dist::SliceWorker, each on its own thread with its own engine) that register with it, the
+// spans passed from worker to worker and the last answering the coordinator. Through the plain
+// Session API this gives the whole model's logits bit for bit with f32 hidden states -- a
+// pipelined chunked prefill, token-by-token decoding, a second session, a sync to another prefix
+// -- and, with f16 hidden states (Hugging Face numerics), logits within kF16HiddenRelL2 of them.
+// A worker restarted mid-session registers again and the session is replayed to it; a worker lost
+// for good fails the request in flight with a clear error, later requests wait for a full route up
+// to a timeout and fail naming the missing layer; a worker of another build or model is refused
+// at registration with a message naming the difference.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <thread>
 
-#include "dist/remote_chain.h"
-#include "dist/remote_slice.h"
+#include "dist/build_id.h"
+#include "dist/coordinator.h"
+#include "dist/route.h"
 #include "dist/slice_worker.h"
 #include "model_test_util.h"
 
 namespace ds4::test {
 namespace {
 
+using dist::Coordinator;
 using dist::HiddenBits;
-using dist::RemoteSlice;
 using dist::SliceWorker;
+using std::chrono::milliseconds;
 
 constexpr char kModel[] = "tiny-f32";
 constexpr int kCtx = 256;
 constexpr int kChunk = 16;
-constexpr int kPromptTokens = 40;
+constexpr int kPromptTokens = 40;  // three prefill chunks: two in flight behind the first
 constexpr int kDecodeTokens = 4;
+// Liveness in these tests: beats every 50 ms, a peer silent for 1 s is gone (the products use
+// 500 ms and 5 s); long enough for a loaded 2-core CI machine not to drop a working worker.
+constexpr milliseconds kBeat{50};
+constexpr milliseconds kBeatTimeout{1000};
 // f16 hidden states round each value to 11 significant bits (relative error at most 2^-12): with
 // the FP8 / FP4 simulations off the logits move by about as much (2.2e-4 measured on tiny-f32 for
 // this prompt), so 2e-3 leaves a tenfold margin, while a wrong layer or a lost token moves them by
@@ -37,12 +46,16 @@ constexpr double kF16HiddenRelL2 = 2e-3;
 
 // hf_mode: the FP8 / FP4 simulations off (model_test_util.h), so that the function is continuous
 // and a rounding of the hidden state moves the logits by about as much, not by a flipped code.
-std::unique_ptr<Engine> open_layers(int first, int last, bool output, bool hf_mode = false) {
+EngineOptions slice_options(int first, int last, bool output, bool hf_mode) {
   EngineOptions o;
   o.model_path = model_path(kModel);
   o.qat_simulation = !hf_mode;
   o.f16_kv_rows = !hf_mode;
   o.layers = {.first = first, .last = last, .output = output};
+  return o;
+}
+
+std::unique_ptr<Engine> open_engine(const EngineOptions& o) {
   auto e = Engine::open(o);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(e).value() : nullptr;
@@ -51,51 +64,42 @@ std::unique_ptr<Engine> open_layers(int first, int last, bool output, bool hf_mo
 // A worker serving on its own thread until destroyed.
 class WorkerThread {
  public:
-  WorkerThread(int first, int last, bool output, std::string endpoint = "tcp://127.0.0.1:0",
-               bool hf_mode = false)
-      : engine_(open_layers(first, last, output, hf_mode)) {
-    auto w = SliceWorker::open(
-        *engine_, {.endpoint = std::move(endpoint), .n_ctx = kCtx, .prefill_chunk = kChunk});
+  WorkerThread(int first, int last, bool output, const std::string& coordinator,
+               bool hf_mode = false, std::string build = std::string(dist::build_id()))
+      : engine_(open_engine(slice_options(first, last, output, hf_mode))) {
+    auto w = SliceWorker::open(*engine_, {.coordinator = coordinator,
+                                          .build = std::move(build),
+                                          .n_ctx = kCtx,
+                                          .prefill_chunk = kChunk,
+                                          .beat_interval = kBeat,
+                                          .beat_timeout = kBeatTimeout});
     EXPECT_TRUE(w.is_ok()) << w.status().message();
     worker_ = std::move(w).value();
-    thread_ = std::thread([this] { EXPECT_TRUE(worker_->serve().is_ok()); });
+    thread_ = std::thread([this] { served_ = worker_->serve(); });
   }
-  ~WorkerThread() {
+  ~WorkerThread() { (void)stop(); }
+  Status stop() {
     worker_->stop();
-    thread_.join();
+    return join();
   }
-  const std::string& endpoint() const { return worker_->endpoint(); }
-  const ModelInfo& info() const { return engine_->info(); }
+  // Waits for serve() to return by itself (a refused registration).
+  Status join() {
+    if (thread_.joinable()) thread_.join();
+    return served_;
+  }
+  // Waits until the coordinator accepted the registration (or the worker stopped).
+  bool wait_registered() const {
+    for (int i = 0; i < 400 && !worker_->registered(); ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return worker_->registered();
+  }
 
  private:
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<SliceWorker> worker_;
   std::thread thread_;
-};
-
-RemoteSlice remote(const WorkerThread& w, HiddenBits bits, int ms = 30000) {
-  const ModelInfo& i = w.info();
-  return RemoteSlice({.endpoint = w.endpoint(),
-                      .layer_first = static_cast<uint32_t>(i.layer_first),
-                      .layer_last = static_cast<uint32_t>(i.layer_last),
-                      .output = i.layer_output,
-                      .hidden_width = static_cast<uint32_t>(i.hidden_width),
-                      .n_vocab = static_cast<uint32_t>(i.n_vocab),
-                      .bits = bits,
-                      .timeout = std::chrono::milliseconds(ms)});
-}
-
-// The coordinator: layer 0 here, the rest on the remotes.
-struct Chain {
-  Session& local;
-  std::vector<RemoteSlice*> hops;
-  Result<std::vector<float>> append(std::span<const TokenId> tokens, bool reset) {
-    DS4_ASSIGN_OR_RETURN(std::vector<float> h, local.append_slice(tokens, {}));
-    for (RemoteSlice* r : hops) {
-      DS4_ASSIGN_OR_RETURN(h, r->append(tokens, h, reset));
-    }
-    return h;
-  }
+  Status served_ = Status::ok();
 };
 
 bool same(std::span<const float> a, std::span<const float> b) {
@@ -109,163 +113,177 @@ class DistTest : public ::testing::Test {
     ASSERT_NE(whole_, nullptr);
     n_layer_ = whole_->info().n_layer;
     ASSERT_GE(n_layer_, 3);
-    coordinator_ = open_layers(0, 0, false);
-    ASSERT_NE(coordinator_, nullptr);
+  }
+  // A coordinator holding layer 0 and an engine whose sessions run through it.
+  void start_coordinator(HiddenBits bits = HiddenBits::kF32, bool hf_mode = false, int window = 0,
+                         milliseconds route_timeout = milliseconds(20000)) {
+    EngineOptions o = slice_options(0, 0, false, hf_mode);
+    auto local = open_engine(o);
+    ASSERT_NE(local, nullptr);
+    auto c = Coordinator::open({.self = dist::hello_of(local->info(), dist::build_id(), kCtx),
+                                .bits = bits,
+                                .window = window,
+                                .beat_interval = kBeat,
+                                .beat_timeout = kBeatTimeout,
+                                .work_timeout = milliseconds(30000),
+                                .route_timeout = route_timeout,
+                                .log = [this](const std::string& s) { log_ += s + "\n"; }});
+    ASSERT_TRUE(c.is_ok()) << c.status().message();
+    coordinator_ = std::move(c).value();
+    o.tail = coordinator_;
+    engine_ = open_engine(o);
+    ASSERT_NE(engine_, nullptr);
   }
   std::unique_ptr<Session> session(Engine& e) {
     auto s = e.create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
     EXPECT_TRUE(s.is_ok());
     return std::move(s).value();
   }
-  std::unique_ptr<Engine> whole_, coordinator_;
+  // A prompt's logits and a few greedy steps, in `s` and in the whole model, bit for bit.
+  void expect_whole_model(Session& s, const std::vector<TokenId>& prompt) {
+    auto ref = session(*whole_);
+    ASSERT_TRUE(ref->append(prompt).is_ok());
+    auto st = s.sync(prompt);
+    ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log_;
+    EXPECT_TRUE(same(s.logits(), ref->logits())) << "rel L2 " << rel_l2(s.logits(), ref->logits());
+    for (int i = 0; i < kDecodeTokens; ++i) {
+      const TokenId next = argmax_of(ref->logits());
+      ASSERT_TRUE(ref->eval(next).is_ok());
+      const Status e = s.eval(next);
+      ASSERT_TRUE(e.is_ok()) << e.message();
+      EXPECT_TRUE(same(s.logits(), ref->logits())) << "step " << i;
+    }
+  }
+
+  std::unique_ptr<Engine> whole_, engine_;
+  std::shared_ptr<Coordinator> coordinator_;
   int n_layer_ = 0;
+  std::string log_;
 };
 
-TEST_F(DistTest, TwoWorkersOverLoopbackEqualTheWholeModel) {
-  WorkerThread w1(1, 1, false), w2(2, n_layer_ - 1, true);
-  RemoteSlice r1 = remote(w1, HiddenBits::kF32), r2 = remote(w2, HiddenBits::kF32);
-  auto local = session(*coordinator_);
-  auto ref = session(*whole_);
-  Chain chain{*local, {&r1, &r2}};
-  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 11);
-  ASSERT_TRUE(ref->append(prompt).is_ok());
-  auto got = chain.append(prompt, /*reset=*/true);
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  EXPECT_TRUE(same(*got, ref->logits())) << "rel L2 " << rel_l2(*got, ref->logits());
-  for (int i = 0; i < kDecodeTokens; ++i) {
-    const TokenId next = argmax_of(ref->logits());
-    ASSERT_TRUE(ref->eval(next).is_ok());
-    got = chain.append(std::span<const TokenId>(&next, 1), false);
-    ASSERT_TRUE(got.is_ok()) << got.status().message();
-    EXPECT_TRUE(same(*got, ref->logits()))
-        << "step " << i << " rel L2 " << rel_l2(*got, ref->logits());
-  }
-  EXPECT_EQ(r2.n_tokens(), static_cast<uint32_t>(ref->n_tokens()));
-}
-
-TEST_F(DistTest, F16HiddenStatesStayWithinTheirTolerance) {
-  auto whole = open_model(kModel, /*hf_mode=*/true);
-  auto coordinator = open_layers(0, 0, false, /*hf_mode=*/true);
-  ASSERT_NE(whole, nullptr);
-  ASSERT_NE(coordinator, nullptr);
-  WorkerThread w1(1, n_layer_ - 1, true, "tcp://127.0.0.1:0", /*hf_mode=*/true);
-  RemoteSlice r1 = remote(w1, HiddenBits::kF16);
-  auto local = session(*coordinator);
-  auto ref = session(*whole);
-  Chain chain{*local, {&r1}};
-  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 12);
-  ASSERT_TRUE(ref->append(prompt).is_ok());
-  auto got = chain.append(prompt, true);
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  const double err = rel_l2(*got, ref->logits());
-  EXPECT_LT(err, kF16HiddenRelL2);
-  EXPECT_GT(err, 0.0) << "f16 hidden states cannot be exact";
-  EXPECT_EQ(argmax_of(*got), argmax_of(ref->logits()));
-}
-
-TEST_F(DistTest, ARestartedWorkerIsReplayedTo) {
-  auto w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true);
-  const std::string endpoint = w->endpoint();
-  RemoteSlice r = remote(*w, HiddenBits::kF32);
-  auto local = session(*coordinator_);
-  auto ref = session(*whole_);
-  std::vector<TokenId> transcript = test_prompt(24, 13);
-  ASSERT_TRUE(ref->append(transcript).is_ok());
-  ASSERT_TRUE(Chain({*local, {&r}}).append(transcript, true).is_ok());
-  // The worker restarts on the same address: nothing of the session is left there.
-  w.reset();
-  w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true, endpoint);
-  const TokenId next = argmax_of(ref->logits());
-  ASSERT_TRUE(ref->eval(next).is_ok());
-  transcript.push_back(next);
-  auto got = Chain({*local, {&r}}).append(std::span<const TokenId>(&next, 1), false);
-  ASSERT_FALSE(got.is_ok());
-  EXPECT_NE(got.status().message().find("worker KV prefix hash mismatch"), std::string::npos)
-      << got.status().message();
-  // The coordinator replays the whole transcript with a reset, from its own layer 0 up.
-  auto fresh = session(*coordinator_);
-  got = Chain({*fresh, {&r}}).append(transcript, true);
-  ASSERT_TRUE(got.is_ok()) << got.status().message();
-  EXPECT_TRUE(same(*got, ref->logits())) << "rel L2 " << rel_l2(*got, ref->logits());
-}
-
-TEST_F(DistTest, AGoneWorkerFailsAfterTheTimeout) {
-  std::string endpoint;
-  {
-    WorkerThread w(1, n_layer_ - 1, true);
-    endpoint = w.endpoint();
-  }
-  RemoteSlice r({.endpoint = endpoint,
-                 .layer_first = 1,
-                 .layer_last = static_cast<uint32_t>(n_layer_ - 1),
-                 .output = true,
-                 .hidden_width = static_cast<uint32_t>(coordinator_->info().hidden_width),
-                 .n_vocab = static_cast<uint32_t>(coordinator_->info().n_vocab),
-                 .timeout = std::chrono::milliseconds(300)});
-  auto local = session(*coordinator_);
-  const std::vector<TokenId> prompt = test_prompt(4, 14);
-  auto h = local->append_slice(prompt, {});
-  ASSERT_TRUE(h.is_ok());
-  auto got = r.append(prompt, *h, true);
-  ASSERT_FALSE(got.is_ok());
-  EXPECT_NE(got.status().message().find("did not answer within 300 ms"), std::string::npos)
-      << got.status().message();
-  // Without a reset after the failure the remote refuses to guess the worker's timeline.
-  EXPECT_FALSE(r.append(prompt, *h, false).is_ok());
-}
-
-}  // namespace
-}  // namespace ds4::test
-
-namespace ds4::test {
-namespace {
-
-// The same through the public Session API: an engine holding layer 0 with a dist::RemoteChain as
-// its LayerTail is used like a whole-model engine (append, eval, sync to another prefix), and
-// gives the whole model's logits bit for bit; snapshots and batched steps refuse it for now.
-TEST_F(DistTest, AnEngineWithARemoteTailIsUsedLikeTheWholeModel) {
-  WorkerThread w1(1, 1, false), w2(2, n_layer_ - 1, true);
-  const auto hop = [](const WorkerThread& w) {
-    const ModelInfo& i = w.info();
-    return dist::RemoteSliceOptions{.endpoint = w.endpoint(),
-                                    .layer_first = static_cast<uint32_t>(i.layer_first),
-                                    .layer_last = static_cast<uint32_t>(i.layer_last),
-                                    .output = i.layer_output,
-                                    .hidden_width = static_cast<uint32_t>(i.hidden_width),
-                                    .n_vocab = static_cast<uint32_t>(i.n_vocab)};
-  };
-  EngineOptions o;
-  o.model_path = model_path(kModel);
-  o.layers = {.first = 0, .last = 0, .output = false};
-  o.tail = std::make_shared<dist::RemoteChain>(std::vector{hop(w1), hop(w2)});
-  auto opened = Engine::open(o);
-  ASSERT_TRUE(opened.is_ok()) << opened.status().message();
-  auto& engine = *opened;
-  auto s = session(*engine);
-  auto other = session(*engine);  // a second timeline on the same workers
-  auto ref = session(*whole_);
+TEST_F(DistTest, TwoWorkersEqualTheWholeModel) {
+  start_coordinator();
+  WorkerThread w1(1, 1, false, coordinator_->endpoint()),
+      w2(2, n_layer_ - 1, true, coordinator_->endpoint());
+  ASSERT_TRUE(coordinator_->wait_for_route(milliseconds(10000)).is_ok()) << log_;
+  EXPECT_NE(coordinator_->describe_route().find("1:1@tcp://127.0.0.1:"), std::string::npos)
+      << coordinator_->describe_route();
+  EXPECT_EQ(coordinator_->window(), 4);  // two hops + 2
+  auto s = session(*engine_);
+  auto other = session(*engine_);  // a second timeline on the same workers
   std::vector<TokenId> prompt = test_prompt(kPromptTokens, 21);
-  ASSERT_TRUE(ref->append(prompt).is_ok());
-  ASSERT_TRUE(s->append(prompt).is_ok());
-  EXPECT_TRUE(same(s->logits(), ref->logits())) << rel_l2(s->logits(), ref->logits());
-  for (int i = 0; i < kDecodeTokens; ++i) {
-    const TokenId next = argmax_of(ref->logits());
-    ASSERT_TRUE(ref->eval(next).is_ok());
-    ASSERT_TRUE(s->eval(next).is_ok());
-    EXPECT_TRUE(same(s->logits(), ref->logits())) << "step " << i;
-  }
-  // Another session's timeline does not disturb this one.
+  expect_whole_model(*s, prompt);
   ASSERT_TRUE(other->append(test_prompt(8, 22)).is_ok());
   // A prefix that is not a continuation: the local slice and the workers start again (reset).
   prompt.resize(20);
   prompt.push_back(77);
+  auto fresh = session(*whole_);
+  ASSERT_TRUE(fresh->append(prompt).is_ok());
   ASSERT_TRUE(s->sync(prompt).is_ok());
-  auto ref2 = session(*whole_);
-  ASSERT_TRUE(ref2->append(prompt).is_ok());
-  EXPECT_TRUE(same(s->logits(), ref2->logits())) << rel_l2(s->logits(), ref2->logits());
+  EXPECT_TRUE(same(s->logits(), fresh->logits())) << rel_l2(s->logits(), fresh->logits());
   EXPECT_EQ(s->save().status().code(), StatusCode::kUnimplemented);
   std::vector<StepEntry> entries = {{.session = s.get(), .tokens = prompt}};
-  EXPECT_FALSE(engine->step(entries).is_ok());
+  EXPECT_FALSE(engine_->step(entries).is_ok());
+}
+
+TEST_F(DistTest, OneSpanAtATimeGivesTheSameLogits) {
+  start_coordinator(HiddenBits::kF32, false, /*window=*/1);
+  WorkerThread w(1, n_layer_ - 1, true, coordinator_->endpoint());
+  auto s = session(*engine_);
+  expect_whole_model(*s, test_prompt(kPromptTokens, 23));
+}
+
+TEST_F(DistTest, F16HiddenStatesStayWithinTheirTolerance) {
+  auto whole = open_model(kModel, /*hf_mode=*/true);
+  ASSERT_NE(whole, nullptr);
+  start_coordinator(HiddenBits::kF16, /*hf_mode=*/true);
+  WorkerThread w(1, n_layer_ - 1, true, coordinator_->endpoint(), /*hf_mode=*/true);
+  auto s = session(*engine_);
+  auto ref = session(*whole);
+  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 12);
+  ASSERT_TRUE(ref->append(prompt).is_ok());
+  auto st = s->append(prompt);
+  ASSERT_TRUE(st.is_ok()) << st.status().message();
+  const double err = rel_l2(s->logits(), ref->logits());
+  EXPECT_LT(err, kF16HiddenRelL2);
+  EXPECT_GT(err, 0.0) << "f16 hidden states cannot be exact";
+  EXPECT_EQ(argmax_of(s->logits()), argmax_of(ref->logits()));
+}
+
+TEST_F(DistTest, ARestartedWorkerIsReplayedTo) {
+  start_coordinator();
+  WorkerThread w1(1, 1, false, coordinator_->endpoint());
+  auto w2 = std::make_unique<WorkerThread>(2, n_layer_ - 1, true, coordinator_->endpoint());
+  auto s = session(*engine_);
+  auto ref = session(*whole_);
+  std::vector<TokenId> transcript = test_prompt(24, 13);
+  ASSERT_TRUE(ref->append(transcript).is_ok());
+  ASSERT_TRUE(s->append(transcript).is_ok());
+  // The last worker restarts: nothing of the session is left there. Its new registration
+  // replaces the old one (same layers, same host).
+  w2.reset();
+  w2 = std::make_unique<WorkerThread>(2, n_layer_ - 1, true, coordinator_->endpoint());
+  ASSERT_TRUE(w2->wait_registered());
+  const TokenId next = argmax_of(ref->logits());
+  ASSERT_TRUE(ref->eval(next).is_ok());
+  auto st = s->append(std::span<const TokenId>(&next, 1));
+  ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log_;
+  EXPECT_EQ(st->reused, 0) << "the session is replayed from position 0";
+  EXPECT_EQ(st->evaluated, static_cast<int>(transcript.size()) + 1);
+  EXPECT_TRUE(same(s->logits(), ref->logits())) << "rel L2 " << rel_l2(s->logits(), ref->logits());
+  EXPECT_NE(log_.find("replaces"), std::string::npos) << log_;
+}
+
+TEST_F(DistTest, ALostWorkerFailsClearlyAndLaterRequestsWaitForARoute) {
+  start_coordinator(HiddenBits::kF32, false, 0, /*route_timeout=*/milliseconds(300));
+  auto w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true, coordinator_->endpoint());
+  auto s = session(*engine_);
+  ASSERT_TRUE(s->append(test_prompt(8, 14)).is_ok());
+  // Gone for good: the coordinator notices the silence and drops it.
+  w.reset();
+  for (int i = 0; i < 300 && coordinator_->route_ready().is_ok(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const Status ready = coordinator_->route_ready();
+  EXPECT_NE(ready.message().find("distributed route incomplete: missing layer 1"),
+            std::string::npos)
+      << ready.message();
+  const auto start = std::chrono::steady_clock::now();
+  const Status e = s->eval(5);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.message().find("missing layer 1"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("waited 300 ms"), std::string::npos) << e.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "no hang";
+  EXPECT_NE(log_.find("lost: no beat"), std::string::npos) << log_;
+  // A worker comes back: the session is evaluated again from its start, and is the whole model.
+  w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true, coordinator_->endpoint());
+  ASSERT_TRUE(w->wait_registered());
+  expect_whole_model(*s, test_prompt(12, 15));
+}
+
+TEST_F(DistTest, WorkersOfAnotherBuildOrModelAreRefused) {
+  start_coordinator();
+  WorkerThread other_build(1, n_layer_ - 1, true, coordinator_->endpoint(), false, "0123abcd");
+  const Status st = other_build.join();
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("refused this worker"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("build 0123abcd (the coordinator's: "), std::string::npos)
+      << st.message();
+  // Another model file: its fingerprint differs.
+  auto q2 = Engine::open({.model_path = model_path("tiny-q2"), .layers = {1, -1, true}});
+  ASSERT_TRUE(q2.is_ok()) << q2.status().message();
+  ASSERT_EQ((*q2)->info().n_layer, n_layer_);
+  {
+    auto w = SliceWorker::open(**q2, {.coordinator = coordinator_->endpoint(),
+                                      .build = std::string(dist::build_id()),
+                                      .n_ctx = kCtx,
+                                      .beat_interval = kBeat});
+    ASSERT_TRUE(w.is_ok());
+    const Status refused = (*w)->serve();
+    EXPECT_NE(refused.message().find("worker refused: model "), std::string::npos)
+        << refused.message();
+  }
+  EXPECT_FALSE(coordinator_->route_ready().is_ok());
 }
 
 }  // namespace
