@@ -20,7 +20,7 @@ DEPS = {
     "kv": ["model"],
     "sampling": ["base"],
     "chat": ["tokenizer"],
-    "tools": ["model", "tokenizer", "quant"],  # tools/ (synth, convert): offline, never linked by the engine
+    "tools": ["model", "tokenizer", "quant"],  # tools/ (synth, convert, split): offline, never linked by the engine
     "engine": ["model", "kv", "backend", "tokenizer", "sampling", "chat"],
     "gen": ["chat", "sampling"],
     "serve": ["engine", "chat", "gen"],

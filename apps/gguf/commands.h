@@ -62,6 +62,13 @@ struct SynthCmdOptions {
 };
 int run_synth(const SynthCmdOptions& opts);
 
+struct SplitCmdOptions {
+  std::string layers;  // "A:B" or "A:output" (features.md §10.2)
+  std::string output;
+  std::string input;
+};
+int run_split(const SplitCmdOptions& opts);
+
 struct TrafficOptions {
   std::string shape = "flash";
   std::string quant = "q2";

@@ -91,6 +91,17 @@ int main(int argc, char** argv) {
   traffic_cmd->add_option("--gbps", traffic.gbps, "memory bandwidth (GB/s) for a roofline column")
       ->check(CLI::NonNegativeNumber);
 
+  SplitCmdOptions split;
+  CLI::App* split_cmd = app.add_subcommand(
+      "split", "write the slice of a model file that one distributed process holds");
+  split_cmd->add_option("file", split.input, "model GGUF (or a slice file holding the layers)")
+      ->required();
+  split_cmd
+      ->add_option("--layers", split.layers,
+                   "A:B (layers A to B) or A:output (A to the last layer and the output head)")
+      ->required();
+  split_cmd->add_option("-o,--output", split.output, "output slice GGUF")->required();
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -120,6 +131,7 @@ int main(int argc, char** argv) {
   if (check_cmd->parsed()) return run_check(check);
   if (synth_cmd->parsed()) return run_synth(synth);
   if (traffic_cmd->parsed()) return run_traffic(traffic);
+  if (split_cmd->parsed()) return run_split(split);
   if (convert_cmd->parsed()) {
     const auto recipe = recipe_arg("convert", conv_quant);
     if (!recipe) return 2;

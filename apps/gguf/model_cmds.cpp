@@ -4,6 +4,7 @@
 #include "apps/gguf/commands.h"
 #include "gguf/reader.h"
 #include "model/hparams.h"
+#include "model/slice_file.h"
 #include "model/validate.h"
 #include "tools/synth/hf_export.h"
 #include "tools/synth/synth.h"
@@ -22,6 +23,10 @@ int run_check(const CheckOptions& opts) {
                 c.shape.kind == model::ShapeKind::kTest ? "test" : "published",
                 int(c.shape.name.size()), c.shape.name.data(), c.mtp ? " (MTP file)" : "",
                 file->tensors().size());
+  }
+  if (c.slice) {
+    std::printf("slice file: layers %s of the model %s\n",
+                model::range_name(c.slice->range).c_str(), c.slice->fingerprint.c_str());
   }
   for (const std::string& n : c.notes) std::printf("note: %s\n", n.c_str());
   for (const std::string& p : c.problems) std::printf("problem: %s\n", p.c_str());

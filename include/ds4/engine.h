@@ -101,7 +101,8 @@ struct ModelInfo {
   int expert_bits = 0;  // storage bits of the routed experts: 2 (q2), 4 (q4), 8, 16 or 32
   uint64_t file_bytes = 0;
   // 32 hex digits naming this model file's weights (its size, layout and bytes sampled from 16
-  // tensors): what a saved agent session records to refuse loading into another model.
+  // tensors): what a saved agent session records to refuse loading into another model. A slice
+  // file (ds4-gguf split) gives the whole file's, recorded when it was cut.
   std::string fingerprint;
   // The layers this engine computes (EngineOptions::layers resolved) and the width of the hidden
   // state one token carries between slices (n_hc * n_embd floats).

@@ -6,9 +6,10 @@
 
 #include "backend/diagnostic_backend.h"
 #include "backend/factory.h"
-#include "base/checksum.h"
 #include "engine/engine_impl.h"
 #include "engine/session_impl.h"
+#include "model/fingerprint.h"
+#include "model/slice_file.h"
 #include "model/validate.h"
 
 namespace ds4 {
@@ -18,58 +19,6 @@ constexpr int kMaxProblemsShown = 8;
 
 backend::BackendKind to_backend(BackendKind k) {
   return k == BackendKind::kCuda ? backend::BackendKind::kCuda : backend::BackendKind::kCpu;
-}
-
-// Tensors sampled by the fingerprint, and bytes read from each end of each.
-constexpr size_t kFingerprintTensors = 16;
-constexpr size_t kFingerprintBytes = 4096;
-
-// A model file's identity for files that record which model wrote them (agent sessions): two
-// 64-bit checksums (base/checksum.h, distinct seeds) of the file's size and layout and of a few
-// KiB at both ends of 16 tensors spread over the file. Two builds of one shape (other weights,
-// another quantization) differ in those bytes; reading them costs a few page faults, not a pass
-// over the file. An identity, not a defence against a forged file.
-std::string model_fingerprint(const gguf::Reader& file) {
-  base::Checksum a(0x6d6f64656c), b(0x7765696768);  // "model", "weigh"
-  const auto feed = [&](std::span<const uint8_t> bytes) {
-    a.update(bytes);
-    b.update(bytes);
-  };
-  const auto feed_text = [&](const std::string& s) {
-    feed({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
-  };
-  const auto& tensors = file.tensors();
-  feed_text(std::to_string(file.file_size()) + "/" + std::to_string(file.data_offset()) + "/" +
-            std::to_string(tensors.size()));
-  const size_t step = std::max<size_t>(1, tensors.size() / kFingerprintTensors);
-  for (size_t i = 0; i < tensors.size(); i += step) {
-    const gguf::TensorInfo& t = tensors[i];
-    const std::span<const uint8_t> data = file.tensor_data(t);
-    feed_text("/" + t.name + ":" + std::to_string(static_cast<int>(t.type)));
-    const size_t head = std::min(data.size(), kFingerprintBytes);
-    feed(data.first(head));
-    const size_t tail = std::min(data.size() - head, kFingerprintBytes);
-    feed(data.last(tail));
-  }
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(a.digest()),
-                static_cast<unsigned long long>(b.digest()));
-  return hex;
-}
-
-// EngineOptions::layers against the model's layer count (features.md §10.2).
-Result<model::LayerRange> resolve_layers(const LayerSlice& s, const model::Shape& shape) {
-  const int last = s.last < 0 ? shape.n_layer - 1 : s.last;
-  if (s.first < 0 || s.first > last || last >= shape.n_layer) {
-    return Status::invalid_argument("layers %d:%d are not a range of this model's %d layers (0:%d)",
-                                    s.first, last, shape.n_layer, shape.n_layer - 1);
-  }
-  if (s.output && last != shape.n_layer - 1) {
-    return Status::invalid_argument(
-        "the output head follows the last layer (%d): layers %d:%d cannot end with it",
-        shape.n_layer - 1, s.first, last);
-  }
-  return model::LayerRange{s.first, last + 1, s.output};
 }
 
 }  // namespace
@@ -136,7 +85,14 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     impl->diagnostics = diag.get();
     impl->backend = std::move(diag);
   }
-  DS4_ASSIGN_OR_RETURN(impl->range, resolve_layers(options.layers, impl->shape));
+  DS4_ASSIGN_OR_RETURN(impl->range, model::resolve_layer_slice(options.layers, impl->shape));
+  if (check.slice && !model::range_contains(check.slice->range, impl->range)) {
+    const bool whole = impl->range == model::full_range(impl->shape);
+    return Status::invalid_argument(
+        "'%s' is a slice file holding layers %s only: it cannot compute layers %s%s",
+        options.model_path.c_str(), model::range_name(check.slice->range).c_str(),
+        model::range_name(impl->range).c_str(), whole ? " (the whole model)" : "");
+  }
   impl->tail = options.tail;
   if (impl->tail && (impl->range.begin != 0 || impl->range.head)) {
     return Status::invalid_argument(
@@ -157,13 +113,14 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.n_vocab = impl->shape.n_vocab;
   info.n_ctx_max = model::kMaxContext;
   info.file_bytes = impl->file->file_size();
-  info.fingerprint = model_fingerprint(*impl->file);
+  info.fingerprint = model::model_fingerprint(*impl->file);
   info.layer_first = impl->range.begin;
   info.layer_last = impl->range.end - 1;
   info.layer_output = impl->range.head;
   info.whole_model = impl->whole_model();
   info.hidden_width = impl->shape.n_hc * impl->shape.n_embd;
-  switch (impl->weights.layers.back().moe.gate_exps.type) {
+  // The routed experts of the slice's last layer (a slice binds no other layer's).
+  switch (impl->weights.layers[static_cast<size_t>(impl->range.end - 1)].moe.gate_exps.type) {
     case gguf::GgufType::kIQ2_XXS:
     case gguf::GgufType::kQ2_K: info.expert_bits = 2; break;
     case gguf::GgufType::kQ4_K: info.expert_bits = 4; break;

@@ -32,7 +32,14 @@ FileCheck check_model_file(const gguf::Reader& file) {
     MetadataCheck m = check_metadata(file, out.shape);
     out.problems = std::move(m.problems);
     out.notes = std::move(m.notes);
+    if (auto mark = read_slice_mark(file, out.shape); !mark.is_ok()) {
+      out.problems.push_back(mark.status().message());
+    } else {
+      out.slice = std::move(mark).value();
+    }
   }
+  // A slice file holds only what its layers bind; the rest of the model is elsewhere.
+  const LayerRange held = out.slice ? out.slice->range : full_range(out.shape);
 
   const std::vector<TensorSpec> specs =
       out.mtp ? mtp_tensors(out.shape, Recipe::kQ2) : model_tensors(out.shape, Recipe::kQ2);
@@ -41,7 +48,7 @@ FileCheck check_model_file(const gguf::Reader& file) {
     expected.insert(spec.name);
     const gguf::TensorInfo* t = file.find_tensor(spec.name);
     if (t == nullptr) {
-      if (spec.presence == Presence::kRequired)
+      if (spec.presence == Presence::kRequired && (out.mtp || range_binds(held, spec)))
         out.problems.push_back("missing tensor '" + spec.name + "'");
       continue;
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of the ds4-gguf command line: exit codes (0 ok, 1 bad input, 2 usage), one-line
-# errors, and the info / tokenize outputs on the real vocabulary GGUF built by the ctest fixture.
+# errors, and the info / tokenize outputs on the real vocabulary GGUF built by the ctest fixture;
+# split on a synthesized tiny file.
 # Usage: gguf_cli_test.sh DS4_GGUF_BINARY VOCAB_GGUF
 set -uo pipefail
 bin=$1
@@ -68,6 +69,35 @@ check "traffic lists both contexts" test "$(grep -cE '^ +(100|5000) ' "$tmp/traf
 check "traffic unknown shape exits 2" test $? -eq 2
 "$bin" traffic --ctx 0 2>/dev/null
 check "traffic bad --ctx exits 2" test $? -eq 2
+
+# split (docs/distributed.md, "Slice files"): two slice files that `check` accepts as slices, and
+# the --layers usage errors (features.md §10.2), each exit 2 with one line and no file left.
+m="$tmp/tiny-q2.gguf"
+"$bin" split --layers 0:2 -o "$tmp/front.gguf" "$m" >"$tmp/split.out" 2>&1
+check "split 0:2 exits 0" test $? -eq 0
+check "split names the slice" grep -q "layers 0:2" "$tmp/split.out"
+"$bin" split --layers 3:output -o "$tmp/back.gguf" "$m" >/dev/null 2>&1
+check "split 3:output exits 0" test $? -eq 0
+"$bin" check "$tmp/back.gguf" >"$tmp/back.check" 2>&1
+check "check accepts a slice file" test $? -eq 0
+check "check names the slice" grep -q "slice file: layers 3:output of the model" "$tmp/back.check"
+whole_fp=$(grep -o 'model [0-9a-f]*' "$tmp/split.out")
+check "slice files record the same model" grep -q "of the $whole_fp" "$tmp/back.check"
+for layers in 2 1:2:3 a:1 2:1 0:6 7:output 0:-1 :1 0: 0:outputs; do
+  "$bin" split --layers "$layers" -o "$tmp/bad.gguf" "$m" 2>"$tmp/bad.err"
+  check "split --layers '$layers' exits 2" test $? -eq 2
+  check "split --layers '$layers' gives one line" test "$(wc -l <"$tmp/bad.err")" -eq 1
+done
+check "split bad --layers names the value" grep -q "'0:outputs'" "$tmp/bad.err"
+"$bin" split --layers 0:output -o "$tmp/bad.gguf" "$tmp/front.gguf" 2>"$tmp/bad.err"
+check "split past its input slice exits 2" test $? -eq 2
+check "split past its input slice names both" grep -q "holding layers 0:2 only: layers 0:output" \
+  "$tmp/bad.err"
+"$bin" split --layers 0:1 "$m" 2>/dev/null
+check "split without -o exits 2" test $? -eq 2
+"$bin" split --layers 0:1 -o "$tmp/bad.gguf" "$tmp/missing.gguf" 2>/dev/null
+check "split of a missing file exits 1" test $? -eq 1
+check "failed splits leave no file" test -z "$(ls "$tmp" | grep -E '^bad\.gguf')"
 
 echo "gguf_cli_test: $passed passed, $failed failed"
 test "$failed" -eq 0

@@ -1,0 +1,103 @@
+// tools/split/split.cpp: slice files (see split.h).
+#include "tools/split/split.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "model/fingerprint.h"
+#include "model/inventory.h"
+#include "model/slice_file.h"
+#include "model/validate.h"
+
+namespace ds4::split {
+namespace {
+
+// Bytes handed to one pwrite: the tensors are copied from the input's mapping in pieces this
+// size, so a multi-gigabyte expert stack does not need to be resident at once.
+constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+}  // namespace
+
+Status write_slice_file(const std::string& input, const std::string& output,
+                        const LayerSlice& layers, SplitReport* report) {
+  DS4_ASSIGN_OR_RETURN(const gguf::Reader file, gguf::Reader::open(input));
+  const model::FileCheck check = model::check_model_file(file);
+  if (check.mtp) {
+    return Status::invalid_model("'%s' is an MTP draft file; split the main model file",
+                                 input.c_str());
+  }
+  if (!check.problems.empty()) {
+    return Status::invalid_model(
+        "'%s' is not a valid DeepSeek V4 model file: %s (ds4-gguf check "
+        "lists every problem)",
+        input.c_str(), check.problems.front().c_str());
+  }
+  DS4_ASSIGN_OR_RETURN(const model::LayerRange range,
+                       model::resolve_layer_slice(layers, check.shape));
+  if (check.slice && !model::range_contains(check.slice->range, range)) {
+    return Status::invalid_argument(
+        "'%s' is a slice file holding layers %s only: layers %s are not "
+        "in it",
+        input.c_str(), model::range_name(check.slice->range).c_str(),
+        model::range_name(range).c_str());
+  }
+  if (same_file(input, output)) {
+    return Status::invalid_argument("the output '%s' is the input file", output.c_str());
+  }
+
+  DS4_ASSIGN_OR_RETURN(gguf::Writer out, gguf::Writer::create(output, file.alignment()));
+  // Every key of the input as it is, but general.alignment (the writer records the same value)
+  // and an input slice file's own slice keys, which the new ones replace.
+  for (const gguf::KeyValue& kv : file.metadata()) {
+    if (kv.key == "general.alignment" ||
+        std::string_view(kv.key).starts_with(model::kSliceKeyPrefix))
+      continue;
+    DS4_TRY(out.add_metadata(kv.key, kv.value));
+  }
+  const model::SliceMark mark{range, model::model_fingerprint(file)};
+  for (auto& [key, value] : model::slice_metadata(mark))
+    DS4_TRY(out.add_metadata(std::move(key), std::move(value)));
+
+  // The tensors the range binds, in the input's order.
+  std::unordered_map<std::string, bool> wanted;
+  for (const model::TensorSpec& spec : model::model_tensors(check.shape, model::Recipe::kQ2))
+    wanted.emplace(spec.name, model::range_binds(range, spec));
+  std::vector<const gguf::TensorInfo*> kept;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    const auto it = wanted.find(t.name);
+    if (it == wanted.end() || !it->second) continue;
+    DS4_ASSIGN_OR_RETURN(const size_t index, out.add_tensor(t.name, t.type, t.dims));
+    DS4_CHECK(index == kept.size());
+    kept.push_back(&t);
+  }
+  DS4_TRY(out.write_header());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const std::span<const uint8_t> data = file.tensor_data(*kept[i]);
+    for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
+      const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
+      DS4_TRY(out.write_tensor_data(i, data.subspan(at, n), at));
+    }
+  }
+  const uint64_t bytes = out.file_size();
+  DS4_TRY(out.finish());
+  if (report != nullptr) {
+    report->range = range;
+    report->tensors = kept.size();
+    report->bytes = bytes;
+    report->fingerprint = mark.fingerprint;
+  }
+  return Status::ok();
+}
+
+}  // namespace ds4::split
