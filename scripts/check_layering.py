@@ -32,7 +32,7 @@ DEPS = {
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "tui"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "tui", "dist"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):

@@ -10,6 +10,7 @@
 
 #include "agent/system_prompt.h"
 #include "agent_app.h"
+#include "apps/common/dist_options.h"
 #include "apps/common/mapping_guard.h"
 #include "tui/screen.h"
 
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
                                    app_opts::kSampling | app_opts::kThink);
+  app_opts::DistOptions dist;
+  app_opts::DistFlags dist_flags(app, dist, app_opts::kDistCoordinator);
   auto* p_opt =
       app.add_option("-p,--prompt", prompt,
                      "submit this prompt after startup (non-interactive: one turn, then exit)");
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
+  if (const std::string err = dist_flags.finish(); !err.empty()) return usage_error(err);
   // Plain line output when there is no terminal to draw on (features.md §5.8).
   const bool terminal = ::isatty(STDIN_FILENO) == 1 && ::isatty(STDOUT_FILENO) == 1 &&
                         ds4::tui::Screen::usable(STDIN_FILENO, STDOUT_FILENO);
@@ -130,7 +134,7 @@ int main(int argc, char** argv) {
                  static_cast<long long>(ds4::chat::kThinkMaxMinContext));
   }
   ds4::app::install_mapping_guard();
-  auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
+  auto engine = ds4::app::open_engine(ds4::app::engine_options(o.run), dist, o.run.ctx);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   return non_interactive ? ds4::agent_app::run_noninteractive(**engine, *tok, o)
                          : ds4::agent_app::run_interactive(**engine, *tok, o);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/dist_options.h"
 #include "apps/common/mapping_guard.h"
 #include "apps/common/run_options.h"
 #include "ds4/engine.h"
@@ -228,6 +229,8 @@ int main(int argc, char** argv) {
   ds4::app::RunFlags run_flags(app, o.run,
                                ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk,
                                "session context (0: ctx-max + gen-tokens + 1)");
+  ds4::app::DistOptions dist;
+  ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);
   // The ds4 engine's name for --ctx.
   app.add_option("--ctx-alloc", o.run.ctx, "same as --ctx")->check(CLI::Range(2, 1048576));
   app.add_option("--prompt-file", o.prompt_file,
@@ -272,6 +275,7 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
+  if (const std::string err = dist_flags.finish(); !err.empty()) return usage_error(err);
   if (o.ctx_start > o.ctx_max) {
     return usage_error("--ctx-start " + std::to_string(o.ctx_start) + " is above --ctx-max " +
                        std::to_string(o.ctx_max));
@@ -311,7 +315,7 @@ int main(int argc, char** argv) {
   eo.profile_ops = o.op_times;
   eo.repeat_op = o.repeat_op;
   ds4::app::install_mapping_guard();
-  auto engine = ds4::Engine::open(eo);
+  auto engine = ds4::app::open_engine(eo, dist, o.run.ctx);
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
   if (!o.sessions.empty()) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apps/common/dist_options.h"
 #include "apps/common/mapping_guard.h"
 #include "cli.h"
 
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--dump-logits", o.dump_logits,
                  "write the logits after the prompt as JSON and exit");
   app.add_option("--trace", o.trace, "append one JSON line per turn to FILE");
+  ds4::app::DistOptions dist;
+  ds4::app::DistFlags dist_flags(app, dist, app_opts::kDistCoordinator | app_opts::kDistWorker);
   try {
     app.parse(ds4::app::args_for_parse(argc, argv));
   } catch (const CLI::CallForHelp& e) {
@@ -55,6 +58,14 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
+  if (const std::string err = dist_flags.finish(); !err.empty()) return usage_error(err);
+  if (dist.role == "worker") {
+    if (*p_opt || *pf_opt || o.dump_tokens) return usage_error("a worker takes no prompt");
+    if (!std::filesystem::exists(o.run.model)) {
+      return usage_error("model file '" + o.run.model + "' not found");
+    }
+    return ds4::app::run_worker(dist, o.run, "ds4");
+  }
   if (*p_opt) o.prompt = prompt;
   if (*pf_opt) {
     std::ifstream f(prompt_file, std::ios::binary);
@@ -77,7 +88,11 @@ int main(int argc, char** argv) {
   }
 
   ds4::app::install_mapping_guard();
-  auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
+  auto engine = ds4::app::open_engine(ds4::app::engine_options(o.run), dist, o.run.ctx);
+  if (engine.status().code() == ds4::StatusCode::kUnavailable) {  // no route of workers
+    std::fprintf(stderr, "ds4: %s\n", engine.status().message().c_str());
+    return 1;
+  }
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
   if (!o.prompt) return ds4::cli::run_repl(e, *tok, o);

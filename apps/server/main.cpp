@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/openai_request.h"
+#include "apps/common/dist_options.h"
 #include "apps/common/mapping_guard.h"
 #include "apps/common/run_options.h"
 #include "apps/server/api_key.h"
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
       app, f.run,
       ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk | ds4::app::kChatTemplate,
       "context size in tokens, per session");
+  ds4::app::DistOptions dist;
+  ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);
   app.add_option("--host", f.host, "address to bind (0.0.0.0 for the LAN)")->capture_default_str();
   app.add_option("--port", f.port, "TCP port (0: any free port)")
       ->check(CLI::Range(0, 65535))
@@ -184,6 +187,7 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
+  if (const std::string err = dist_flags.finish(); !err.empty()) return usage_error(err);
   if (f.run.ctx < kMinServerCtx) {
     return usage_error("--ctx " + std::to_string(f.run.ctx) + " is below " +
                        std::to_string(kMinServerCtx) + " tokens");
@@ -225,7 +229,7 @@ int main(int argc, char** argv) {
 
   auto tok = ds4::Tokenizer::open(f.run.model);
   if (!tok.is_ok()) return fatal(tok.status().to_string());
-  auto engine = ds4::Engine::open(ds4::app::engine_options(f.run));
+  auto engine = ds4::app::open_engine(ds4::app::engine_options(f.run), dist, f.run.ctx);
   if (!engine.is_ok()) return fatal(engine.status().to_string());
   const std::string shape = (*engine)->info().shape;
   // The session pool: --ctx tokens of KV state per session (docs/server.md, "Memory").

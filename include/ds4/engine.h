@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ds4/session.h"
@@ -30,6 +31,11 @@ struct LayerSlice {
   int last = -1;
   bool output = true;
 };
+
+// Parses "A:B" or "A:output" (features.md §10.2, the --layers flag): exactly one ':', A and B
+// non-negative decimal layer numbers, B >= A; "output" for B means through the last layer and the
+// head. The model's layer count is checked when an engine opens. Errors quote the text.
+Result<LayerSlice> parse_layer_slice(std::string_view text);
 
 // The layers after an engine's slice, computed elsewhere (distributed inference: the
 // dist::Coordinator's route of slice workers). With one, the engine's sessions are whole again:

@@ -68,6 +68,7 @@ struct Plan {
 
 struct Coordinator::Impl {
   CoordinatorOptions o;
+  Hello self;  // set once by start(), before the control thread runs
   zmq::context_t context{1};
   zmq::socket_t control{context, zmq::socket_type::router};
   std::string endpoint;
@@ -95,13 +96,14 @@ struct Coordinator::Impl {
 
   // With mu held: the route the registered workers make now.
   Result<Plan> plan() const {
+    if (self.n_layer == 0) return Status::unavailable("the coordinator has not started");
     std::vector<Candidate> c;
     for (size_t i = 0; i < members.size(); ++i) {
       const Hello& h = members[i].hello;
       c.push_back({static_cast<int>(i), h.layer_first, h.layer_last, h.output});
     }
     DS4_ASSIGN_OR_RETURN(std::vector<int> hops,
-                         plan_route(o.self.n_layer, o.self.layer_last, false, c));
+                         plan_route(self.n_layer, self.layer_last, false, c));
     Plan p;
     for (int i : hops) {
       const Hello& h = members[static_cast<size_t>(i)].hello;
@@ -152,10 +154,6 @@ Coordinator::~Coordinator() {
 }
 
 Result<std::shared_ptr<Coordinator>> Coordinator::open(CoordinatorOptions options) {
-  if (options.self.layer_first != 0 || options.self.output) {
-    return Status::invalid_argument(
-        "the coordinator holds the layers from 0 and leaves the head to a worker");
-  }
   std::shared_ptr<Coordinator> c(new Coordinator(std::move(options)));
   Impl& im = *c->impl_;
   try {
@@ -166,14 +164,28 @@ Result<std::shared_ptr<Coordinator>> Coordinator::open(CoordinatorOptions option
   } catch (const zmq::error_t& e) {
     return Status::unavailable("cannot listen on %s: %s", im.o.listen.c_str(), e.what());
   }
-  im.thread = std::thread([raw = c.get()] { raw->control_loop(); });
   return c;
+}
+
+Status Coordinator::start(const Hello& self) {
+  Impl& im = *impl_;
+  if (im.thread.joinable()) return Status::invalid_argument("the coordinator has started already");
+  if (self.layer_first != 0 || self.output || self.n_layer == 0) {
+    return Status::invalid_argument(
+        "the coordinator holds the layers from 0 and leaves the head to a worker");
+  }
+  {
+    std::lock_guard lock(im.mu);
+    im.self = self;
+  }
+  im.thread = std::thread([this] { control_loop(); });
+  return Status::ok();
 }
 
 const std::string& Coordinator::endpoint() const { return impl_->endpoint; }
 
 void Coordinator::Impl::on_hello(const std::string& identity, const Hello& h) {
-  Status ok = check_registration(o.self, h);
+  Status ok = check_registration(self, h);
   if (ok.is_ok() && (h.data_endpoint.empty() || h.incarnation == 0)) {
     ok = Status::invalid_argument("worker refused: no data endpoint");
   }
@@ -402,7 +414,7 @@ Status Coordinator::send(uint64_t session, std::span<const TokenId> tokens,
     w.flags = (reset ? kWorkReset : 0u) | (want_logits ? 0u : kWorkAckOnly);
     w.route = t.route;
     w.bits = im.o.bits;
-    w.hidden_width = im.o.self.hidden_width;
+    w.hidden_width = im.self.hidden_width;
     t.pos += static_cast<uint32_t>(tokens.size());
     t.hash = w.result_hash;
     t.pending.push_back({w.request, w.result_hash, want_logits});
@@ -469,11 +481,10 @@ Result<std::vector<float>> Coordinator::receive(uint64_t session) {
   if (m.type == MessageType::kError)
     return im.fail(t, Status::unavailable("%s", m.error.text.c_str()));
   const WorkResult& r = m.result;
-  const bool fits =
-      r.session == session && r.result_hash == p.result_hash &&
-      (p.want_logits ? r.kind == ResultKind::kLogits && r.width == im.o.self.n_vocab &&
-                           r.values.size() == im.o.self.n_vocab
-                     : r.kind == ResultKind::kAck);
+  const bool fits = r.session == session && r.result_hash == p.result_hash &&
+                    (p.want_logits ? r.kind == ResultKind::kLogits && r.width == im.self.n_vocab &&
+                                         r.values.size() == im.self.n_vocab
+                                   : r.kind == ResultKind::kAck);
   if (!fits) {
     return im.fail(
         t, Status::invalid_file("the distributed route answered another item (kind %d, %zu values)",

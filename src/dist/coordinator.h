@@ -26,7 +26,6 @@ namespace ds4::dist {
 
 struct CoordinatorOptions {
   std::string listen = "tcp://127.0.0.1:0";  // the control endpoint workers connect to
-  Hello self;                                // this process's model, build, layers and context
   HiddenBits bits = HiddenBits::kF32;        // hidden states on the wire
   int window = 0;  // prefill spans in flight; 0: the route's hops + 2, within [2, 8]
   std::chrono::milliseconds beat_interval{500};
@@ -39,9 +38,13 @@ struct CoordinatorOptions {
 
 class Coordinator : public LayerTail {
  public:
-  // Binds the control endpoint and starts its thread. Errors: the endpoint cannot be bound, a
-  // `self` that does not start at layer 0.
+  // Binds the control endpoint (workers may connect at once; they are answered after start()).
+  // Errors: the endpoint cannot be bound.
   static Result<std::shared_ptr<Coordinator>> open(CoordinatorOptions options);
+  // Starts taking registrations for `self`: this process's model, build, layers and context
+  // (route.h hello_of() of the engine whose tail this is). Once. Errors: a `self` that does not
+  // start at layer 0 or that ends with the head.
+  Status start(const Hello& self);
   ~Coordinator() override;
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;

@@ -32,6 +32,17 @@ Status check_entry_session(std::span<const StepEntry> entries, size_t i, const E
 
 Status Engine::step(std::span<StepEntry> entries) {
   Impl& e = *impl_;
+  auto impl_of = [](const StepEntry& en) { return en.session->impl_.get(); };
+  if (e.gives_logits() && !e.whole_model()) {
+    // The first layers here, the rest behind a LayerTail (distributed inference): each entry goes
+    // through the slice and the tail in turn -- the same logits as a batch, one entry at a time.
+    for (size_t i = 0; i < entries.size(); ++i) {
+      StepEntry& en = entries[i];
+      en.status = check_entry_session(entries, i, &e, en.session ? impl_of(en) : nullptr);
+      if (en.status.is_ok()) en.status = impl_of(en)->append(en.tokens, nullptr).status();
+    }
+    return Status::ok();
+  }
   if (!e.whole_model()) {
     const Status st = Status::invalid_argument(
         "this engine computes layers %d..%d only: a batched step needs the whole model",
@@ -39,7 +50,6 @@ Status Engine::step(std::span<StepEntry> entries) {
     for (StepEntry& en : entries) en.status = st;
     return st;
   }
-  auto impl_of = [](const StepEntry& en) { return en.session->impl_.get(); };
   int64_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     StepEntry& en = entries[i];

@@ -25,33 +25,6 @@ bool is_fingerprint(std::string_view s) {
 
 }  // namespace
 
-Result<LayerSlice> parse_layer_slice(std::string_view text) {
-  const std::string t(text);
-  const size_t colon = text.find(':');
-  if (colon == std::string_view::npos || text.find(':', colon + 1) != std::string_view::npos) {
-    return Status::invalid_argument("layers '%s': expected A:B or A:output (exactly one ':')",
-                                    t.c_str());
-  }
-  const std::string_view a = text.substr(0, colon);
-  const std::string_view b = text.substr(colon + 1);
-  const auto first = layer_number(a);
-  if (!first) {
-    return Status::invalid_argument("layers '%s': '%s' is not a layer number", t.c_str(),
-                                    std::string(a).c_str());
-  }
-  if (b == "output") return LayerSlice{.first = *first, .last = -1, .output = true};
-  const auto last = layer_number(b);
-  if (!last) {
-    return Status::invalid_argument("layers '%s': '%s' is neither a layer number nor 'output'",
-                                    t.c_str(), std::string(b).c_str());
-  }
-  if (*last < *first) {
-    return Status::invalid_argument("layers '%s': the end (%d) comes before the start (%d)",
-                                    t.c_str(), *last, *first);
-  }
-  return LayerSlice{.first = *first, .last = *last, .output = false};
-}
-
 Result<LayerRange> resolve_layer_slice(const LayerSlice& s, const Shape& shape) {
   const int last = s.last < 0 ? shape.n_layer - 1 : s.last;
   if (s.first < 0 || s.first > last || last >= shape.n_layer) {
@@ -121,3 +94,34 @@ std::vector<std::pair<std::string, gguf::Value>> slice_metadata(const SliceMark&
 }
 
 }  // namespace ds4::model
+
+namespace ds4 {
+
+Result<LayerSlice> parse_layer_slice(std::string_view text) {
+  const std::string t(text);
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos || text.find(':', colon + 1) != std::string_view::npos) {
+    return Status::invalid_argument("layers '%s': expected A:B or A:output (exactly one ':')",
+                                    t.c_str());
+  }
+  const std::string_view a = text.substr(0, colon);
+  const std::string_view b = text.substr(colon + 1);
+  const auto first = model::layer_number(a);
+  if (!first) {
+    return Status::invalid_argument("layers '%s': '%s' is not a layer number", t.c_str(),
+                                    std::string(a).c_str());
+  }
+  if (b == "output") return LayerSlice{.first = *first, .last = -1, .output = true};
+  const auto last = model::layer_number(b);
+  if (!last) {
+    return Status::invalid_argument("layers '%s': '%s' is neither a layer number nor 'output'",
+                                    t.c_str(), std::string(b).c_str());
+  }
+  if (*last < *first) {
+    return Status::invalid_argument("layers '%s': the end (%d) comes before the start (%d)",
+                                    t.c_str(), *last, *first);
+  }
+  return LayerSlice{.first = *first, .last = *last, .output = false};
+}
+
+}  // namespace ds4

@@ -32,10 +32,8 @@ inline constexpr std::string_view kSliceOutputKey = "dwarfstar.slice.output";   
 inline constexpr std::string_view kSliceFingerprintKey = "dwarfstar.slice.fingerprint";
 inline constexpr std::string_view kSliceKeyPrefix = "dwarfstar.slice.";
 
-// Parses "A:B" or "A:output" (features.md §10.2): exactly one ':', A and B non-negative decimal
-// layer numbers, B >= A; "output" for B means through the last layer and the head. The model's
-// layer count is checked by resolve_layer_slice. Errors (kInvalidArgument) quote the text.
-Result<LayerSlice> parse_layer_slice(std::string_view text);
+// The --layers syntax: ds4::parse_layer_slice (ds4/engine.h), defined in slice_file.cpp.
+using ds4::parse_layer_slice;
 
 // A LayerSlice (EngineOptions::layers) against the shape's layer count: within 0..n_layer-1,
 // first <= last, and the head only after the last layer. Errors are kInvalidArgument.

@@ -118,10 +118,7 @@ class DistTest : public ::testing::Test {
   void start_coordinator(HiddenBits bits = HiddenBits::kF32, bool hf_mode = false, int window = 0,
                          milliseconds route_timeout = milliseconds(20000)) {
     EngineOptions o = slice_options(0, 0, false, hf_mode);
-    auto local = open_engine(o);
-    ASSERT_NE(local, nullptr);
-    auto c = Coordinator::open({.self = dist::hello_of(local->info(), dist::build_id(), kCtx),
-                                .bits = bits,
+    auto c = Coordinator::open({.bits = bits,
                                 .window = window,
                                 .beat_interval = kBeat,
                                 .beat_timeout = kBeatTimeout,
@@ -133,6 +130,8 @@ class DistTest : public ::testing::Test {
     o.tail = coordinator_;
     engine_ = open_engine(o);
     ASSERT_NE(engine_, nullptr);
+    ASSERT_TRUE(
+        coordinator_->start(dist::hello_of(engine_->info(), dist::build_id(), kCtx)).is_ok());
   }
   std::unique_ptr<Session> session(Engine& e) {
     auto s = e.create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
@@ -182,8 +181,34 @@ TEST_F(DistTest, TwoWorkersEqualTheWholeModel) {
   ASSERT_TRUE(s->sync(prompt).is_ok());
   EXPECT_TRUE(same(s->logits(), fresh->logits())) << rel_l2(s->logits(), fresh->logits());
   EXPECT_EQ(s->save().status().code(), StatusCode::kUnimplemented);
-  std::vector<StepEntry> entries = {{.session = s.get(), .tokens = prompt}};
-  EXPECT_FALSE(engine_->step(entries).is_ok());
+}
+
+// Engine::step (the server's batches) over the route: each entry through the slice and the tail,
+// the same logits as each session alone in the whole model.
+TEST_F(DistTest, BatchedStepsEqualEachSessionAlone) {
+  start_coordinator();
+  WorkerThread w(1, n_layer_ - 1, true, coordinator_->endpoint());
+  auto a = session(*engine_), b = session(*engine_);
+  auto ra = session(*whole_), rb = session(*whole_);
+  const std::vector<TokenId> pa = test_prompt(kPromptTokens, 31), pb = test_prompt(9, 32);
+  ASSERT_TRUE(ra->append(pa).is_ok());
+  ASSERT_TRUE(rb->append(pb).is_ok());
+  std::vector<StepEntry> entries = {{.session = a.get(), .tokens = pa},
+                                    {.session = b.get(), .tokens = pb}};
+  ASSERT_TRUE(engine_->step(entries).is_ok());
+  ASSERT_TRUE(entries[0].status.is_ok()) << entries[0].status.message();
+  ASSERT_TRUE(entries[1].status.is_ok()) << entries[1].status.message();
+  for (int i = 0; i < kDecodeTokens; ++i) {
+    EXPECT_TRUE(same(a->logits(), ra->logits())) << "step " << i;
+    EXPECT_TRUE(same(b->logits(), rb->logits())) << "step " << i;
+    const TokenId ta = argmax_of(ra->logits()), tb = argmax_of(rb->logits());
+    ASSERT_TRUE(ra->eval(ta).is_ok());
+    ASSERT_TRUE(rb->eval(tb).is_ok());
+    entries = {{.session = a.get(), .tokens = std::span(&ta, 1)},
+               {.session = b.get(), .tokens = std::span(&tb, 1)}};
+    ASSERT_TRUE(engine_->step(entries).is_ok());
+    ASSERT_TRUE(entries[0].status.is_ok() && entries[1].status.is_ok());
+  }
 }
 
 TEST_F(DistTest, OneSpanAtATimeGivesTheSameLogits) {

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# tests/cli/dist_cli_test.sh DS4 DS4_SERVER MODEL: distributed inference as users run it (features.md §10,
+# issue 49): real processes on loopback -- `ds4 --role coordinator` holding layer 0 and two
+# `ds4 --role worker` processes -- against one process on the same model:
+#   - the distributed flags' usage errors: one line, exit 2;
+#   - a one-shot greedy run and --dump-logits give the same bytes as one process;
+#   - an interactive session (the REPL on a pipe) whose last worker is killed with SIGKILL and
+#     started again between two turns: the session is replayed to the new worker and the second
+#     answer is the one process's;
+#   - ds4-server as the coordinator: two requests at once (one batched step of both) answer what
+#     a one-process server answers;
+#   - a route that stays incomplete fails the request after --dist-route-wait, naming the missing
+#     layer, and never hangs.
+set -euo pipefail
+ds4=$1 server=$2 model=$3
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  exec 9>&- 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+common=(-m "$model" -c 256 -t 1 --nothink --temp 0)
+# wait_for FILE PATTERN: until PATTERN is in FILE (30 s at most).
+wait_for() {
+  for _ in $(seq 300); do
+    if grep -q -- "$2" "$1" 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "FAIL: timed out waiting for '$2' in $1"; cat "$1"; exit 1
+}
+worker() {  # worker NAME LAYERS PORT: starts a worker in the background
+  "$ds4" -m "$model" -c 256 -t 1 --role worker --layers "$2" --coordinator "127.0.0.1:$3" \
+    2>"$work/$1.err" 9>&- &  # not holding the REPL's pipe open
+  pids+=($!)
+  eval "$1=$!"
+}
+port_of() {  # the control port a coordinator printed on stderr
+  wait_for "$1" 'workers register at'
+  sed -nE 's/.*workers register at tcp:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$1" | head -1
+}
+
+# Usage errors.
+usage() {
+  local out code=0
+  out=$("$ds4" -m "$model" "$@" 2>&1 >/dev/null) || code=$?
+  check "usage error exit 2, one line: $* -> $out" "(( code == 2 )) && [[ \$(wc -l <<<\"\$out\") == 1 ]]"
+}
+usage --layers 1:2
+usage --role worker --layers 0:1 --coordinator 127.0.0.1:5000
+usage --role worker --layers 2:1 --coordinator 127.0.0.1:5000
+usage --role worker --layers 1-2 --coordinator 127.0.0.1:5000
+usage --role worker --layers 1:2
+usage --role coordinator --layers 0:1
+usage --role coordinator --layers 0:output --listen 127.0.0.1:5000
+usage --role coordinator --layers 0:1 --listen 0.0.0.0:5000
+usage --role coordinator --layers 0:1 --listen 127.0.0.1:5000 --coordinator 127.0.0.1:5001
+usage --role worker --layers 1:output --coordinator 127.0.0.1:5000 -p hi
+
+# One shot: the same tokens and the same logits as one process.
+"$ds4" "${common[@]}" -p 'Tell me a story' -n 12 >"$work/one.out" 2>/dev/null
+"$ds4" "${common[@]}" -p 'Tell me a story' --dump-logits "$work/one.json" 2>/dev/null
+"$ds4" "${common[@]}" --role coordinator --layers 0:0 --listen 127.0.0.1:0 \
+  -p 'Tell me a story' -n 12 >"$work/c1.out" 2>"$work/c1.err" &
+c1=$!
+pids+=($c1)
+port=$(port_of "$work/c1.err")
+worker w1 1:2 "$port"
+worker w2 3:output "$port"
+wait "$c1" || { echo "FAIL: coordinator exit"; cat "$work/c1.err"; exit 1; }
+check "one-shot output equals one process's" "cmp -s '$work/one.out' '$work/c1.out'"
+check "the route was reported" "grep -q 'route 1:2@tcp://127.0.0.1:[0-9]*, 3:output@' '$work/c1.err'"
+# The workers stay up: they register with the next coordinator on the same port.
+"$ds4" "${common[@]}" --role coordinator --layers 0:0 --listen "127.0.0.1:$port" \
+  -p 'Tell me a story' --dump-logits "$work/dist.json" 2>"$work/c2.err"
+check "--dump-logits equals one process's" "cmp -s '$work/one.json' '$work/dist.json'"
+
+# The REPL over a pipe; the last worker killed and started again between two turns.
+printf 'Tell me a story\nAnd another one\n' |
+  "$ds4" "${common[@]}" -n 8 >"$work/repl_one.out" 2>/dev/null
+mkfifo "$work/in"
+"$ds4" "${common[@]}" -n 8 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" \
+  <"$work/in" >"$work/repl.out" 2>"$work/repl.err" &
+c3=$!
+pids+=($c3)
+exec 9>"$work/in"
+echo 'Tell me a story' >&9
+wait_for "$work/repl.err" 'generated 8 tokens'
+{ kill -9 "$w2" && wait "$w2"; } 2>/dev/null || true
+worker w2 3:output "$port"
+wait_for "$work/w2.err" 'registered with the coordinator'
+echo 'And another one' >&9
+exec 9>&-
+wait "$c3" || { echo "FAIL: REPL coordinator exit"; cat "$work/repl.err"; exit 1; }
+check "the answers after a worker restart equal one process's" \
+  "cmp -s '$work/repl_one.out' '$work/repl.out'"
+# The second turn was evaluated again from position 0 (the replay): every prompt token evaluated.
+turn2=$(grep 'generated 8 tokens' "$work/repl.err" | sed -n 2p)
+check "the second turn replayed the transcript ($turn2)" \
+  "[[ '$turn2' =~ prompt\ ([0-9]+)\ tokens\ \(([0-9]+)\ evaluated\) ]] && (( BASH_REMATCH[1] == BASH_REMATCH[2] ))"
+
+# ds4-server as the coordinator, two requests at once, against a one-process server.
+ask() {  # ask PORT WHAT OUT: a greedy chat completion without thinking
+  curl -s "127.0.0.1:$1/v1/chat/completions" -H 'content-type: application/json' -d \
+    '{"model":"deepseek-chat","messages":[{"role":"user","content":"Tell me '"$2"'"}],"max_tokens":10,"temperature":0}' \
+    | sed -E 's/"(id|created)":[^,]*,//g' >"$3"
+}
+serve() {  # serve NAME ARGS...: a server on a free port; sets NAME to its port
+  local name=$1
+  shift
+  "$server" -m "$model" -c 256 -t 1 --port 0 --parallel 2 "$@" >"$work/$name.err" 2>&1 9>&- &
+  pids+=($!)
+  wait_for "$work/$name.err" 'listening on'
+  eval "$name=\$(sed -nE 's/.*listening on http:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' '$work/$name.err')"
+}
+serve solo
+ask "$solo" story "$work/solo1.json"
+ask "$solo" 'a poem' "$work/solo2.json"
+serve duo --role coordinator --layers 0:0 --listen "127.0.0.1:$port"
+duo_pid=${pids[-1]}
+ask "$duo" story "$work/duo1.json" &
+ask "$duo" 'a poem' "$work/duo2.json"
+wait %%
+check "the server's answers equal a one-process server's" \
+  "cmp -s '$work/solo1.json' '$work/duo1.json' && cmp -s '$work/solo2.json' '$work/duo2.json'"
+grep -q '"content":"[^"]' "$work/duo1.json" || { echo "FAIL: no answer"; cat "$work/duo1.json"; fail=1; }
+kill "$duo_pid"  # frees the control port for the next coordinator
+wait "$duo_pid" 2>/dev/null || true
+
+# An incomplete route: the request fails after the wait, naming the missing layer.
+{ kill -9 "$w2" && wait "$w2"; } 2>/dev/null || true
+start=$SECONDS
+code=0
+"$ds4" "${common[@]}" --role coordinator --layers 0:0 --listen "127.0.0.1:$port" \
+  --dist-route-wait 1 -p 'Tell me a story' -n 4 >/dev/null 2>"$work/c4.err" || code=$?
+check "an incomplete route fails with exit 1 (got $code)" "(( code == 1 ))"
+check "naming the missing layer" "grep -q 'distributed route incomplete: missing layer 3' '$work/c4.err'"
+check "within seconds, no hang" "(( SECONDS - start < 20 ))"
+exit $fail
