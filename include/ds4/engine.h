@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -62,6 +63,20 @@ class LayerTail {
   virtual bool holds(uint64_t session, size_t n_tokens) const = 0;
   // The session is gone: the tail may free what it holds of it.
   virtual void release(uint64_t /*session*/) {}
+  // Snapshots. The state of the tail's layers of the session (whose timeline holds `n_tokens`
+  // tokens): one layer shard (Session::save_layers) per process, together covering every layer
+  // after the local slice.
+  virtual Result<std::vector<std::vector<uint8_t>>> export_layers(uint64_t /*session*/,
+                                                                  size_t /*n_tokens*/) {
+    return Status::unimplemented("this layer tail keeps no snapshots");
+  }
+  // Installs a snapshot's later layers: `shard_of(first, last)` makes the shard of each process's
+  // inclusive layer range; the session's timeline becomes `tokens`.
+  virtual Status import_layers(
+      uint64_t /*session*/, std::span<const TokenId> /*tokens*/,
+      const std::function<std::vector<uint8_t>(int first, int last)>& /*shard_of*/) {
+    return Status::unimplemented("this layer tail keeps no snapshots");
+  }
 };
 
 struct EngineOptions {

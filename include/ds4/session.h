@@ -75,6 +75,13 @@ class Session {
   // session is unchanged): bad magic/version, another model's shape, a larger context or another
   // prefill chunk, inconsistent row counts, truncated or trailing bytes.
   Status load(std::span<const uint8_t> payload);
+  // The state of this engine's layers only, for a distributed snapshot: a DS4L layer shard (see
+  // src/kv/snapshot.h), whatever the engine's slice. Errors: an empty session.
+  Result<std::vector<uint8_t>> save_layers() const;
+  // Installs a layer shard of exactly this engine's layers for the `tokens` it covers; the
+  // next-token logits are not part of a shard and stay empty. Errors (another range, sizes, token
+  // count) leave the session unchanged.
+  Status load_layers(std::span<const uint8_t> shard, std::span<const TokenId> tokens);
   Status save_file(const std::string& path) const;
   Status load_file(const std::string& path);
 

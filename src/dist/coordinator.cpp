@@ -242,8 +242,11 @@ void Coordinator::Impl::on_message(const std::string& identity, Message m) {
       return;
     }
     case MessageType::kResult:
+    case MessageType::kState:
     case MessageType::kError: {
-      const uint64_t request = m.type == MessageType::kResult ? m.result.request : m.error.request;
+      const uint64_t request = m.type == MessageType::kResult  ? m.result.request
+                               : m.type == MessageType::kState ? m.state.request
+                                                               : m.error.request;
       std::lock_guard lock(mu);
       if (expected.erase(request) == 1) {
         arrived.emplace(request, std::move(m));
@@ -421,32 +424,61 @@ Status Coordinator::send(uint64_t session, std::span<const TokenId> tokens,
     im.expected.insert(w.request);
   }
   w.hidden.assign(hidden.begin(), hidden.end());
-  const std::vector<uint8_t> bytes = encode(w);
   const std::string& first = w.route.front().endpoint;
-  bool sent = false;
-  {
-    std::lock_guard lock(im.send_mu);
-    auto sock = im.first_hops.find(first);
-    if (sock == im.first_hops.end()) {
-      zmq::socket_t s(im.context, zmq::socket_type::push);
-      s.set(zmq::sockopt::linger, 0);
-      s.set(zmq::sockopt::immediate, 1);  // nothing queued for a worker that is not connected
-      s.set(zmq::sockopt::sndtimeo, static_cast<int>(im.o.beat_timeout.count()));
-      s.connect(first);
-      sock = im.first_hops.emplace(first, std::move(s)).first;
-    }
-    try {
-      sent = sock->second.send(zmq::buffer(bytes), zmq::send_flags::none).has_value();
-    } catch (const zmq::error_t&) {
-      sent = false;
-    }
-    if (!sent) im.first_hops.erase(sock);
-  }
-  if (sent) return Status::ok();
+  if (push(first, encode(w))) return Status::ok();
   std::lock_guard lock(im.mu);
   return im.fail(im.timelines[session],
                  Status::unavailable("the worker at %s took nothing within %lld ms", first.c_str(),
                                      static_cast<long long>(im.o.beat_timeout.count())));
+}
+
+bool Coordinator::push(const std::string& to, const std::vector<uint8_t>& bytes) {
+  Impl& im = *impl_;
+  std::lock_guard lock(im.send_mu);
+  auto sock = im.first_hops.find(to);
+  if (sock == im.first_hops.end()) {
+    zmq::socket_t s(im.context, zmq::socket_type::push);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::immediate, 1);  // nothing queued for a worker that is not connected
+    s.set(zmq::sockopt::sndtimeo, static_cast<int>(im.o.beat_timeout.count()));
+    s.connect(to);
+    sock = im.first_hops.emplace(to, std::move(s)).first;
+  }
+  bool sent = false;
+  try {
+    sent = sock->second.send(zmq::buffer(bytes), zmq::send_flags::none).has_value();
+  } catch (const zmq::error_t&) {
+    sent = false;
+  }
+  if (!sent) im.first_hops.erase(sock);
+  return sent;
+}
+
+Result<Message> Coordinator::await(std::unique_lock<std::mutex>& lock, uint64_t request,
+                                   const std::vector<uint64_t>& incarnations,
+                                   const std::vector<Hop>& route) {
+  Impl& im = *impl_;
+  const auto deadline = Clock::now() + im.o.work_timeout;
+  const Timeline probe{.route = route, .incarnations = incarnations};
+  while (im.arrived.count(request) == 0) {
+    if (const int lost = im.lost_hop(probe); lost >= 0) {
+      const Hop& h = route[static_cast<size_t>(lost)];
+      im.expected.erase(request);
+      return Status::unavailable("the worker at %s (layers %s) was lost: no beat for %lld ms",
+                                 h.endpoint.c_str(),
+                                 range_text(h.layer_first, h.layer_last, h.output).c_str(),
+                                 static_cast<long long>(im.o.beat_timeout.count()));
+    }
+    if (im.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
+        im.arrived.count(request) == 0) {
+      im.expected.erase(request);
+      return Status::unavailable("no answer from the distributed route within %lld ms",
+                                 static_cast<long long>(im.o.work_timeout.count()));
+    }
+  }
+  Message m = std::move(im.arrived.extract(request).mapped());
+  if (m.type == MessageType::kError) return Status::unavailable("%s", m.error.text.c_str());
+  return m;
 }
 
 Result<std::vector<float>> Coordinator::receive(uint64_t session) {
@@ -459,27 +491,10 @@ Result<std::vector<float>> Coordinator::receive(uint64_t session) {
   }
   Timeline& t = it->second;
   const Pending p = t.pending.front();
-  const auto deadline = Clock::now() + im.o.work_timeout;
-  while (im.arrived.count(p.request) == 0) {
-    if (const int lost = im.lost_hop(t); lost >= 0) {
-      const Hop& h = t.route[static_cast<size_t>(lost)];
-      return im.fail(
-          t, Status::unavailable("the worker at %s (layers %s) was lost: no beat for %lld ms",
-                                 h.endpoint.c_str(),
-                                 range_text(h.layer_first, h.layer_last, h.output).c_str(),
-                                 static_cast<long long>(im.o.beat_timeout.count())));
-    }
-    if (im.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-        im.arrived.count(p.request) == 0) {
-      return im.fail(t, Status::unavailable("no answer from the distributed route within %lld ms",
-                                            static_cast<long long>(im.o.work_timeout.count())));
-    }
-  }
-  auto node = im.arrived.extract(p.request);
+  Result<Message> got = await(lock, p.request, t.incarnations, t.route);
+  if (!got.is_ok()) return im.fail(t, got.status());
   t.pending.pop_front();
-  Message& m = node.mapped();
-  if (m.type == MessageType::kError)
-    return im.fail(t, Status::unavailable("%s", m.error.text.c_str()));
+  Message& m = *got;
   const WorkResult& r = m.result;
   const bool fits = r.session == session && r.result_hash == p.result_hash &&
                     (p.want_logits ? r.kind == ResultKind::kLogits && r.width == im.self.n_vocab &&
@@ -491,6 +506,109 @@ Result<std::vector<float>> Coordinator::receive(uint64_t session) {
                                 static_cast<int>(r.kind), r.values.size()));
   }
   return std::move(m.result.values);
+}
+
+Result<std::vector<std::vector<uint8_t>>> Coordinator::export_layers(uint64_t session,
+                                                                     size_t n_tokens) {
+  Impl& im = *impl_;
+  std::unique_lock lock(im.mu);
+  auto it = im.timelines.find(session);
+  if (it == im.timelines.end() || it->second.broken || !it->second.pending.empty() ||
+      it->second.pos != n_tokens || im.lost_hop(it->second) >= 0) {
+    return Status::unavailable("the workers do not hold distributed session %llu as sent",
+                               static_cast<unsigned long long>(session));
+  }
+  const Timeline t = it->second;  // a copy: the lock is let go while pushing
+  std::vector<uint64_t> requests;
+  for (const Hop& hop : t.route) {
+    StateMsg q{.session = session,
+               .request = im.next_request++,
+               .prefix_hash = t.hash,
+               .n_tokens = t.pos,
+               .hop = hop};
+    im.expected.insert(q.request);
+    requests.push_back(q.request);
+    lock.unlock();
+    const bool sent = push(hop.endpoint, encode(q, MessageType::kStateSave));
+    lock.lock();
+    if (!sent) {
+      for (uint64_t r : requests) im.expected.erase(r);
+      return Status::unavailable("the worker at %s took nothing", hop.endpoint.c_str());
+    }
+  }
+  std::vector<std::vector<uint8_t>> shards;
+  Status failed = Status::ok();
+  for (uint64_t r : requests) {
+    if (!failed.is_ok()) {
+      im.expected.erase(r);
+      im.arrived.erase(r);
+      continue;
+    }
+    Result<Message> m = await(lock, r, t.incarnations, t.route);
+    if (!m.is_ok()) {
+      failed = m.status();
+    } else if (m->type != MessageType::kState || m->state.session != session ||
+               m->state.n_tokens != t.pos) {
+      failed = Status::invalid_file("a worker answered another state than asked");
+    } else {
+      shards.push_back(std::move(m->state.shard));
+    }
+  }
+  if (!failed.is_ok()) return failed;
+  return shards;
+}
+
+Status Coordinator::import_layers(
+    uint64_t session, std::span<const TokenId> tokens,
+    const std::function<std::vector<uint8_t>(int first, int last)>& shard_of) {
+  Impl& im = *impl_;
+  std::unique_lock lock(im.mu);
+  Timeline& t = im.timelines[session];
+  (void)im.fail(t, Status::ok());
+  const auto deadline = Clock::now() + im.o.route_timeout;
+  auto p = im.plan();
+  while (!p.is_ok() && im.cv.wait_until(lock, deadline) != std::cv_status::timeout) p = im.plan();
+  if (!p.is_ok()) p = im.plan();
+  if (!p.is_ok()) return p.status();
+  const uint64_t hash = extend_prefix_hash(kPrefixHashBasis, tokens);
+  std::vector<uint64_t> requests;
+  for (const Hop& hop : p->route) {
+    StateMsg q{.session = session, .request = im.next_request++, .hop = hop};
+    q.tokens.assign(tokens.begin(), tokens.end());
+    im.expected.insert(q.request);
+    requests.push_back(q.request);
+    lock.unlock();
+    q.shard = shard_of(static_cast<int>(hop.layer_first), static_cast<int>(hop.layer_last));
+    const bool sent = push(hop.endpoint, encode(q, MessageType::kStateLoad));
+    lock.lock();
+    if (!sent) {
+      for (uint64_t r : requests) im.expected.erase(r);
+      return Status::unavailable("the worker at %s took nothing", hop.endpoint.c_str());
+    }
+  }
+  Status failed = Status::ok();
+  for (uint64_t r : requests) {
+    if (!failed.is_ok()) {
+      im.expected.erase(r);
+      im.arrived.erase(r);
+      continue;
+    }
+    Result<Message> m = await(lock, r, p->incarnations, p->route);
+    if (!m.is_ok()) {
+      failed = m.status();
+    } else if (m->type != MessageType::kResult || m->result.session != session ||
+               m->result.result_hash != hash) {
+      failed = Status::invalid_file("a worker answered another state load than asked");
+    }
+  }
+  if (!failed.is_ok()) return failed;
+  Timeline& done = im.timelines[session];
+  done.route = std::move(p->route);
+  done.incarnations = std::move(p->incarnations);
+  done.pos = static_cast<uint32_t>(tokens.size());
+  done.hash = hash;
+  done.broken = false;
+  return Status::ok();
 }
 
 }  // namespace ds4::dist

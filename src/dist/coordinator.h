@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "dist/wire.h"
@@ -67,11 +68,23 @@ class Coordinator : public LayerTail {
   int window() const override;
   bool holds(uint64_t session, size_t n_tokens) const override;
   void release(uint64_t session) override;
+  Result<std::vector<std::vector<uint8_t>>> export_layers(uint64_t session,
+                                                          size_t n_tokens) override;
+  Status import_layers(
+      uint64_t session, std::span<const TokenId> tokens,
+      const std::function<std::vector<uint8_t>(int first, int last)>& shard_of) override;
 
  private:
   struct Impl;
   explicit Coordinator(CoordinatorOptions options);
   void control_loop();
+  // Puts `bytes` on the data endpoint `to` (a PUSH socket per endpoint); false after the beat
+  // timeout.
+  bool push(const std::string& to, const std::vector<uint8_t>& bytes);
+  // With the lock of `lock` held: waits for the answer to `request` (a RESULT, STATE or ERROR)
+  // until `deadline`, failing early when a worker of `route` is lost.
+  Result<Message> await(std::unique_lock<std::mutex>& lock, uint64_t request,
+                        const std::vector<uint64_t>& incarnations, const std::vector<Hop>& route);
 
   std::unique_ptr<Impl> impl_;
 };

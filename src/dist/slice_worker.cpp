@@ -180,14 +180,17 @@ Status SliceWorker::serve() {
 void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& info) {
   Impl& im = *impl_;
   auto m = decode(bytes, options_.limits);
-  if (!m.is_ok() || m->type != MessageType::kWork) {
+  const bool state =
+      m.is_ok() && (m->type == MessageType::kStateSave || m->type == MessageType::kStateLoad);
+  if (!m.is_ok() || (m->type != MessageType::kWork && !state)) {
     // Nobody to answer but the coordinator, which cannot match it to a request: it logs it.
     im.send_answer(encode(ErrorInfo{.text = "worker " + endpoint_ + ": " +
-                                            (m.is_ok() ? "a message that is not WORK on the "
-                                                         "data endpoint"
+                                            (m.is_ok() ? "a message that is neither WORK nor "
+                                                         "STATE on the data endpoint"
                                                        : m.status().message())}));
     return;
   }
+  if (state) return serve_state(m->type, m->state, info);
   Work& w = m->work;
   const auto refuse = [&](const std::string& text) {
     im.send_answer(encode(ErrorInfo{.session = w.session,
@@ -267,6 +270,48 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
     r.values = std::move(out).value();
   }
   im.send_answer(encode(r));
+}
+
+// A snapshot's shard: sent (STATE_SAVE) or installed (STATE_LOAD).
+void SliceWorker::serve_state(MessageType type, const StateMsg& q, const ModelInfo& info) {
+  Impl& im = *impl_;
+  const auto refuse = [&](const std::string& text) {
+    im.send_answer(encode(ErrorInfo{
+        .session = q.session, .request = q.request, .text = "worker " + endpoint_ + ": " + text}));
+  };
+  if (static_cast<int>(q.hop.layer_first) != info.layer_first ||
+      static_cast<int>(q.hop.layer_last) != info.layer_last) {
+    return refuse("the state of layers " + std::to_string(q.hop.layer_first) + ":" +
+                  std::to_string(q.hop.layer_last) + " asked of this worker");
+  }
+  auto found = im.sessions.find(q.session);
+  if (type == MessageType::kStateSave) {
+    if (found == im.sessions.end() || found->second.hash != q.prefix_hash ||
+        found->second.session->n_tokens() != static_cast<int>(q.n_tokens)) {
+      return refuse("worker KV prefix hash mismatch: the state of " + std::to_string(q.n_tokens) +
+                    " tokens of session " + std::to_string(q.session) + " is not held here");
+    }
+    auto shard = found->second.session->save_layers();
+    if (!shard.is_ok()) return refuse(shard.status().message());
+    StateMsg a{.session = q.session, .request = q.request, .n_tokens = q.n_tokens};
+    a.shard = std::move(shard).value();
+    im.send_answer(encode(a, MessageType::kState));
+    return;
+  }
+  if (found == im.sessions.end()) {
+    auto s =
+        engine_.create_session({.n_ctx = options_.n_ctx, .prefill_chunk = options_.prefill_chunk});
+    if (!s.is_ok()) return refuse(s.status().message());
+    found = im.sessions.emplace(q.session, Impl::Timeline{std::move(s).value()}).first;
+  }
+  const Status st = found->second.session->load_layers(q.shard, q.tokens);
+  if (!st.is_ok()) {
+    im.sessions.erase(found);  // what it holds is no timeline the coordinator knows
+    return refuse(st.message());
+  }
+  found->second.hash = extend_prefix_hash(kPrefixHashBasis, q.tokens);
+  im.send_answer(encode(
+      WorkResult{.session = q.session, .request = q.request, .result_hash = found->second.hash}));
 }
 
 }  // namespace ds4::dist

@@ -59,6 +59,7 @@ class SliceWorker {
   SliceWorker(Engine& engine, SliceWorkerOptions options);
   void control_loop();
   void serve_item(std::span<const uint8_t> bytes, const ModelInfo& info);
+  void serve_state(MessageType type, const StateMsg& q, const ModelInfo& info);
 
   Engine& engine_;
   SliceWorkerOptions options_;

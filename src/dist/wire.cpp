@@ -18,6 +18,7 @@ class Writer {
     u32(0);  // body length, set by finish()
   }
   void u8(uint8_t v) { out_.push_back(v); }
+  void raw(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
   void u16(uint16_t v) {
     for (int i = 0; i < 2; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
@@ -71,6 +72,13 @@ class Reader {
       *v = 0;
       for (int i = 0; i < 8; ++i) *v |= static_cast<uint64_t>(p[i]) << (8 * i);
     });
+  }
+  bool raw(std::vector<uint8_t>* v, uint64_t n) {
+    if (n > left()) return false;
+    v->assign(b_.begin() + static_cast<ptrdiff_t>(at_),
+              b_.begin() + static_cast<ptrdiff_t>(at_ + n));
+    at_ += static_cast<size_t>(n);
+    return true;
   }
   bool text(std::string* s, uint32_t max) {
     uint32_t n = 0;
@@ -231,6 +239,49 @@ Status decode_result(Reader& r, const WireLimits& lim, WorkResult* m) {
   return Status::ok();
 }
 
+Status decode_hop(Reader& r, const WireLimits& lim, Hop* h) {
+  uint8_t output = 0;
+  if (!r.text(&h->endpoint, lim.max_text_bytes) || !r.u32(&h->layer_first) ||
+      !r.u32(&h->layer_last) || !r.u8(&output)) {
+    return cut("hop");
+  }
+  if (output > 1 || h->layer_first == 0 || h->layer_first > h->layer_last) {
+    return Status::invalid_file("wire: hop layers %u:%u", h->layer_first, h->layer_last);
+  }
+  h->output = output == 1;
+  return Status::ok();
+}
+
+Status decode_state(Reader& r, const WireLimits& lim, MessageType type, StateMsg* m) {
+  if (!r.u64(&m->session) || !r.u64(&m->request)) return cut("STATE header");
+  if (type == MessageType::kStateSave) {
+    if (!r.u64(&m->prefix_hash) || !r.u32(&m->n_tokens)) return cut("STATE_SAVE");
+    if (m->n_tokens == 0 || m->n_tokens > lim.max_session_tokens)
+      return Status::invalid_file("wire: STATE_SAVE of %u tokens", m->n_tokens);
+    return decode_hop(r, lim, &m->hop);
+  }
+  if (type == MessageType::kStateLoad) {
+    DS4_TRY(decode_hop(r, lim, &m->hop));
+    uint32_t n = 0;
+    if (!r.u32(&n)) return cut("STATE_LOAD tokens");
+    if (n == 0 || n > lim.max_session_tokens || n > r.left() / 4)
+      return Status::invalid_file("wire: STATE_LOAD of %u tokens", n);
+    m->tokens.resize(n);
+    for (int32_t& t : m->tokens) {
+      uint32_t v = 0;
+      r.u32(&v);
+      if (v > INT32_MAX) return Status::invalid_file("wire: STATE_LOAD token id %u", v);
+      t = static_cast<int32_t>(v);
+    }
+  } else if (!r.u32(&m->n_tokens)) {
+    return cut("STATE");
+  }
+  uint64_t bytes = 0;
+  if (!r.u64(&bytes)) return cut("state shard");
+  if (bytes == 0 || !r.raw(&m->shard, bytes)) return cut("state shard");
+  return Status::ok();
+}
+
 }  // namespace
 
 uint64_t extend_prefix_hash(uint64_t hash, std::span<const int32_t> tokens) {
@@ -314,6 +365,34 @@ std::vector<uint8_t> encode_release(uint64_t session) {
   return w.finish();
 }
 
+std::vector<uint8_t> encode(const StateMsg& m, MessageType type) {
+  Writer w(type);
+  w.u64(m.session);
+  w.u64(m.request);
+  const auto hop = [&] {
+    w.text(m.hop.endpoint);
+    w.u32(m.hop.layer_first);
+    w.u32(m.hop.layer_last);
+    w.u8(m.hop.output ? 1 : 0);
+  };
+  if (type == MessageType::kStateSave) {
+    w.u64(m.prefix_hash);
+    w.u32(m.n_tokens);
+    hop();
+    return w.finish();
+  }
+  if (type == MessageType::kStateLoad) {
+    hop();
+    w.u32(static_cast<uint32_t>(m.tokens.size()));
+    for (int32_t t : m.tokens) w.u32(static_cast<uint32_t>(t));
+  } else {
+    w.u32(m.n_tokens);
+  }
+  w.u64(m.shard.size());
+  w.raw(m.shard);
+  return w.finish();
+}
+
 Result<Message> decode(std::span<const uint8_t> bytes, const WireLimits& limits) {
   Reader r(bytes);
   uint32_t magic = 0, body = 0;
@@ -345,6 +424,11 @@ Result<Message> decode(std::span<const uint8_t> bytes, const WireLimits& limits)
       break;
     case MessageType::kRelease:
       if (!r.u64(&m.release)) return cut("RELEASE");
+      break;
+    case MessageType::kStateSave:
+    case MessageType::kState:
+    case MessageType::kStateLoad:
+      DS4_TRY(decode_state(r, limits, static_cast<MessageType>(type), &m.state));
       break;
     default: return Status::invalid_file("wire: message type %u", type);
   }

@@ -32,6 +32,9 @@ enum class MessageType : uint16_t {
   kAccept = 5,
   kBeat = 6,
   kRelease = 7,
+  kStateSave = 8,   // coordinator -> worker: send the state of your layers of a session
+  kState = 9,       // worker -> coordinator: that state (a kv layer shard)
+  kStateLoad = 10,  // coordinator -> worker: install this state; answered by an ACK RESULT
 };
 
 // Bounds a decoder enforces before it allocates (a peer's claims are never trusted).
@@ -42,6 +45,7 @@ struct WireLimits {
   uint32_t max_text_bytes = 4096;               // names, commits, error messages
   uint32_t max_vocab = 1 << 20;                 // logits in a RESULT
   uint32_t max_hops = 64;                       // a route's length
+  uint32_t max_session_tokens = 1 << 20;        // tokens of a session (a state load's transcript)
 };
 
 // FNV-1a 64 over each token id's 4 little-endian bytes (features.md §10.5): the hash of a token
@@ -127,6 +131,19 @@ struct WorkResult {
   bool operator==(const WorkResult&) const = default;
 };
 
+// Distributed snapshots (features.md §10.9): one message per hop, the shard whole (the limit on
+// a body bounds it).
+struct StateMsg {
+  uint64_t session = 0;
+  uint64_t request = 0;
+  uint64_t prefix_hash = 0;     // kStateSave: of the n_tokens the worker must hold
+  uint32_t n_tokens = 0;        // kStateSave, kState
+  Hop hop;                      // kStateSave, kStateLoad: the worker's layers
+  std::vector<int32_t> tokens;  // kStateLoad: the session's transcript
+  std::vector<uint8_t> shard;   // kState, kStateLoad: kv layer shard bytes
+  bool operator==(const StateMsg&) const = default;
+};
+
 // A refusal: of a registration (session and request 0) or of one item.
 struct ErrorInfo {
   uint64_t session = 0;
@@ -144,6 +161,7 @@ struct Message {
   WorkResult result;
   ErrorInfo error;
   uint64_t release = 0;  // kRelease: the session (0: every session)
+  StateMsg state;        // kStateSave, kState, kStateLoad
 };
 
 std::vector<uint8_t> encode(const Hello& m);
@@ -152,6 +170,7 @@ std::vector<uint8_t> encode(const WorkResult& m);
 std::vector<uint8_t> encode(const ErrorInfo& m);
 std::vector<uint8_t> encode_beat(MessageType type, uint64_t incarnation);  // kAccept or kBeat
 std::vector<uint8_t> encode_release(uint64_t session);
+std::vector<uint8_t> encode(const StateMsg& m, MessageType type);  // one of the three kinds
 
 // Decodes one whole message (frame and body). Errors name the field and the value that failed.
 Result<Message> decode(std::span<const uint8_t> bytes, const WireLimits& limits = {});

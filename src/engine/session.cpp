@@ -243,8 +243,10 @@ TokenId Session::sample(const SamplingParams& params, Rng& rng) const {
 
 Result<std::vector<uint8_t>> Session::save() const {
   const Impl& s = *impl_;
-  if (!s.engine->whole_model()) {
-    return Status::unimplemented("the snapshot of a layer slice's session is not gathered yet");
+  if (!s.engine->whole_model() && !s.engine->gives_logits()) {
+    return Status::invalid_argument(
+        "a session of layers %d..%d alone has no whole snapshot: save_layers() gives its shard",
+        s.engine->range.begin, s.engine->range.end - 1);
   }
   if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
   kv::Snapshot snap;
@@ -253,21 +255,115 @@ Result<std::vector<uint8_t>> Session::save() const {
   snap.tokens.assign(s.tokens.begin(), s.tokens.end());
   snap.logits = s.logits;
   DS4_ASSIGN_OR_RETURN(snap.layers, s.engine->backend->export_sequence(s.seq));
+  if (!s.engine->whole_model()) DS4_TRY(s.gather_tail_layers(&snap));
   return kv::encode_snapshot(s.engine->shape, snap);
+}
+
+// The tail's layers of the session, shard by shard, into `snap` (whose local layers are set).
+Status Session::Impl::gather_tail_layers(kv::Snapshot* snap) const {
+  const int n_layer = engine->shape.n_layer;
+  if (tail_fresh || !engine->tail->holds(tail_session, tokens.size())) {
+    return Status::unavailable(
+        "the workers no longer hold this session (a worker restarted): evaluate it again first");
+  }
+  DS4_ASSIGN_OR_RETURN(std::vector<std::vector<uint8_t>> shards,
+                       engine->tail->export_layers(tail_session, tokens.size()));
+  std::vector<bool> have(static_cast<size_t>(n_layer), false);
+  for (int il = engine->range.begin; il < engine->range.end; ++il) have[il] = true;
+  const kv::LoadTarget target{snap->n_ctx, snap->prefill_chunk};
+  for (const std::vector<uint8_t>& bytes : shards) {
+    DS4_ASSIGN_OR_RETURN(kv::Shard shard, kv::decode_shard(bytes, engine->shape, target));
+    if (shard.n_tokens != tokens.size() || shard.n_ctx != snap->n_ctx) {
+      return Status::invalid_file("a worker's state holds %u tokens at context %u, not %zu at %u",
+                                  shard.n_tokens, shard.n_ctx, tokens.size(), snap->n_ctx);
+    }
+    for (uint32_t il = shard.first; il <= shard.last; ++il) {
+      if (have[il]) return Status::invalid_file("layer %u came twice in a gathered snapshot", il);
+      have[il] = true;
+      snap->layers[il] = std::move(shard.layers[il - shard.first]);
+    }
+  }
+  for (int il = 0; il < n_layer; ++il) {
+    if (!have[il]) return Status::invalid_file("no worker sent the state of layer %d", il);
+  }
+  return Status::ok();
 }
 
 Status Session::load(std::span<const uint8_t> payload) {
   Impl& s = *impl_;
-  if (!s.engine->whole_model()) {
-    return Status::unimplemented("a snapshot cannot be split over layer slices yet");
+  if (!s.engine->whole_model() && !s.engine->gives_logits()) {
+    return Status::invalid_argument(
+        "a session of layers %d..%d alone takes a layer shard (load_layers), not a snapshot",
+        s.engine->range.begin, s.engine->range.end - 1);
   }
   kv::LoadTarget target;
   target.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
   DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
   DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
+  if (!s.engine->whole_model()) {
+    // The later layers go to the tail's processes, a shard each.
+    const Status st =
+        s.engine->tail->import_layers(s.tail_session, snap.tokens, [&](int first, int last) {
+          kv::Shard shard{.first = static_cast<uint32_t>(first),
+                          .last = static_cast<uint32_t>(last),
+                          .n_tokens = static_cast<uint32_t>(snap.tokens.size()),
+                          .n_ctx = snap.n_ctx,
+                          .prefill_chunk = snap.prefill_chunk};
+          for (int il = first; il <= last; ++il) shard.layers.push_back(snap.layers[il]);
+          return kv::encode_shard(s.engine->shape, shard);
+        });
+    if (!st.is_ok()) {
+      s.reset();  // the local layers hold the snapshot, the tail does not
+      return st;
+    }
+    s.tail_fresh = false;
+  }
   s.tokens.assign(snap.tokens.begin(), snap.tokens.end());
   s.logits = std::move(snap.logits);
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> Session::save_layers() const {
+  const Impl& s = *impl_;
+  if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
+  DS4_ASSIGN_OR_RETURN(std::vector<backend::LayerState> all,
+                       s.engine->backend->export_sequence(s.seq));
+  kv::Shard shard{.first = static_cast<uint32_t>(s.engine->range.begin),
+                  .last = static_cast<uint32_t>(s.engine->range.end - 1),
+                  .n_tokens = static_cast<uint32_t>(s.tokens.size()),
+                  .n_ctx = static_cast<uint32_t>(s.options.n_ctx),
+                  .prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk)};
+  for (uint32_t il = shard.first; il <= shard.last; ++il)
+    shard.layers.push_back(std::move(all[il]));
+  return kv::encode_shard(s.engine->shape, shard);
+}
+
+Status Session::load_layers(std::span<const uint8_t> bytes, std::span<const TokenId> tokens) {
+  Impl& s = *impl_;
+  const kv::LoadTarget target{static_cast<uint32_t>(s.options.n_ctx),
+                              static_cast<uint32_t>(s.options.prefill_chunk)};
+  DS4_ASSIGN_OR_RETURN(kv::Shard shard, kv::decode_shard(bytes, s.engine->shape, target));
+  if (static_cast<int>(shard.first) != s.engine->range.begin ||
+      static_cast<int>(shard.last) != s.engine->range.end - 1) {
+    return Status::invalid_argument("a shard of layers %u:%u for a session of layers %d:%d",
+                                    shard.first, shard.last, s.engine->range.begin,
+                                    s.engine->range.end - 1);
+  }
+  if (shard.n_tokens != tokens.size()) {
+    return Status::invalid_argument("a shard of %u tokens with a transcript of %zu", shard.n_tokens,
+                                    tokens.size());
+  }
+  DS4_TRY(s.check_tokens(tokens, 0));
+  // The other layers' entries of a fresh sequence: the import replaces every layer.
+  s.reset();
+  DS4_ASSIGN_OR_RETURN(std::vector<backend::LayerState> all,
+                       s.engine->backend->export_sequence(s.seq));
+  for (uint32_t il = shard.first; il <= shard.last; ++il) {
+    all[il] = std::move(shard.layers[il - shard.first]);
+  }
+  DS4_TRY(s.engine->backend->import_sequence(s.seq, all));
+  s.tokens.assign(tokens.begin(), tokens.end());
   return Status::ok();
 }
 

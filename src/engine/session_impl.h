@@ -5,6 +5,7 @@
 
 #include "ds4/session.h"
 #include "engine/engine_impl.h"
+#include "kv/snapshot.h"
 
 namespace ds4 {
 
@@ -27,6 +28,8 @@ struct Session::Impl {
   Result<EvalStats> append_through_tail(std::span<const TokenId> t);
   // ok when the engine computes the whole model (append, sync, eval, step); else why not.
   Status whole_model() const;
+  // Session::save of a tail engine: the tail's layers into `snap`.
+  Status gather_tail_layers(kv::Snapshot* snap) const;
   void reset();
 };
 

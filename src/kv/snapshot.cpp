@@ -73,6 +73,38 @@ Status truncated(const Parser& p, const char* what) {
   return Status::invalid_file("snapshot truncated in %s at byte %zu", what, p.offset());
 }
 
+// One layer's rows in the payload's order.
+void write_layer(Writer& w, const model::Shape& s, int il, const backend::LayerState& l) {
+  w.floats(l.raw);
+  if (s.compress_ratio(il) != 0) {
+    w.floats(l.comp);
+    w.floats(l.comp_kv);
+    w.floats(l.comp_score);
+  }
+  if (s.compress_ratio(il) == 4) {
+    w.floats(l.index);
+    w.floats(l.index_kv);
+    w.floats(l.index_score);
+  }
+}
+
+// One layer of `t` tokens with `live` raw rows, `n_comp` / `n_index` rows; false when cut.
+bool read_layer(Parser& p, const model::Shape& s, int il, uint32_t t, uint32_t live,
+                uint32_t n_comp, uint32_t n_index, backend::LayerState* l) {
+  l->n_tokens = static_cast<int32_t>(t);
+  const uint64_t frontier = frontier_floats(s, il);
+  bool ok = p.floats(uint64_t{live} * kHd, &l->raw);
+  if (ok && s.compress_ratio(il) != 0) {
+    ok = p.floats(uint64_t{n_comp} * kHd, &l->comp) && p.floats(frontier, &l->comp_kv) &&
+         p.floats(frontier, &l->comp_score);
+  }
+  if (ok && s.compress_ratio(il) == 4) {
+    ok = p.floats(uint64_t{n_index} * kIhd, &l->index) && p.floats(8 * 256, &l->index_kv) &&
+         p.floats(8 * 256, &l->index_score);
+  }
+  return ok;
+}
+
 }  // namespace
 
 uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap) {
@@ -130,20 +162,7 @@ std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap
     w.u32(static_cast<uint32_t>(l.comp.size() / kHd));
   for (const backend::LayerState& l : snap.layers)
     w.u32(static_cast<uint32_t>(l.index.size() / kIhd));
-  for (int il = 0; il < s.n_layer; ++il) {
-    const backend::LayerState& l = snap.layers[il];
-    w.floats(l.raw);
-    if (s.compress_ratio(il) != 0) {
-      w.floats(l.comp);
-      w.floats(l.comp_kv);
-      w.floats(l.comp_score);
-    }
-    if (s.compress_ratio(il) == 4) {
-      w.floats(l.index);
-      w.floats(l.index_kv);
-      w.floats(l.index_score);
-    }
-  }
+  for (int il = 0; il < s.n_layer; ++il) write_layer(w, s, il, snap.layers[il]);
   return out;
 }
 
@@ -237,24 +256,71 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
   }
   snap.layers.resize(s.n_layer);
   for (int il = 0; il < s.n_layer; ++il) {
-    backend::LayerState& l = snap.layers[il];
-    l.n_tokens = static_cast<int32_t>(t);
-    const uint64_t frontier = frontier_floats(s, il);
-    bool ok = p.floats(uint64_t{live} * kHd, &l.raw);
-    if (ok && s.compress_ratio(il) != 0) {
-      ok = p.floats(uint64_t{n_comp[il]} * kHd, &l.comp) && p.floats(frontier, &l.comp_kv) &&
-           p.floats(frontier, &l.comp_score);
+    if (!read_layer(p, s, il, t, live, n_comp[il], n_index[il], &snap.layers[il])) {
+      return truncated(p, "the layer state");
     }
-    if (ok && s.compress_ratio(il) == 4) {
-      ok = p.floats(uint64_t{n_index[il]} * kIhd, &l.index) && p.floats(8 * 256, &l.index_kv) &&
-           p.floats(8 * 256, &l.index_score);
-    }
-    if (!ok) return truncated(p, "the layer state");
   }
   if (p.left() != 0) {
     return Status::invalid_file("payload has %zu trailing bytes after the last layer", p.left());
   }
   return snap;
+}
+
+std::vector<uint8_t> encode_shard(const model::Shape& s, const Shard& shard) {
+  DS4_CHECK(shard.first <= shard.last && shard.last < static_cast<uint32_t>(s.n_layer));
+  DS4_CHECK(shard.layers.size() == shard.last - shard.first + 1);
+  std::vector<uint8_t> out;
+  Writer w(out);
+  for (uint32_t v : {kShardMagic, kShardVersion, shard.first, shard.last, shard.n_tokens,
+                     shard.n_ctx, shard.prefill_chunk}) {
+    w.u32(v);
+  }
+  for (uint32_t il = shard.first; il <= shard.last; ++il) {
+    write_layer(w, s, static_cast<int>(il), shard.layers[il - shard.first]);
+  }
+  return out;
+}
+
+Result<Shard> decode_shard(std::span<const uint8_t> bytes, const model::Shape& s,
+                           const LoadTarget& target) {
+  Parser p(bytes);
+  uint32_t h[7];
+  for (uint32_t& v : h) {
+    if (!p.u32(&v)) return truncated(p, "the shard header");
+  }
+  if (h[0] != kShardMagic || h[1] != kShardVersion) {
+    return Status::invalid_file("not a DS4L layer shard of version %u", kShardVersion);
+  }
+  Shard shard{.first = h[2], .last = h[3], .n_tokens = h[4], .n_ctx = h[5], .prefill_chunk = h[6]};
+  if (shard.first > shard.last || shard.last >= static_cast<uint32_t>(s.n_layer)) {
+    return Status::invalid_argument("shard layers %u:%u of a %d-layer model", shard.first,
+                                    shard.last, s.n_layer);
+  }
+  if (shard.n_ctx == 0 || shard.n_ctx > target.n_ctx || shard.n_tokens == 0 ||
+      shard.n_tokens >= shard.n_ctx) {
+    return Status::invalid_argument("shard of %u tokens at context %u for a session of %u",
+                                    shard.n_tokens, shard.n_ctx, target.n_ctx);
+  }
+  if (shard.prefill_chunk != target.prefill_chunk) {
+    return Status::invalid_argument("shard prefill chunk %u differs from this session's %u",
+                                    shard.prefill_chunk, target.prefill_chunk);
+  }
+  const uint32_t window = raw_window(s, shard.n_ctx);
+  if (window != raw_window(s, target.n_ctx)) {
+    return Status::invalid_argument("shard raw window %u does not match this session's %u", window,
+                                    raw_window(s, target.n_ctx));
+  }
+  const uint32_t t = shard.n_tokens, live = std::min(t, window);
+  shard.layers.resize(shard.last - shard.first + 1);
+  for (uint32_t il = shard.first; il <= shard.last; ++il) {
+    const int r = s.compress_ratio(static_cast<int>(il));
+    if (!read_layer(p, s, static_cast<int>(il), t, live, r == 0 ? 0 : t / static_cast<uint32_t>(r),
+                    r == 4 ? t / 4 : 0, &shard.layers[il - shard.first])) {
+      return truncated(p, "the shard's layer state");
+    }
+  }
+  if (p.left() != 0) return Status::invalid_file("shard has %zu trailing bytes", p.left());
+  return shard;
 }
 
 }  // namespace ds4::kv

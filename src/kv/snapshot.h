@@ -44,4 +44,26 @@ Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes);
 Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& shape,
                                  const LoadTarget& target);
 
+// A layer shard: the state of layers first..last of a session of n_tokens tokens -- what one
+// process of a distributed route holds, gathered into (or split from) one DSV4 payload. Layout
+// (u32 little-endian): magic "DS4L", version 1, first, last, n_tokens, n_ctx, prefill_chunk, then
+// per layer the payload's rows in its order (raw window, compressed rows and frontier, indexer
+// rows and frontier), their counts implied by n_tokens.
+inline constexpr uint32_t kShardMagic = 0x4c345344;  // "DS4L"
+inline constexpr uint32_t kShardVersion = 1;
+
+struct Shard {
+  uint32_t first = 0, last = 0;  // inclusive layer range
+  uint32_t n_tokens = 0;
+  uint32_t n_ctx = 0;
+  uint32_t prefill_chunk = 0;
+  std::vector<backend::LayerState> layers;  // last - first + 1
+};
+
+std::vector<uint8_t> encode_shard(const model::Shape& shape, const Shard& shard);
+// Parses and validates a shard for a session of `target` settings (the same checks as a payload's
+// layers). Errors name the field.
+Result<Shard> decode_shard(std::span<const uint8_t> bytes, const model::Shape& shape,
+                           const LoadTarget& target);
+
 }  // namespace ds4::kv

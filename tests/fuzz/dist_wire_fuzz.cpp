@@ -53,6 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case MessageType::kAccept:
     case MessageType::kBeat: again = ds4::dist::encode_beat(m->type, m->beat.incarnation); break;
     case MessageType::kRelease: again = ds4::dist::encode_release(m->release); break;
+    case MessageType::kStateSave:
+    case MessageType::kState:
+    case MessageType::kStateLoad: again = ds4::dist::encode(m->state, m->type); break;
   }
   if (!ds4::dist::decode(again, limits).is_ok()) {
     std::fprintf(stderr, "a decoded message does not decode after encoding\n");

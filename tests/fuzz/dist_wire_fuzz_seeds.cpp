@@ -64,5 +64,16 @@ int main(int argc, char** argv) {
   put(dir, "accept", encode_beat(MessageType::kAccept, 9));
   put(dir, "beat", encode_beat(MessageType::kBeat, 9));
   put(dir, "release", encode_release(1));
+  const Hop hop{
+      .endpoint = "tcp://127.0.0.1:7002", .layer_first = 3, .layer_last = 3, .output = true};
+  put(dir, "state_save",
+      encode(StateMsg{.session = 1, .request = 4, .prefix_hash = 9, .n_tokens = 2, .hop = hop},
+             MessageType::kStateSave));
+  put(dir, "state",
+      encode(StateMsg{.session = 1, .request = 4, .n_tokens = 2, .shard = {1, 2, 3}},
+             MessageType::kState));
+  put(dir, "state_load",
+      encode(StateMsg{.session = 1, .request = 5, .hop = hop, .tokens = {5, 6}, .shard = {7, 8}},
+             MessageType::kStateLoad));
   return 0;
 }

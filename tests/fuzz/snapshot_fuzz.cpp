@@ -1,4 +1,5 @@
-// libFuzzer target for the DSV4 session payload parser (src/kv/snapshot.cpp): any byte string must
+// libFuzzer target for the DSV4 session payload parser and its layer shards (src/kv/snapshot.cpp;
+// a shard begins with its own magic, so one input goes to both decoders): any byte string must
 // decode or fail with a Status, never crash, hang or read out of bounds (ASan/UBSan
 // instrumented). A payload that decodes must re-encode to exactly the input bytes: every header
 // field is derived from the decoded snapshot, so accepting a payload the encoder would not write
@@ -20,6 +21,16 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ds4::model::Shape& shape = ds4::model::kTiny;
   const ds4::kv::LoadTarget target{.n_ctx = 64, .prefill_chunk = 32};
+  if (auto shard = ds4::kv::decode_shard(std::span<const uint8_t>(data, size), shape, target);
+      shard.is_ok()) {
+    const std::vector<uint8_t> again = ds4::kv::encode_shard(shape, shard.value());
+    if (again.size() != size || std::memcmp(again.data(), data, size) != 0) {
+      std::fprintf(stderr, "re-encoded shard differs from the input (%zu vs %zu bytes)\n",
+                   again.size(), size);
+      std::abort();
+    }
+    return 0;
+  }
   auto r = ds4::kv::decode_snapshot(std::span<const uint8_t>(data, size), shape, target);
   if (!r.is_ok()) return 0;
   const ds4::kv::Snapshot& snap = r.value();

@@ -17,6 +17,13 @@ std::vector<float> ramp(size_t n, float start) {
   return v;
 }
 
+bool write_seed(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  return std::fclose(f) == 0 && ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,10 +59,12 @@ int main(int argc, char** argv) {
       l.index_score = std::vector<float>(8 * 256, -1e30f);
     }
   }
-  const std::vector<uint8_t> bytes = ds4::kv::encode_snapshot(s, snap);
-  const std::string path = std::string(argv[1]) + "/tiny_t5_ctx64.dsv4";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 1;
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  return std::fclose(f) == 0 && ok ? 0 : 1;
+  // The payload, and a shard of its layers 1..2 (what one process of a route holds).
+  ds4::kv::Shard shard{.first = 1, .last = 2, .n_tokens = t, .n_ctx = ctx, .prefill_chunk = 32};
+  shard.layers.assign(snap.layers.begin() + 1, snap.layers.begin() + 3);
+  const bool ok =
+      write_seed(std::string(argv[1]) + "/tiny_t5_ctx64.dsv4", ds4::kv::encode_snapshot(s, snap)) &&
+      write_seed(std::string(argv[1]) + "/tiny_t5_ctx64_layers1-2.ds4l",
+                 ds4::kv::encode_shard(s, shard));
+  return ok ? 0 : 1;
 }

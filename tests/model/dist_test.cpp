@@ -180,7 +180,59 @@ TEST_F(DistTest, TwoWorkersEqualTheWholeModel) {
   ASSERT_TRUE(fresh->append(prompt).is_ok());
   ASSERT_TRUE(s->sync(prompt).is_ok());
   EXPECT_TRUE(same(s->logits(), fresh->logits())) << rel_l2(s->logits(), fresh->logits());
-  EXPECT_EQ(s->save().status().code(), StatusCode::kUnimplemented);
+}
+
+// Snapshots (features.md §10.9): a distributed session's save gathers the workers' layers into one
+// DSV4 payload, the same bytes as the whole model's; a payload loads into a route of another split
+// (and into one process) and decoding goes on exactly.
+TEST_F(DistTest, SnapshotsGatherIntoOnePayloadAndSplitOverAnotherRoute) {
+  start_coordinator();
+  auto w1 = std::make_unique<WorkerThread>(1, 1, false, coordinator_->endpoint());
+  auto w2 = std::make_unique<WorkerThread>(2, n_layer_ - 1, true, coordinator_->endpoint());
+  auto s = session(*engine_);
+  auto ref = session(*whole_);
+  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 41);
+  ASSERT_TRUE(ref->append(prompt).is_ok());
+  ASSERT_TRUE(s->append(prompt).is_ok());
+  auto saved = s->save();
+  ASSERT_TRUE(saved.is_ok()) << saved.status().message() << "\n" << log_;
+  auto want = ref->save();
+  ASSERT_TRUE(want.is_ok());
+  EXPECT_EQ(*saved, *want) << "one normal payload, the whole model's bytes";
+
+  // Another split: the coordinator holds layers 0..1, one worker the rest.
+  s.reset();  // a session goes before its engine
+  w1.reset();
+  w2.reset();
+  engine_.reset();
+  coordinator_.reset();
+  EngineOptions o = slice_options(0, 1, false, false);
+  auto c = Coordinator::open({.beat_interval = kBeat, .beat_timeout = kBeatTimeout});
+  ASSERT_TRUE(c.is_ok());
+  o.tail = *c;
+  auto engine = open_engine(o);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE((*c)->start(dist::hello_of(engine->info(), dist::build_id(), kCtx)).is_ok());
+  WorkerThread w(2, n_layer_ - 1, true, (*c)->endpoint());
+  auto loaded = session(*engine);
+  const Status st = loaded->load(*saved);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_TRUE(same(loaded->logits(), ref->logits()));
+  auto whole_loaded = session(*whole_);
+  ASSERT_TRUE(whole_loaded->load(*saved).is_ok());
+  for (int i = 0; i < kDecodeTokens; ++i) {
+    const TokenId next = argmax_of(ref->logits());
+    ASSERT_TRUE(ref->eval(next).is_ok());
+    ASSERT_TRUE(loaded->eval(next).is_ok());
+    ASSERT_TRUE(whole_loaded->eval(next).is_ok());
+    EXPECT_TRUE(same(loaded->logits(), ref->logits())) << "step " << i;
+    EXPECT_TRUE(same(whole_loaded->logits(), ref->logits())) << "step " << i;
+  }
+  // Saved again on this split: still the whole model's bytes.
+  auto again = loaded->save();
+  auto want2 = ref->save();
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(*again, *want2);
 }
 
 // Engine::step (the server's batches) over the route: each entry through the slice and the tail,
