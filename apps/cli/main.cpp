@@ -8,9 +8,6 @@
 #include "apps/common/dist_options.h"
 #include "apps/common/mapping_guard.h"
 #include "cli.h"
-#if DS4_HAVE_ZMQ
-#include "dist/curve.h"
-#endif
 
 namespace {
 
@@ -53,9 +50,6 @@ int main(int argc, char** argv) {
   app.add_option("--trace", o.trace, "append one JSON line per turn to FILE");
   ds4::app::DistOptions dist;
   ds4::app::DistFlags dist_flags(app, dist, app_opts::kDistCoordinator | app_opts::kDistWorker);
-  std::string keygen;
-  app.add_option("--dist-keygen", keygen, "write a new cluster key for --dist-key and exit")
-      ->option_text("FILE");
   try {
     app.parse(ds4::app::args_for_parse(argc, argv));
   } catch (const CLI::CallForHelp& e) {
@@ -63,19 +57,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
-  if (!keygen.empty()) {
-#if DS4_HAVE_ZMQ
-    if (const ds4::Status st = ds4::dist::write_cluster_key(keygen); !st.is_ok()) {
-      std::fprintf(stderr, "ds4: %s\n", st.message().c_str());
-      return 1;
-    }
-    std::fprintf(stderr, "ds4: wrote the cluster key %s (mode 600): copy it to every host\n",
-                 keygen.c_str());
-    return 0;
-#else
-    return usage_error("this build has no ZeroMQ (libzmq3-dev, cppzmq-dev): no --dist-keygen");
-#endif
-  }
+  if (const auto code = ds4::app::run_keygen(dist, "ds4")) return *code;
   if (const std::string err = run_flags.finish(); !err.empty()) return usage_error(err);
   if (const std::string err = dist_flags.finish(); !err.empty()) return usage_error(err);
   if (dist.role == "worker") {

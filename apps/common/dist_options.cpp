@@ -12,18 +12,11 @@
 #include "dist/route.h"
 #if DS4_HAVE_ZMQ
 #include "dist/coordinator.h"
+#include "dist/curve.h"
 #include "dist/slice_worker.h"
 #endif
 
 namespace ds4::app {
-namespace {
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
-}  // namespace
-
 DistFlags::DistFlags(CLI::App& app, DistOptions& o, unsigned roles) : o_(o), roles_(roles) {
   const bool worker = (roles & kDistWorker) != 0;
   app.add_option("--role", o.role,
@@ -52,6 +45,14 @@ DistFlags::DistFlags(CLI::App& app, DistOptions& o, unsigned roles) : o_(o), rol
                            "within 2..8)")
                 ->check(CLI::Range(0, 64))
                 ->capture_default_str();
+  key_ = app.add_option("--dist-key", o.key_file,
+                        "cluster key file (ds4 --dist-keygen): CURVE authentication and "
+                        "encryption on every distributed socket; needed to listen beyond loopback")
+             ->option_text("FILE");
+  if (worker) {
+    app.add_option("--dist-keygen", o.keygen, "write a new cluster key for --dist-key and exit")
+        ->option_text("FILE");
+  }
   app.add_option("--dist-route-wait", o.route_wait_s,
                  "coordinator: seconds a request waits for a full route of workers")
       ->check(CLI::Range(0.0, 86400.0))
@@ -61,7 +62,7 @@ DistFlags::DistFlags(CLI::App& app, DistOptions& o, unsigned roles) : o_(o), rol
 std::string DistFlags::finish() {
   const bool any = layers_->count() > 0 || listen_->count() > 0 ||
                    (coordinator_ != nullptr && coordinator_->count() > 0) || bits_->count() > 0 ||
-                   window_->count() > 0;
+                   window_->count() > 0 || key_->count() > 0;
   if (o_.role == "none") {
     return any ? "the distributed options need --role coordinator or --role worker" : "";
   }
@@ -78,7 +79,8 @@ std::string DistFlags::finish() {
       return "--coordinator is a worker's option (a coordinator takes --listen)";
     }
     if (o_.listen.empty()) return "--role coordinator needs --listen HOST:PORT";
-    if (auto e = dist_endpoint(o_.listen, true); !e.is_ok()) return e.status().message();
+    if (auto e = dist_endpoint(o_.listen, true, !o_.key_file.empty()); !e.is_ok())
+      return e.status().message();
     return "";
   }
   if (slice->first == 0) return "a worker's --layers start after 0 (layer 0 is the coordinator's)";
@@ -86,14 +88,15 @@ std::string DistFlags::finish() {
   if (bits_->count() > 0 || window_->count() > 0) {
     return "--dist-activation-bits and --dist-prefill-window are the coordinator's options";
   }
-  if (auto e = dist_endpoint(o_.coordinator, false); !e.is_ok()) return e.status().message();
+  if (auto e = dist_endpoint(o_.coordinator, false, true); !e.is_ok()) return e.status().message();
   if (!o_.listen.empty()) {
-    if (auto e = dist_endpoint(o_.listen, true); !e.is_ok()) return e.status().message();
+    if (auto e = dist_endpoint(o_.listen, true, !o_.key_file.empty()); !e.is_ok())
+      return e.status().message();
   }
   return "";
 }
 
-Result<std::string> dist_endpoint(const std::string& text, bool listening) {
+Result<std::string> dist_endpoint(const std::string& text, bool listening, bool keyed) {
   std::string rest = text.rfind("tcp://", 0) == 0 ? text.substr(6) : text;
   const size_t colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
@@ -105,10 +108,10 @@ Result<std::string> dist_endpoint(const std::string& text, bool listening) {
     return Status::invalid_argument("address '%s': the port is not a number of 0..65535",
                                     text.c_str());
   }
-  if (listening && !is_loopback(host)) {
+  if (listening && !keyed && !dist::is_loopback_endpoint(host + ":" + port)) {
     return Status::invalid_argument(
-        "address '%s': serving beyond loopback needs CURVE authentication, which this build does "
-        "not have yet; listen on 127.0.0.1 (and tunnel, e.g. ssh -L) instead",
+        "address '%s': listening beyond loopback needs a cluster key (--dist-key FILE, written by "
+        "ds4 --dist-keygen FILE): CURVE authentication and encryption",
         text.c_str());
   }
   return "tcp://" + host + ":" + port;
@@ -118,13 +121,19 @@ Result<std::string> dist_endpoint(const std::string& text, bool listening) {
 
 Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions& o, int ctx) {
   if (o.role != "coordinator") return Engine::open(eo);
-  DS4_ASSIGN_OR_RETURN(std::string listen, dist_endpoint(o.listen, true));
+  DS4_ASSIGN_OR_RETURN(std::string listen, dist_endpoint(o.listen, true, !o.key_file.empty()));
+  std::shared_ptr<const dist::ClusterKey> key;
+  if (!o.key_file.empty()) {
+    DS4_ASSIGN_OR_RETURN(dist::ClusterKey k, dist::load_cluster_key(o.key_file));
+    key = std::make_shared<const dist::ClusterKey>(k);
+  }
   DS4_ASSIGN_OR_RETURN(eo.layers, parse_layer_slice(o.layers));
   const auto wait = std::chrono::milliseconds(static_cast<int64_t>(o.route_wait_s * 1000));
   DS4_ASSIGN_OR_RETURN(
       std::shared_ptr<dist::Coordinator> c,
       dist::Coordinator::open(
           {.listen = listen,
+           .key = key,
            .bits = o.activation_bits == 16 ? dist::HiddenBits::kF16 : dist::HiddenBits::kF32,
            .window = o.prefill_window,
            .route_timeout = wait,
@@ -149,10 +158,13 @@ int run_worker(const DistOptions& o, const RunOptions& run, const char* program)
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  auto coordinator = dist_endpoint(o.coordinator, false);
-  auto listen = dist_endpoint(o.listen.empty() ? "127.0.0.1:0" : o.listen, true);
+  auto coordinator = dist_endpoint(o.coordinator, false, true);
+  auto listen =
+      dist_endpoint(o.listen.empty() ? "127.0.0.1:0" : o.listen, true, !o.key_file.empty());
   auto slice = parse_layer_slice(o.layers);
-  for (const Status& st : {coordinator.status(), listen.status(), slice.status()}) {
+  Result<dist::ClusterKey> key = dist::ClusterKey{};
+  if (!o.key_file.empty()) key = dist::load_cluster_key(o.key_file);
+  for (const Status& st : {coordinator.status(), listen.status(), slice.status(), key.status()}) {
     if (!st.is_ok()) {
       std::fprintf(stderr, "%s: %s\n", program, st.message().c_str());
       return 2;
@@ -165,15 +177,17 @@ int run_worker(const DistOptions& o, const RunOptions& run, const char* program)
     std::fprintf(stderr, "%s: %s\n", program, engine.status().message().c_str());
     return 2;
   }
-  auto worker =
-      dist::SliceWorker::open(**engine, {.coordinator = *coordinator,
-                                         .listen = *listen,
-                                         .build = std::string(dist::build_id()),
-                                         .n_ctx = run.ctx,
-                                         .prefill_chunk = run.prefill_chunk,
-                                         .log = [program](const std::string& s) {
-                                           std::fprintf(stderr, "%s %s\n", program, s.c_str());
-                                         }});
+  auto worker = dist::SliceWorker::open(
+      **engine,
+      {.coordinator = *coordinator,
+       .listen = *listen,
+       .key = o.key_file.empty() ? nullptr : std::make_shared<const dist::ClusterKey>(*key),
+       .build = std::string(dist::build_id()),
+       .n_ctx = run.ctx,
+       .prefill_chunk = run.prefill_chunk,
+       .log = [program](const std::string& s) {
+         std::fprintf(stderr, "%s %s\n", program, s.c_str());
+       }});
   if (!worker.is_ok()) {
     std::fprintf(stderr, "%s: %s\n", program, worker.status().message().c_str());
     return 1;
@@ -197,11 +211,29 @@ int run_worker(const DistOptions& o, const RunOptions& run, const char* program)
   return 0;
 }
 
+std::optional<int> run_keygen(const DistOptions& o, const char* program) {
+  if (o.keygen.empty()) return std::nullopt;
+  if (const Status st = dist::write_cluster_key(o.keygen); !st.is_ok()) {
+    std::fprintf(stderr, "%s: %s\n", program, st.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "%s: wrote the cluster key %s (mode 600): copy it to every host\n", program,
+               o.keygen.c_str());
+  return 0;
+}
+
 #else  // a build without ZeroMQ: the flags parse, the roles refuse
 
 Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions& o, int) {
   if (o.role != "coordinator") return Engine::open(eo);
   return Status::invalid_argument("this build has no ZeroMQ (libzmq3-dev, cppzmq-dev): no --role");
+}
+
+std::optional<int> run_keygen(const DistOptions& o, const char* program) {
+  if (o.keygen.empty()) return std::nullopt;
+  std::fprintf(stderr, "%s: this build has no ZeroMQ (libzmq3-dev, cppzmq-dev): no keys\n",
+               program);
+  return 2;
 }
 
 int run_worker(const DistOptions&, const RunOptions&, const char* program) {

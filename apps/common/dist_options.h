@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "apps/common/run_options.h"
@@ -25,6 +26,8 @@ struct DistOptions {
   int activation_bits = 32;   // hidden states on the wire: 32 (f32) or 16 (f16)
   int prefill_window = 0;     // prefill chunks in flight (0: the route's hops + 2, within [2, 8])
   double route_wait_s = 60;   // how long a request waits for a full route
+  std::string key_file;       // the cluster key (CURVE on every socket); needed beyond loopback
+  std::string keygen;         // ds4 --dist-keygen FILE: write a new cluster key and exit
 };
 
 // The roles a program takes (a bit set).
@@ -48,11 +51,15 @@ class DistFlags {
   CLI::Option* coordinator_ = nullptr;
   CLI::Option* bits_ = nullptr;
   CLI::Option* window_ = nullptr;
+  CLI::Option* key_ = nullptr;
 };
 
 // "tcp://HOST:PORT" from "HOST:PORT" or "tcp://HOST:PORT"; an error for anything else, or for a
-// HOST other than loopback when `listening` (serving beyond loopback needs CURVE keys).
-Result<std::string> dist_endpoint(const std::string& text, bool listening);
+// HOST other than loopback when `listening` without a cluster key (`keyed`).
+Result<std::string> dist_endpoint(const std::string& text, bool listening, bool keyed);
+
+// --dist-keygen: writes the key file and returns the exit code; nullopt when not asked for.
+std::optional<int> run_keygen(const DistOptions& o, const char* program);
 
 // Engine::open(eo), and in the coordinator role first the coordinator: the control address bound,
 // `eo` narrowed to the coordinator's layers with the coordinator as its tail; then registrations

@@ -70,6 +70,7 @@ struct Coordinator::Impl {
   CoordinatorOptions o;
   Hello self;  // set once by start(), before the control thread runs
   zmq::context_t context{1};
+  std::unique_ptr<CurveAuthenticator> auth;  // with a key; goes before the context
   zmq::socket_t control{context, zmq::socket_type::router};
   std::string endpoint;
   uint64_t incarnation = draw_incarnation();
@@ -154,9 +155,17 @@ Coordinator::~Coordinator() {
 }
 
 Result<std::shared_ptr<Coordinator>> Coordinator::open(CoordinatorOptions options) {
+  if (!options.key && !is_loopback_endpoint(options.listen)) {
+    return Status::invalid_argument("listening on %s beyond loopback needs a cluster key",
+                                    options.listen.c_str());
+  }
   std::shared_ptr<Coordinator> c(new Coordinator(std::move(options)));
   Impl& im = *c->impl_;
+  if (im.o.key) {
+    DS4_ASSIGN_OR_RETURN(im.auth, CurveAuthenticator::start(im.context, *im.o.key));
+  }
   try {
+    if (im.o.key) secure_server(im.control, *im.o.key);
     im.control.set(zmq::sockopt::linger, 0);
     im.control.set(zmq::sockopt::router_mandatory, 1);  // a reply to a gone worker fails, no block
     im.control.bind(im.o.listen);
@@ -441,6 +450,7 @@ bool Coordinator::push(const std::string& to, const std::vector<uint8_t>& bytes)
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::immediate, 1);  // nothing queued for a worker that is not connected
     s.set(zmq::sockopt::sndtimeo, static_cast<int>(im.o.beat_timeout.count()));
+    if (im.o.key) secure_client(s, *im.o.key);
     s.connect(to);
     sock = im.first_hops.emplace(to, std::move(s)).first;
   }

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 
+#include "dist/curve.h"
 #include "dist/wire.h"
 #include "ds4/engine.h"
 
@@ -27,7 +28,9 @@ namespace ds4::dist {
 
 struct CoordinatorOptions {
   std::string listen = "tcp://127.0.0.1:0";  // the control endpoint workers connect to
-  HiddenBits bits = HiddenBits::kF32;        // hidden states on the wire
+  // The cluster key (curve.h): CURVE on every socket. Required to listen beyond loopback.
+  std::shared_ptr<const ClusterKey> key;
+  HiddenBits bits = HiddenBits::kF32;  // hidden states on the wire
   int window = 0;  // prefill spans in flight; 0: the route's hops + 2, within [2, 8]
   std::chrono::milliseconds beat_interval{500};
   std::chrono::milliseconds beat_timeout{5000};    // a worker silent this long is gone
@@ -40,7 +43,7 @@ struct CoordinatorOptions {
 class Coordinator : public LayerTail {
  public:
   // Binds the control endpoint (workers may connect at once; they are answered after start()).
-  // Errors: the endpoint cannot be bound.
+  // Errors: the endpoint cannot be bound, an address beyond loopback without a key.
   static Result<std::shared_ptr<Coordinator>> open(CoordinatorOptions options);
   // Starts taking registrations for `self`: this process's model, build, layers and context
   // (route.h hello_of() of the engine whose tail this is). Once. Errors: a `self` that does not

@@ -6,7 +6,7 @@
 // Owns: the key file format, its reading (refusing files others may read, and malformed ones) and
 // its writing (a new pair, atomically, mode 0600, never over an existing file); the ZAP handler
 // thread of a ZeroMQ context (CurveAuthenticator); the socket options of a CURVE server and
-// client; the loopback test of a tcp endpoint.
+// client; (route.h has the loopback test of an endpoint).
 // Does not own: the contexts and sockets it secures, the flags naming the key file, the choice of
 // which addresses need CURVE.
 //
@@ -89,9 +89,5 @@ void secure_server(zmq::socket_t& socket, const ClusterKey& key);
 // Makes `socket` a CURVE client of a cluster server: the server's key is the cluster's public key
 // and the client presents the cluster pair. Call before connect().
 void secure_client(zmq::socket_t& socket, const ClusterKey& key);
-
-// Whether a "tcp://HOST:PORT" (or "HOST:PORT") endpoint's host is a loopback address: localhost,
-// 127.0.0.0/8, ::1 (bracketed or not). Anything else, a host name or "*" among them, is not.
-bool is_loopback_endpoint(const std::string& tcp_endpoint);
 
 }  // namespace ds4::dist

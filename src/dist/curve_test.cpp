@@ -18,6 +18,8 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/route.h"
+
 namespace ds4::dist {
 namespace {
 

@@ -1,6 +1,8 @@
 // src/dist/route.cpp: registration checks and the route search.
 #include "dist/route.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -57,6 +59,25 @@ uint64_t draw_incarnation() {
       static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   const uint64_t id = ((uint64_t{rd()} << 32) ^ rd() ^ clock * 0x9e3779b97f4a7c15ull);
   return id == 0 ? 1 : id;
+}
+
+bool is_loopback_endpoint(const std::string& tcp_endpoint) {
+  std::string rest = tcp_endpoint.rfind("tcp://", 0) == 0 ? tcp_endpoint.substr(6) : tcp_endpoint;
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = rest.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
 }
 
 Status check_registration(const Hello& coordinator, const Hello& worker) {

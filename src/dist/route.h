@@ -20,6 +20,10 @@ Hello hello_of(const ModelInfo& info, std::string_view build, int ctx);
 // A random non-zero id for this process's registration (a restart draws another).
 uint64_t draw_incarnation();
 
+// Whether a "tcp://HOST:PORT" (or "HOST:PORT") endpoint's host is a loopback address: localhost,
+// 127.0.0.0/8, ::1 (bracketed or not). Anything else, a host name or "*" among them, is not.
+bool is_loopback_endpoint(const std::string& tcp_endpoint);
+
 // Why `worker` cannot serve `coordinator`'s model, naming each difference; ok when it can.
 Status check_registration(const Hello& coordinator, const Hello& worker);
 

@@ -23,6 +23,7 @@ std::span<const uint8_t> bytes_of(const zmq::message_t& m) {
 
 struct SliceWorker::Impl {
   zmq::context_t context{1};
+  std::unique_ptr<CurveAuthenticator> auth;  // with a key; goes before the context
   zmq::socket_t data{context, zmq::socket_type::pull};
   zmq::socket_t from_control{context, zmq::socket_type::pair};  // serving thread's end
   zmq::socket_t answers{context, zmq::socket_type::dealer};     // RESULT / ERROR to the coordinator
@@ -58,9 +59,21 @@ Result<std::unique_ptr<SliceWorker>> SliceWorker::open(Engine& engine, SliceWork
     return Status::invalid_argument(
         "a worker's layers start after 0 (layer 0 is the coordinator's)");
   }
+  if (!options.key && !is_loopback_endpoint(options.listen)) {
+    return Status::invalid_argument("listening on %s beyond loopback needs a cluster key",
+                                    options.listen.c_str());
+  }
   std::unique_ptr<SliceWorker> w(new SliceWorker(engine, std::move(options)));
   Impl& im = *w->impl_;
+  const ClusterKey* key = w->options_.key.get();
+  if (key != nullptr) {
+    DS4_ASSIGN_OR_RETURN(im.auth, CurveAuthenticator::start(im.context, *key));
+  }
   try {
+    if (key != nullptr) {
+      secure_server(im.data, *key);
+      secure_client(im.answers, *key);
+    }
     im.data.set(zmq::sockopt::linger, 0);
     im.data.bind(w->options_.listen);
     w->endpoint_ = im.data.get(zmq::sockopt::last_endpoint);
@@ -92,6 +105,7 @@ void SliceWorker::control_loop() {
   while (!stop_.load()) {
     zmq::socket_t control(im.context, zmq::socket_type::dealer);
     control.set(zmq::sockopt::linger, 0);
+    if (options_.key) secure_client(control, *options_.key);
     control.connect(options_.coordinator);
     control.send(zmq::buffer(encode(hello)), zmq::send_flags::dontwait);
     uint64_t coordinator = 0;
@@ -247,6 +261,7 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
       s.set(zmq::sockopt::linger, 0);
       s.set(zmq::sockopt::immediate, 1);  // no queue for a hop that is not connected
       s.set(zmq::sockopt::sndtimeo, static_cast<int>(options_.forward_timeout.count()));
+      if (options_.key) secure_client(s, *options_.key);
       s.connect(next);
       sock = im.next_hops.emplace(next, std::move(s)).first;
     }

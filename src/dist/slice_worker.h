@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "dist/curve.h"
 #include "dist/wire.h"
 #include "ds4/engine.h"
 
@@ -27,7 +28,9 @@ namespace ds4::dist {
 struct SliceWorkerOptions {
   std::string coordinator;                   // "tcp://HOST:PORT" (required)
   std::string listen = "tcp://127.0.0.1:0";  // the data endpoint; port 0: the system picks one
-  std::string build;                         // the build id (build_id.h), sent in HELLO
+  // The cluster key (curve.h): CURVE on every socket. Required to listen beyond loopback.
+  std::shared_ptr<const ClusterKey> key;
+  std::string build;  // the build id (build_id.h), sent in HELLO
   int n_ctx = 4096;
   int prefill_chunk = 2048;
   std::chrono::milliseconds beat_interval{500};
@@ -39,7 +42,8 @@ struct SliceWorkerOptions {
 
 class SliceWorker {
  public:
-  // Binds the data endpoint. Errors: the endpoint cannot be bound, no coordinator address.
+  // Binds the data endpoint. Errors: the endpoint cannot be bound, no coordinator address, an
+  // address beyond loopback without a key.
   static Result<std::unique_ptr<SliceWorker>> open(Engine& engine, SliceWorkerOptions options);
   ~SliceWorker();
   SliceWorker(const SliceWorker&) = delete;

@@ -33,15 +33,15 @@ wait_for() {
   done
   echo "FAIL: timed out waiting for '$2' in $1"; cat "$1"; exit 1
 }
-worker() {  # worker NAME LAYERS PORT: starts a worker in the background
-  "$ds4" -m "$model" -c 256 -t 1 --role worker --layers "$2" --coordinator "127.0.0.1:$3" \
+worker() {  # worker NAME LAYERS PORT [ARGS...]: starts a worker in the background
+  "$ds4" -m "$model" -c 256 -t 1 --role worker --layers "$2" --coordinator "127.0.0.1:$3" "${@:4}" \
     2>"$work/$1.err" 9>&- &  # not holding the REPL's pipe open
   pids+=($!)
   eval "$1=$!"
 }
 port_of() {  # the control port a coordinator printed on stderr
   wait_for "$1" 'workers register at'
-  sed -nE 's/.*workers register at tcp:\/\/127\.0\.0\.1:([0-9]+).*/\1/p' "$1" | head -1
+  sed -nE 's/.*workers register at tcp:\/\/[^ ]*:([0-9]+).*/\1/p' "$1" | head -1
 }
 
 # Usage errors.
@@ -60,6 +60,7 @@ usage --role coordinator --layers 0:output --listen 127.0.0.1:5000
 usage --role coordinator --layers 0:1 --listen 0.0.0.0:5000
 usage --role coordinator --layers 0:1 --listen 127.0.0.1:5000 --coordinator 127.0.0.1:5001
 usage --role worker --layers 1:output --coordinator 127.0.0.1:5000 -p hi
+usage --dist-key /nonexistent.key
 
 # One shot: the same tokens and the same logits as one process.
 "$ds4" "${common[@]}" -p 'Tell me a story' -n 12 >"$work/one.out" 2>/dev/null
@@ -130,6 +131,26 @@ check "the server's answers equal a one-process server's" \
 grep -q '"content":"[^"]' "$work/duo1.json" || { echo "FAIL: no answer"; cat "$work/duo1.json"; fail=1; }
 kill "$duo_pid"  # frees the control port for the next coordinator
 wait "$duo_pid" 2>/dev/null || true
+
+# CURVE: a cluster key lets the coordinator listen on every interface; its workers hold the key.
+check "--dist-keygen writes a key of mode 600" \
+  "'$ds4' --dist-keygen '$work/cluster.key' 2>/dev/null && [[ \$(stat -c %a '$work/cluster.key') == 600 ]]"
+check "--dist-keygen never overwrites" "! '$ds4' --dist-keygen '$work/cluster.key' 2>/dev/null"
+cp "$work/cluster.key" "$work/open.key"
+chmod 644 "$work/open.key"
+out=$("$ds4" -m "$model" --role worker --layers 1:output --coordinator 127.0.0.1:1 \
+  --dist-key "$work/open.key" 2>&1) || true
+check "a key file others may read is refused ($out)" "[[ '$out' == *'chmod 600'* ]]"
+"$ds4" "${common[@]}" --role coordinator --layers 0:0 --listen 0.0.0.0:0 \
+  --dist-key "$work/cluster.key" -p 'Tell me a story' -n 12 >"$work/k.out" 2>"$work/k.err" &
+ck=$!
+pids+=($ck)
+kport=$(port_of "$work/k.err")
+worker kw1 1:2 "$kport" --dist-key "$work/cluster.key"
+worker kw2 3:output "$kport" --dist-key "$work/cluster.key"
+wait "$ck" || { echo "FAIL: keyed coordinator exit"; cat "$work/k.err"; exit 1; }
+check "with CURVE, the output equals one process's" "cmp -s '$work/one.out' '$work/k.out'"
+{ kill "$kw1" "$kw2" && wait "$kw1" "$kw2"; } 2>/dev/null || true
 
 # An incomplete route: the request fails after the wait, naming the missing layer.
 { kill -9 "$w2" && wait "$w2"; } 2>/dev/null || true

@@ -10,8 +10,10 @@
 // to a timeout and fail naming the missing layer; a worker of another build or model is refused
 // at registration with a message naming the difference.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "dist/build_id.h"
@@ -65,9 +67,11 @@ std::unique_ptr<Engine> open_engine(const EngineOptions& o) {
 class WorkerThread {
  public:
   WorkerThread(int first, int last, bool output, const std::string& coordinator,
-               bool hf_mode = false, std::string build = std::string(dist::build_id()))
+               bool hf_mode = false, std::string build = std::string(dist::build_id()),
+               std::shared_ptr<const dist::ClusterKey> key = nullptr)
       : engine_(open_engine(slice_options(first, last, output, hf_mode))) {
     auto w = SliceWorker::open(*engine_, {.coordinator = coordinator,
+                                          .key = std::move(key),
                                           .build = std::move(build),
                                           .n_ctx = kCtx,
                                           .prefill_chunk = kChunk,
@@ -88,8 +92,8 @@ class WorkerThread {
     return served_;
   }
   // Waits until the coordinator accepted the registration (or the worker stopped).
-  bool wait_registered() const {
-    for (int i = 0; i < 400 && !worker_->registered(); ++i) {
+  bool wait_registered(milliseconds at_most = milliseconds(4000)) const {
+    for (int i = 0; i < at_most.count() / 10 && !worker_->registered(); ++i) {
       std::this_thread::sleep_for(milliseconds(10));
     }
     return worker_->registered();
@@ -118,7 +122,8 @@ class DistTest : public ::testing::Test {
   void start_coordinator(HiddenBits bits = HiddenBits::kF32, bool hf_mode = false, int window = 0,
                          milliseconds route_timeout = milliseconds(20000)) {
     EngineOptions o = slice_options(0, 0, false, hf_mode);
-    auto c = Coordinator::open({.bits = bits,
+    auto c = Coordinator::open({.key = key_,
+                                .bits = bits,
                                 .window = window,
                                 .beat_interval = kBeat,
                                 .beat_timeout = kBeatTimeout,
@@ -156,6 +161,7 @@ class DistTest : public ::testing::Test {
 
   std::unique_ptr<Engine> whole_, engine_;
   std::shared_ptr<Coordinator> coordinator_;
+  std::shared_ptr<const dist::ClusterKey> key_;  // start_coordinator's cluster key, if any
   int n_layer_ = 0;
   std::string log_;
 };
@@ -361,6 +367,41 @@ TEST_F(DistTest, WorkersOfAnotherBuildOrModelAreRefused) {
         << refused.message();
   }
   EXPECT_FALSE(coordinator_->route_ready().is_ok());
+}
+
+// CURVE (curve.h): with a cluster key only workers holding the same key join, and the route works
+// as without one; an address beyond loopback is refused without a key.
+TEST_F(DistTest, WithAClusterKeyOnlyKeyHoldersJoin) {
+  const std::string dir = ::testing::TempDir() + "dist_keys_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(dist::write_cluster_key(dir + "/a.key").is_ok());
+  ASSERT_TRUE(dist::write_cluster_key(dir + "/b.key").is_ok());
+  auto a = dist::load_cluster_key(dir + "/a.key");
+  auto b = dist::load_cluster_key(dir + "/b.key");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  key_ = std::make_shared<const dist::ClusterKey>(*a);
+  start_coordinator();
+  const std::string build(dist::build_id());
+  WorkerThread stranger(1, n_layer_ - 1, true, coordinator_->endpoint(), false, build,
+                        std::make_shared<const dist::ClusterKey>(*b));
+  WorkerThread keyless(1, n_layer_ - 1, true, coordinator_->endpoint(), false, build);
+  // Both had a second (twenty beat intervals) to register.
+  EXPECT_FALSE(stranger.wait_registered(milliseconds(1000))) << "another cluster's key";
+  EXPECT_FALSE(keyless.wait_registered(milliseconds(10))) << "no key";
+  EXPECT_FALSE(coordinator_->route_ready().is_ok());
+  WorkerThread member(1, n_layer_ - 1, true, coordinator_->endpoint(), false, build, key_);
+  ASSERT_TRUE(member.wait_registered());
+  auto s = session(*engine_);
+  expect_whole_model(*s, test_prompt(kPromptTokens, 51));
+
+  auto open = Coordinator::open({.listen = "tcp://0.0.0.0:0"});
+  ASSERT_FALSE(open.is_ok());
+  EXPECT_NE(open.status().message().find("beyond loopback needs a cluster key"), std::string::npos);
+  auto engine = open_engine(slice_options(1, n_layer_ - 1, true, false));
+  auto w = SliceWorker::open(
+      *engine, {.coordinator = coordinator_->endpoint(), .listen = "tcp://0.0.0.0:0"});
+  EXPECT_FALSE(w.is_ok());
 }
 
 }  // namespace
