@@ -45,6 +45,9 @@ Result<LayerSlice> parse_layer_slice(std::string_view text);
 class LayerTail {
  public:
   virtual ~LayerTail() = default;
+  // A new session of the engine: its timeline at the tail takes the same context size and
+  // prefill chunk (the state of every layer then has the same shape, and one snapshot holds all).
+  virtual void attach(uint64_t /*session*/, const SessionOptions& /*options*/) {}
   // Starts appending `tokens` and their hidden state after the local slice (tokens x hidden_width
   // floats) to the timeline of `session` (an id unique within this engine); `reset` starts that
   // timeline at position 0; `want_logits`: the answer is the logits after the last token, else an

@@ -56,6 +56,7 @@ struct Timeline {
   uint32_t pos = 0;
   uint64_t hash = kPrefixHashBasis;
   bool broken = true;  // nothing sent yet, or a failure voided it: the next span must reset
+  uint32_t n_ctx = 0, prefill_chunk = 0;  // the engine session's (attach)
   std::deque<Pending> pending;
 };
 
@@ -371,6 +372,13 @@ int Coordinator::window() const {
   return std::clamp(hops + 2, 2, 8);
 }
 
+void Coordinator::attach(uint64_t session, const SessionOptions& options) {
+  std::lock_guard lock(impl_->mu);
+  Timeline& t = impl_->timelines[session];
+  t.n_ctx = static_cast<uint32_t>(options.n_ctx);
+  t.prefill_chunk = static_cast<uint32_t>(options.prefill_chunk);
+}
+
 bool Coordinator::holds(uint64_t session, size_t n_tokens) const {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->timelines.find(session);
@@ -424,6 +432,8 @@ Status Coordinator::send(uint64_t session, std::span<const TokenId> tokens,
     w.result_hash = extend_prefix_hash(t.hash, w.tokens);
     w.pos0 = t.pos;
     w.flags = (reset ? kWorkReset : 0u) | (want_logits ? 0u : kWorkAckOnly);
+    w.n_ctx = t.n_ctx;
+    w.prefill_chunk = t.prefill_chunk;
     w.route = t.route;
     w.bits = im.o.bits;
     w.hidden_width = im.self.hidden_width;
@@ -583,7 +593,11 @@ Status Coordinator::import_layers(
   const uint64_t hash = extend_prefix_hash(kPrefixHashBasis, tokens);
   std::vector<uint64_t> requests;
   for (const Hop& hop : p->route) {
-    StateMsg q{.session = session, .request = im.next_request++, .hop = hop};
+    StateMsg q{.session = session,
+               .request = im.next_request++,
+               .n_ctx = t.n_ctx,
+               .prefill_chunk = t.prefill_chunk,
+               .hop = hop};
     q.tokens.assign(tokens.begin(), tokens.end());
     im.expected.insert(q.request);
     requests.push_back(q.request);

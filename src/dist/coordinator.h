@@ -65,6 +65,7 @@ class Coordinator : public LayerTail {
                         const std::function<void(const Status&)>& waiting = {}) const;
 
   // LayerTail.
+  void attach(uint64_t session, const SessionOptions& options) override;
   Status send(uint64_t session, std::span<const TokenId> tokens, std::span<const float> hidden,
               bool reset, bool want_logits) override;
   Result<std::vector<float>> receive(uint64_t session) override;

@@ -229,11 +229,10 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
     if (w.pos0 != 0 || w.prefix_hash != kPrefixHashBasis) {
       return refuse("a reset item must start at position 0");
     }
-    if (found != im.sessions.end()) im.sessions.erase(found);
-    auto s =
-        engine_.create_session({.n_ctx = options_.n_ctx, .prefill_chunk = options_.prefill_chunk});
-    if (!s.is_ok()) return refuse(s.status().message());
-    found = im.sessions.emplace(w.session, Impl::Timeline{std::move(s).value()}).first;
+    if (const Status st = fresh_session(w.session, w.n_ctx, w.prefill_chunk); !st.is_ok()) {
+      return refuse(st.message());
+    }
+    found = im.sessions.find(w.session);
   }
   if (found == im.sessions.end() || found->second.hash != w.prefix_hash ||
       static_cast<int64_t>(w.pos0) != found->second.session->n_tokens()) {
@@ -287,6 +286,24 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
   im.send_answer(encode(r));
 }
 
+// A session for the coordinator's `id` with its context size and prefill chunk (0: this worker's
+// own), replacing any it had.
+Status SliceWorker::fresh_session(uint64_t id, uint32_t n_ctx, uint32_t prefill_chunk) {
+  impl_->sessions.erase(id);
+  const int ctx = n_ctx == 0 ? options_.n_ctx : static_cast<int>(n_ctx);
+  if (ctx > options_.n_ctx) {
+    return Status::out_of_range("a session of %d tokens exceeds this worker's context (--ctx %d)",
+                                ctx, options_.n_ctx);
+  }
+  auto s = engine_.create_session({.n_ctx = ctx,
+                                   .prefill_chunk = prefill_chunk == 0
+                                                        ? options_.prefill_chunk
+                                                        : static_cast<int>(prefill_chunk)});
+  if (!s.is_ok()) return s.status();
+  impl_->sessions.emplace(id, Impl::Timeline{std::move(s).value()});
+  return Status::ok();
+}
+
 // A snapshot's shard: sent (STATE_SAVE) or installed (STATE_LOAD).
 void SliceWorker::serve_state(MessageType type, const StateMsg& q, const ModelInfo& info) {
   Impl& im = *impl_;
@@ -313,12 +330,10 @@ void SliceWorker::serve_state(MessageType type, const StateMsg& q, const ModelIn
     im.send_answer(encode(a, MessageType::kState));
     return;
   }
-  if (found == im.sessions.end()) {
-    auto s =
-        engine_.create_session({.n_ctx = options_.n_ctx, .prefill_chunk = options_.prefill_chunk});
-    if (!s.is_ok()) return refuse(s.status().message());
-    found = im.sessions.emplace(q.session, Impl::Timeline{std::move(s).value()}).first;
+  if (const Status st = fresh_session(q.session, q.n_ctx, q.prefill_chunk); !st.is_ok()) {
+    return refuse(st.message());
   }
+  found = im.sessions.find(q.session);
   const Status st = found->second.session->load_layers(q.shard, q.tokens);
   if (!st.is_ok()) {
     im.sessions.erase(found);  // what it holds is no timeline the coordinator knows

@@ -64,6 +64,7 @@ class SliceWorker {
   void control_loop();
   void serve_item(std::span<const uint8_t> bytes, const ModelInfo& info);
   void serve_state(MessageType type, const StateMsg& q, const ModelInfo& info);
+  Status fresh_session(uint64_t id, uint32_t n_ctx, uint32_t prefill_chunk);
 
   Engine& engine_;
   SliceWorkerOptions options_;

@@ -183,8 +183,8 @@ Status decode_work(Reader& r, const WireLimits& lim, Work* w) {
   uint32_t n_tokens = 0;
   uint8_t bits = 0;
   if (!r.u64(&w->session) || !r.u64(&w->request) || !r.u64(&w->prefix_hash) ||
-      !r.u64(&w->result_hash) || !r.u32(&w->pos0) || !r.u32(&w->flags) || !r.u8(&bits) ||
-      !r.u32(&w->hidden_width) || !r.u32(&n_tokens)) {
+      !r.u64(&w->result_hash) || !r.u32(&w->pos0) || !r.u32(&w->flags) || !r.u32(&w->n_ctx) ||
+      !r.u32(&w->prefill_chunk) || !r.u8(&bits) || !r.u32(&w->hidden_width) || !r.u32(&n_tokens)) {
     return cut("WORK header");
   }
   if ((w->flags & ~kWorkKnownFlags) != 0)
@@ -261,6 +261,7 @@ Status decode_state(Reader& r, const WireLimits& lim, MessageType type, StateMsg
     return decode_hop(r, lim, &m->hop);
   }
   if (type == MessageType::kStateLoad) {
+    if (!r.u32(&m->n_ctx) || !r.u32(&m->prefill_chunk)) return cut("STATE_LOAD");
     DS4_TRY(decode_hop(r, lim, &m->hop));
     uint32_t n = 0;
     if (!r.u32(&n)) return cut("STATE_LOAD tokens");
@@ -315,7 +316,7 @@ std::vector<uint8_t> encode(const Hello& m) {
 std::vector<uint8_t> encode(const Work& m) {
   Writer w(MessageType::kWork);
   for (uint64_t v : {m.session, m.request, m.prefix_hash, m.result_hash}) w.u64(v);
-  for (uint32_t v : {m.pos0, m.flags}) w.u32(v);
+  for (uint32_t v : {m.pos0, m.flags, m.n_ctx, m.prefill_chunk}) w.u32(v);
   w.u8(static_cast<uint8_t>(m.bits));
   w.u32(m.hidden_width);
   w.u32(static_cast<uint32_t>(m.tokens.size()));
@@ -382,6 +383,8 @@ std::vector<uint8_t> encode(const StateMsg& m, MessageType type) {
     return w.finish();
   }
   if (type == MessageType::kStateLoad) {
+    w.u32(m.n_ctx);
+    w.u32(m.prefill_chunk);
     hop();
     w.u32(static_cast<uint32_t>(m.tokens.size()));
     for (int32_t t : m.tokens) w.u32(static_cast<uint32_t>(t));

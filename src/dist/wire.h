@@ -108,6 +108,10 @@ struct Work {
   uint64_t result_hash = 0;  // after appending `tokens`
   uint32_t pos0 = 0;
   uint32_t flags = 0;
+  // The coordinator session's context size and prefill chunk (0: the worker's own): a reset item
+  // makes the worker's session alike.
+  uint32_t n_ctx = 0;
+  uint32_t prefill_chunk = 0;
   std::vector<Hop> route;
   uint32_t route_index = 0;
   HiddenBits bits = HiddenBits::kF32;
@@ -138,6 +142,8 @@ struct StateMsg {
   uint64_t request = 0;
   uint64_t prefix_hash = 0;     // kStateSave: of the n_tokens the worker must hold
   uint32_t n_tokens = 0;        // kStateSave, kState
+  uint32_t n_ctx = 0;           // kStateLoad: the session's settings, as in WORK
+  uint32_t prefill_chunk = 0;   // kStateLoad
   Hop hop;                      // kStateSave, kStateLoad: the worker's layers
   std::vector<int32_t> tokens;  // kStateLoad: the session's transcript
   std::vector<uint8_t> shard;   // kState, kStateLoad: kv layer shard bytes

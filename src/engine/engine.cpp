@@ -185,6 +185,7 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
   s->seq = seq;
   s->options = options;
   s->tail_session = impl_->next_tail_session++;
+  if (impl_->tail) impl_->tail->attach(s->tail_session, options);
   return std::make_unique<Session>(std::move(s));
 }
 

@@ -132,6 +132,32 @@ grep -q '"content":"[^"]' "$work/duo1.json" || { echo "FAIL: no answer"; cat "$w
 kill "$duo_pid"  # frees the control port for the next coordinator
 wait "$duo_pid" 2>/dev/null || true
 
+# The server's disk KV cache over the route: a checkpoint saved at shutdown (gathered from the
+# workers into one file) is restored by the next coordinator (split over the workers again) and
+# the answer is the one-process server's.
+long='a long story about a lighthouse keeper who finds a map in a bottle on a stormy night and sails to an island where nobody has been for a hundred years'
+kv=(--prefill-chunk 64 --kv-cache-min-tokens 32 --kv-cache-boundary-align-tokens 16
+    --kv-cache-boundary-trim-tokens 4)
+restart() {  # restart NAME ARGS...: a server asked the long prompt, then stopped (a checkpoint)
+  local name=$1
+  shift
+  serve "$name" "$@"
+  local pid=${pids[-1]}
+  ask "${!name}" "$long" "$work/$name.json"
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+restart solo_fresh --kv-disk-dir "$work/kv_solo" "${kv[@]}"
+restart solo_restored --kv-disk-dir "$work/kv_solo" "${kv[@]}"
+restart kv1 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" --kv-disk-dir "$work/kv" \
+  "${kv[@]}"
+check "a checkpoint was written at shutdown" "ls '$work/kv/'*.kv >/dev/null 2>&1"
+restart kv2 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" --kv-disk-dir "$work/kv" \
+  "${kv[@]}"
+check "the restarted coordinator restored the prefix from disk" "grep -qE 'cached=[1-9]' '$work/kv2.err'"
+check "the answers equal the one-process server's, fresh and restored" \
+  "cmp -s '$work/solo_fresh.json' '$work/kv1.json' && cmp -s '$work/solo_restored.json' '$work/kv2.json'"
+
 # CURVE: a cluster key lets the coordinator listen on every interface; its workers hold the key.
 check "--dist-keygen writes a key of mode 600" \
   "'$ds4' --dist-keygen '$work/cluster.key' 2>/dev/null && [[ \$(stat -c %a '$work/cluster.key') == 600 ]]"

@@ -48,9 +48,10 @@ constexpr double kF16HiddenRelL2 = 2e-3;
 
 // hf_mode: the FP8 / FP4 simulations off (model_test_util.h), so that the function is continuous
 // and a rounding of the hidden state moves the logits by about as much, not by a flipped code.
-EngineOptions slice_options(int first, int last, bool output, bool hf_mode) {
+EngineOptions slice_options(int first, int last, bool output, bool hf_mode,
+                            const char* model = kModel) {
   EngineOptions o;
-  o.model_path = model_path(kModel);
+  o.model_path = model_path(model);
   o.qat_simulation = !hf_mode;
   o.f16_kv_rows = !hf_mode;
   o.layers = {.first = first, .last = last, .output = output};
@@ -402,6 +403,56 @@ TEST_F(DistTest, WithAClusterKeyOnlyKeyHoldersJoin) {
   auto w = SliceWorker::open(
       *engine, {.coordinator = coordinator_->endpoint(), .listen = "tcp://0.0.0.0:0"});
   EXPECT_FALSE(w.is_ok());
+}
+
+// The small shape (its q2 file with decisive routing): a coordinator holding two layers and two
+// workers, a pipelined prefill and decoding, equal the whole model bit for bit.
+TEST(DistSmallTest, TwoWorkersEqualTheWholeModel) {
+  constexpr char kSmall[] = "small-q2-decisive";
+  auto whole = open_model(kSmall, false);
+  ASSERT_NE(whole, nullptr);
+  const int n_layer = whole->info().n_layer;
+  ASSERT_GE(n_layer, 4);
+  auto c = Coordinator::open({.beat_interval = kBeat, .beat_timeout = kBeatTimeout});
+  ASSERT_TRUE(c.is_ok());
+  EngineOptions o = slice_options(0, 1, false, false, kSmall);
+  o.tail = *c;
+  auto engine = open_engine(o);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_TRUE((*c)->start(dist::hello_of(engine->info(), dist::build_id(), kCtx)).is_ok());
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<SliceWorker>> workers;
+  std::vector<std::thread> threads;
+  const int mid = n_layer / 2;
+  for (auto [first, last] : {std::pair{2, mid}, std::pair{mid + 1, n_layer - 1}}) {
+    engines.push_back(open_engine(slice_options(first, last, last == n_layer - 1, false, kSmall)));
+    ASSERT_NE(engines.back(), nullptr);
+    auto w = SliceWorker::open(*engines.back(), {.coordinator = (*c)->endpoint(),
+                                                 .build = std::string(dist::build_id()),
+                                                 .n_ctx = kCtx,
+                                                 .prefill_chunk = kChunk,
+                                                 .beat_interval = kBeat,
+                                                 .beat_timeout = kBeatTimeout});
+    ASSERT_TRUE(w.is_ok());
+    workers.push_back(std::move(w).value());
+    threads.emplace_back([raw = workers.back().get()] { (void)raw->serve(); });
+  }
+  auto s = engine->create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
+  auto ref = whole->create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
+  ASSERT_TRUE(s.is_ok() && ref.is_ok());
+  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 61);
+  ASSERT_TRUE((*ref)->append(prompt).is_ok());
+  auto st = (*s)->append(prompt);
+  ASSERT_TRUE(st.is_ok()) << st.status().message();
+  EXPECT_TRUE(same((*s)->logits(), (*ref)->logits()));
+  for (int i = 0; i < kDecodeTokens; ++i) {
+    const TokenId next = argmax_of((*ref)->logits());
+    ASSERT_TRUE((*ref)->eval(next).is_ok());
+    ASSERT_TRUE((*s)->eval(next).is_ok());
+    EXPECT_TRUE(same((*s)->logits(), (*ref)->logits())) << "step " << i;
+  }
+  for (auto& w : workers) w->stop();
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace
