@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/dist_cli_test.sh DS4 DS4_SERVER MODEL: distributed inference as users run it (features.md §10,
+# tests/cli/dist_cli_test.sh DS4 DS4_SERVER DS4_BENCH MODEL: distributed inference as users run it (features.md §10,
 # issue 49): real processes on loopback -- `ds4 --role coordinator` holding layer 0 and two
 # `ds4 --role worker` processes -- against one process on the same model:
 #   - the distributed flags' usage errors: one line, exit 2;
@@ -9,10 +9,11 @@
 #     answer is the one process's;
 #   - ds4-server as the coordinator: two requests at once (one batched step of both) answer what
 #     a one-process server answers;
+#   - ds4-bench as the coordinator: a sweep with its snapshot save and restore;
 #   - a route that stays incomplete fails the request after --dist-route-wait, naming the missing
 #     layer, and never hangs.
 set -euo pipefail
-ds4=$1 server=$2 model=$3
+ds4=$1 server=$2 bench=$3 model=$4
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -157,6 +158,15 @@ restart kv2 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" --kv-disk
 check "the restarted coordinator restored the prefix from disk" "grep -qE 'cached=[1-9]' '$work/kv2.err'"
 check "the answers equal the one-process server's, fresh and restored" \
   "cmp -s '$work/solo_fresh.json' '$work/kv1.json' && cmp -s '$work/solo_restored.json' '$work/kv2.json'"
+
+# ds4-bench as the coordinator: two frontiers, each with a snapshot saved and restored.
+head -c 2000 /dev/zero | tr '\0' 'a' | sed 's/aaaa/word /g' >"$work/prompt.txt"
+code=0
+"$bench" -m "$model" -t 1 --prompt-file "$work/prompt.txt" --ctx-start 64 --ctx-max 128 \
+  --gen-tokens 4 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" \
+  >"$work/bench.csv" 2>"$work/bench.err" || code=$?
+check "ds4-bench over the route: exit 0, two frontiers with save and restore times" \
+  "(( code == 0 )) && [[ \$(grep -c '^[0-9]' '$work/bench.csv') == 2 ]] && grep -q 'restore' '$work/bench.err'"
 
 # CURVE: a cluster key lets the coordinator listen on every interface; its workers hold the key.
 check "--dist-keygen writes a key of mode 600" \
