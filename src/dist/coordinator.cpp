@@ -169,6 +169,9 @@ Result<std::shared_ptr<Coordinator>> Coordinator::open(CoordinatorOptions option
     if (im.o.key) secure_server(im.control, *im.o.key);
     im.control.set(zmq::sockopt::linger, 0);
     im.control.set(zmq::sockopt::router_mandatory, 1);  // a reply to a gone worker fails, no block
+    // A frame over the wire's limit drops the sender's connection before it is read whole.
+    im.control.set(zmq::sockopt::maxmsgsize,
+                   static_cast<int64_t>(im.o.limits.max_body_bytes + kFrameHeaderBytes));
     im.control.bind(im.o.listen);
     im.endpoint = im.control.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -261,7 +264,8 @@ void Coordinator::Impl::on_message(const std::string& identity, Message m) {
       if (expected.erase(request) == 1) {
         arrived.emplace(request, std::move(m));
         cv.notify_all();
-      } else if (m.type == MessageType::kError && request == 0) {
+      } else if (m.type == MessageType::kError) {
+        // A registration's, a stranger's, or one for a span already given up: worth a line.
         say("coordinator: " + m.error.text);
       }
       return;

@@ -75,6 +75,9 @@ Result<std::unique_ptr<SliceWorker>> SliceWorker::open(Engine& engine, SliceWork
       secure_client(im.answers, *key);
     }
     im.data.set(zmq::sockopt::linger, 0);
+    // A frame over the wire's limit drops the sender's connection before it is read whole.
+    im.data.set(zmq::sockopt::maxmsgsize,
+                static_cast<int64_t>(w->options_.limits.max_body_bytes + kFrameHeaderBytes));
     im.data.bind(w->options_.listen);
     w->endpoint_ = im.data.get(zmq::sockopt::last_endpoint);
     im.control_address = "inproc://ds4-worker-control";

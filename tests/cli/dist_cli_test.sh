@@ -9,6 +9,8 @@
 #     answer is the one process's;
 #   - ds4-server as the coordinator: two requests at once (one batched step of both) answer what
 #     a one-process server answers;
+#   - Ctrl+C during a distributed generation (the REPL in a terminal, tmux) drains the token in
+#     flight: the reply stops, and the next turn runs on the same workers without a replay;
 #   - ds4-bench as the coordinator: a sweep with its snapshot save and restore;
 #   - a route that stays incomplete fails the request after --dist-route-wait, naming the missing
 #     layer, and never hangs.
@@ -158,6 +160,37 @@ restart kv2 --role coordinator --layers 0:0 --listen "127.0.0.1:$port" --kv-disk
 check "the restarted coordinator restored the prefix from disk" "grep -qE 'cached=[1-9]' '$work/kv2.err'"
 check "the answers equal the one-process server's, fresh and restored" \
   "cmp -s '$work/solo_fresh.json' '$work/kv1.json' && cmp -s '$work/solo_restored.json' '$work/kv2.json'"
+
+# Ctrl+C in a terminal: the token in flight drains, the session stays whole.
+if command -v tmux >/dev/null; then
+  sock="$work/tmux.sock"
+  t() { tmux -S "$sock" "$@"; }
+  screen() { t capture-pane -p -J -S -2000 -t repl; }
+  await() {  # await PATTERN N: until PATTERN shows N times (30 s at most)
+    for _ in $(seq 300); do
+      [[ $(screen | grep -c -- "$1" || true) -ge $2 ]] && return 0
+      sleep 0.1
+    done
+    echo "FAIL: timed out waiting for '$1'"; screen | tail -20; fail=1; return 1
+  }
+  HOME="$work" t new-session -d -s repl -x 160 -y 50 \
+    "'$ds4' -m '$model' -c 256 -t 1 --nothink --temp 0 -n 100000 --role coordinator \
+     --layers 0:0 --listen 127.0.0.1:$port 9>&-; sleep 60"
+  if await '^ds4> ' 1; then
+    t send-keys -t repl 'Write a very long story' Enter
+    sleep 1
+    t send-keys -t repl C-c
+    await 'stop: interrupt' 1 && await '^ds4> ' 2
+    t send-keys -t repl 'And another one' Enter
+    await 'stop: \(length\|eos\)' 1
+    turn2=$(screen | grep -E 'stop: (length|eos)' | head -1)
+    check "after Ctrl+C the next turn reuses the workers' state, no replay ($turn2)" \
+      "[[ '$turn2' =~ prompt\ ([0-9]+)\ tokens\ \(([0-9]+)\ evaluated\) ]] && (( BASH_REMATCH[2] < BASH_REMATCH[1] ))"
+    check "no distributed error on the screen" "! screen | grep -qi 'mismatch\|lost\|no answer'"
+    t send-keys -t repl '/quit' Enter
+  fi
+  t kill-server 2>/dev/null || true
+fi
 
 # ds4-bench as the coordinator: two frontiers, each with a snapshot saved and restored.
 head -c 2000 /dev/zero | tr '\0' 'a' | sed 's/aaaa/word /g' >"$work/prompt.txt"

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <zmq.hpp>
 
 #include "dist/build_id.h"
 #include "dist/coordinator.h"
@@ -39,6 +40,8 @@ constexpr int kDecodeTokens = 4;
 // 500 ms and 5 s); long enough for a loaded 2-core CI machine not to drop a working worker.
 constexpr milliseconds kBeat{50};
 constexpr milliseconds kBeatTimeout{1000};
+// The test workers' limit on a message (the tiny model's spans and shards are a few MiB).
+constexpr uint64_t kMaxBody = 16 << 20;
 // f16 hidden states round each value to 11 significant bits (relative error at most 2^-12): with
 // the FP8 / FP4 simulations off the logits move by about as much (2.2e-4 measured on tiny-f32 for
 // this prompt), so 2e-3 leaves a tenfold margin, while a wrong layer or a lost token moves them by
@@ -77,7 +80,8 @@ class WorkerThread {
                                           .n_ctx = kCtx,
                                           .prefill_chunk = kChunk,
                                           .beat_interval = kBeat,
-                                          .beat_timeout = kBeatTimeout});
+                                          .beat_timeout = kBeatTimeout,
+                                          .limits = {.max_body_bytes = kMaxBody}});
     EXPECT_TRUE(w.is_ok()) << w.status().message();
     worker_ = std::move(w).value();
     thread_ = std::thread([this] { served_ = worker_->serve(); });
@@ -87,6 +91,7 @@ class WorkerThread {
     worker_->stop();
     return join();
   }
+  const std::string& endpoint() const { return worker_->endpoint(); }
   // Waits for serve() to return by itself (a refused registration).
   Status join() {
     if (thread_.joinable()) thread_.join();
@@ -343,6 +348,59 @@ TEST_F(DistTest, ALostWorkerFailsClearlyAndLaterRequestsWaitForARoute) {
   w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true, coordinator_->endpoint());
   ASSERT_TRUE(w->wait_registered());
   expect_whole_model(*s, test_prompt(12, 15));
+}
+
+// A stranger on loopback sends the worker's data endpoint garbage, an item that does not chain,
+// an item out of order and a frame over the size limit: each is refused (the coordinator hears the
+// errors it can match to nothing), the oversized sender is dropped, and the worker serves the
+// route's sessions on, exactly.
+TEST_F(DistTest, MalformedAndOutOfOrderItemsChangeNothing) {
+  start_coordinator();
+  WorkerThread w(1, n_layer_ - 1, true, coordinator_->endpoint());
+  auto s = session(*engine_);
+  const std::vector<TokenId> prompt = test_prompt(kPromptTokens, 71);
+  ASSERT_TRUE(s->append(prompt).is_ok());
+  zmq::context_t ctx(1);
+  zmq::socket_t stranger(ctx, zmq::socket_type::push);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.connect(w.endpoint());
+  const auto put = [&](const std::vector<uint8_t>& b) {
+    ASSERT_TRUE(stranger.send(zmq::buffer(b), zmq::send_flags::none).has_value());
+  };
+  put({1, 2, 3, 4, 5});
+  dist::Work bad;
+  bad.session = 1;  // the engine's first session: the one above
+  bad.request = 1u << 30;
+  bad.tokens = {5, 6};
+  bad.prefix_hash = 7;  // continues from a timeline the worker does not hold
+  bad.result_hash = dist::extend_prefix_hash(7, bad.tokens);
+  bad.pos0 = 3;
+  bad.route = {{.endpoint = w.endpoint(),
+                .layer_first = 1,
+                .layer_last = static_cast<uint32_t>(n_layer_ - 1),
+                .output = true}};
+  bad.hidden_width = static_cast<uint32_t>(engine_->info().hidden_width);
+  bad.hidden.assign(2 * bad.hidden_width, 0.5f);
+  put(dist::encode(bad));
+  std::vector<uint8_t> broken = dist::encode(bad);
+  broken[40] ^= 0xff;  // a token changed: the hashes no longer chain
+  put(broken);
+  std::vector<uint8_t> huge(dist::kFrameHeaderBytes + kMaxBody + 1, 0);
+  (void)stranger.send(zmq::buffer(huge), zmq::send_flags::dontwait);
+  for (int i = 0; i < 100 && log_.find("KV prefix hash mismatch") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_NE(log_.find("KV prefix hash mismatch"), std::string::npos) << log_;
+  // The session goes on as if nothing happened.
+  auto ref = session(*whole_);
+  ASSERT_TRUE(ref->append(prompt).is_ok());
+  for (int i = 0; i < kDecodeTokens; ++i) {
+    const TokenId next = argmax_of(ref->logits());
+    ASSERT_TRUE(ref->eval(next).is_ok());
+    const Status e = s->eval(next);
+    ASSERT_TRUE(e.is_ok()) << e.message();
+    EXPECT_TRUE(same(s->logits(), ref->logits())) << "step " << i;
+  }
 }
 
 TEST_F(DistTest, WorkersOfAnotherBuildOrModelAreRefused) {
