@@ -100,7 +100,6 @@ void SliceWorker::control_loop() {
   const ModelInfo& info = engine_.info();
   Hello hello = hello_of(info, options_.build, options_.n_ctx);
   hello.data_endpoint = endpoint_;
-  hello.incarnation = draw_incarnation();
   const auto say = [&](const std::string& s) {
     if (options_.log) options_.log(s);
   };
@@ -110,6 +109,9 @@ void SliceWorker::control_loop() {
     control.set(zmq::sockopt::linger, 0);
     if (options_.key) secure_client(control, *options_.key);
     control.connect(options_.coordinator);
+    // Each registration is a new incarnation: a worker that dropped its sessions must not look
+    // like the one whose timelines the coordinator remembers (it replays them instead).
+    hello.incarnation = draw_incarnation();
     control.send(zmq::buffer(encode(hello)), zmq::send_flags::dontwait);
     uint64_t coordinator = 0;
     Clock::time_point heard = Clock::now(), beat = Clock::now();

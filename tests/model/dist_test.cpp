@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <zmq.hpp>
 
@@ -135,7 +136,10 @@ class DistTest : public ::testing::Test {
                                 .beat_timeout = kBeatTimeout,
                                 .work_timeout = milliseconds(30000),
                                 .route_timeout = route_timeout,
-                                .log = [this](const std::string& s) { log_ += s + "\n"; }});
+                                .log = [this](const std::string& s) {
+                                  std::lock_guard lock(log_mu_);
+                                  log_ += s + "\n";
+                                }});
     ASSERT_TRUE(c.is_ok()) << c.status().message();
     coordinator_ = std::move(c).value();
     o.tail = coordinator_;
@@ -154,7 +158,7 @@ class DistTest : public ::testing::Test {
     auto ref = session(*whole_);
     ASSERT_TRUE(ref->append(prompt).is_ok());
     auto st = s.sync(prompt);
-    ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log_;
+    ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log();
     EXPECT_TRUE(same(s.logits(), ref->logits())) << "rel L2 " << rel_l2(s.logits(), ref->logits());
     for (int i = 0; i < kDecodeTokens; ++i) {
       const TokenId next = argmax_of(ref->logits());
@@ -169,6 +173,12 @@ class DistTest : public ::testing::Test {
   std::shared_ptr<Coordinator> coordinator_;
   std::shared_ptr<const dist::ClusterKey> key_;  // start_coordinator's cluster key, if any
   int n_layer_ = 0;
+  // The coordinator's log lines (written by its control thread).
+  std::string log() const {
+    std::lock_guard lock(log_mu_);
+    return log_;
+  }
+  mutable std::mutex log_mu_;
   std::string log_;
 };
 
@@ -176,7 +186,7 @@ TEST_F(DistTest, TwoWorkersEqualTheWholeModel) {
   start_coordinator();
   WorkerThread w1(1, 1, false, coordinator_->endpoint()),
       w2(2, n_layer_ - 1, true, coordinator_->endpoint());
-  ASSERT_TRUE(coordinator_->wait_for_route(milliseconds(10000)).is_ok()) << log_;
+  ASSERT_TRUE(coordinator_->wait_for_route(milliseconds(10000)).is_ok()) << log();
   EXPECT_NE(coordinator_->describe_route().find("1:1@tcp://127.0.0.1:"), std::string::npos)
       << coordinator_->describe_route();
   EXPECT_EQ(coordinator_->window(), 4);  // two hops + 2
@@ -207,7 +217,7 @@ TEST_F(DistTest, SnapshotsGatherIntoOnePayloadAndSplitOverAnotherRoute) {
   ASSERT_TRUE(ref->append(prompt).is_ok());
   ASSERT_TRUE(s->append(prompt).is_ok());
   auto saved = s->save();
-  ASSERT_TRUE(saved.is_ok()) << saved.status().message() << "\n" << log_;
+  ASSERT_TRUE(saved.is_ok()) << saved.status().message() << "\n" << log();
   auto want = ref->save();
   ASSERT_TRUE(want.is_ok());
   EXPECT_EQ(*saved, *want) << "one normal payload, the whole model's bytes";
@@ -316,11 +326,11 @@ TEST_F(DistTest, ARestartedWorkerIsReplayedTo) {
   const TokenId next = argmax_of(ref->logits());
   ASSERT_TRUE(ref->eval(next).is_ok());
   auto st = s->append(std::span<const TokenId>(&next, 1));
-  ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log_;
+  ASSERT_TRUE(st.is_ok()) << st.status().message() << "\n" << log();
   EXPECT_EQ(st->reused, 0) << "the session is replayed from position 0";
   EXPECT_EQ(st->evaluated, static_cast<int>(transcript.size()) + 1);
   EXPECT_TRUE(same(s->logits(), ref->logits())) << "rel L2 " << rel_l2(s->logits(), ref->logits());
-  EXPECT_NE(log_.find("replaces"), std::string::npos) << log_;
+  EXPECT_NE(log().find("replaces"), std::string::npos) << log();
 }
 
 TEST_F(DistTest, ALostWorkerFailsClearlyAndLaterRequestsWaitForARoute) {
@@ -343,7 +353,7 @@ TEST_F(DistTest, ALostWorkerFailsClearlyAndLaterRequestsWaitForARoute) {
   EXPECT_NE(e.message().find("missing layer 1"), std::string::npos) << e.message();
   EXPECT_NE(e.message().find("waited 300 ms"), std::string::npos) << e.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "no hang";
-  EXPECT_NE(log_.find("lost: no beat"), std::string::npos) << log_;
+  EXPECT_NE(log().find("lost: no beat"), std::string::npos) << log();
   // A worker comes back: the session is evaluated again from its start, and is the whole model.
   w = std::make_unique<WorkerThread>(1, n_layer_ - 1, true, coordinator_->endpoint());
   ASSERT_TRUE(w->wait_registered());
@@ -387,10 +397,10 @@ TEST_F(DistTest, MalformedAndOutOfOrderItemsChangeNothing) {
   put(broken);
   std::vector<uint8_t> huge(dist::kFrameHeaderBytes + kMaxBody + 1, 0);
   (void)stranger.send(zmq::buffer(huge), zmq::send_flags::dontwait);
-  for (int i = 0; i < 100 && log_.find("KV prefix hash mismatch") == std::string::npos; ++i) {
+  for (int i = 0; i < 100 && log().find("KV prefix hash mismatch") == std::string::npos; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  EXPECT_NE(log_.find("KV prefix hash mismatch"), std::string::npos) << log_;
+  EXPECT_NE(log().find("KV prefix hash mismatch"), std::string::npos) << log();
   // The session goes on as if nothing happened.
   auto ref = session(*whole_);
   ASSERT_TRUE(ref->append(prompt).is_ok());
