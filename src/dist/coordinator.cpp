@@ -13,16 +13,10 @@
 #include <zmq.hpp>
 
 #include "dist/route.h"
+#include "dist/socket_util.h"
 
 namespace ds4::dist {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto kPoll = std::chrono::milliseconds(50);
-
-std::span<const uint8_t> bytes_of(const zmq::message_t& m) {
-  return {static_cast<const uint8_t*>(m.data()), m.size()};
-}
 
 // "HOST" of "tcp://HOST:PORT".
 std::string host_of(const std::string& endpoint) {
@@ -113,6 +107,17 @@ struct Coordinator::Impl {
       p.incarnations.push_back(h.incarnation);
     }
     return p;
+  }
+
+  // With `lock` (of mu) held: the route, waiting for one up to route_timeout.
+  Result<Plan> plan_within(std::unique_lock<std::mutex>& lock) {
+    const auto deadline = Clock::now() + o.route_timeout;
+    auto p = plan();
+    while (!p.is_ok() && cv.wait_until(lock, deadline) != std::cv_status::timeout) p = plan();
+    if (!p.is_ok()) p = plan();
+    if (p.is_ok()) return p;
+    return Status::unavailable("%s (waited %lld ms for workers)", p.status().message().c_str(),
+                               static_cast<long long>(o.route_timeout.count()));
   }
 
   // With mu held: the first hop of `t` that is no longer registered, or -1.
@@ -308,7 +313,7 @@ void Coordinator::control_loop() {
   while (!im.stop.load()) {
     try {
       zmq::pollitem_t item{im.control.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, kPoll);
+      zmq::poll(&item, 1, kPollSlice);
       zmq::message_t identity, body;
       while (im.control.recv(identity, zmq::recv_flags::dontwait)) {
         if (!identity.more() || !im.control.recv(body, zmq::recv_flags::none)) continue;
@@ -409,18 +414,9 @@ Status Coordinator::send(uint64_t session, std::span<const TokenId> tokens,
     Timeline& t = im.timelines[session];
     if (reset) {
       (void)im.fail(t, Status::ok());
-      const auto deadline = Clock::now() + im.o.route_timeout;
-      auto p = im.plan();
-      while (!p.is_ok() && im.cv.wait_until(lock, deadline) != std::cv_status::timeout) {
-        p = im.plan();
-      }
-      if (!p.is_ok()) p = im.plan();
-      if (!p.is_ok()) {
-        return Status::unavailable("%s (waited %lld ms for workers)", p.status().message().c_str(),
-                                   static_cast<long long>(im.o.route_timeout.count()));
-      }
-      t.route = std::move(p->route);
-      t.incarnations = std::move(p->incarnations);
+      DS4_ASSIGN_OR_RETURN(Plan p, im.plan_within(lock));
+      t.route = std::move(p.route);
+      t.incarnations = std::move(p.incarnations);
       t.pos = 0;
       t.hash = kPrefixHashBasis;
       t.broken = false;
@@ -543,42 +539,23 @@ Result<std::vector<std::vector<uint8_t>>> Coordinator::export_layers(uint64_t se
                                static_cast<unsigned long long>(session));
   }
   const Timeline t = it->second;  // a copy: the lock is let go while pushing
-  std::vector<uint64_t> requests;
-  for (const Hop& hop : t.route) {
-    StateMsg q{.session = session,
-               .request = im.next_request++,
-               .prefix_hash = t.hash,
-               .n_tokens = t.pos,
-               .hop = hop};
-    im.expected.insert(q.request);
-    requests.push_back(q.request);
-    lock.unlock();
-    const bool sent = push(hop.endpoint, encode(q, MessageType::kStateSave));
-    lock.lock();
-    if (!sent) {
-      for (uint64_t r : requests) im.expected.erase(r);
-      return Status::unavailable("the worker at %s took nothing", hop.endpoint.c_str());
-    }
-  }
+  DS4_ASSIGN_OR_RETURN(
+      std::vector<Message> answers,
+      exchange(lock, t.route, t.incarnations, [&](const Hop& hop, uint64_t request) {
+        return encode(StateMsg{.session = session,
+                               .request = request,
+                               .prefix_hash = t.hash,
+                               .n_tokens = t.pos,
+                               .hop = hop},
+                      MessageType::kStateSave);
+      }));
   std::vector<std::vector<uint8_t>> shards;
-  Status failed = Status::ok();
-  for (uint64_t r : requests) {
-    if (!failed.is_ok()) {
-      im.expected.erase(r);
-      im.arrived.erase(r);
-      continue;
+  for (Message& m : answers) {
+    if (m.type != MessageType::kState || m.state.session != session || m.state.n_tokens != t.pos) {
+      return Status::invalid_file("a worker answered another state than asked");
     }
-    Result<Message> m = await(lock, r, t.incarnations, t.route);
-    if (!m.is_ok()) {
-      failed = m.status();
-    } else if (m->type != MessageType::kState || m->state.session != session ||
-               m->state.n_tokens != t.pos) {
-      failed = Status::invalid_file("a worker answered another state than asked");
-    } else {
-      shards.push_back(std::move(m->state.shard));
-    }
+    shards.push_back(std::move(m.state.shard));
   }
-  if (!failed.is_ok()) return failed;
   return shards;
 }
 
@@ -589,54 +566,70 @@ Status Coordinator::import_layers(
   std::unique_lock lock(im.mu);
   Timeline& t = im.timelines[session];
   (void)im.fail(t, Status::ok());
-  const auto deadline = Clock::now() + im.o.route_timeout;
-  auto p = im.plan();
-  while (!p.is_ok() && im.cv.wait_until(lock, deadline) != std::cv_status::timeout) p = im.plan();
-  if (!p.is_ok()) p = im.plan();
-  if (!p.is_ok()) return p.status();
+  DS4_ASSIGN_OR_RETURN(Plan p, im.plan_within(lock));
   const uint64_t hash = extend_prefix_hash(kPrefixHashBasis, tokens);
-  std::vector<uint64_t> requests;
-  for (const Hop& hop : p->route) {
-    StateMsg q{.session = session,
-               .request = im.next_request++,
-               .n_ctx = t.n_ctx,
-               .prefill_chunk = t.prefill_chunk,
-               .hop = hop};
-    q.tokens.assign(tokens.begin(), tokens.end());
-    im.expected.insert(q.request);
-    requests.push_back(q.request);
-    lock.unlock();
-    q.shard = shard_of(static_cast<int>(hop.layer_first), static_cast<int>(hop.layer_last));
-    const bool sent = push(hop.endpoint, encode(q, MessageType::kStateLoad));
-    lock.lock();
-    if (!sent) {
-      for (uint64_t r : requests) im.expected.erase(r);
-      return Status::unavailable("the worker at %s took nothing", hop.endpoint.c_str());
+  const uint32_t n_ctx = t.n_ctx, prefill_chunk = t.prefill_chunk;
+  DS4_ASSIGN_OR_RETURN(
+      std::vector<Message> answers,
+      exchange(lock, p.route, p.incarnations, [&](const Hop& hop, uint64_t request) {
+        StateMsg q{.session = session,
+                   .request = request,
+                   .n_ctx = n_ctx,
+                   .prefill_chunk = prefill_chunk,
+                   .hop = hop};
+        q.tokens.assign(tokens.begin(), tokens.end());
+        q.shard = shard_of(static_cast<int>(hop.layer_first), static_cast<int>(hop.layer_last));
+        return encode(q, MessageType::kStateLoad);
+      }));
+  for (const Message& m : answers) {
+    if (m.type != MessageType::kResult || m.result.session != session ||
+        m.result.result_hash != hash) {
+      return Status::invalid_file("a worker answered another state load than asked");
     }
   }
-  Status failed = Status::ok();
-  for (uint64_t r : requests) {
-    if (!failed.is_ok()) {
-      im.expected.erase(r);
-      im.arrived.erase(r);
-      continue;
-    }
-    Result<Message> m = await(lock, r, p->incarnations, p->route);
-    if (!m.is_ok()) {
-      failed = m.status();
-    } else if (m->type != MessageType::kResult || m->result.session != session ||
-               m->result.result_hash != hash) {
-      failed = Status::invalid_file("a worker answered another state load than asked");
-    }
-  }
-  if (!failed.is_ok()) return failed;
   Timeline& done = im.timelines[session];
-  done.route = std::move(p->route);
-  done.incarnations = std::move(p->incarnations);
+  done.route = std::move(p.route);
+  done.incarnations = std::move(p.incarnations);
   done.pos = static_cast<uint32_t>(tokens.size());
   done.hash = hash;
   done.broken = false;
   return Status::ok();
+}
+
+Result<std::vector<Message>> Coordinator::exchange(
+    std::unique_lock<std::mutex>& lock, const std::vector<Hop>& route,
+    const std::vector<uint64_t>& incarnations,
+    const std::function<std::vector<uint8_t>(const Hop&, uint64_t request)>& make) {
+  Impl& im = *impl_;
+  std::vector<uint64_t> requests;
+  const auto forget = [&] {
+    for (uint64_t r : requests) {
+      im.expected.erase(r);
+      im.arrived.erase(r);
+    }
+  };
+  for (const Hop& hop : route) {
+    const uint64_t request = im.next_request++;
+    im.expected.insert(request);
+    requests.push_back(request);
+    lock.unlock();  // making and sending a shard takes a while; answers are filed meanwhile
+    const bool sent = push(hop.endpoint, make(hop, request));
+    lock.lock();
+    if (!sent) {
+      forget();
+      return Status::unavailable("the worker at %s took nothing", hop.endpoint.c_str());
+    }
+  }
+  std::vector<Message> answers;
+  for (uint64_t r : requests) {
+    Result<Message> m = await(lock, r, incarnations, route);
+    if (!m.is_ok()) {
+      forget();
+      return m.status();
+    }
+    answers.push_back(std::move(m).value());
+  }
+  return answers;
 }
 
 }  // namespace ds4::dist

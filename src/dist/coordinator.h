@@ -89,6 +89,13 @@ class Coordinator : public LayerTail {
   // until `deadline`, failing early when a worker of `route` is lost.
   Result<Message> await(std::unique_lock<std::mutex>& lock, uint64_t request,
                         const std::vector<uint64_t>& incarnations, const std::vector<Hop>& route);
+  // With `lock` held: one message per hop of `route` (made by `make` for the hop and its request
+  // id, sent with the lock let go), then every answer awaited, in hop order. On a failure the
+  // other answers are forgotten.
+  Result<std::vector<Message>> exchange(
+      std::unique_lock<std::mutex>& lock, const std::vector<Hop>& route,
+      const std::vector<uint64_t>& incarnations,
+      const std::function<std::vector<uint8_t>(const Hop&, uint64_t request)>& make);
 
   std::unique_ptr<Impl> impl_;
 };

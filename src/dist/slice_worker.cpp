@@ -8,18 +8,9 @@
 #include <zmq.hpp>
 
 #include "dist/route.h"
+#include "dist/socket_util.h"
 
 namespace ds4::dist {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto kPoll = std::chrono::milliseconds(50);
-
-std::span<const uint8_t> bytes_of(const zmq::message_t& m) {
-  return {static_cast<const uint8_t*>(m.data()), m.size()};
-}
-
-}  // namespace
 
 struct SliceWorker::Impl {
   zmq::context_t context{1};
@@ -118,7 +109,7 @@ void SliceWorker::control_loop() {
     bool lost = false;
     while (!stop_.load() && !lost) {
       zmq::pollitem_t item{control.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, kPoll);
+      zmq::poll(&item, 1, kPollSlice);
       zmq::message_t msg;
       while (control.recv(msg, zmq::recv_flags::dontwait)) {
         auto m = decode(bytes_of(msg), options_.limits);
@@ -172,7 +163,7 @@ Status SliceWorker::serve() {
     try {
       zmq::pollitem_t items[] = {{im.data.handle(), 0, ZMQ_POLLIN, 0},
                                  {im.from_control.handle(), 0, ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, kPoll);
+      zmq::poll(items, 2, kPollSlice);
       zmq::message_t msg;
       while (im.from_control.recv(msg, zmq::recv_flags::dontwait)) {
         auto m = decode(bytes_of(msg));
