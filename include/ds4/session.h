@@ -53,6 +53,14 @@ class Session {
                            std::vector<float>* all_logits = nullptr);
   // Appends one token.
   Status eval(TokenId token);
+  // Speculative decoding, greedy: appends the longest prefix of `drafts` that greedy decoding
+  // would produce -- drafts[0] the argmax of the current logits, each later draft the argmax after
+  // the one before -- evaluating them all as one batch and taking the rest back exactly. Returns
+  // how many it kept (0: drafts[0] is not the argmax, and nothing changed); the logits are those
+  // after the last kept token, so the caller's next greedy token is the one the model gives there.
+  // The result equals decoding the kept tokens one by one, bit for bit. Errors: a backend that
+  // cannot take rows back, invalid tokens or a full context (nothing changed), a slice engine.
+  Result<int> verify_greedy(std::span<const TokenId> drafts);
   // A layer slice's append (an engine whose EngineOptions::layers is not the whole model: the
   // calls above refuse it): `tokens` as append() takes them, their hidden state from the slice
   // before (tokens.size() x ModelInfo::hidden_width floats; empty when the slice starts at layer

@@ -166,6 +166,17 @@ class Backend {
   virtual Result<std::vector<LayerState>> export_sequence(int seq) const = 0;
   // Replaces the state; validates sizes against the layout first, so a failure changes nothing.
   virtual Status import_sequence(int seq, const std::vector<LayerState>& state) = 0;
+  // Speculation: from mark_sequence on, the backend keeps what each appended row changes, so that
+  // rewind_sequence(seq, n) brings the sequence back exactly to its first n tokens (n at least its
+  // count at the mark); settle_sequence keeps the state as it is and drops the record. A backend
+  // without them says so (the caller then does not speculate).
+  virtual Status mark_sequence(int /*seq*/) {
+    return Status::unimplemented("this backend cannot take rows back");
+  }
+  virtual Status rewind_sequence(int /*seq*/, int /*n_tokens*/) {
+    return Status::unimplemented("this backend cannot take rows back");
+  }
+  virtual void settle_sequence(int /*seq*/) {}
   // Bytes of the memory that sequences and step buffers come from (host RAM for the CPU, the
   // device's for a GPU) still free for new ones; nullopt when the backend cannot tell. A sizing
   // hint (the server's default pool), never a promise: create_sequence is the real check.

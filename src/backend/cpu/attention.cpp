@@ -132,6 +132,7 @@ void CpuBackend::attend_row(const AttentionLayer& l, LayerCache& c, const RowTag
   if (num.qat_simulation) quant::fp8_kv_simulate(std::span<float>(kv, kHd));
   if (num.f16_rows) round_f16(kv, kHd);
 
+  if (c.logging) c.undo.push_back(record_row(c, pos, kHd));
   // Raw window append (the oldest row leaves first when full).
   const int slot = raw_ring_push(&c.raw_head, &c.n_raw, c.lay.raw_cap);
   std::memcpy(&c.raw[size_t(slot) * kHd], kv, sizeof(float) * kHd);

@@ -18,6 +18,8 @@ namespace {
 
 void reset_layer(LayerCache& c) {
   c.raw_head = c.n_raw = c.n_comp = c.n_index = c.n_tokens = 0;
+  c.logging = false;
+  c.undo.clear();
   if (c.lay.ratio != 0) {
     reset_frontier_rows(c.comp_kv, c.comp_score, 0, c.lay.frontier_rows, c.lay.frontier_width);
   }
@@ -81,6 +83,46 @@ std::optional<uint64_t> CpuBackend::free_memory_bytes() const {
 
 void CpuBackend::reset_sequence(int seq) {
   for (LayerCache& c : sequence(seq).layers) reset_layer(c);
+}
+
+Status CpuBackend::mark_sequence(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  for (LayerCache& c : it->second->layers) {
+    c.logging = true;
+    c.undo.clear();
+  }
+  return Status::ok();
+}
+
+Status CpuBackend::rewind_sequence(int seq, int n_tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  const int hd = it->second->layout.head_dim;
+  // Checked on every layer first, so a refusal changes nothing.
+  for (const LayerCache& c : it->second->layers) {
+    const int back = c.n_tokens - n_tokens;
+    if (back < 0 || (back > 0 && (!c.logging || back > static_cast<int>(c.undo.size())))) {
+      return Status::out_of_range("cannot take sequence %d back to %d tokens from %d", seq,
+                                  n_tokens, c.n_tokens);
+    }
+  }
+  for (LayerCache& c : it->second->layers) {
+    while (c.n_tokens > n_tokens) {
+      undo_row(c, c.undo.back(), hd);
+      c.undo.pop_back();
+    }
+  }
+  return Status::ok();
+}
+
+void CpuBackend::settle_sequence(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  for (LayerCache& c : it->second->layers) {
+    c.logging = false;
+    c.undo.clear();
+  }
 }
 
 Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {

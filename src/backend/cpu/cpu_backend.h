@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/row_undo.h"
 #include "base/thread_pool.h"
 #include "quant/dot.h"
 
@@ -28,6 +29,9 @@ struct LayerCache {
   int n_index = 0;
   std::vector<float> index_kv, index_score;  // frontier [8][256]
   int n_tokens = 0;                          // tokens this layer has consumed
+  // While the sequence is marked (mark_sequence): what each row since the mark changed.
+  bool logging = false;
+  std::vector<RowUndo> undo;
 };
 
 struct Sequence {
@@ -47,6 +51,9 @@ class CpuBackend final : public Backend {
   void reset_sequence(int seq) override;
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+  Status mark_sequence(int seq) override;
+  Status rewind_sequence(int seq, int n_tokens) override;
+  void settle_sequence(int seq) override;
   // Sequences live in host memory: the kernel's MemAvailable.
   std::optional<uint64_t> free_memory_bytes() const override;
 
