@@ -46,6 +46,7 @@ struct BenchOptions {
   std::string repeat_op;      // a backend op whose work every call issues twice (diagnostics)
   std::vector<int> sessions;  // --sessions: the multi-session decode mode (multi.h)
   int stride = 1024;
+  int spec_replay = 0;  // --spec-replay N: the probe again, N drafted tokens verified per step
 };
 
 struct Row {
@@ -67,6 +68,37 @@ int usage_error(const std::string& msg) {
 int run_error(const std::string& what, const ds4::Status& st) {
   std::fprintf(stderr, "ds4-bench: %s: %s\n", what.c_str(), st.message().c_str());
   return kRunError;
+}
+
+// --spec-replay N (issue 51's replay mode): the probe just decoded is decoded again from the
+// frontier with Session::verify_greedy, its own tokens as the drafts, N per step -- acceptance
+// 100% unless the model's argmax is EOS, which the probe skips -- so the rate is what speculative
+// decoding gives when every draft is right. The tokens must be the probe's (else an error), and the
+// snapshot is restored after.
+ds4::Status replay_probe(ds4::Session& s, const std::vector<ds4::TokenId>& probe, int n, int f,
+                         const std::vector<uint8_t>& snap) {
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t at = 0;
+  int steps = 0, drafted = 0, kept = 0;
+  while (at < probe.size()) {
+    const size_t take = std::min(probe.size() - at, static_cast<size_t>(n));
+    DS4_ASSIGN_OR_RETURN(int k, s.verify_greedy(std::span(probe).subspan(at, take)));
+    ++steps;
+    drafted += static_cast<int>(take);
+    kept += k;
+    at += static_cast<size_t>(k);
+    if (k == 0) DS4_TRY(s.eval(probe[at++]));  // the probe's token, not the argmax (EOS skipped)
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "ds4-bench: ctx %d: replay of %zu tokens with %d drafts per step: %.2f t/s, %d "
+               "steps, %d of %d drafts kept\n",
+               f, probe.size(), n, secs > 0 ? probe.size() / secs : 0.0, steps, kept, drafted);
+  const std::span<const ds4::TokenId> done = s.tokens().last(probe.size());
+  if (!std::equal(done.begin(), done.end(), probe.begin())) {
+    return ds4::Status::internal("the replay decoded other tokens than the probe");
+  }
+  return s.load(snap);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -186,6 +218,11 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, const std::vector<ds4::TokenId>& 
                        ds4::Status::internal("session holds %d tokens", s.n_tokens()));
     }
 
+    if (o.spec_replay > 0) {
+      if (const ds4::Status rs = replay_probe(s, probe, o.spec_replay, f, *snap); !rs.is_ok()) {
+        return run_error("speculative replay at " + std::to_string(f), rs);
+      }
+    }
     write_row(csv, r);
     rows->push_back(r);
     if (o.print_probe) {
@@ -253,6 +290,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--csv", o.csv, "write the CSV here (default: stdout)");
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
+  app.add_option("--spec-replay", o.spec_replay,
+                 "decode each probe again by speculative verification, its own tokens as the "
+                 "drafts, N per step (acceptance 100%%): the rate speculative decoding reaches")
+      ->check(CLI::Range(1, 16));
   app.add_flag("--op-times", o.op_times,
                "print the host time per generated token in each backend op (stderr)");
   app.add_option("--repeat-op", o.repeat_op,

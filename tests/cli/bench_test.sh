@@ -37,6 +37,7 @@ run_ok a 64 --step-incr 64 --gen-tokens 4
 run_ok b 64 --step-incr 64 --gen-tokens 4 --csv "$work/b.file"
 run_ok c 128 --step-incr 64 --gen-tokens 4  # a fresh prefill of 128 tokens
 run_ok d 48 --step-incr 1 --step-mul 2 --gen-tokens 1
+run_ok e 64 --step-incr 64 --gen-tokens 9 --spec-replay 4  # drafts 4 + 4 + 1 per frontier
 
 header=frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes
 header+=,snapshot_s,restore_s
@@ -60,6 +61,8 @@ check "probes match a sweep starting later" \
   "[[ \$(probes c | wc -l) == 3 ]] && diff <(probes a '(128|192|256)') <(probes c)"
 check "--step-mul 2 frontiers 48,96,192,256" "[[ \$(frontiers d) == 48,96,192,256 ]]"
 check "summary on stderr" "grep -q '^ds4-bench: 4 frontiers 64..256' '$work/a.err'"
+check "--spec-replay decodes each probe again, every draft kept, in 3 steps" \
+  "[[ \$(grep -c 'replay of 9 tokens with 4 drafts per step: [0-9.]* t/s, 3 steps, 9 of 9 drafts kept' '$work/e.err') == 4 ]]"
 
 # usage_error NAME PATTERN COMMAND...: exit status 2 and one stderr line that contains PATTERN.
 usage_error() {
