@@ -84,6 +84,9 @@ class LayerTail {
 
 struct EngineOptions {
   std::string model_path = "ds4flash.gguf";
+  // The MTP draft file (model.md §2.4; issue 51), validated like the model file and against its
+  // shape; empty: none. Drafting from it is the next step of issue 51: today it is only checked.
+  std::string mtp_path;
   // Only these layers' tensors are bound (the rest of the mapped file is never read). A slice
   // other than the whole model runs on the CPU backend only so far.
   LayerSlice layers;
@@ -135,6 +138,7 @@ struct ModelInfo {
   bool layer_output = true;
   bool whole_model = true;
   int hidden_width = 0;
+  bool mtp = false;  // an MTP draft file is loaded (EngineOptions::mtp_path)
 };
 
 // One entry of a batched step (Engine::step): a session of this engine and the tokens appended to

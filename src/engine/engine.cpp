@@ -31,6 +31,51 @@ backend::Act Engine::Impl::logits_view(int64_t rows) {
   return logits->view(rows, shape.n_vocab);
 }
 
+namespace {
+
+// The first problems of a file check, joined for one error line.
+std::string joined_problems(const model::FileCheck& check) {
+  std::string msg;
+  const int shown = std::min<int>(kMaxProblemsShown, static_cast<int>(check.problems.size()));
+  for (int i = 0; i < shown; ++i) msg += (i ? "; " : "") + check.problems[i];
+  if (static_cast<int>(check.problems.size()) > shown) {
+    msg += "; and " + std::to_string(check.problems.size() - shown) + " more";
+  }
+  return msg;
+}
+
+// The MTP draft file (model.md §2.4): validated like the main file (its tensors, types and
+// shapes) and against the main model's shape, then kept mapped for the draft block.
+Status open_mtp_file(Engine::Impl& impl, const std::string& path) {
+  if (!impl.whole_model()) {
+    return Status::invalid_argument("an MTP file drafts for the whole model, not for a slice");
+  }
+  auto file = gguf::Reader::open(path);
+  if (!file.is_ok()) {
+    return Status::invalid_file("cannot load MTP file '%s': %s", path.c_str(),
+                                file.status().message().c_str());
+  }
+  const model::FileCheck check = model::check_model_file(*file);
+  if (!check.mtp) {
+    return Status::invalid_model("'%s' is not an MTP draft file (it has no mtp.0.* tensors)",
+                                 path.c_str());
+  }
+  if (!check.problems.empty()) {
+    return Status::invalid_model("'%s' is not a valid MTP file: %s", path.c_str(),
+                                 joined_problems(check).c_str());
+  }
+  if (check.shape.name != impl.shape.name) {
+    return Status::invalid_model("the MTP file '%s' is for the %s shape, the model '%s' is %s",
+                                 path.c_str(), std::string(check.shape.name).c_str(),
+                                 impl.options.model_path.c_str(),
+                                 std::string(impl.shape.name).c_str());
+  }
+  impl.mtp_file.emplace(std::move(file).value());
+  return Status::ok();
+}
+
+}  // namespace
+
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -52,14 +97,8 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
                                  options.model_path.c_str());
   }
   if (!check.problems.empty()) {
-    std::string msg;
-    const int shown = std::min<int>(kMaxProblemsShown, static_cast<int>(check.problems.size()));
-    for (int i = 0; i < shown; ++i) msg += (i ? "; " : "") + check.problems[i];
-    if (static_cast<int>(check.problems.size()) > shown) {
-      msg += "; and " + std::to_string(check.problems.size() - shown) + " more";
-    }
     return Status::invalid_model("'%s' is not a valid DeepSeek V4 model file: %s",
-                                 options.model_path.c_str(), msg.c_str());
+                                 options.model_path.c_str(), joined_problems(check).c_str());
   }
   impl->shape = check.shape;
   backend::BackendOptions bopts;
@@ -119,6 +158,8 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.layer_output = impl->range.head;
   info.whole_model = impl->whole_model();
   info.hidden_width = impl->shape.n_hc * impl->shape.n_embd;
+  if (!options.mtp_path.empty()) DS4_TRY(open_mtp_file(*impl, options.mtp_path));
+  info.mtp = impl->mtp_file.has_value();
   // The routed experts of the slice's last layer (a slice binds no other layer's).
   switch (impl->weights.layers[static_cast<size_t>(impl->range.end - 1)].moe.gate_exps.type) {
     case gguf::GgufType::kIQ2_XXS:

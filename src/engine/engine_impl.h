@@ -24,6 +24,7 @@ struct Engine::Impl {
   EngineOptions options;
   ModelInfo info;
   std::optional<gguf::Reader> file;
+  std::optional<gguf::Reader> mtp_file;  // EngineOptions::mtp_path, validated (model.md §2.4)
   model::Shape shape{};
   std::unique_ptr<backend::Backend> backend;
   // The backend itself when EngineOptions asks for op timing or repeats (it wraps the real one).

@@ -53,6 +53,29 @@ TEST(EngineOpen, RefusesWhatIsNotAModelWithOneClearError) {
   EXPECT_EQ(Engine::open(cuda).status().code(), StatusCode::kUnavailable);
 }
 
+// The MTP draft file (model.md §2.4) is validated like the model file and against its shape.
+TEST(EngineOpen, TheMtpFileIsCheckedAgainstTheModel) {
+  EngineOptions o;
+  o.model_path = model_path("tiny-f32");
+  o.mtp_path = model_path("tiny-mtp");
+  auto e = Engine::open(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  EXPECT_TRUE((*e)->info().mtp);
+  o.mtp_path = model_path("tiny-q2");  // a main model file
+  EXPECT_NE(Engine::open(o).status().message().find("is not an MTP draft file"), std::string::npos);
+  o.mtp_path = "/nonexistent/mtp.gguf";
+  EXPECT_NE(Engine::open(o).status().message().find("cannot load MTP file"), std::string::npos);
+  o.model_path = model_path("small-q2-decisive");  // another shape
+  o.mtp_path = model_path("tiny-mtp");
+  const Status st = Engine::open(o).status();
+  EXPECT_NE(st.message().find("is for the tiny shape"), std::string::npos) << st.message();
+  o.model_path = model_path("tiny-f32");
+  o.layers = {.first = 0, .last = 1, .output = false};
+  EXPECT_FALSE(Engine::open(o).is_ok()) << "a slice drafts nothing";
+  o.layers = {};
+  EXPECT_FALSE(Engine::open({.model_path = model_path("tiny-f32")}).value()->info().mtp);
+}
+
 TEST(EngineOpen, SessionOptionsAreChecked) {
   auto e = open_model("tiny-q2", false);
   ASSERT_NE(e, nullptr);
