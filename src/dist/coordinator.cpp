@@ -120,11 +120,12 @@ struct Coordinator::Impl {
                                static_cast<long long>(o.route_timeout.count()));
   }
 
-  // With mu held: the first hop of `t` that is no longer registered, or -1.
-  int lost_hop(const Timeline& t) const {
-    for (size_t i = 0; i < t.incarnations.size(); ++i) {
+  // With mu held: the first hop of a route (its workers' incarnations) that is no longer
+  // registered, or -1.
+  int lost_hop(const std::vector<uint64_t>& incarnations) const {
+    for (size_t i = 0; i < incarnations.size(); ++i) {
       const bool alive = std::any_of(members.begin(), members.end(), [&](const Member& m) {
-        return m.hello.incarnation == t.incarnations[i];
+        return m.hello.incarnation == incarnations[i];
       });
       if (!alive) return static_cast<int>(i);
     }
@@ -161,10 +162,7 @@ Coordinator::~Coordinator() {
 }
 
 Result<std::shared_ptr<Coordinator>> Coordinator::open(CoordinatorOptions options) {
-  if (!options.key && !is_loopback_endpoint(options.listen)) {
-    return Status::invalid_argument("listening on %s beyond loopback needs a cluster key",
-                                    options.listen.c_str());
-  }
+  DS4_TRY(check_listen(options.listen, options.key != nullptr));
   std::shared_ptr<Coordinator> c(new Coordinator(std::move(options)));
   Impl& im = *c->impl_;
   if (im.o.key) {
@@ -393,7 +391,7 @@ bool Coordinator::holds(uint64_t session, size_t n_tokens) const {
   auto it = impl_->timelines.find(session);
   if (it == impl_->timelines.end()) return false;
   const Timeline& t = it->second;
-  return !t.broken && t.pending.empty() && t.pos == n_tokens && impl_->lost_hop(t) < 0;
+  return !t.broken && t.pending.empty() && t.pos == n_tokens && impl_->lost_hop(t.incarnations) < 0;
 }
 
 void Coordinator::release(uint64_t session) {
@@ -420,7 +418,7 @@ Status Coordinator::send(uint64_t session, std::span<const TokenId> tokens,
       t.pos = 0;
       t.hash = kPrefixHashBasis;
       t.broken = false;
-    } else if (t.broken || im.lost_hop(t) >= 0) {
+    } else if (t.broken || im.lost_hop(t.incarnations) >= 0) {
       return Status::unavailable(
           "the route of distributed session %llu changed: it starts again from position 0",
           static_cast<unsigned long long>(session));
@@ -479,9 +477,8 @@ Result<Message> Coordinator::await(std::unique_lock<std::mutex>& lock, uint64_t 
                                    const std::vector<Hop>& route) {
   Impl& im = *impl_;
   const auto deadline = Clock::now() + im.o.work_timeout;
-  const Timeline probe{.route = route, .incarnations = incarnations};
   while (im.arrived.count(request) == 0) {
-    if (const int lost = im.lost_hop(probe); lost >= 0) {
+    if (const int lost = im.lost_hop(incarnations); lost >= 0) {
       const Hop& h = route[static_cast<size_t>(lost)];
       im.expected.erase(request);
       return Status::unavailable("the worker at %s (layers %s) was lost: no beat for %lld ms",
@@ -534,7 +531,7 @@ Result<std::vector<std::vector<uint8_t>>> Coordinator::export_layers(uint64_t se
   std::unique_lock lock(im.mu);
   auto it = im.timelines.find(session);
   if (it == im.timelines.end() || it->second.broken || !it->second.pending.empty() ||
-      it->second.pos != n_tokens || im.lost_hop(it->second) >= 0) {
+      it->second.pos != n_tokens || im.lost_hop(it->second.incarnations) >= 0) {
     return Status::unavailable("the workers do not hold distributed session %llu as sent",
                                static_cast<unsigned long long>(session));
   }

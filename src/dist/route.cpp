@@ -80,6 +80,12 @@ bool is_loopback_endpoint(const std::string& tcp_endpoint) {
   return false;
 }
 
+Status check_listen(const std::string& endpoint, bool keyed) {
+  if (keyed || is_loopback_endpoint(endpoint)) return Status::ok();
+  return Status::invalid_argument("listening on %s beyond loopback needs a cluster key",
+                                  endpoint.c_str());
+}
+
 Status check_registration(const Hello& coordinator, const Hello& worker) {
   std::string diff;
   const auto differs = [&](const char* what, const std::string& want, const std::string& got) {

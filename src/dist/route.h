@@ -23,6 +23,8 @@ uint64_t draw_incarnation();
 // Whether a "tcp://HOST:PORT" (or "HOST:PORT") endpoint's host is a loopback address: localhost,
 // 127.0.0.0/8, ::1 (bracketed or not). Anything else, a host name or "*" among them, is not.
 bool is_loopback_endpoint(const std::string& tcp_endpoint);
+// Ok when a process may listen on `endpoint`: loopback, or anywhere with a cluster key (`keyed`).
+Status check_listen(const std::string& endpoint, bool keyed);
 
 // Why `worker` cannot serve `coordinator`'s model, naming each difference; ok when it can.
 Status check_registration(const Hello& coordinator, const Hello& worker);

@@ -50,10 +50,7 @@ Result<std::unique_ptr<SliceWorker>> SliceWorker::open(Engine& engine, SliceWork
     return Status::invalid_argument(
         "a worker's layers start after 0 (layer 0 is the coordinator's)");
   }
-  if (!options.key && !is_loopback_endpoint(options.listen)) {
-    return Status::invalid_argument("listening on %s beyond loopback needs a cluster key",
-                                    options.listen.c_str());
-  }
+  DS4_TRY(check_listen(options.listen, options.key != nullptr));
   std::unique_ptr<SliceWorker> w(new SliceWorker(engine, std::move(options)));
   Impl& im = *w->impl_;
   const ClusterKey* key = w->options_.key.get();
@@ -202,13 +199,7 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
   }
   if (state) return serve_state(m->type, m->state, info);
   Work& w = m->work;
-  const auto refuse = [&](const std::string& text) {
-    im.send_answer(encode(ErrorInfo{.session = w.session,
-                                    .request = w.request,
-                                    .text = "worker " + endpoint_ + " (layers " +
-                                            std::to_string(info.layer_first) + ":" +
-                                            std::to_string(info.layer_last) + "): " + text}));
-  };
+  const auto refuse = [&](const std::string& text) { refuse_item(w.session, w.request, text); };
   const Hop& hop = w.hop();
   if (static_cast<int>(hop.layer_first) != info.layer_first ||
       static_cast<int>(hop.layer_last) != info.layer_last) {
@@ -282,6 +273,16 @@ void SliceWorker::serve_item(std::span<const uint8_t> bytes, const ModelInfo& in
   im.send_answer(encode(r));
 }
 
+// An ERROR to the coordinator for one item, naming this worker and its layers.
+void SliceWorker::refuse_item(uint64_t session, uint64_t request, const std::string& text) {
+  const ModelInfo& info = engine_.info();
+  impl_->send_answer(encode(ErrorInfo{.session = session,
+                                      .request = request,
+                                      .text = "worker " + endpoint_ + " (layers " +
+                                              std::to_string(info.layer_first) + ":" +
+                                              std::to_string(info.layer_last) + "): " + text}));
+}
+
 // A session for the coordinator's `id` with its context size and prefill chunk (0: this worker's
 // own), replacing any it had.
 Status SliceWorker::fresh_session(uint64_t id, uint32_t n_ctx, uint32_t prefill_chunk) {
@@ -303,10 +304,7 @@ Status SliceWorker::fresh_session(uint64_t id, uint32_t n_ctx, uint32_t prefill_
 // A snapshot's shard: sent (STATE_SAVE) or installed (STATE_LOAD).
 void SliceWorker::serve_state(MessageType type, const StateMsg& q, const ModelInfo& info) {
   Impl& im = *impl_;
-  const auto refuse = [&](const std::string& text) {
-    im.send_answer(encode(ErrorInfo{
-        .session = q.session, .request = q.request, .text = "worker " + endpoint_ + ": " + text}));
-  };
+  const auto refuse = [&](const std::string& text) { refuse_item(q.session, q.request, text); };
   if (static_cast<int>(q.hop.layer_first) != info.layer_first ||
       static_cast<int>(q.hop.layer_last) != info.layer_last) {
     return refuse("the state of layers " + std::to_string(q.hop.layer_first) + ":" +

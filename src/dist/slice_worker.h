@@ -65,6 +65,7 @@ class SliceWorker {
   void serve_item(std::span<const uint8_t> bytes, const ModelInfo& info);
   void serve_state(MessageType type, const StateMsg& q, const ModelInfo& info);
   Status fresh_session(uint64_t id, uint32_t n_ctx, uint32_t prefill_chunk);
+  void refuse_item(uint64_t session, uint64_t request, const std::string& text);
 
   Engine& engine_;
   SliceWorkerOptions options_;

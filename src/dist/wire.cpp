@@ -19,6 +19,15 @@ class Writer {
   }
   void u8(uint8_t v) { out_.push_back(v); }
   void raw(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  void token_ids(std::span<const int32_t> ids) {
+    for (int32_t t : ids) u32(static_cast<uint32_t>(t));
+  }
+  void hop(const Hop& h) {
+    text(h.endpoint);
+    u32(h.layer_first);
+    u32(h.layer_last);
+    u8(h.output ? 1 : 0);
+  }
   void u16(uint16_t v) {
     for (int i = 0; i < 2; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
@@ -152,6 +161,32 @@ Status decode_hello(Reader& r, const WireLimits& lim, Hello* h) {
   return Status::ok();
 }
 
+Status decode_hop(Reader& r, const WireLimits& lim, Hop* h) {
+  uint8_t output = 0;
+  if (!r.text(&h->endpoint, lim.max_text_bytes) || !r.u32(&h->layer_first) ||
+      !r.u32(&h->layer_last) || !r.u8(&output)) {
+    return cut("hop");
+  }
+  if (output > 1 || h->layer_first == 0 || h->layer_first > h->layer_last) {
+    return Status::invalid_file("wire: hop layers %u:%u", h->layer_first, h->layer_last);
+  }
+  h->output = output == 1;
+  return Status::ok();
+}
+
+// `n` token ids (a count the caller has bounded), each a non-negative int32.
+Status read_token_ids(Reader& r, uint32_t n, const char* what, std::vector<int32_t>* ids) {
+  if (n > r.left() / 4) return cut(what);
+  ids->resize(n);
+  for (int32_t& t : *ids) {
+    uint32_t v = 0;
+    r.u32(&v);
+    if (v > INT32_MAX) return Status::invalid_file("wire: %s token id %u", what, v);
+    t = static_cast<int32_t>(v);
+  }
+  return Status::ok();
+}
+
 Status decode_route(Reader& r, const WireLimits& lim, Work* w) {
   uint32_t n_hops = 0;
   if (!r.u32(&n_hops) || !r.u32(&w->route_index)) return cut("WORK route");
@@ -164,17 +199,12 @@ Status decode_route(Reader& r, const WireLimits& lim, Work* w) {
   w->route.resize(n_hops);
   for (uint32_t i = 0; i < n_hops; ++i) {
     Hop& h = w->route[i];
-    uint8_t output = 0;
-    if (!r.text(&h.endpoint, lim.max_text_bytes) || !r.u32(&h.layer_first) ||
-        !r.u32(&h.layer_last) || !r.u8(&output)) {
-      return cut("WORK route");
-    }
-    if (output > 1 || (output == 1 && i + 1 != n_hops) || h.layer_first > h.layer_last ||
-        h.layer_first == 0 || (i > 0 && h.layer_first != w->route[i - 1].layer_last + 1)) {
+    DS4_TRY(decode_hop(r, lim, &h));
+    if ((h.output && i + 1 != n_hops) ||
+        (i > 0 && h.layer_first != w->route[i - 1].layer_last + 1)) {
       return Status::invalid_file("wire: WORK route hop %u (layers %u:%u%s) does not follow on", i,
-                                  h.layer_first, h.layer_last, output == 1 ? " with the head" : "");
+                                  h.layer_first, h.layer_last, h.output ? " with the head" : "");
     }
-    h.output = output == 1;
   }
   return Status::ok();
 }
@@ -196,14 +226,7 @@ Status decode_work(Reader& r, const WireLimits& lim, Work* w) {
     return Status::invalid_file("wire: WORK of %u tokens (1..%u)", n_tokens, lim.max_tokens);
   if (w->hidden_width == 0 || w->hidden_width > lim.max_hidden_width)
     return Status::invalid_file("wire: WORK hidden width %u", w->hidden_width);
-  if (n_tokens > r.left() / 4) return cut("WORK tokens");
-  w->tokens.resize(n_tokens);
-  for (int32_t& t : w->tokens) {
-    uint32_t v = 0;
-    r.u32(&v);
-    if (v > INT32_MAX) return Status::invalid_file("wire: WORK token id %u", v);
-    t = static_cast<int32_t>(v);
-  }
+  DS4_TRY(read_token_ids(r, n_tokens, "WORK", &w->tokens));
   if (extend_prefix_hash(w->prefix_hash, w->tokens) != w->result_hash) {
     return Status::invalid_file("wire: WORK's hashes do not chain: prefix %016" PRIx64
                                 " + %u tokens != %016" PRIx64,
@@ -239,19 +262,6 @@ Status decode_result(Reader& r, const WireLimits& lim, WorkResult* m) {
   return Status::ok();
 }
 
-Status decode_hop(Reader& r, const WireLimits& lim, Hop* h) {
-  uint8_t output = 0;
-  if (!r.text(&h->endpoint, lim.max_text_bytes) || !r.u32(&h->layer_first) ||
-      !r.u32(&h->layer_last) || !r.u8(&output)) {
-    return cut("hop");
-  }
-  if (output > 1 || h->layer_first == 0 || h->layer_first > h->layer_last) {
-    return Status::invalid_file("wire: hop layers %u:%u", h->layer_first, h->layer_last);
-  }
-  h->output = output == 1;
-  return Status::ok();
-}
-
 Status decode_state(Reader& r, const WireLimits& lim, MessageType type, StateMsg* m) {
   if (!r.u64(&m->session) || !r.u64(&m->request)) return cut("STATE header");
   if (type == MessageType::kStateSave) {
@@ -267,13 +277,7 @@ Status decode_state(Reader& r, const WireLimits& lim, MessageType type, StateMsg
     if (!r.u32(&n)) return cut("STATE_LOAD tokens");
     if (n == 0 || n > lim.max_session_tokens || n > r.left() / 4)
       return Status::invalid_file("wire: STATE_LOAD of %u tokens", n);
-    m->tokens.resize(n);
-    for (int32_t& t : m->tokens) {
-      uint32_t v = 0;
-      r.u32(&v);
-      if (v > INT32_MAX) return Status::invalid_file("wire: STATE_LOAD token id %u", v);
-      t = static_cast<int32_t>(v);
-    }
+    DS4_TRY(read_token_ids(r, n, "STATE_LOAD", &m->tokens));
   } else if (!r.u32(&m->n_tokens)) {
     return cut("STATE");
   }
@@ -322,13 +326,8 @@ std::vector<uint8_t> encode(const Work& m) {
   w.u32(static_cast<uint32_t>(m.tokens.size()));
   w.u32(static_cast<uint32_t>(m.route.size()));
   w.u32(m.route_index);
-  for (const Hop& h : m.route) {
-    w.text(h.endpoint);
-    w.u32(h.layer_first);
-    w.u32(h.layer_last);
-    w.u8(h.output ? 1 : 0);
-  }
-  for (int32_t t : m.tokens) w.u32(static_cast<uint32_t>(t));
+  for (const Hop& h : m.route) w.hop(h);
+  w.token_ids(m.tokens);
   w.floats(m.hidden, m.bits);
   return w.finish();
 }
@@ -370,24 +369,18 @@ std::vector<uint8_t> encode(const StateMsg& m, MessageType type) {
   Writer w(type);
   w.u64(m.session);
   w.u64(m.request);
-  const auto hop = [&] {
-    w.text(m.hop.endpoint);
-    w.u32(m.hop.layer_first);
-    w.u32(m.hop.layer_last);
-    w.u8(m.hop.output ? 1 : 0);
-  };
   if (type == MessageType::kStateSave) {
     w.u64(m.prefix_hash);
     w.u32(m.n_tokens);
-    hop();
+    w.hop(m.hop);
     return w.finish();
   }
   if (type == MessageType::kStateLoad) {
     w.u32(m.n_ctx);
     w.u32(m.prefill_chunk);
-    hop();
+    w.hop(m.hop);
     w.u32(static_cast<uint32_t>(m.tokens.size()));
-    for (int32_t t : m.tokens) w.u32(static_cast<uint32_t>(t));
+    w.token_ids(m.tokens);
   } else {
     w.u32(m.n_tokens);
   }

@@ -73,8 +73,8 @@ class WorkerThread {
  public:
   WorkerThread(int first, int last, bool output, const std::string& coordinator,
                bool hf_mode = false, std::string build = std::string(dist::build_id()),
-               std::shared_ptr<const dist::ClusterKey> key = nullptr)
-      : engine_(open_engine(slice_options(first, last, output, hf_mode))) {
+               std::shared_ptr<const dist::ClusterKey> key = nullptr, const char* model = kModel)
+      : engine_(open_engine(slice_options(first, last, output, hf_mode, model))) {
     auto w = SliceWorker::open(*engine_, {.coordinator = coordinator,
                                           .key = std::move(key),
                                           .build = std::move(build),
@@ -488,23 +488,10 @@ TEST(DistSmallTest, TwoWorkersEqualTheWholeModel) {
   auto engine = open_engine(o);
   ASSERT_NE(engine, nullptr);
   ASSERT_TRUE((*c)->start(dist::hello_of(engine->info(), dist::build_id(), kCtx)).is_ok());
-  std::vector<std::unique_ptr<Engine>> engines;
-  std::vector<std::unique_ptr<SliceWorker>> workers;
-  std::vector<std::thread> threads;
   const int mid = n_layer / 2;
-  for (auto [first, last] : {std::pair{2, mid}, std::pair{mid + 1, n_layer - 1}}) {
-    engines.push_back(open_engine(slice_options(first, last, last == n_layer - 1, false, kSmall)));
-    ASSERT_NE(engines.back(), nullptr);
-    auto w = SliceWorker::open(*engines.back(), {.coordinator = (*c)->endpoint(),
-                                                 .build = std::string(dist::build_id()),
-                                                 .n_ctx = kCtx,
-                                                 .prefill_chunk = kChunk,
-                                                 .beat_interval = kBeat,
-                                                 .beat_timeout = kBeatTimeout});
-    ASSERT_TRUE(w.is_ok());
-    workers.push_back(std::move(w).value());
-    threads.emplace_back([raw = workers.back().get()] { (void)raw->serve(); });
-  }
+  const std::string build(dist::build_id());
+  WorkerThread w1(2, mid, false, (*c)->endpoint(), false, build, nullptr, kSmall);
+  WorkerThread w2(mid + 1, n_layer - 1, true, (*c)->endpoint(), false, build, nullptr, kSmall);
   auto s = engine->create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
   auto ref = whole->create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
   ASSERT_TRUE(s.is_ok() && ref.is_ok());
@@ -519,8 +506,6 @@ TEST(DistSmallTest, TwoWorkersEqualTheWholeModel) {
     ASSERT_TRUE((*s)->eval(next).is_ok());
     EXPECT_TRUE(same((*s)->logits(), (*ref)->logits())) << "step " << i;
   }
-  for (auto& w : workers) w->stop();
-  for (auto& t : threads) t.join();
 }
 
 }  // namespace
