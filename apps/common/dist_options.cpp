@@ -119,14 +119,21 @@ Result<std::string> dist_endpoint(const std::string& text, bool listening, bool 
 
 #if DS4_HAVE_ZMQ
 
+namespace {
+
+// --dist-key's cluster key, or none without the flag.
+Result<std::shared_ptr<const dist::ClusterKey>> cluster_key(const DistOptions& o) {
+  if (o.key_file.empty()) return std::shared_ptr<const dist::ClusterKey>();
+  DS4_ASSIGN_OR_RETURN(dist::ClusterKey k, dist::load_cluster_key(o.key_file));
+  return std::make_shared<const dist::ClusterKey>(k);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions& o, int ctx) {
   if (o.role != "coordinator") return Engine::open(eo);
   DS4_ASSIGN_OR_RETURN(std::string listen, dist_endpoint(o.listen, true, !o.key_file.empty()));
-  std::shared_ptr<const dist::ClusterKey> key;
-  if (!o.key_file.empty()) {
-    DS4_ASSIGN_OR_RETURN(dist::ClusterKey k, dist::load_cluster_key(o.key_file));
-    key = std::make_shared<const dist::ClusterKey>(k);
-  }
+  DS4_ASSIGN_OR_RETURN(std::shared_ptr<const dist::ClusterKey> key, cluster_key(o));
   DS4_ASSIGN_OR_RETURN(eo.layers, parse_layer_slice(o.layers));
   const auto wait = std::chrono::milliseconds(static_cast<int64_t>(o.route_wait_s * 1000));
   DS4_ASSIGN_OR_RETURN(
@@ -162,8 +169,7 @@ int run_worker(const DistOptions& o, const RunOptions& run, const char* program)
   auto listen =
       dist_endpoint(o.listen.empty() ? "127.0.0.1:0" : o.listen, true, !o.key_file.empty());
   auto slice = parse_layer_slice(o.layers);
-  Result<dist::ClusterKey> key = dist::ClusterKey{};
-  if (!o.key_file.empty()) key = dist::load_cluster_key(o.key_file);
+  auto key = cluster_key(o);
   for (const Status& st : {coordinator.status(), listen.status(), slice.status(), key.status()}) {
     if (!st.is_ok()) {
       std::fprintf(stderr, "%s: %s\n", program, st.message().c_str());
@@ -177,17 +183,16 @@ int run_worker(const DistOptions& o, const RunOptions& run, const char* program)
     std::fprintf(stderr, "%s: %s\n", program, engine.status().message().c_str());
     return 2;
   }
-  auto worker = dist::SliceWorker::open(
-      **engine,
-      {.coordinator = *coordinator,
-       .listen = *listen,
-       .key = o.key_file.empty() ? nullptr : std::make_shared<const dist::ClusterKey>(*key),
-       .build = std::string(dist::build_id()),
-       .n_ctx = run.ctx,
-       .prefill_chunk = run.prefill_chunk,
-       .log = [program](const std::string& s) {
-         std::fprintf(stderr, "%s %s\n", program, s.c_str());
-       }});
+  auto worker =
+      dist::SliceWorker::open(**engine, {.coordinator = *coordinator,
+                                         .listen = *listen,
+                                         .key = *key,
+                                         .build = std::string(dist::build_id()),
+                                         .n_ctx = run.ctx,
+                                         .prefill_chunk = run.prefill_chunk,
+                                         .log = [program](const std::string& s) {
+                                           std::fprintf(stderr, "%s %s\n", program, s.c_str());
+                                         }});
   if (!worker.is_ok()) {
     std::fprintf(stderr, "%s: %s\n", program, worker.status().message().c_str());
     return 1;
