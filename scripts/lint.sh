@@ -8,9 +8,11 @@ mapfile -t sources < <(git ls-files --cached --others --exclude-standard '*.h' '
 
 # 1. Formatting (clang-format, .clang-format at the root). Generated .inc tables are exempt.
 if ((${#sources[@]} > 0)); then
-  if ! clang-format --dry-run --Werror "${sources[@]}" 2>/tmp/ds4-format.log; then
+  format_log=$(mktemp)
+  trap 'rm -f "$format_log"' EXIT
+  if ! clang-format --dry-run --Werror "${sources[@]}" 2>"$format_log"; then
     echo "lint: clang-format differences (run 'make format'):"
-    grep -E '^[^ ].*(warning|error)' /tmp/ds4-format.log | head -20
+    grep -E '^[^ ].*(warning|error)' "$format_log" | head -20
     status=1
   fi
 fi

@@ -28,6 +28,17 @@ void keys(LineEditor* e, std::initializer_list<KeyType> ks) {
   for (KeyType k : ks) (void)e->apply(key(k));
 }
 
+// A history file under the temporary directory, removed before the test and when it ends
+// (passed, or failed by an ASSERT).
+struct TempFile {
+  explicit TempFile(const std::string& name)
+      : path(testing::TempDir() + name + "_" + std::to_string(::getpid())) {
+    std::remove(path.c_str());
+  }
+  ~TempFile() { std::remove(path.c_str()); }
+  const std::string path;
+};
+
 TEST(LineEditor, InsertsAndMovesByCharacters) {
   LineEditor e;
   e.apply(text("h\xc3\xa9llo"));
@@ -152,8 +163,8 @@ TEST(LineEditor, HistoryNavigationKeepsTheDraft) {
 }
 
 TEST(History, FileRoundTripWithMultiLineEntries) {
-  const std::string path = testing::TempDir() + "tui_history_" + std::to_string(::getpid());
-  std::remove(path.c_str());
+  const TempFile file("tui_history");
+  const std::string& path = file.path;
   {
     History h(path);
     h.load();
@@ -174,12 +185,11 @@ TEST(History, FileRoundTripWithMultiLineEntries) {
   again.load();
   EXPECT_EQ(again.entries(),
             (std::vector<std::string>{"plain", "two\nlines", "back\\slash \\n literal\r"}));
-  std::remove(path.c_str());
 }
 
 TEST(History, KeepsTheNewestAndCompactsTheFile) {
-  const std::string path = testing::TempDir() + "tui_history_max_" + std::to_string(::getpid());
-  std::remove(path.c_str());
+  const TempFile file("tui_history_max");
+  const std::string& path = file.path;
   {
     History h(path, 3);
     for (int i = 0; i < 7; ++i) h.add("e" + std::to_string(i));
@@ -191,7 +201,6 @@ TEST(History, KeepsTheNewestAndCompactsTheFile) {
   std::ifstream in(path);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(all, "e4\ne5\ne6\n");
-  std::remove(path.c_str());
 }
 
 TEST(LineEditor, CompletionCases) {

@@ -12,6 +12,9 @@ AGENT=$1
 MODEL=$2
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ds4_agent_cli_XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# The agent keeps each bash job's output file (ds4_agent_output_XXXXXX in $TMPDIR) after it exits:
+# here they go into $tmp, which the trap removes.
+export TMPDIR=$tmp
 fail() { echo "FAIL: $*" >&2; exit 1; }
 O='<｜DSML｜'
 C='</｜DSML｜'

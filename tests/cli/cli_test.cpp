@@ -14,6 +14,7 @@
 
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
+#include "gguf/test_util.h"
 
 namespace {
 
@@ -40,6 +41,7 @@ Outcome run(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream e(err_path);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::remove(err_path.c_str());
   return r;
 }
 
@@ -83,8 +85,9 @@ TEST(Cli, OneShotAtTemperatureZeroIsDeterministicAndMatchesTheEngine) {
 }
 
 TEST(Cli, DumpsAreJsonMatchingTheEngineLogits) {
-  const std::string lp = ::testing::TempDir() + "ds4_logprobs.json";
-  const std::string lg = ::testing::TempDir() + "ds4_logits.json";
+  ds4::gguf::testing::TempDir dir;  // the dumps (~3 MB), removed when the test ends
+  const std::string lp = dir.file("ds4_logprobs.json");
+  const std::string lg = dir.file("ds4_logits.json");
   const std::string common = "-m " + kModel + " -p 'Hello' --nothink -c 256 ";
   ASSERT_EQ(run(common + "-n 3 --dump-logprobs " + lp + " --logprobs-top-k 5").code, 0);
   ASSERT_EQ(run(common + "--dump-logits " + lg).code, 0);

@@ -10,11 +10,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startServer } from "../server/harness.mjs";
+import { startServer, tempDir } from "../server/harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CLAUDE = join(here, "node_modules", ".bin", "claude");
@@ -46,10 +45,13 @@ function run(cmd, args, { env, cwd }) {
   });
 }
 
-async function claude(base, prompt, cwd) {
-  const home = mkdtempSync(join(tmpdir(), "ds4-claude-home-"));
+// t: the calling test, whose end removes the run's HOME (and the temporary files inside it).
+async function claude(t, base, prompt, cwd) {
+  const home = tempDir("ds4-claude-home-", t);
   writeFileSync(join(home, ".claude.json"), JSON.stringify({ hasCompletedOnboarding: true }));
-  const env = { PATH: process.env.PATH, HOME: home };
+  const tmp = join(home, "tmp");
+  mkdirSync(tmp);
+  const env = { PATH: process.env.PATH, HOME: home, TMPDIR: tmp, CLAUDE_CODE_TMPDIR: tmp };
   Object.assign(env, {
     ANTHROPIC_BASE_URL: base,
     ANTHROPIC_AUTH_TOKEN: "dsv4-local",
@@ -71,10 +73,10 @@ async function claude(base, prompt, cwd) {
 const traceLines = (path) =>
   readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 
-test("a plain turn completes", { skip }, async () => {
+test("a plain turn completes", { skip }, async (t) => {
   const s = await startServer(["--ctx", "8192", "--test-forced-output", `</think>Hello from ds4.${EOS}`]);
   try {
-    const r = await claude(s.base, "Say hello", mkdtempSync(join(tmpdir(), "ds4-claude-")));
+    const r = await claude(t, s.base, "Say hello", tempDir("ds4-claude-", t));
     assert.ok(r.result, `no result event: ${r.err}\n${r.out}`);
     assert.equal(r.result.subtype, "success", JSON.stringify(r.result));
     assert.equal(r.result.is_error, false);
@@ -84,8 +86,8 @@ test("a plain turn completes", { skip }, async () => {
   }
 });
 
-test("Read tool round trip; the tool-result request reuses the session", { skip }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-claude-"));
+test("Read tool round trip; the tool-result request reuses the session", { skip }, async (t) => {
+  const dir = tempDir("ds4-claude-", t);
   mkdirSync(join(dir, "w"));
   const file = join(dir, "w", "hello.txt");
   writeFileSync(file, "the secret word is walnut\n");
@@ -97,7 +99,7 @@ test("Read tool round trip; the tool-result request reuses the session", { skip 
   const s = await startServer(["--ctx", "8192", "--trace", trace, "--test-forced-output", read,
     "--test-forced-output", `</think>The word is walnut.${EOS}`]);
   try {
-    const r = await claude(s.base, "What is the secret word in hello.txt?", join(dir, "w"));
+    const r = await claude(t, s.base, "What is the secret word in hello.txt?", join(dir, "w"));
     assert.ok(r.result, `no result event: ${r.err}\n${r.out}`);
     assert.equal(r.result.subtype, "success", JSON.stringify(r.result));
     assert.equal(r.result.result, "The word is walnut.");

@@ -9,11 +9,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startServer } from "../server/harness.mjs";
+import { startServer, tempDir } from "../server/harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CODEX = join(here, "node_modules", ".bin", "codex");
@@ -36,12 +35,14 @@ function run(cmd, args, { env, cwd }) {
   });
 }
 
-test("codex exec: shell tool round trip over /v1/responses, reused session", { skip }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-codex-"));
+test("codex exec: shell tool round trip over /v1/responses, reused session", { skip }, async (t) => {
+  const dir = tempDir("ds4-codex-", t);
   const work = join(dir, "w");
   const home = join(dir, "codex-home");
+  const tmp = join(dir, "tmp");  // Codex's own temporary files, removed with dir
   mkdirSync(work);
   mkdirSync(home);
+  mkdirSync(tmp);
   writeFileSync(join(work, "hello.txt"), "the secret word is walnut\n");
   const trace = join(dir, "trace.jsonl");
   const call =
@@ -71,7 +72,7 @@ test("codex exec: shell tool round trip over /v1/responses, reused session", { s
         "",
       ].join("\n"),
     );
-    const env = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home };
+    const env = { PATH: process.env.PATH, HOME: dir, CODEX_HOME: home, TMPDIR: tmp };
     r = await run(CODEX, ["exec", "--skip-git-repo-check", "--json", "-s", "danger-full-access",
       "What is the secret word in hello.txt?"], { env, cwd: work });
   } finally {

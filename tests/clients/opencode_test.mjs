@@ -7,11 +7,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startServer } from "../server/harness.mjs";
+import { startServer, tempDir } from "../server/harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const OPENCODE = join(here, "node_modules", ".bin", "opencode");
@@ -19,9 +18,12 @@ const OPENCODE = join(here, "node_modules", ".bin", "opencode");
 const skip = existsSync(OPENCODE) ? false : `${OPENCODE} is missing: run scripts/setup.sh`;
 const EOS = "<｜end▁of▁sentence｜>";
 
-test("opencode run: a plain turn over chat completions", { skip }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-opencode-"));
+test("opencode run: a plain turn over chat completions", { skip }, async (t) => {
+  // HOME (opencode's ~95 MB of caches) and TMPDIR (the native libraries its binary unpacks, ~5 MB
+  // a run) inside dir, which the test's end removes.
+  const dir = tempDir("ds4-opencode-", t);
   mkdirSync(join(dir, "w"));
+  mkdirSync(join(dir, "tmp"));
   const s = await startServer(["--ctx", "16384", "--test-forced-output", `Hello from ds4.${EOS}`]);
   let r;
   try {
@@ -39,6 +41,7 @@ test("opencode run: a plain turn over chat completions", { skip }, async () => {
     const env = {
       PATH: process.env.PATH,
       HOME: dir,
+      TMPDIR: join(dir, "tmp"),
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
       OPENCODE_DISABLE_MODELS_FETCH: "1",
       OPENCODE_DISABLE_AUTOUPDATE: "1",

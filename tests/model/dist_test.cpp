@@ -10,10 +10,8 @@
 // to a timeout and fail naming the missing layer; a worker of another build or model is refused
 // at registration with a message naming the difference.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <zmq.hpp>
@@ -22,6 +20,7 @@
 #include "dist/coordinator.h"
 #include "dist/route.h"
 #include "dist/slice_worker.h"
+#include "gguf/test_util.h"
 #include "model_test_util.h"
 
 namespace ds4::test {
@@ -441,13 +440,11 @@ TEST_F(DistTest, WorkersOfAnotherBuildOrModelAreRefused) {
 // CURVE (curve.h): with a cluster key only workers holding the same key join, and the route works
 // as without one; an address beyond loopback is refused without a key.
 TEST_F(DistTest, WithAClusterKeyOnlyKeyHoldersJoin) {
-  const std::string dir = ::testing::TempDir() + "dist_keys_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  ASSERT_TRUE(dist::write_cluster_key(dir + "/a.key").is_ok());
-  ASSERT_TRUE(dist::write_cluster_key(dir + "/b.key").is_ok());
-  auto a = dist::load_cluster_key(dir + "/a.key");
-  auto b = dist::load_cluster_key(dir + "/b.key");
-  std::filesystem::remove_all(dir);
+  gguf::testing::TempDir keys;  // removed when the test ends, whatever its outcome
+  ASSERT_TRUE(dist::write_cluster_key(keys.file("a.key")).is_ok());
+  ASSERT_TRUE(dist::write_cluster_key(keys.file("b.key")).is_ok());
+  auto a = dist::load_cluster_key(keys.file("a.key"));
+  auto b = dist::load_cluster_key(keys.file("b.key"));
   ASSERT_TRUE(a.is_ok() && b.is_ok());
   key_ = std::make_shared<const dist::ClusterKey>(*a);
   start_coordinator();

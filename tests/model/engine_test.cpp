@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "gguf/test_util.h"
 #include "model_test_util.h"
 
 namespace ds4::test {
@@ -21,8 +22,10 @@ Status open_status(const std::string& path) {
   return e.status();
 }
 
-std::string write_file(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + name;
+// A file of `bytes` in dir, which removes it when the test ends.
+std::string write_file(const gguf::testing::TempDir& dir, const std::string& name,
+                       const std::string& bytes) {
+  const std::string path = dir.file(name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
@@ -32,7 +35,8 @@ TEST(EngineOpen, RefusesWhatIsNotAModelWithOneClearError) {
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("/nonexistent/ds4flash.gguf"), std::string::npos) << st.message();
 
-  st = open_status(write_file("not_a_model.gguf", "this is not a GGUF file at all"));
+  gguf::testing::TempDir dir;
+  st = open_status(write_file(dir, "not_a_model.gguf", "this is not a GGUF file at all"));
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("not_a_model.gguf"), std::string::npos) << st.message();
 
@@ -40,7 +44,7 @@ TEST(EngineOpen, RefusesWhatIsNotAModelWithOneClearError) {
   std::ifstream in(model_path("tiny-q2"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   ASSERT_GT(bytes.size(), 1000u);
-  st = open_status(write_file("truncated.gguf", bytes.substr(0, bytes.size() / 2)));
+  st = open_status(write_file(dir, "truncated.gguf", bytes.substr(0, bytes.size() / 2)));
   EXPECT_FALSE(st.is_ok());
 
   st = open_status(model_path("tiny-mtp"));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "gguf/test_util.h"
 #include "model_test_util.h"
 
 namespace ds4::test {
@@ -113,12 +114,12 @@ TEST_F(SessionTest, SnapshotThenLoadThenContinueEqualsNeverSaving) {
     ASSERT_TRUE(same_bits(a->logits(), b->logits())) << "step " << k;
   }
   // Through a file, and into a larger context (same window and chunk).
-  const std::string path = ::testing::TempDir() + "ds4_snapshot_test.dsv4";
+  gguf::testing::TempDir dir;  // removed with the file when the test ends, whatever its outcome
+  const std::string path = dir.file("ds4_snapshot_test.dsv4");
   ASSERT_TRUE(a->save_file(path).is_ok());
   auto c = new_session(*engine_, 2048, 64);
   ASSERT_TRUE(c->load_file(path).is_ok());
   EXPECT_TRUE(same_bits(a->logits(), c->logits()));
-  std::remove(path.c_str());
 }
 
 TEST_F(SessionTest, SnapshotPayloadFollowsTheSpecifiedLayout) {

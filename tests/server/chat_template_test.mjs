@@ -11,11 +11,10 @@
 // (the same bytes in both) is.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { test, startServer, SERVER, MODEL } from "./harness.mjs";
+import { test, tempDir, removeDir, startServer, SERVER, MODEL } from "./harness.mjs";
 
 const DATA = join(dirname(fileURLToPath(import.meta.url)), "..", "data");
 const NAMES = ["r1", "r2", "r3", "r4", "r5", "r6"];
@@ -82,14 +81,19 @@ async function renderAll(s, trace, requests) {
 }
 
 async function withServer(args, fn) {
-  const trace = join(mkdtempSync(join(tmpdir(), "ds4-tpl-")), "trace.jsonl");
-  const s = await startServer(["--ctx", "4096", "--trace", trace, ...args]);
+  const dir = tempDir("ds4-tpl-");
+  const trace = join(dir, "trace.jsonl");
   try {
-    // The trace holds whole prompts: the server's user alone may read it.
-    assert.equal(statSync(trace).mode & 0o777, 0o600, "trace file mode");
-    await fn(s, trace);
+    const s = await startServer(["--ctx", "4096", "--trace", trace, ...args]);
+    try {
+      // The trace holds whole prompts: the server's user alone may read it.
+      assert.equal(statSync(trace).mode & 0o777, 0o600, "trace file mode");
+      await fn(s, trace);
+    } finally {
+      await s.stop();
+    }
   } finally {
-    await s.stop();
+    removeDir(dir);
   }
 }
 
@@ -170,8 +174,8 @@ function kvFlags(dir, template) {
   ];
 }
 
-test("a disk KV cache shared across templates serves a file only where the bytes agree", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-tpl-kvc-"));
+test("a disk KV cache shared across templates serves a file only where the bytes agree", async (t) => {
+  const dir = tempDir("ds4-tpl-kvc-", t);
   const system = "You answer questions about the weather in Rome, briefly and politely. ".repeat(6);
   const withTools = {
     model: "deepseek-chat", max_tokens: 2, seed: 1, tools: r2.tools,

@@ -7,12 +7,12 @@
 // and load without damage; hostile files are skipped; a size-limited process (ulimit -f: a full
 // disk) fails its saves and keeps serving.
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
 import {
   test,
+  tempDir,
   startServer,
   health,
   waitIdle,
@@ -81,8 +81,8 @@ async function ask(s, messages, extra = {}) {
 const cached = (r) => r.usage.prompt_tokens_details.cached_tokens;
 const hitTokens = (log) => [...log.matchAll(/kv cache hit text tokens=(\d+)/g)].map((m) => Number(m[1]));
 
-test("a conversation resent after a restart is served from disk", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("a conversation resent after a restart is served from disk", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const conv = [
     { role: "system", content: SYSTEM_A },
     { role: "user", content: "What is the weather today?" },
@@ -120,8 +120,8 @@ test("a conversation resent after a restart is served from disk", async () => {
   assert.ok(kvFiles(dir).find((f) => f.name === cold.name).hits >= 1, "the hit is recorded");
 });
 
-test("a session switch A -> B -> A reloads A from disk", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("a session switch A -> B -> A reloads A from disk", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const a = [
     { role: "system", content: SYSTEM_A },
     { role: "user", content: "Is it raining?" },
@@ -150,8 +150,8 @@ test("a session switch A -> B -> A reloads A from disk", async () => {
 });
 
 
-test("the tool-id map survives a restart: reordered arguments still render the sampled bytes", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("the tool-id map survives a restart: reordered arguments still render the sampled bytes", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const trace1 = join(dir, "trace1.jsonl"), trace2 = join(dir, "trace2.jsonl");  // not *.kv: ignored
   const messages = [{ role: "user", content: "Weather in Paris for 3 days?" }];
   const s1 = await startServer(kvFlags(dir, ["--trace", trace1, "--test-forced-output", FORCED]));
@@ -185,10 +185,10 @@ test("the tool-id map survives a restart: reordered arguments still render the s
   }
 });
 
-test("tool-id maps come from every file, also one that is not loaded", async () => {
+test("tool-id maps come from every file, also one that is not loaded", async (t) => {
   // The first server has a larger context: its files cannot load into the second (a file's
   // context must not exceed the session's), but their tool-id maps still apply (§3.2).
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+  const dir = tempDir("ds4-kvc-", t);
   const trace1 = join(dir, "trace1.jsonl"), trace2 = join(dir, "trace2.jsonl");
   const messages = [{ role: "user", content: "Weather in Paris for 3 days?" }];
   const big = kvFlags(dir, ["--trace", trace1, "--test-forced-output", FORCED]).map((a) => (a === "2048" ? "4096" : a));
@@ -217,8 +217,8 @@ test("tool-id maps come from every file, also one that is not loaded", async () 
   }
 });
 
-test("eviction keeps the directory within the space budget", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("eviction keeps the directory within the space budget", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const s = await startServer(kvFlags(dir, ["--kv-disk-space-mb", "2"]));
   try {
     for (let i = 0; i < 5; i++) {
@@ -245,8 +245,8 @@ test("eviction keeps the directory within the space budget", async () => {
   assert.ok(after <= 2 << 20, `after shutdown: ${after}`);
 });
 
-test("concurrent requests that switch sessions save and load without damage", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("concurrent requests that switch sessions save and load without damage", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const convs = [SYSTEM_A, SYSTEM_B, "You summarise train timetables. ".repeat(12)].map((sys, i) => [
     { role: "system", content: sys },
     { role: "user", content: `Question ${i}?` },
@@ -277,8 +277,8 @@ test("concurrent requests that switch sessions save and load without damage", as
   assert.doesNotMatch(s2.stderr(), /skipping|removing/);
 });
 
-test("damaged and hostile cache files are skipped and never poison a session", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("damaged and hostile cache files are skipped and never poison a session", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const conv = [
     { role: "system", content: SYSTEM_A },
     { role: "user", content: "Wind speed?" },
@@ -322,8 +322,8 @@ test("damaged and hostile cache files are skipped and never poison a session", a
   }
 });
 
-test("a full disk fails the save, keeps older files and keeps serving", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("a full disk fails the save, keeps older files and keeps serving", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const s1 = await startServer(kvFlags(dir));
   try {
     await ask(s1, [{ role: "system", content: SYSTEM_A }, { role: "user", content: "Fog?" }]);
@@ -360,8 +360,8 @@ test("a full disk fails the save, keeps older files and keeps serving", async ()
 // visible transcript the client sends back -- the reasoning dropped -- with header bit 1, and
 // after a restart the client's next request of that conversation is served from that file: its
 // cached tokens are the whole first turn, reasoning included, not just the cold prefix.
-test("a reasoning Responses turn is saved under its visible transcript and reloaded after a restart", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ds4-kvc-"));
+test("a reasoning Responses turn is saved under its visible transcript and reloaded after a restart", async (t) => {
+  const dir = tempDir("ds4-kvc-", t);
   const answer = "Light rain in Paris.";
   const forced = "I read the station log first.</think>" + answer + "<｜end▁of▁sentence｜>";
   const flags = kvFlags(dir, ["--test-forced-output", forced]);

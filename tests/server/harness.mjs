@@ -1,7 +1,11 @@
 // tests/server/harness.mjs: starts the real ds4-server binary on a free loopback port and stops
-// it with SIGTERM (asserting a clean exit). Paths come from the environment CTest sets.
+// it with SIGTERM (asserting a clean exit); makes the temporary directories the tests use and
+// removes them. Paths come from the environment CTest sets.
 import { spawn } from "node:child_process";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test as nodeTest } from "node:test";
 
 // test(name, fn): node:test's test, for the files that CTest runs in parts (tests/server/
@@ -38,6 +42,32 @@ export function test(name, fn) {
 export const SERVER = process.env.DS4_SERVER;
 export const MODEL = process.env.DS4_SERVER_MODEL;
 
+// Whatever a test leaves behind goes when the process exits, however its tests ended: servers
+// still running are killed (SIGKILL), then the temporary directories are removed. CI's /tmp once
+// filled up with the directories of earlier runs (disk caches, the agent CLIs' homes).
+const liveServers = new Set();
+const tempDirs = new Set();
+process.on("exit", () => {
+  for (const proc of liveServers) proc.kill("SIGKILL");
+  for (const dir of tempDirs) removeDir(dir);
+});
+
+// tempDir(prefix, t): a fresh directory under the system's temporary directory (mkdtemp), removed
+// with everything in it when the node:test context t ends (its after hook: passed, failed or
+// thrown), or, without t (a file's `before` hook), when the process exits. A test stops its
+// servers before it ends, so none still writes there.
+export function tempDir(prefix, t) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.add(dir);
+  if (t) t.after(() => removeDir(dir));
+  return dir;
+}
+
+export function removeDir(dir) {
+  tempDirs.delete(dir);
+  rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
 // opts.fileLimitKb: run the server under `ulimit -f` (writes past that size fail with EFBIG, a
 // full disk without root).
 export async function startServer(args = [], opts = {}) {
@@ -48,6 +78,8 @@ export async function startServer(args = [], opts = {}) {
         stdio: ["ignore", "pipe", "pipe"],
       })
     : spawn(SERVER, argv, { stdio: ["ignore", "pipe", "pipe"] });
+  liveServers.add(proc);
+  proc.on("exit", () => liveServers.delete(proc));
   let stderr = "";
   let out = "";
   proc.stderr.on("data", (d) => (stderr += d));

@@ -12,11 +12,10 @@ import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { test, startServer, waitIdle, health } from "./harness.mjs";
+import { test, tempDir, removeDir, startServer, waitIdle, health } from "./harness.mjs";
 
 const fn = (name, props) => ({
   type: "function",
@@ -34,14 +33,22 @@ const responsesTools = chatTools.map((t) => ({ type: "function", ...t.function }
 let server;
 let openai;
 let anthropic;
+let traceDir;
 let traceFile;
 before(async () => {
-  traceFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ds4-tc-")), "trace.jsonl");
+  traceDir = tempDir("ds4-tc-");
+  traceFile = path.join(traceDir, "trace.jsonl");
   server = await startServer(["--ctx", "1024", "--trace", traceFile]);
   openai = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: "unused", maxRetries: 0 });
   anthropic = new Anthropic({ baseURL: server.base, apiKey: "unused", maxRetries: 0 });
 });
-after(async () => server && server.stop());
+after(async () => {
+  try {
+    if (server) await server.stop();
+  } finally {
+    if (traceDir) removeDir(traceDir);
+  }
+});
 
 const traces = () =>
   fs.readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));

@@ -6,15 +6,21 @@
 // first prompt + output) and report them as cached. With --disable-exact-dsml-tool-replay the
 // history renders canonically instead, so the bytes differ and less is reused.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { test, startServer, FORCED_WEATHER_CALL as FORCED, weatherTools as tools } from "./harness.mjs";
+import {
+  test,
+  tempDir,
+  startServer,
+  FORCED_WEATHER_CALL as FORCED,
+  weatherTools as tools,
+} from "./harness.mjs";
 
 
-async function roundTrip(extraFlags) {
-  const trace = join(mkdtempSync(join(tmpdir(), "ds4-tools-")), "trace.jsonl");
+// t: the calling test, whose end removes the trace's directory.
+async function roundTrip(t, extraFlags) {
+  const trace = join(tempDir("ds4-tools-", t), "trace.jsonl");
   const s = await startServer(["--ctx", "2048", "--trace", trace, "--test-forced-output", FORCED, ...extraFlags]);
   try {
     const client = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: "x", maxRetries: 0 });
@@ -64,8 +70,8 @@ async function roundTrip(extraFlags) {
   }
 }
 
-test("tool call round trip replays the sampled DSML and reuses the session", async () => {
-  const { first, second, lines } = await roundTrip([]);
+test("tool call round trip replays the sampled DSML and reuses the session", async (t) => {
+  const { first, second, lines } = await roundTrip(t, []);
   assert.equal(lines[0].output, FORCED);
   assert.ok(lines[1].rendered.startsWith(lines[0].rendered + lines[0].output), "byte-identical history");
   // The prompt and every sampled token but the last were evaluated and are reused.
@@ -73,8 +79,8 @@ test("tool call round trip replays the sampled DSML and reuses the session", asy
   assert.ok(cached >= first.prompt_tokens + first.completion_tokens - 1, `cached ${cached}`);
 });
 
-test("without exact replay the history renders canonically", async () => {
-  const { first, second, lines } = await roundTrip(["--disable-exact-dsml-tool-replay"]);
+test("without exact replay the history renders canonically", async (t) => {
+  const { first, second, lines } = await roundTrip(t, ["--disable-exact-dsml-tool-replay"]);
   assert.ok(!lines[1].rendered.startsWith(lines[0].rendered + lines[0].output));
   assert.ok(lines[1].rendered.includes('string="false">3</｜DSML｜parameter>'));
   assert.ok(second.prompt_tokens_details.cached_tokens < first.prompt_tokens + first.completion_tokens - 1);
