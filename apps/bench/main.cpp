@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,7 @@ struct BenchOptions {
   std::string repeat_op;      // a backend op whose work every call issues twice (diagnostics)
   std::vector<int> sessions;  // --sessions: the multi-session decode mode (multi.h)
   int stride = 1024;
-  int spec_replay = 0;  // --spec-replay N: the probe again, N drafted tokens verified per step
+  std::vector<int> spec_replay;  // --spec-replay N[,N..]: the probe again, N drafts per step
 };
 
 struct Row {
@@ -92,13 +93,45 @@ ds4::Status replay_probe(ds4::Session& s, const std::vector<ds4::TokenId>& probe
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,
                "ds4-bench: ctx %d: replay of %zu tokens with %d drafts per step: %.2f t/s, %d "
-               "steps, %d of %d drafts kept\n",
-               f, probe.size(), n, secs > 0 ? probe.size() / secs : 0.0, steps, kept, drafted);
+               "steps, %d of %d drafts kept, %.2f ms per step\n",
+               f, probe.size(), n, secs > 0 ? probe.size() / secs : 0.0, steps, kept, drafted,
+               steps > 0 ? secs * 1e3 / steps : 0.0);
   const std::span<const ds4::TokenId> done = s.tokens().last(probe.size());
   if (!std::equal(done.begin(), done.end(), probe.begin())) {
     return ds4::Status::internal("the replay decoded other tokens than the probe");
   }
   return s.load(snap);
+}
+
+// --mtp (issue 51): the probe's tokens decoded again through Session::step_greedy -- the MTP
+// block's drafts after each greedy token, verified in one batch -- in a session of its own that
+// reached the frontier by prefill (a snapshot gives the block no context). Random weights make
+// the drafts' acceptance meaningless; the rate and the time per step are what it measures, and
+// the tokens must be the probe's.
+ds4::Status mtp_decode(ds4::Session& m, const std::vector<ds4::TokenId>& tokens, int f,
+                       const std::vector<ds4::TokenId>& probe, int drafts) {
+  DS4_TRY(m.sync(std::span(tokens).first(static_cast<size_t>(f))).status());
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t end = static_cast<size_t>(f) + probe.size();
+  int steps = 0, kept = 0;
+  while (static_cast<size_t>(m.n_tokens()) < end) {
+    DS4_ASSIGN_OR_RETURN(int n, m.step_greedy(drafts));
+    ++steps;
+    kept += n - 1;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::span<const ds4::TokenId> got = m.tokens().subspan(static_cast<size_t>(f));
+  const auto diff = std::mismatch(probe.begin(), probe.end(), got.begin(), got.end());
+  std::fprintf(stderr,
+               "ds4-bench: ctx %d: mtp decode of %zu tokens with %d drafts per step: %.2f t/s, %d "
+               "steps, %d drafts kept, %.2f ms per step, %s\n",
+               f, got.size(), drafts, secs > 0 ? got.size() / secs : 0.0, steps, kept,
+               steps > 0 ? secs * 1e3 / steps : 0.0,
+               diff.first == probe.end() ? "the probe's tokens"
+                                         : ("tokens differ from the probe's at " +
+                                            std::to_string(diff.first - probe.begin()))
+                                               .c_str());
+  return ds4::Status::ok();
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -175,8 +208,9 @@ void print_op_times(const ds4::Engine& e, int frontier, const Row& r) {
 }
 
 // Runs the sweep, writing one CSV row per frontier. Returns the process exit code.
-int run_sweep(ds4::Engine& e, ds4::Session& s, const std::vector<ds4::TokenId>& tokens,
-              ds4::TokenId eos, const BenchOptions& o, FILE* csv, std::vector<Row>* rows) {
+int run_sweep(ds4::Engine& e, ds4::Session& s, ds4::Session* mtp,
+              const std::vector<ds4::TokenId>& tokens, ds4::TokenId eos, const BenchOptions& o,
+              FILE* csv, std::vector<Row>* rows) {
   using Clock = std::chrono::steady_clock;
   for (const int f : frontiers(o)) {
     Row r;
@@ -218,9 +252,14 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, const std::vector<ds4::TokenId>& 
                        ds4::Status::internal("session holds %d tokens", s.n_tokens()));
     }
 
-    if (o.spec_replay > 0) {
-      if (const ds4::Status rs = replay_probe(s, probe, o.spec_replay, f, *snap); !rs.is_ok()) {
+    for (const int n : o.spec_replay) {
+      if (const ds4::Status rs = replay_probe(s, probe, n, f, *snap); !rs.is_ok()) {
         return run_error("speculative replay at " + std::to_string(f), rs);
+      }
+    }
+    if (mtp != nullptr) {
+      if (const ds4::Status ms = mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft); !ms.is_ok()) {
+        return run_error("MTP decode at " + std::to_string(f), ms);
       }
     }
     write_row(csv, r);
@@ -263,9 +302,9 @@ void print_summary(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   BenchOptions o;
   CLI::App app{"ds4-bench: prefill and generation speed as the context grows (CSV per frontier)"};
-  ds4::app::RunFlags run_flags(app, o.run,
-                               ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk,
-                               "session context (0: ctx-max + gen-tokens + 1)");
+  ds4::app::RunFlags run_flags(
+      app, o.run, ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk | ds4::app::kMtp,
+      "session context (0: ctx-max + gen-tokens + 1)");
   ds4::app::DistOptions dist;
   ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);
   // The ds4 engine's name for --ctx.
@@ -292,7 +331,9 @@ int main(int argc, char** argv) {
   app.add_flag("--print-probe", o.print_probe, "print each probe's token ids on stderr");
   app.add_option("--spec-replay", o.spec_replay,
                  "decode each probe again by speculative verification, its own tokens as the "
-                 "drafts, N per step (acceptance 100%%): the rate speculative decoding reaches")
+                 "drafts, N per step (acceptance 100%%): the rate speculative decoding reaches; "
+                 "a list (2,3,4) replays once per N")
+      ->delimiter(',')
       ->check(CLI::Range(1, 16));
   app.add_flag("--op-times", o.op_times,
                "print the host time per generated token in each backend op (stderr)");
@@ -360,6 +401,7 @@ int main(int argc, char** argv) {
   if (!engine.is_ok()) return usage_error(engine.status().message());
   ds4::Engine& e = **engine;
   if (!o.sessions.empty()) {
+    if (!o.run.mtp.empty()) return usage_error("--mtp decodes one session: not with --sessions");
     ds4bench::MultiOptions mo;
     mo.sessions = o.sessions;
     mo.position = o.ctx_start;
@@ -378,6 +420,11 @@ int main(int argc, char** argv) {
   }
   auto session = e.create_session({.n_ctx = o.run.ctx, .prefill_chunk = o.run.prefill_chunk});
   if (!session.is_ok()) return usage_error(session.status().message());
+  std::optional<ds4::Result<std::unique_ptr<ds4::Session>>> mtp_session;
+  if (!o.run.mtp.empty()) {
+    mtp_session = e.create_session({.n_ctx = o.run.ctx, .prefill_chunk = o.run.prefill_chunk});
+    if (!mtp_session->is_ok()) return usage_error(mtp_session->status().message());
+  }
 
   FILE* csv = open_csv(o.csv);
   if (csv == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");
@@ -399,7 +446,9 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   const int rc =
-      close_csv(csv, o.csv, run_sweep(e, **session, tokens, tok->special_ids().eos, o, csv, &rows));
+      close_csv(csv, o.csv,
+                run_sweep(e, **session, mtp_session ? mtp_session->value().get() : nullptr, tokens,
+                          tok->special_ids().eos, o, csv, &rows));
   if (rc == 0) print_summary(rows);
   return rc;
 }

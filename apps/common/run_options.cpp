@@ -44,6 +44,15 @@ RunFlags::RunFlags(CLI::App& app, RunOptions& o, unsigned which, const std::stri
     app.add_option("--seed", seed_, "random seed (default: from the clock)")
         ->check(CLI::NonNegativeNumber);
   }
+  if (which & kMtp) {
+    app.add_option("--mtp", o.mtp,
+                   "MTP draft GGUF: greedy decoding drafts with it and verifies the drafts in one "
+                   "batch (the same tokens, faster when the drafts are right)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--mtp-draft", o.mtp_draft, "tokens drafted per step with --mtp")
+        ->check(CLI::Range(1, 4))
+        ->capture_default_str();
+  }
   if (which & kChatTemplate) {
     app.add_option("--chat-template", chat_template_,
                    "prompt format: official (DeepSeek's encoder) or ds4 (the ds4 engine's server, "
@@ -86,6 +95,7 @@ EngineOptions engine_options(const RunOptions& o) {
   eo.model_path = o.model;
   eo.backend = o.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
   eo.threads = o.threads;
+  eo.mtp_path = o.mtp;
   return eo;
 }
 

@@ -28,6 +28,8 @@ struct RunOptions {
       .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
   chat::Template chat_template = chat::Template::kOfficial;
   chat::ThinkMode think = chat::ThinkMode::kHigh;
+  std::string mtp;    // the MTP draft file (empty: none)
+  int mtp_draft = 2;  // tokens the MTP block drafts per greedy step
 };
 
 // The options a program takes (a bit set).
@@ -40,6 +42,7 @@ enum RunOption : unsigned {
   kSampling = 1u << 5,      // --temp, --top-k, --top-p, --min-p, --seed
   kChatTemplate = 1u << 6,  // --chat-template
   kThink = 1u << 7,         // --think, --nothink, --think-max
+  kMtp = 1u << 8,           // --mtp, --mtp-draft
   kEngine = kModel | kBackend | kThreads,
 };
 

@@ -61,6 +61,19 @@ class Session {
   // The result equals decoding the kept tokens one by one, bit for bit. Errors: a backend that
   // cannot take rows back, invalid tokens or a full context (nothing changed), a slice engine.
   Result<int> verify_greedy(std::span<const TokenId> drafts);
+  // MTP speculative decoding, greedy (EngineOptions::mtp_path; model.md §8): the greedy token of
+  // the current logits, then up to `max_drafts` tokens drafted after it by the MTP block, all
+  // verified as one batch (verify_greedy). Returns how many tokens it appended (at least the
+  // greedy one); the result equals greedy decoding one token at a time. Without a draft state
+  // (can_draft() false) it appends the greedy token alone.
+  Result<int> step_greedy(int max_drafts);
+  // The MTP block's drafts after the current greedy token (what step_greedy verifies); the
+  // session's tokens and state do not change. Errors: no draft state, n outside [1, 16].
+  Result<std::vector<TokenId>> draft(int n);
+  // Whether the MTP block can draft here: an MTP file is loaded and the block has seen every
+  // position since the session began (append, eval, sync, rewind and step_greedy keep it up to
+  // date; a snapshot load or a batched Engine::step leaves it behind until the session is reset).
+  bool can_draft() const;
   // A layer slice's append (an engine whose EngineOptions::layers is not the whole model: the
   // calls above refuse it): `tokens` as append() takes them, their hidden state from the slice
   // before (tokens.size() x ModelInfo::hidden_width floats; empty when the slice starts at layer

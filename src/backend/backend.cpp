@@ -132,6 +132,19 @@ void Backend::hc_post(Act x, Act f, Act mix, Act y) {
   do_hc_post(x, f, mix, y);
 }
 
+void Backend::add(Act a, Act b, Act y) {
+  check_rows(b, a.rows, a.cols, "add input");
+  check_rows(y, a.rows, a.cols, "add output");
+  do_add(a, b, y);
+}
+
+void Backend::copy(Act src, Act dst) {
+  check_rows(dst, src.rows, src.cols, "copy output");
+  const int64_t n = src.rows * src.cols;
+  DS4_CHECK(dst.data + n <= src.data || src.data + n <= dst.data);
+  do_copy(src, dst);
+}
+
 void Backend::attention(int il, const AttentionLayer& l, std::span<const RowTag> rows,
                         const AttentionInputs& in, Act out) {
   const auto n = static_cast<int64_t>(rows.size());

@@ -204,6 +204,10 @@ class Backend {
               Act normed = {});
   // HC post: y[r][b] = f[r] post[b] + sum_a comb[a][b] x[r][a].
   void hc_post(Act x, Act f, Act mix, Act y);
+  // y = a + b, element by element (the MTP block's input, model.md §8.1); y may be a or b.
+  void add(Act a, Act b, Act y);
+  // dst = src (the same shape; not overlapping): rows kept from one pass for a later one.
+  void copy(Act src, Act dst);
   // RoPE, low-precision simulation, cache append, compressors, indexer and sink attention for
   // layer `il`, row by row in batch order; out[r] = head outputs after inverse RoPE.
   void attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
@@ -236,6 +240,8 @@ class Backend {
   virtual void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                          Act normed) = 0;
   virtual void do_hc_post(Act x, Act f, Act mix, Act y) = 0;
+  virtual void do_add(Act a, Act b, Act y) = 0;
+  virtual void do_copy(Act src, Act dst) = 0;
   virtual void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                             const AttentionInputs& in, Act out) = 0;
   virtual void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) = 0;

@@ -79,6 +79,8 @@ class DiagnosticBackend final : public Backend {
                       Act logits) override;
   void do_download(Act src, float* host) override { inner_->do_download(src, host); }
   void do_upload_act(const float* host, Act dst) override { inner_->do_upload_act(host, dst); }
+  void do_add(Act a, Act b, Act y) override { inner_->do_add(a, b, y); }
+  void do_copy(Act src, Act dst) override { inner_->do_copy(src, dst); }
   // Timed with hc_pre (the op that starts a sublayer), not counted as a call.
   void sublayer_start() override;
 

@@ -42,6 +42,8 @@ class CountingBackend final : public Backend {
     ++(*calls_)["hc_pre"];
   }
   void do_hc_post(Act, Act, Act, Act) override { ++(*calls_)["hc_post"]; }
+  void do_add(Act, Act, Act) override { ++(*calls_)["add"]; }
+  void do_copy(Act, Act) override { ++(*calls_)["copy"]; }
   void do_attention(int, const AttentionLayer&, std::span<const RowTag>, const AttentionInputs&,
                     Act) override {
     ++(*calls_)["attention"];

@@ -23,6 +23,15 @@ backend::BackendKind to_backend(BackendKind k) {
 
 }  // namespace
 
+backend::Act Engine::Impl::mtp_in_view(int64_t rows) {
+  const int64_t width = int64_t{shape.n_hc} * shape.n_embd;
+  if (rows > mtp_in_rows) {
+    mtp_in = backend->alloc(rows * width);
+    mtp_in_rows = rows;
+  }
+  return mtp_in->view(rows, width);
+}
+
 backend::Act Engine::Impl::logits_view(int64_t rows) {
   if (rows > logits_rows) {
     logits = backend->alloc(rows * shape.n_vocab);
@@ -158,7 +167,12 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   info.layer_output = impl->range.head;
   info.whole_model = impl->whole_model();
   info.hidden_width = impl->shape.n_hc * impl->shape.n_embd;
-  if (!options.mtp_path.empty()) DS4_TRY(open_mtp_file(*impl, options.mtp_path));
+  if (!options.mtp_path.empty()) {
+    DS4_TRY(open_mtp_file(*impl, options.mtp_path));
+    DS4_ASSIGN_OR_RETURN(impl->mtp,
+                         model::bind_mtp_weights(*impl->mtp_file, impl->shape, *impl->backend,
+                                                 impl->weights.head.output));
+  }
   info.mtp = impl->mtp_file.has_value();
   // The routed experts of the slice's last layer (a slice binds no other layer's).
   switch (impl->weights.layers[static_cast<size_t>(impl->range.end - 1)].moe.gate_exps.type) {
@@ -224,6 +238,18 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
   auto s = std::make_unique<Session::Impl>();
   s->engine = impl_.get();
   s->seq = seq;
+  if (impl_->mtp) {
+    const int mtp_seq = impl_->next_seq++;
+    const Status made = impl_->backend->create_sequence(
+        mtp_seq, model::mtp_sequence_layout(impl_->shape, options.n_ctx));
+    if (!made.is_ok()) {
+      impl_->backend->drop_sequence(seq);
+      return made;
+    }
+    s->mtp.seq = mtp_seq;
+    s->mtp.pending = impl_->backend->alloc(int64_t{impl_->shape.n_hc} * impl_->shape.n_embd);
+    s->mtp.live = true;
+  }
   s->options = options;
   s->tail_session = impl_->next_tail_session++;
   if (impl_->tail) impl_->tail->attach(s->tail_session, options);

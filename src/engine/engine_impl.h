@@ -30,6 +30,9 @@ struct Engine::Impl {
   // The backend itself when EngineOptions asks for op timing or repeats (it wraps the real one).
   backend::DiagnosticBackend* diagnostics = nullptr;
   model::ModelWeights weights;
+  std::optional<model::MtpWeights> mtp;     // bound from mtp_file
+  std::unique_ptr<backend::Buffer> mtp_in;  // the MTP block's input rows, grown on demand
+  int64_t mtp_in_rows = 0;
   std::unique_ptr<model::Forward> forward;
   model::LayerRange range;  // the layers this engine computes (the whole model by default)
   bool whole_model() const { return range == model::full_range(shape); }
@@ -45,6 +48,7 @@ struct Engine::Impl {
   std::vector<int> step_logit_rows;
 
   backend::Act logits_view(int64_t rows);
+  backend::Act mtp_in_view(int64_t rows);
 };
 
 }  // namespace ds4

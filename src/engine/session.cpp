@@ -13,6 +13,7 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
   if (!impl_) return;
   impl_->engine->backend->drop_sequence(impl_->seq);
+  if (impl_->mtp.seq >= 0) impl_->engine->backend->drop_sequence(impl_->mtp.seq);
   if (impl_->engine->tail) impl_->engine->tail->release(impl_->tail_session);
 }
 
@@ -26,6 +27,11 @@ uint64_t Session::state_bytes() const {
 
 void Session::Impl::reset() {
   engine->backend->reset_sequence(seq);
+  if (mtp.seq >= 0) {
+    engine->backend->reset_sequence(mtp.seq);
+    mtp.live = true;
+    mtp.has_pending = false;
+  }
   tokens.clear();
   logits.clear();
   tail_fresh = true;
@@ -77,6 +83,7 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
     const backend::Act out =
         want.empty() ? backend::Act{} : engine->logits_view(static_cast<int64_t>(want.size()));
     engine->forward->run(rows, want, out);
+    mtp_advance(static_cast<int>(tokens.size() - rows.size()), static_cast<int>(rows.size()));
     if (all_logits != nullptr) engine->backend->download(out, all_logits->data() + begin * n_vocab);
     if (end == t.size()) {
       logits.resize(static_cast<size_t>(n_vocab));
@@ -301,6 +308,8 @@ Status Session::load(std::span<const uint8_t> payload) {
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
   DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
   DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
+  // The MTP block's window is not in a snapshot: it has not seen the loaded context.
+  s.mtp.live = false;
   if (!s.engine->whole_model()) {
     // The later layers go to the tail's processes, a shard each.
     const Status st =

@@ -17,6 +17,14 @@ struct Session::Impl {
   std::vector<float> logits;
   uint64_t tail_session = 0;  // this session's timeline id in the engine's LayerTail
   bool tail_fresh = true;     // the tail's timeline starts again at the next span
+  // The MTP block's state (model.md §8.1), with an MTP file: its row of position p pairs the hidden
+  // state of p with token p + 1, so the last position waits for its next token (pending).
+  struct Mtp {
+    int seq = -1;  // the block's raw window (a backend sequence of one layer); -1: no MTP file
+    std::unique_ptr<backend::Buffer> pending;  // RMSNorm(hidden, hnorm) of the last position
+    bool has_pending = false;
+    bool live = false;  // the window holds every position before the pending one
+  } mtp;
 
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
   Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
@@ -31,6 +39,10 @@ struct Session::Impl {
   // Session::save of a tail engine: the tail's layers into `snap`.
   Status gather_tail_layers(kv::Snapshot* snap) const;
   void reset();
+  // After a pass of the main model over positions [c0, c0 + c) (Forward::hidden rows 0..c-1):
+  // runs the MTP rows this completes and keeps the last position's as the pending one.
+  void mtp_advance(int c0, int c);
+  Result<std::vector<TokenId>> mtp_draft(int n);
 };
 
 }  // namespace ds4

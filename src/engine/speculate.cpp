@@ -41,6 +41,7 @@ Result<int> Session::verify_greedy(std::span<const TokenId> drafts) {
     return back;
   }
   s.tokens.insert(s.tokens.end(), drafts.begin(), drafts.begin() + kept);
+  s.mtp_advance(pos0, kept);  // the kept rows' hidden states are still the pass's
   const std::span<const float> last = logits_after(kept - 1);
   s.logits.assign(last.begin(), last.end());
   return kept;

@@ -91,6 +91,7 @@ Status Engine::step(std::span<StepEntry> entries) {
     if (!en.status.is_ok() || en.tokens.empty()) continue;
     Session::Impl& s = *impl_of(en);
     s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
+    s.mtp.live = false;  // the MTP block did not see these rows (Session::can_draft)
     s.logits.resize(static_cast<size_t>(n_vocab));
     e.backend->download(backend::Act{out.row(k++), 1, n_vocab}, s.logits.data());
   }

@@ -78,8 +78,8 @@ void Forward::run_range(std::span<const RowTag> rows, const LayerRange& range,
   b_.begin_step(rows);
   if (range.begin == 0) b_.embed(w_.token_embd, rows, x);
   for (int il = range.begin; il < range.end; ++il) {
-    attention_sublayer(il, rows, n);
-    ffn_sublayer(il, rows, n);
+    attention_sublayer(w_.layers[il], il, rows, n);
+    ffn_sublayer(w_.layers[il], rows, n);
   }
   if (range.head && !logit_rows.empty()) b_.output_head(w_.head, x, logit_rows, logits);
   b_.end_step();
@@ -88,9 +88,9 @@ void Forward::run_range(std::span<const RowTag> rows, const LayerRange& range,
 
 // model.md §4.5: HC pre, norms and projections, the cache-dependent attention op, grouped output
 // projection, HC post.
-void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
+void Forward::attention_sublayer(const LayerWeights& L, int state_layer,
+                                 std::span<const RowTag> rows, int n) {
   const Shape& s = shape_;
-  const LayerWeights& L = w_.layers[il];
   Buffers& b = *buf_;
   const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
   const Act x = b.x->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
@@ -114,7 +114,7 @@ void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
   std::array<Product, 5> from_norm;
   size_t n_from_norm = 0;
   if (ratio != 0) {
-    const int64_t width = s.compressor_width(il);
+    const int64_t width = (ratio == 4 ? 2 : 1) * kHd;
     in.comp_kv = b.comp_kv->view(n, width);
     in.comp_gate = b.comp_gate->view(n, width);
     from_norm[n_from_norm++] = {&L.comp_kv, in.comp_kv};
@@ -132,7 +132,7 @@ void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
   }
   if (n_from_norm > 0) b_.matmuls(norm, std::span(from_norm.data(), n_from_norm));
   const Act heads = b.heads->view(n, int64_t{s.n_head} * kHd);
-  b_.attention(il, L.attn, rows, in, heads);
+  b_.attention(state_layer, L.attn, rows, in, heads);
   const Act low = b.low->view(n, int64_t{s.n_out_group} * s.n_lora_o);
   const Act out = b.out->view(n, s.n_embd);
   b_.matmul(L.out_a, heads, low, s.n_out_group);
@@ -141,9 +141,8 @@ void Forward::attention_sublayer(int il, std::span<const RowTag> rows, int n) {
 }
 
 // model.md §4.10: HC pre, norm, router + experts + shared expert, HC post.
-void Forward::ffn_sublayer(int il, std::span<const RowTag> rows, int n) {
+void Forward::ffn_sublayer(const LayerWeights& L, std::span<const RowTag> rows, int n) {
   const Shape& s = shape_;
-  const LayerWeights& L = w_.layers[il];
   Buffers& b = *buf_;
   const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
   const Act x_mid = b.x_mid->view(n, hc_width), mix = b.mix->view(n, s.hc_mix());
@@ -152,6 +151,51 @@ void Forward::ffn_sublayer(int il, std::span<const RowTag> rows, int n) {
   const Act f = b.out->view(n, s.n_embd);
   b_.moe(L.moe, rows, norm, f);
   b_.hc_post(x_mid, f, mix, b.x->view(n, hc_width));
+}
+
+Act Forward::hidden(int first_row, int rows) const {
+  DS4_CHECK(first_row >= 0 && rows >= 0 && first_row + rows <= max_rows_);
+  const int64_t hc_width = int64_t{shape_.n_hc} * shape_.n_embd;
+  return Act{buf_->x->view(max_rows_, hc_width).row(first_row), rows, hc_width};
+}
+
+void Forward::mtp_normalise(const MtpWeights& m, Act h, Act hn) {
+  b_.rms_norm(h, &m.hnorm, shape_.n_embd, hn);
+}
+
+// model.md §8.1. The streams of a row are rows of n_embd floats side by side, so the products of
+// each stream run as rows of their own: e_proj's input is the same in every stream (the embedding
+// in its n_hc copies), which gives E broadcast to every stream.
+void Forward::run_mtp(const MtpWeights& m, std::span<const RowTag> rows, Act hn,
+                      std::span<const int> logit_rows, Act logits) {
+  const int n = static_cast<int>(rows.size());
+  DS4_CHECK(n > 0 && n <= max_rows_);
+  const Shape& s = shape_;
+  const int64_t hc_width = int64_t{s.n_hc} * s.n_embd, streams = int64_t{n} * s.n_hc;
+  DS4_CHECK(hn.rows == n && hn.cols == hc_width);
+  const Act x = buf_->x->view(n, hc_width), e = buf_->x_mid->view(n, hc_width);
+  const Act x_streams{x.data, streams, s.n_embd}, e_streams{e.data, streams, s.n_embd};
+  b_.begin_step(rows);
+  b_.embed(w_.token_embd, rows, e);
+  b_.rms_norm(e, &m.enorm, s.n_embd, e);
+  b_.matmul(m.e_proj, e_streams, x_streams);                        // x = E
+  b_.matmul(m.h_proj, Act{hn.data, streams, s.n_embd}, e_streams);  // e = G
+  b_.add(x, e, x);
+  attention_sublayer(m.layer, 0, rows, n);
+  ffn_sublayer(m.layer, rows, n);
+  if (!logit_rows.empty()) b_.output_head(m.head, x, logit_rows, logits);
+  b_.end_step();
+}
+
+backend::SequenceLayout mtp_sequence_layout(const Shape& shape, int n_ctx) {
+  backend::SequenceLayout out;
+  out.n_ctx = n_ctx;
+  out.head_dim = kHd;
+  out.indexer_head_dim = kIhd;
+  backend::LayerLayout l;
+  l.raw_cap = std::min(shape.n_swa, n_ctx);
+  out.layers.push_back(l);
+  return out;
 }
 
 backend::SequenceLayout sequence_layout(const Shape& shape, int n_ctx) {

@@ -36,10 +36,25 @@ class Forward {
                  const float* hidden_in, std::span<const int> logit_rows, backend::Act logits,
                  float* hidden_out);
 
+  // ---- the MTP draft block (model.md §8.1) ----
+  // The hidden state the last run() or run_mtp() left for its rows (rows x n_hc * n_embd; row r
+  // of the batch at row r), until the next run.
+  backend::Act hidden(int first_row, int rows) const;
+  // hn = RMSNorm(h, hnorm) over each of h's n_hc streams: the MTP block's view of a hidden state.
+  void mtp_normalise(const MtpWeights& m, backend::Act h, backend::Act hn);
+  // One pass of the MTP block over `rows` of an MTP sequence (its one layer of state): row r pairs
+  // the normalised hidden state hn[r] with the embedding of its tag's token, X0 = e_proj .
+  // RMSNorm(embed, enorm) + h_proj . hn in each stream, then one dense decoder layer and the MTP
+  // head (the main output.weight) for `logit_rows`. The layer's output state is hidden() after.
+  void run_mtp(const MtpWeights& m, std::span<const backend::RowTag> rows, backend::Act hn,
+               std::span<const int> logit_rows, backend::Act logits);
+
  private:
   struct Buffers;
-  void attention_sublayer(int il, std::span<const backend::RowTag> rows, int n);
-  void ffn_sublayer(int il, std::span<const backend::RowTag> rows, int n);
+  // One sublayer with weights L over layer `state_layer` of the rows' sequences.
+  void attention_sublayer(const LayerWeights& L, int state_layer,
+                          std::span<const backend::RowTag> rows, int n);
+  void ffn_sublayer(const LayerWeights& L, std::span<const backend::RowTag> rows, int n);
 
   const Shape shape_;
   const ModelWeights& w_;
@@ -51,5 +66,7 @@ class Forward {
 
 // Per-sequence state layout of a shape at a context size (model.md §5.1-5.2).
 backend::SequenceLayout sequence_layout(const Shape& shape, int n_ctx);
+// The MTP block's state: one dense layer's raw window (model.md §8.1).
+backend::SequenceLayout mtp_sequence_layout(const Shape& shape, int n_ctx);
 
 }  // namespace ds4::model

@@ -31,8 +31,10 @@ class Binder {
   backend::Backend& backend_;
 };
 
-Status bind_layer(Binder& b, const Shape& s, int il, LayerWeights& L) {
-  const std::string p = "blk." + std::to_string(il) + ".";
+// One decoder layer under `p` ("blk.N." or "mtp.0."): compress ratio `ratio`, experts picked by
+// the token's hash table or by the biased router.
+Status bind_layer(Binder& b, const Shape& s, const std::string& p, int ratio, bool hash_routed,
+                  LayerWeights& L) {
   DS4_ASSIGN_OR_RETURN(L.hc_attn.fn, b.get(p + "hc_attn_fn.weight"));
   DS4_ASSIGN_OR_RETURN(L.hc_attn.scale, b.get(p + "hc_attn_scale.weight"));
   DS4_ASSIGN_OR_RETURN(L.hc_attn.base, b.get(p + "hc_attn_base.weight"));
@@ -48,7 +50,7 @@ Status bind_layer(Binder& b, const Shape& s, int il, LayerWeights& L) {
   DS4_ASSIGN_OR_RETURN(L.out_a, b.get(p + "attn_output_a.weight"));
   DS4_ASSIGN_OR_RETURN(L.out_b, b.get(p + "attn_output_b.weight"));
   backend::AttentionLayer& a = L.attn;
-  a.ratio = s.compress_ratio(il);
+  a.ratio = ratio;
   a.n_head = s.n_head;
   a.window = s.n_swa;
   a.index_top_k = s.indexer_top_k;
@@ -74,7 +76,7 @@ Status bind_layer(Binder& b, const Shape& s, int il, LayerWeights& L) {
   m.n_expert_used = s.n_expert_used;
   m.weight_scale = s.expert_weights_scale;
   DS4_ASSIGN_OR_RETURN(m.router, b.get(p + "ffn_gate_inp.weight"));
-  if (s.hash_routed(il)) {
+  if (hash_routed) {
     // The table picks the experts; a selection bias in the file is never read (inventory.h).
     DS4_ASSIGN_OR_RETURN(m.tid2eid, b.get(p + "ffn_gate_tid2eid.weight"));
   } else {
@@ -99,7 +101,10 @@ Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
     DS4_ASSIGN_OR_RETURN(w.token_embd, b.get("token_embd.weight"));
   }
   w.layers.resize(static_cast<size_t>(shape.n_layer));
-  for (int il = range.begin; il < range.end; ++il) DS4_TRY(bind_layer(b, shape, il, w.layers[il]));
+  for (int il = range.begin; il < range.end; ++il) {
+    DS4_TRY(bind_layer(b, shape, "blk." + std::to_string(il) + ".", shape.compress_ratio(il),
+                       shape.hash_routed(il), w.layers[il]));
+  }
   if (!range.head) return w;
   DS4_ASSIGN_OR_RETURN(w.head.hc.fn, b.get("output_hc_fn.weight"));
   DS4_ASSIGN_OR_RETURN(w.head.hc.scale, b.get("output_hc_scale.weight"));
@@ -107,6 +112,25 @@ Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
   DS4_ASSIGN_OR_RETURN(w.head.norm, b.get("output_norm.weight"));
   DS4_ASSIGN_OR_RETURN(w.head.output, b.get("output.weight"));
   return w;
+}
+
+Result<MtpWeights> bind_mtp_weights(const gguf::Reader& file, const Shape& shape,
+                                    backend::Backend& backend, const backend::Weight& output) {
+  Binder b(file, backend);
+  MtpWeights m;
+  const std::string p = "mtp.0.";
+  DS4_ASSIGN_OR_RETURN(m.e_proj, b.get(p + "e_proj.weight"));
+  DS4_ASSIGN_OR_RETURN(m.h_proj, b.get(p + "h_proj.weight"));
+  DS4_ASSIGN_OR_RETURN(m.enorm, b.get(p + "enorm.weight"));
+  DS4_ASSIGN_OR_RETURN(m.hnorm, b.get(p + "hnorm.weight"));
+  // model.md §8.1: a dense layer (no compressor), routed by the biased router.
+  DS4_TRY(bind_layer(b, shape, p, /*ratio=*/0, /*hash_routed=*/false, m.layer));
+  DS4_ASSIGN_OR_RETURN(m.head.hc.fn, b.get(p + "hc_head_fn.weight"));
+  DS4_ASSIGN_OR_RETURN(m.head.hc.scale, b.get(p + "hc_head_scale.weight"));
+  DS4_ASSIGN_OR_RETURN(m.head.hc.base, b.get(p + "hc_head_base.weight"));
+  DS4_ASSIGN_OR_RETURN(m.head.norm, b.get(p + "norm.weight"));
+  m.head.output = output;  // the main model's vocabulary projection
+  return m;
 }
 
 }  // namespace ds4::model

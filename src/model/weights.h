@@ -30,10 +30,21 @@ struct ModelWeights {
   backend::OutputHead head;
 };
 
+// The MTP draft block of an MTP file (model.md §2.4, §8.1): the input projections and norms, one
+// dense decoder layer, and its head, which projects with the main model's output.weight.
+struct MtpWeights {
+  backend::Weight e_proj, h_proj, enorm, hnorm;
+  LayerWeights layer;
+  backend::OutputHead head;
+};
+
 // Binds the tensors of a validated main model file (through backend.upload) that `range` uses:
 // the embedding when it starts at layer 0, its layers, and the head when it has it. The others
 // stay empty (a slice never reads them, and a mapped file's pages of them are never touched).
 Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
                                   backend::Backend& backend, const LayerRange& range);
+// Binds a validated MTP file's block; `output` is the main model's bound output.weight.
+Result<MtpWeights> bind_mtp_weights(const gguf::Reader& file, const Shape& shape,
+                                    backend::Backend& backend, const backend::Weight& output);
 
 }  // namespace ds4::model

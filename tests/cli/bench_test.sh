@@ -37,7 +37,9 @@ run_ok a 64 --step-incr 64 --gen-tokens 4
 run_ok b 64 --step-incr 64 --gen-tokens 4 --csv "$work/b.file"
 run_ok c 128 --step-incr 64 --gen-tokens 4  # a fresh prefill of 128 tokens
 run_ok d 48 --step-incr 1 --step-mul 2 --gen-tokens 1
-run_ok e 64 --step-incr 64 --gen-tokens 9 --spec-replay 4  # drafts 4 + 4 + 1 per frontier
+run_ok e 64 --step-incr 64 --gen-tokens 9 --spec-replay 4,9  # drafts 4 + 4 + 1, then 9
+mtp=$(dirname "$model")/tiny-mtp.gguf  # the MTP file of the model files' fixture
+run_ok f 192 --step-incr 64 --gen-tokens 9 --mtp "$mtp" --mtp-draft 2
 
 header=frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes
 header+=,snapshot_s,restore_s
@@ -62,7 +64,11 @@ check "probes match a sweep starting later" \
 check "--step-mul 2 frontiers 48,96,192,256" "[[ \$(frontiers d) == 48,96,192,256 ]]"
 check "summary on stderr" "grep -q '^ds4-bench: 4 frontiers 64..256' '$work/a.err'"
 check "--spec-replay decodes each probe again, every draft kept, in 3 steps" \
-  "[[ \$(grep -c 'replay of 9 tokens with 4 drafts per step: [0-9.]* t/s, 3 steps, 9 of 9 drafts kept' '$work/e.err') == 4 ]]"
+  "[[ \$(grep -c 'replay of 9 tokens with 4 drafts per step: [0-9.]* t/s, 3 steps, 9 of 9 drafts kept, [0-9.]* ms per step' '$work/e.err') == 4 ]]"
+check "--spec-replay 4,9 replays once per N: 9 drafts in one step" \
+  "[[ \$(grep -c 'replay of 9 tokens with 9 drafts per step: [0-9.]* t/s, 1 steps, 9 of 9 drafts kept' '$work/e.err') == 4 ]]"
+check "--mtp decodes each probe again in steps of the greedy token and 2 drafts, the same tokens" \
+  "[[ \$(grep -c 'mtp decode of 9 tokens with 2 drafts per step: [0-9.]* t/s, [0-9]* steps, [0-9]* drafts kept, [0-9.]* ms per step, the probe.s tokens' '$work/f.err') == 2 ]]"
 
 # usage_error NAME PATTERN COMMAND...: exit status 2 and one stderr line that contains PATTERN.
 usage_error() {
@@ -85,4 +91,6 @@ usage_error "gen-tokens 0" "--gen-tokens" run_bench 64 --gen-tokens 0
 usage_error "step-mul below 1" "--step-mul" run_bench 64 --step-mul 0.5
 usage_error "ctx too small" "must exceed" run_bench 64 --gen-tokens 4 --ctx 260
 usage_error "unknown flag" "bogus" run_bench 64 --bogus
+usage_error "mtp-draft 5" "--mtp-draft" run_bench 64 --mtp "$mtp" --mtp-draft 5
+usage_error "a main model as the MTP file" "is not an MTP draft file" run_bench 64 --mtp "$model"
 exit $fail

@@ -1,12 +1,15 @@
 // tests/model/cuda_test.cpp (label cuda): batched sessions on the CUDA backend against their runs
-// alone, and the batched decode step of one row per sequence run twice. The Hugging Face and
-// CPU-vs-CUDA gates are in cuda_gates_test.cpp. Every case skips where no GPU (or no CUDA build)
-// is available; on the GPU machine `tools/cuda/verify_all.sh gtest` runs them (ctest -L cuda).
+// alone, the batched decode step of one row per sequence run twice, and speculative verification.
+// The Hugging Face and CPU-vs-CUDA gates are in cuda_gates_test.cpp. Every case skips where no GPU
+// (or no CUDA build) is available; on the GPU machine `tools/cuda/verify_all.sh gtest` runs them
+// (ctest -L cuda).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "batch_driver.h"
 #include "model_test_util.h"
@@ -109,6 +112,122 @@ TEST(CudaBackend, StepsOfOneRowPerSequenceAreReproducible) {
     ASSERT_EQ(runs[1].plans.size(), plans.size());
     for (size_t i = 0; i < plans.size(); ++i)
       EXPECT_EQ(compare_traces(runs[0].plans[i], runs[1].plans[i], 0.0), "") << "plan " << i;
+  }
+}
+
+// Speculative verification on the CUDA backend (Session::verify_greedy; issue 51): drafted rows run
+// as one batch, the rejected ones taken back by the backend's rewind (the compressor lanes' logs,
+// CudaBackend::rewind_sequence). A batch of rows is within float rounding of the same rows decoded
+// one by one (kCudaBatchRelL2, f32 files in Hugging Face mode), so the reference is a session that
+// decoded the kept tokens one by one, held to that tolerance at every step of the continuation,
+// which crosses ratio-4 and ratio-128 boundaries that read the restored frontiers. What a rewind
+// leaves must also be all there is: a session loaded from its snapshot continues bit for bit.
+struct SpecCase {
+  std::unique_ptr<Engine> gpu;
+  std::vector<TokenId> prompt, cont;
+  std::vector<std::vector<float>> logits;  // one-by-one decode: after prompt + cont[0..i)
+};
+
+SpecCase spec_case(const char* name, int prompt_len) {
+  SpecCase c;
+  c.gpu = open_cuda_model(name, true);
+  if (c.gpu == nullptr) return c;
+  c.prompt = test_prompt(prompt_len, 81);
+  auto s = c.gpu->create_session({.n_ctx = 512, .prefill_chunk = 64});
+  EXPECT_TRUE(s.is_ok());
+  EXPECT_TRUE((*s)->append(c.prompt).is_ok());
+  for (int i = 0; i < 16; ++i) {
+    c.logits.emplace_back((*s)->logits().begin(), (*s)->logits().end());
+    c.cont.push_back(argmax_of((*s)->logits()));
+    EXPECT_TRUE((*s)->eval(c.cont.back()).is_ok());
+  }
+  c.logits.emplace_back((*s)->logits().begin(), (*s)->logits().end());
+  return c;
+}
+
+TEST(CudaBackend, SpeculativeVerificationKeepsTheModelsOwnTokens) {
+  for (const char* name : {"tiny-f32", "small-f32"}) {
+    SCOPED_TRACE(name);
+    if (!cuda_available()) GTEST_SKIP() << kNoCuda;
+    SpecCase c = spec_case(name, 120);
+    ASSERT_NE(c.gpu, nullptr);
+    auto s = c.gpu->create_session({.n_ctx = 512, .prefill_chunk = 64});
+    ASSERT_TRUE(s.is_ok() && (*s)->append(c.prompt).is_ok());
+    size_t at = 0;
+    for (int n : {4, 4, 5}) {  // positions 120..132: both compression boundaries
+      auto kept = (*s)->verify_greedy(std::span(c.cont).subspan(at, static_cast<size_t>(n)));
+      ASSERT_TRUE(kept.is_ok()) << kept.status().message();
+      EXPECT_EQ(*kept, n);
+      at += static_cast<size_t>(*kept);
+      EXPECT_LE(rel_l2((*s)->logits(), c.logits[at]), kCudaBatchRelL2) << "after " << at;
+    }
+  }
+}
+
+TEST(CudaBackend, SpeculativeVerificationTakesRejectedRowsBack) {
+  for (const char* name : {"tiny-f32", "small-f32"}) {
+    SCOPED_TRACE(name);
+    if (!cuda_available()) GTEST_SKIP() << kNoCuda;
+    // Drafts at positions 125..129: the rejected rows include 127 (both lanes emit) and 128 (a
+    // ratio-128 frontier row of the next window, over one of the window just emitted).
+    SpecCase c = spec_case(name, 125);
+    ASSERT_NE(c.gpu, nullptr);
+    for (int wrong : {1, 2, 3}) {
+      SCOPED_TRACE(wrong);
+      auto s = c.gpu->create_session({.n_ctx = 512, .prefill_chunk = 64});
+      ASSERT_TRUE(s.is_ok() && (*s)->append(c.prompt).is_ok());
+      std::vector<TokenId> drafts(c.cont.begin(), c.cont.begin() + 5);
+      drafts[static_cast<size_t>(wrong)] = (drafts[static_cast<size_t>(wrong)] + 1) % 900 + 7;
+      auto kept = (*s)->verify_greedy(drafts);
+      ASSERT_TRUE(kept.is_ok()) << kept.status().message();
+      ASSERT_EQ(*kept, wrong);
+      auto bytes = (*s)->save();
+      ASSERT_TRUE(bytes.is_ok());
+      auto loaded = c.gpu->create_session({.n_ctx = 512, .prefill_chunk = 64});
+      ASSERT_TRUE(loaded.is_ok() && (*loaded)->load(*bytes).is_ok());
+      for (size_t i = static_cast<size_t>(wrong); i < c.cont.size(); ++i) {
+        EXPECT_LE(rel_l2((*s)->logits(), c.logits[i]), kCudaBatchRelL2) << "position " << i;
+        EXPECT_EQ(rel_l2((*s)->logits(), (*loaded)->logits()), 0.0) << "position " << i;
+        ASSERT_TRUE((*s)->eval(c.cont[i]).is_ok());
+        ASSERT_TRUE((*loaded)->eval(c.cont[i]).is_ok());
+      }
+    }
+  }
+}
+
+// MTP drafting on the CUDA backend (model.md §8): greedy decoding through Session::step_greedy
+// (the block's drafts after each greedy token, verified as one batch, rejected rows taken back)
+// gives the tokens of plain greedy decoding on the same engine (f32, Hugging Face mode: the
+// batched and one-row logits agree within kCudaBatchRelL2, far inside the random model's margins).
+TEST(CudaBackend, MtpSpeculativeGreedyEqualsPlainGreedy) {
+  if (!cuda_available()) GTEST_SKIP() << kNoCuda;
+  EngineOptions o;
+  o.model_path = model_path("tiny-f32");
+  o.mtp_path = model_path("tiny-mtp");
+  o.backend = BackendKind::kCuda;
+  o.qat_simulation = false;
+  o.f16_kv_rows = false;
+  auto e = Engine::open(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  const std::vector<TokenId> prompt = test_prompt(100, 7);
+  auto plain = (*e)->create_session({.n_ctx = 512, .prefill_chunk = 64});
+  ASSERT_TRUE(plain.is_ok() && (*plain)->append(prompt).is_ok());
+  std::vector<TokenId> want;
+  for (int i = 0; i < 40; ++i) {
+    want.push_back(argmax_of((*plain)->logits()));
+    ASSERT_TRUE((*plain)->eval(want.back()).is_ok());
+  }
+  for (int drafts : {1, 3}) {
+    auto s = (*e)->create_session({.n_ctx = 512, .prefill_chunk = 64});
+    ASSERT_TRUE(s.is_ok() && (*s)->append(prompt).is_ok());
+    ASSERT_TRUE((*s)->can_draft());
+    while ((*s)->n_tokens() < (*plain)->n_tokens()) {
+      auto n = (*s)->step_greedy(drafts);
+      ASSERT_TRUE(n.is_ok()) << n.status().message();
+    }
+    std::vector<TokenId> got((*s)->tokens().begin() + prompt.size(), (*s)->tokens().end());
+    got.resize(want.size());
+    EXPECT_EQ(got, want) << drafts << " drafts";
   }
 }
 

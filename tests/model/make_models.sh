@@ -57,6 +57,8 @@ case $set in
     fi
     for recipe in f32 q8 q2 q4 q8d q2d q4d; do direct tiny $recipe; done
     for recipe in f32 q2 q2d; do direct small $recipe; done
+    fresh "$out/tiny-mtp.gguf" || "$gguf" synth --shape tiny --quant q2 --seed 1 --vocab "$vocab" \
+      --mtp -o "$out/tiny-mtp.gguf" >/dev/null
     ;;
   *)
     echo "unknown set '$set' (model or cuda)" >&2

@@ -33,6 +33,13 @@ serve_tools_build() {
     { tail -30 "$out/$1-build.log"; return 1; }
 }
 
+# The Flash MTP draft file (synthesized, model.md §2.4) into $DS4_FLASH_MTP when it is missing.
+DS4_FLASH_MTP=${DS4_FLASH_MTP:-/dev/shm/flash-mtp.gguf}
+ds4_flash_mtp() {
+  [[ -s $DS4_FLASH_MTP ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
+    --vocab .devdeps/ds4-vocab.gguf --mtp -o "$DS4_FLASH_MTP"
+}
+
 ds4_flash_model() {
   [[ -s $DS4_FLASH ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
     --vocab .devdeps/ds4-vocab.gguf -o "$DS4_FLASH"

@@ -9,6 +9,11 @@
 #            the logs). The steps below run parts of it:
 #   kernels  backend_cuda_test (planar dots bit-exact, cuBLAS products within tolerance,
 #            routing, top-k, attention)
+#   spectest model_cuda_test's CudaBackend cases: batched sessions and speculative verification
+#   spec     ds4-bench --spec-replay 2,3,4,5 on Flash q2 at 2k and 8k, GEN_TOKENS (default 64)
+#            per frontier: plain decode beside verification of N drafts per step, every draft the
+#            model's own token (issue 51's replay mode), and --mtp with a synthesized Flash MTP
+#            file (MTP_DRAFT drafts, default 2): the draft + verify step's time (bench/mtp.md)
 #   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
 #            tolerance, decode paths), prefill F16 / F32 products on cuBLAS
 #   checkblas the same gates with those products on the FP64 tensor-core kernel
@@ -133,8 +138,8 @@ repl() {
 }
 # Steps run in a child shell under `timeout`: the step functions and their variables go along.
 source tools/cuda/common.sh
-export out m=/dev/shm/ds4-models DS4_FLASH
-export -f ds4_build ds4_flash_model models repl_one repl
+export out m=/dev/shm/ds4-models DS4_FLASH DS4_FLASH_MTP
+export -f ds4_build ds4_flash_model ds4_flash_mtp models repl_one repl
 
 # ds4 (the oracle) builds in the background beside ours when ds4bench runs.
 if has ds4bench; then
@@ -148,7 +153,7 @@ fi
 targets=(ds4-gguf ds4 ds4-bench)
 has server && targets+=(ds4-server)
 tests_needed=0
-for s in kernels check checkblas long gtest; do has $s && tests_needed=1; done
+for s in kernels spectest check checkblas long gtest; do has $s && tests_needed=1; done
 if ((tests_needed)); then
   if [[ ${DS4_TESTS:-} != ON ]]; then
     echo "the test steps need GoogleTest in .devdeps (tools/cuda/make_devdeps.sh gtest)"
@@ -172,6 +177,7 @@ cuda_ctest() {
 export -f cuda_ctest
 has gtest && step gtest 500 cuda_ctest gtest && tail -12 "$out/gtest.log"
 has kernels && step kernels 120 build-dev/tests/backend_cuda_test && tail -3 "$out/kernels.log"
+has spectest && step spectest 300 cuda_ctest spectest -R 'CudaBackend' && tail -12 "$out/spectest.log"
 has check && step check 400 cuda_ctest check -R 'CudaHuggingFace|CudaVsCpu|CudaDecode' \
   -E nocublas && tail -12 "$out/check.log"
 has checkblas && step checkblas 400 cuda_ctest checkblas -R nocublas &&
@@ -198,7 +204,7 @@ has sass && step sass 60 sass && tail -3 "$out/sass.log"
 needs_flash=0
 for s in ${steps//,/ }; do
   case $s in
-    kernels | check | checkblas | long | repl | sass | gtest | sanserve) ;;
+    kernels | spectest | check | checkblas | long | repl | sass | gtest | sanserve) ;;
     *) needs_flash=1 ;;
   esac
 done
@@ -212,6 +218,12 @@ fi
 if has bench; then
   OUT=$out STEP_MUL=2 step bench 500 bash tools/cuda/flash_bench.sh 32768 "${GEN_TOKENS:-16}"
   tail -14 "$out/bench.log"
+fi
+if has spec; then
+  step mtpfile 200 ds4_flash_mtp
+  OUT=$out OUT_CSV=flash_q2_spec.csv STEP_MUL=4 SPEC=${SPEC:-2,3,4,5} MTP=$DS4_FLASH_MTP \
+    step spec 500 bash tools/cuda/flash_bench.sh 8192 "${GEN_TOKENS:-64}"
+  grep -h "replay of\|mtp decode\|gen [0-9]* tokens" "$out/bench_err.txt"
 fi
 if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \

@@ -191,6 +191,15 @@ void CpuBackend::do_upload_act(const float* host, Act dst) {
   std::memcpy(dst.data, host, sizeof(float) * static_cast<size_t>(dst.rows * dst.cols));
 }
 
+void CpuBackend::do_add(Act a, Act b, Act y) {
+  const int64_t n = a.rows * a.cols;
+  for (int64_t i = 0; i < n; ++i) y.data[i] = a.data[i] + b.data[i];
+}
+
+void CpuBackend::do_copy(Act src, Act dst) {
+  std::memcpy(dst.data, src.data, sizeof(float) * static_cast<size_t>(src.rows * src.cols));
+}
+
 void CpuBackend::do_embed(const Weight& table, std::span<const RowTag> rows, Act out) {
   const int64_t n_embd = table.ne[0], copies = out.cols / n_embd;
   const int64_t row_size = row_bytes(table.type, n_embd);

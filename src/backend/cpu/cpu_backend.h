@@ -66,6 +66,8 @@ class CpuBackend final : public Backend {
   void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                  Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;
+  void do_add(Act a, Act b, Act y) override;
+  void do_copy(Act src, Act dst) override;
   void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                     const AttentionInputs& in, Act out) override;
   void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;

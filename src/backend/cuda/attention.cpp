@@ -255,18 +255,21 @@ const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c,
                           num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream);
   }
   const int p_end = run.p0 + run.n;
+  if (c.mark >= 0 && p_end - c.mark > DeviceLayer::kLogRows) c.mark_lost = true;
   if (l.ratio != 0) {
     DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
-    const CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv,
-                                        in.comp_gate, r0, l.comp_ape, l.comp_norm, false);
+    CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv, in.comp_gate,
+                                  r0, l.comp_ape, l.comp_norm, false);
+    mark_lane(c, c.comp_mark, &lane);
     c.n_comp += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
                                   c.comp.floats() + int64_t{c.n_comp} * kHd, stream);
   }
   const int32_t* visible = nullptr;
   if (l.ratio == 4) {
     DS4_CHECK(c.n_index == run.p0 / 4);
-    const CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv,
-                                        in.index_gate, r0, l.index_ape, l.index_norm, true);
+    CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv, in.index_gate,
+                                  r0, l.index_ape, l.index_norm, true);
+    mark_lane(c, c.index_mark, &lane);
     c.n_index += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
                                    c.index.floats() + int64_t{c.n_index} * kIhd, stream);
     DS4_CHECK(c.n_index == c.n_comp);

@@ -57,6 +57,7 @@ void empty_frontier(const DeviceMemory& kv, const DeviceMemory& score, int rows,
 
 void reset_layer(DeviceLayer& c) {
   c.n_comp = c.n_index = c.n_tokens = 0;
+  c.mark = -1;
   if (c.lay.ratio != 0) {
     empty_frontier(c.comp_kv, c.comp_score, c.lay.frontier_rows, c.lay.frontier_width);
   }
@@ -309,6 +310,88 @@ Status CudaBackend::create_sequence(int seq, const SequenceLayout& layout) {
   return Status::ok();
 }
 
+void mark_lane(const DeviceLayer& c, const DeviceLayer::LaneMark& m, CompressorLane* lane) {
+  if (c.mark < 0 || c.mark_lost) return;
+  lane->mark = c.mark;
+  lane->log_rows = DeviceLayer::kLogRows;
+  lane->save_kv = m.save_kv.floats();
+  lane->save_score = m.save_score.floats();
+  lane->log_kv = m.log_kv.floats();
+  lane->log_score = m.log_score.floats();
+}
+
+namespace {
+
+// The device memory of a lane's mark: a frontier of `rows` x `width` and a log of kLogRows rows.
+bool allocate_mark(DeviceLayer::LaneMark& m, int rows, int width) {
+  if (m.log_score.bytes() != 0) return true;  // kept from an earlier mark (allocated last)
+  const size_t frontier = sizeof(float) * rows * width;
+  const size_t log = sizeof(float) * DeviceLayer::kLogRows * width;
+  return m.save_kv.try_allocate(frontier) && m.save_score.try_allocate(frontier) &&
+         m.log_kv.try_allocate(log) && m.log_score.try_allocate(log);
+}
+
+}  // namespace
+
+Status CudaBackend::mark_sequence(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  for (DeviceLayer& c : it->second->layers) {
+    const bool ok = (c.lay.ratio == 0 ||
+                     allocate_mark(c.comp_mark, c.lay.frontier_rows, c.lay.frontier_width)) &&
+                    (c.lay.ratio != 4 || allocate_mark(c.index_mark, 8, 256));
+    if (!ok) {
+      settle_sequence(seq);
+      return Status::resource_exhausted("no GPU memory left to mark sequence %d", seq);
+    }
+    c.mark = c.n_tokens;
+    c.mark_lost = false;
+  }
+  return Status::ok();
+}
+
+Status CudaBackend::rewind_sequence(int seq, int n_tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  // Checked on every layer first, so a refusal changes nothing.
+  for (const DeviceLayer& c : it->second->layers) {
+    const int back = c.n_tokens - n_tokens;
+    if (back < 0 || (back > 0 && (c.mark < 0 || n_tokens < c.mark || c.mark_lost))) {
+      return Status::out_of_range("cannot take sequence %d back to %d tokens from %d", seq,
+                                  n_tokens, c.n_tokens);
+    }
+  }
+  for (DeviceLayer& c : it->second->layers) {
+    if (c.n_tokens == n_tokens) continue;
+    CompressorLane lane;
+    if (c.lay.ratio != 0) {
+      lane.ratio = c.lay.ratio;
+      lane.hd = static_cast<int>(it->second->layout.head_dim);
+      lane.st_kv = c.comp_kv.floats();
+      lane.st_score = c.comp_score.floats();
+      mark_lane(c, c.comp_mark, &lane);
+      launch_lane_rewind(lane, n_tokens, c.n_tokens, stream_);
+      c.n_comp = n_tokens / c.lay.ratio;
+    }
+    if (c.lay.ratio == 4) {
+      lane.hd = static_cast<int>(it->second->layout.indexer_head_dim);
+      lane.st_kv = c.index_kv.floats();
+      lane.st_score = c.index_score.floats();
+      mark_lane(c, c.index_mark, &lane);
+      launch_lane_rewind(lane, n_tokens, c.n_tokens, stream_);
+      c.n_index = n_tokens / 4;
+    }
+    c.n_tokens = n_tokens;
+  }
+  return Status::ok();
+}
+
+void CudaBackend::settle_sequence(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  for (DeviceLayer& c : it->second->layers) c.mark = -1;
+}
+
 void CudaBackend::drop_sequence(int seq) {
   seqs_.erase(seq);
   last_step_rows_ = 0;  // the next step runs eagerly
@@ -555,6 +638,17 @@ void CudaBackend::do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const 
 void CudaBackend::do_hc_post(Act x, Act f, Act mix, Act y) {
   launch_hc_post(x.data, f.data, mix.data, x.rows, static_cast<int>(x.cols / f.cols), f.cols,
                  y.data, stream_);
+}
+
+void CudaBackend::do_add(Act a, Act b, Act y) {
+  launch_add(a.data, b.data, a.rows * a.cols, y.data, stream_);
+}
+
+void CudaBackend::do_copy(Act src, Act dst) {
+  const size_t n = static_cast<size_t>(src.rows * src.cols);
+  if (n == 0) return;
+  DS4_CUDA_CHECK(
+      cudaMemcpyAsync(dst.data, src.data, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::do_output_head(const OutputHead& h, Act x, std::span<const int> which,

@@ -68,7 +68,24 @@ struct DeviceLayer {
   int ring_cap = 0;
   DeviceMemory raw, comp, comp_kv, comp_score, index, index_kv, index_score;
   int n_comp = 0, n_index = 0, n_tokens = 0;
+  // Speculation (Backend::mark_sequence): the position of the mark (-1: not marked), whether more
+  // rows than a lane log holds were stored since, and per compressor lane the frontier rows saved
+  // at the mark and the log of the positions since (CompressorLane::mark). Raw rows need nothing:
+  // the ring holds kMaxRunRows - 1 rows beyond the window, so a verification's rows overwrite
+  // none the window still reads after a rewind; compressed rows past the restored counts are
+  // unreachable until written again.
+  struct LaneMark {
+    DeviceMemory save_kv, save_score, log_kv, log_score;
+  };
+  static constexpr int kLogRows = 32;  // rows a verification may store after the mark
+  LaneMark comp_mark, index_mark;
+  int mark = -1;
+  bool mark_lost = false;
 };
+
+// Fills the speculation fields of `lane` (CompressorLane::mark), one of c's lanes kept in `m`,
+// while c is marked and its log still holds every row since the mark; leaves them off otherwise.
+void mark_lane(const DeviceLayer& c, const DeviceLayer::LaneMark& m, CompressorLane* lane);
 
 struct DeviceSequence {
   SequenceLayout layout;
@@ -100,6 +117,11 @@ class CudaBackend final : public Backend {
   void reset_sequence(int seq) override;
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+  // Marking costs no device work: the verification's compressor launches log what a rewind
+  // needs (CompressorLane::mark); a rewind launches one kernel per compressor lane.
+  Status mark_sequence(int seq) override;
+  Status rewind_sequence(int seq, int n_tokens) override;
+  void settle_sequence(int seq) override;
   // A step of one row, after a step of one row ran eagerly (it sized every scratch buffer: the
   // attention scratch of a one-row step is sized for the whole context), is recorded and
   // submitted as a graph; any other step runs eagerly.
@@ -115,6 +137,8 @@ class CudaBackend final : public Backend {
   void do_hc_pre(const HcWeights& hc, Act x, Act cur, Act mix, const Weight* norm,
                  Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;
+  void do_add(Act a, Act b, Act y) override;
+  void do_copy(Act src, Act dst) override;
   void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                     const AttentionInputs& in, Act out) override;
   void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;

@@ -104,9 +104,15 @@ struct LaneArgs {
   int64_t kvc_stride;
   const float* gate;
   int64_t gate_stride;
-  const void* ape;
+  const void* ape;  // null: the gate rows are scores already (a rewind's logged rows)
   bool ape_f16;
   int p0, n;
+  // While the sequence is marked (CompressorLane::mark): where the batch keeps what a rewind needs.
+  float* save_kv;
+  float* save_score;
+  float* log_kv;
+  float* log_score;
+  int mark;
 };
 
 // The (kv, score) a frontier row holds for position q, column col: from the batch when q >= p0
@@ -117,11 +123,12 @@ struct LaneArgs {
 __device__ void lane_source(const LaneArgs& a, int q, int col, float* kv, float* score) {
   if (q >= a.p0) {
     const int64_t t = q - a.p0;
-    const int64_t ai = int64_t{q % a.ratio} * a.width + col;
-    const float bias = a.ape_f16 ? __half2float(static_cast<const __half*>(a.ape)[ai])
-                                 : static_cast<const float*>(a.ape)[ai];
     *kv = a.kvc[t * a.kvc_stride + col];
-    *score = a.gate[t * a.gate_stride + col] + bias;
+    *score = a.gate[t * a.gate_stride + col];
+    if (a.ape == nullptr) return;
+    const int64_t ai = int64_t{q % a.ratio} * a.width + col;
+    *score += a.ape_f16 ? __half2float(static_cast<const __half*>(a.ape)[ai])
+                        : static_cast<const float*>(a.ape)[ai];
     return;
   }
   const int row = lane_rules::state_row(a.p0, a.ratio, q);
@@ -243,15 +250,12 @@ __global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, 
 // The frontier after the batch, column col of every row: each row holds the last position
 // stored into it (ratio 4: row 4 + q % 4; ratio 128: row q % 128), and for ratio 4 rows 0..3 hold
 // the window completed at the batch's last boundary, when there is one. Old values are read
-// before anything is written.
-__global__ void lane_state_kernel(LaneArgs a) {
-  kernel_begin();
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  if (col >= a.width) return;
+// before anything is written. Ratio 128's rows are shared out as rows y0, y0 + ny, ...
+__device__ void store_frontier_column(const LaneArgs& a, int col, int y0, int ny) {
   const int end = a.p0 + a.n;  // the first position after the batch
   auto last_with_residue = [&](int r) { return lane_rules::last_with_residue(end, a.ratio, r); };
   if (a.ratio == 4) {
-    if (blockIdx.y != 0) return;  // one row of CTAs (ratio 4 launches one)
+    if (y0 != 0) return;  // one row of CTAs (ratio 4 launches one)
     const int b = lane_rules::last_boundary(end);
     const bool new_prev = b >= a.p0;
     float pk[4], ps[4], ck[4], cs[4];
@@ -275,8 +279,7 @@ __global__ void lane_state_kernel(LaneArgs a) {
   } else {
     // Row s holds the last position with residue s (lane_rules::rewritten_rows; each row once,
     // reading only the batch, so the order is free: rows blockIdx.y, blockIdx.y + gridDim.y, ..).
-    for (int i = static_cast<int>(blockIdx.y); i < lane_rules::rewritten_rows(a.n, a.ratio);
-         i += static_cast<int>(gridDim.y)) {
+    for (int i = y0; i < lane_rules::rewritten_rows(a.n, a.ratio); i += ny) {
       const int q = end - 1 - i;
       const int s = q % a.ratio;
       float kv, score;
@@ -285,6 +288,60 @@ __global__ void lane_state_kernel(LaneArgs a) {
       a.st_score[int64_t{s} * a.width + col] = score;
     }
   }
+}
+
+// A marked sequence's batch keeps, in column col, what lane_rewind_kernel needs: the (kv, score)
+// of its positions in log row q - mark, and the frontier rows it is about to overwrite as they
+// were at the mark (ratio 4: all 8, saved by the first batch after the mark; ratio 128: the rows
+// of its positions, which no earlier batch since the mark wrote, the positions since the mark
+// being fewer than 128). Each (row, column) is saved by the thread that overwrites it.
+__device__ void keep_for_rewind(const LaneArgs& a, int col, int y0, int ny) {
+  auto copy_row = [&](int r) {
+    a.save_kv[int64_t{r} * a.width + col] = a.st_kv[int64_t{r} * a.width + col];
+    a.save_score[int64_t{r} * a.width + col] = a.st_score[int64_t{r} * a.width + col];
+  };
+  if (y0 == 0) {
+    for (int t = 0; t < a.n; ++t) {
+      const int64_t at = int64_t{a.p0 + t - a.mark} * a.width + col;
+      lane_source(a, a.p0 + t, col, &a.log_kv[at], &a.log_score[at]);
+    }
+    if (a.ratio == 4 && a.p0 == a.mark) {
+      for (int r = 0; r < 8; ++r) copy_row(r);
+    }
+  }
+  if (a.ratio != 4) {
+    for (int i = y0; i < lane_rules::rewritten_rows(a.n, a.ratio); i += ny)
+      copy_row((a.p0 + a.n - 1 - i) % a.ratio);
+  }
+}
+
+__global__ void lane_state_kernel(LaneArgs a) {
+  kernel_begin();
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= a.width) return;
+  const int y0 = static_cast<int>(blockIdx.y), ny = static_cast<int>(gridDim.y);
+  if (a.log_kv != nullptr) keep_for_rewind(a, col, y0, ny);
+  store_frontier_column(a, col, y0, ny);
+}
+
+// The frontier of a lane taken back to position a.p0 + a.n, with rows [a.p0, end) stored since
+// the mark a.p0: the rows saved at the mark are put back, then the logged positions up to the
+// new end are stored again, as the batch that stored them did. One thread per column does both,
+// in order.
+__global__ void lane_rewind_kernel(LaneArgs a, int end) {
+  kernel_begin();
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= a.width) return;
+  auto restore_row = [&](int r) {
+    a.st_kv[int64_t{r} * a.width + col] = a.save_kv[int64_t{r} * a.width + col];
+    a.st_score[int64_t{r} * a.width + col] = a.save_score[int64_t{r} * a.width + col];
+  };
+  if (a.ratio == 4) {
+    for (int r = 0; r < 8; ++r) restore_row(r);
+  } else {
+    for (int q = a.p0; q < end; ++q) restore_row(q % a.ratio);
+  }
+  if (a.n > 0) store_frontier_column(a, col, 0, 1);
 }
 
 // Norm, RoPE at the window start, simulation and f16 rounding of pooled row blockIdx.x (the
@@ -361,18 +418,28 @@ void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* k
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
-                      bool f16_rows, float* dst, cudaStream_t s) {
-  DS4_CHECK(lane.ratio == 4 || lane.ratio == 128);
-  DS4_CHECK(lane.hd == kHd || lane.hd == kIhd);
-  DS4_CHECK(lane.ape_type == gguf::GgufType::kF16 || lane.ape_type == gguf::GgufType::kF32);
-  if (rows.n == 0) return 0;
+namespace {
+
+// The arguments that name a lane's frontier.
+LaneArgs frontier_args(const CompressorLane& lane) {
   LaneArgs a{};
   a.ratio = lane.ratio;
   a.hd = lane.hd;
   a.width = (lane.ratio == 4 ? 2 : 1) * lane.hd;
   a.st_kv = lane.st_kv;
   a.st_score = lane.st_score;
+  return a;
+}
+
+}  // namespace
+
+int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
+                      bool f16_rows, float* dst, cudaStream_t s) {
+  DS4_CHECK(lane.ratio == 4 || lane.ratio == 128);
+  DS4_CHECK(lane.hd == kHd || lane.hd == kIhd);
+  DS4_CHECK(lane.ape_type == gguf::GgufType::kF16 || lane.ape_type == gguf::GgufType::kF32);
+  if (rows.n == 0) return 0;
+  LaneArgs a = frontier_args(lane);
   a.kvc = lane.kvc;
   a.kvc_stride = lane.kvc_stride;
   a.gate = lane.gate;
@@ -381,6 +448,15 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   a.ape_f16 = lane.ape_type == gguf::GgufType::kF16;
   a.p0 = rows.p0;
   a.n = rows.n;
+  if (lane.mark >= 0) {
+    DS4_CHECK(lane.save_kv && lane.save_score && lane.log_kv && lane.log_score);
+    DS4_CHECK(rows.p0 >= lane.mark && rows.p0 + rows.n - lane.mark <= lane.log_rows);
+    a.save_kv = lane.save_kv;
+    a.save_score = lane.save_score;
+    a.log_kv = lane.log_kv;
+    a.log_score = lane.log_score;
+    a.mark = lane.mark;
+  }
   const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
   if (emitted > 0) {  // pooling reads the frontier as it was before the batch
     if (lane.ratio == kPoolRatio) {
@@ -399,6 +475,23 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   launch(lane_state_kernel, dim3((a.width + 127) / 128, state_rows), 128, 0, s, a);
   DS4_CUDA_CHECK_LAUNCH();
   return emitted;
+}
+
+void launch_lane_rewind(const CompressorLane& lane, int to, int end, cudaStream_t s) {
+  DS4_CHECK(lane.ratio == 4 || lane.ratio == 128);
+  DS4_CHECK(lane.mark >= 0 && lane.mark <= to && to <= end && end - lane.mark <= lane.log_rows);
+  if (to == end) return;
+  LaneArgs a = frontier_args(lane);
+  a.kvc = lane.log_kv;  // the logged rows are (kv, score) pairs already: no ape
+  a.kvc_stride = a.width;
+  a.gate = lane.log_score;
+  a.gate_stride = a.width;
+  a.p0 = lane.mark;
+  a.n = to - lane.mark;
+  a.save_kv = lane.save_kv;
+  a.save_score = lane.save_score;
+  launch(lane_rewind_kernel, dim3((a.width + 127) / 128), 128, 0, s, a, end);
+  DS4_CUDA_CHECK_LAUNCH();
 }
 
 void launch_indexer_query(float* iq, int64_t stride, int n_ih, const RopeArg& rope, RowSpan rows,

@@ -57,9 +57,25 @@ struct CompressorLane {
   gguf::GgufType ape_type = gguf::GgufType::kF32;
   const float* norm = nullptr;
   bool indexer_lane = false;
+  // Speculation: with mark >= 0 (the position the sequence was marked at, Backend::mark_sequence)
+  // the batch also logs each of its positions' (kv, score) frontier values into row q - mark of
+  // log_kv / log_score (log_rows rows of width floats) and saves the frontier rows it overwrites,
+  // as they were at the mark, into save_kv / save_score (the frontier's shape): what
+  // launch_lane_rewind needs.
+  int mark = -1;
+  int log_rows = 0;
+  float* save_kv = nullptr;
+  float* save_score = nullptr;
+  float* log_kv = nullptr;
+  float* log_score = nullptr;
 };
 int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
                       bool f16_rows, float* dst, cudaStream_t s);
+// The lane's frontier (st_kv / st_score) taken back to what it was after position to - 1, when
+// positions lane.mark .. end - 1 were stored since the mark (by batches that logged them, see
+// CompressorLane::mark): exactly the frontier of a sequence that never stored to .. end - 1.
+// Needs only the lane's frontier, mark, log and save fields.
+void launch_lane_rewind(const CompressorLane& lane, int to, int end, cudaStream_t s);
 
 // RoPE at each row's position and (qat) Hadamard + FP4 on each of the n_ih 128-wide indexer
 // query heads of every row (row t at iq + t * stride).

@@ -1,4 +1,6 @@
 // src/backend/cuda/kernels/dense.cu: the row-wise kernels and their launchers.
+#include <algorithm>
+
 #include "backend/cuda/check.h"
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/device_math.cuh"
@@ -295,6 +297,20 @@ void launch_hc_collapse(const float* x, const float* mix, int64_t rows, int n_hc
   if (rows == 0 || n_embd == 0) return;
   launch(hc_collapse_kernel, grid_rows(rows, n_embd), kThreads, 0, s, x, mix, rows, n_hc, n_embd,
          cur);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+__global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) {
+  kernel_begin();
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = a[i] + b[i];
+}
+
+void launch_add(const float* a, const float* b, int64_t n, float* y, cudaStream_t s) {
+  if (n == 0) return;
+  const int64_t ctas = std::min<int64_t>((n + kThreads - 1) / kThreads, 1024);
+  launch(add_kernel, dim3(static_cast<unsigned>(ctas)), kThreads, 0, s, a, b, n, y);
   DS4_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,0 +1,156 @@
+// tests/model/mtp_test.cpp: MTP speculative decoding on the CPU backend (model.md §8, issue 51):
+// Session::step_greedy (the MTP block's drafts after the greedy token, verified as one batch)
+// against plain greedy decoding, and the block's window kept up to date by every path that
+// appends (a prefill, a verification keeping several rows, one-token steps): the drafts after
+// the same tokens are the same whichever way the session got there.
+#include <gtest/gtest.h>
+
+#include "ds4/sampling.h"
+#include "model_test_util.h"
+
+namespace ds4::test {
+namespace {
+
+constexpr int kCtx = 512;
+constexpr int kChunk = 64;
+
+std::unique_ptr<Engine> open_with_mtp(const char* model) {
+  EngineOptions o;
+  o.model_path = model_path(model);
+  o.mtp_path = model_path("tiny-mtp");
+  auto e = Engine::open(o);
+  EXPECT_TRUE(e.is_ok()) << e.status().message();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+std::unique_ptr<Session> new_session(Engine& e) {
+  auto s = e.create_session({.n_ctx = kCtx, .prefill_chunk = kChunk});
+  EXPECT_TRUE(s.is_ok()) << s.status().message();
+  return s.is_ok() ? std::move(s).value() : nullptr;
+}
+
+class MtpTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    engine_ = open_with_mtp(GetParam());
+    ASSERT_NE(engine_, nullptr);
+    prompt_ = test_prompt(100, 7);  // over a prefill chunk, and 28 short of position 128
+  }
+  std::unique_ptr<Engine> engine_;
+  std::vector<TokenId> prompt_;
+};
+
+// Greedy decoding with drafts verified N at a time is plain greedy decoding, token for token and
+// (the CPU verifies exactly) state byte for byte.
+TEST_P(MtpTest, SpeculativeGreedyEqualsPlainGreedy) {
+  auto plain = new_session(*engine_);
+  ASSERT_TRUE(plain->append(prompt_).is_ok());
+  std::vector<TokenId> want;
+  for (int i = 0; i < 40; ++i) {
+    want.push_back(argmax(plain->logits()));
+    ASSERT_TRUE(plain->eval(want.back()).is_ok());
+  }
+  for (int drafts : {1, 2, 4}) {
+    SCOPED_TRACE(drafts);
+    auto s = new_session(*engine_);
+    ASSERT_TRUE(s->append(prompt_).is_ok());
+    ASSERT_TRUE(s->can_draft());
+    int steps = 0;
+    while (s->n_tokens() < plain->n_tokens()) {
+      auto n = s->step_greedy(drafts);
+      ASSERT_TRUE(n.is_ok()) << n.status().message();
+      ASSERT_GE(*n, 1);
+      ASSERT_LE(*n, drafts + 1);
+      ++steps;
+    }
+    std::vector<TokenId> got(s->tokens().begin() + prompt_.size(), s->tokens().end());
+    got.resize(want.size());
+    EXPECT_EQ(got, want);
+    if (s->n_tokens() == plain->n_tokens()) {
+      EXPECT_EQ(*s->save(), *plain->save());
+    }
+    std::printf("[mtp] %s, %d drafts: 40 tokens in %d steps\n", GetParam(), drafts, steps);
+  }
+}
+
+// The drafts depend only on the tokens seen: a session that got them from one prefill, one that
+// got them through verifications (several rows kept at once) and one-token evaluations, and one
+// that drafted in between, all draft the same tokens. Drafting changes nothing in the session.
+TEST_P(MtpTest, TheBlocksWindowFollowsEveryWayOfAppending) {
+  auto ref = new_session(*engine_);
+  ASSERT_TRUE(ref->append(prompt_).is_ok());
+  std::vector<TokenId> cont;
+  for (int i = 0; i < 12; ++i) {
+    cont.push_back(argmax(ref->logits()));
+    ASSERT_TRUE(ref->eval(cont.back()).is_ok());
+  }
+  auto verified = new_session(*engine_);
+  ASSERT_TRUE(verified->append(prompt_).is_ok());
+  auto first = verified->draft(3);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  EXPECT_EQ(*verified->draft(3), *first) << "drafting again gives the same drafts";
+  auto kept = verified->verify_greedy(std::span(cont).first(5));
+  ASSERT_TRUE(kept.is_ok());
+  ASSERT_EQ(*kept, 5);
+  for (size_t i = 5; i < 9; ++i) ASSERT_TRUE(verified->eval(cont[i]).is_ok());
+  kept = verified->verify_greedy(std::span(cont).subspan(9, 3));
+  ASSERT_TRUE(kept.is_ok());
+  ASSERT_EQ(*kept, 3);
+
+  std::vector<TokenId> all = prompt_;
+  all.insert(all.end(), cont.begin(), cont.end());
+  auto prefilled = new_session(*engine_);
+  ASSERT_TRUE(prefilled->append(all).is_ok());
+  const auto before = prefilled->save();
+  auto want = prefilled->draft(4);
+  ASSERT_TRUE(want.is_ok());
+  EXPECT_EQ(*prefilled->save(), *before) << "drafting changed the session";
+  EXPECT_EQ(*verified->draft(4), *want);
+  EXPECT_EQ(*ref->draft(4), *want);
+}
+
+// Without a draft state the speculative step is a plain one.
+TEST_P(MtpTest, ASessionLoadedFromASnapshotStepsWithoutDrafts) {
+  auto s = new_session(*engine_);
+  ASSERT_TRUE(s->append(prompt_).is_ok());
+  const auto bytes = s->save();
+  ASSERT_TRUE(bytes.is_ok());
+  auto loaded = new_session(*engine_);
+  ASSERT_TRUE(loaded->load(*bytes).is_ok());
+  EXPECT_FALSE(loaded->can_draft());
+  const auto refused = loaded->draft(2);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("has not seen"), std::string::npos);
+  const TokenId next = argmax(loaded->logits());
+  auto n = loaded->step_greedy(4);
+  ASSERT_TRUE(n.is_ok()) << n.status().message();
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(loaded->tokens().back(), next);
+  // A rewind to nothing and a new prompt give the block its whole context again.
+  ASSERT_TRUE(loaded->rewind(0).is_ok());
+  ASSERT_TRUE(loaded->append(prompt_).is_ok());
+  EXPECT_TRUE(loaded->can_draft());
+  EXPECT_EQ(*loaded->draft(2), *s->draft(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, MtpTest, ::testing::Values("tiny-f32", "tiny-q2"),
+                         [](const auto& p) {
+                           std::string n = p.param;
+                           for (char& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+TEST(MtpTest, WithoutAnMtpFileThereIsNothingToDraft) {
+  auto e = open_model("tiny-q2", false);
+  ASSERT_NE(e, nullptr);
+  auto s = new_session(*e);
+  ASSERT_TRUE(s->append(test_prompt(20, 3)).is_ok());
+  EXPECT_FALSE(s->can_draft());
+  EXPECT_NE(s->draft(1).status().message().find("no MTP file"), std::string::npos);
+  auto n = s->step_greedy(2);
+  ASSERT_TRUE(n.is_ok());
+  EXPECT_EQ(*n, 1);
+}
+
+}  // namespace
+}  // namespace ds4::test
