@@ -23,21 +23,21 @@ backend::BackendKind to_backend(BackendKind k) {
 
 }  // namespace
 
-backend::Act Engine::Impl::mtp_in_view(int64_t rows) {
-  const int64_t width = int64_t{shape.n_hc} * shape.n_embd;
-  if (rows > mtp_in_rows) {
-    mtp_in = backend->alloc(rows * width);
-    mtp_in_rows = rows;
+backend::Act Engine::Impl::grown_view(std::unique_ptr<backend::Buffer>& buffer, int64_t& capacity,
+                                      int64_t rows, int64_t cols) {
+  if (rows > capacity) {
+    buffer = backend->alloc(rows * cols);
+    capacity = rows;
   }
-  return mtp_in->view(rows, width);
+  return buffer->view(rows, cols);
+}
+
+backend::Act Engine::Impl::mtp_in_view(int64_t rows) {
+  return grown_view(mtp_in, mtp_in_rows, rows, int64_t{shape.n_hc} * shape.n_embd);
 }
 
 backend::Act Engine::Impl::logits_view(int64_t rows) {
-  if (rows > logits_rows) {
-    logits = backend->alloc(rows * shape.n_vocab);
-    logits_rows = rows;
-  }
-  return logits->view(rows, shape.n_vocab);
+  return grown_view(logits, logits_rows, rows, shape.n_vocab);
 }
 
 namespace {

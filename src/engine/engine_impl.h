@@ -49,6 +49,9 @@ struct Engine::Impl {
 
   backend::Act logits_view(int64_t rows);
   backend::Act mtp_in_view(int64_t rows);
+  // `rows` x `cols` of `buffer`, reallocated (contents not kept) when it holds fewer rows.
+  backend::Act grown_view(std::unique_ptr<backend::Buffer>& buffer, int64_t& capacity, int64_t rows,
+                          int64_t cols);
 };
 
 }  // namespace ds4

@@ -34,7 +34,7 @@ void Session::Impl::mtp_advance(int c0, int c) {
 
 Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
   Engine::Impl& e = *engine;
-  if (!mtp.live || !mtp.has_pending || logits.empty()) {
+  if (!mtp_ready()) {
     return Status::unavailable(
         "%s", e.mtp ? "the MTP block has not seen this session's context (a snapshot was loaded or "
                       "a batched step ran since it began)"
@@ -78,10 +78,7 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
 
 Result<std::vector<TokenId>> Session::draft(int n) { return impl_->mtp_draft(n); }
 
-bool Session::can_draft() const {
-  const Impl& s = *impl_;
-  return s.mtp.live && s.mtp.has_pending && !s.logits.empty();
-}
+bool Session::can_draft() const { return impl_->mtp_ready(); }
 
 Result<int> Session::step_greedy(int max_drafts) {
   Impl& s = *impl_;

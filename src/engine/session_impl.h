@@ -42,6 +42,8 @@ struct Session::Impl {
   // After a pass of the main model over positions [c0, c0 + c) (Forward::hidden rows 0..c-1):
   // runs the MTP rows this completes and keeps the last position's as the pending one.
   void mtp_advance(int c0, int c);
+  // Session::can_draft.
+  bool mtp_ready() const { return mtp.live && mtp.has_pending && !logits.empty(); }
   Result<std::vector<TokenId>> mtp_draft(int n);
 };
 
