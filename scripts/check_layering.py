@@ -23,16 +23,17 @@ DEPS = {
     "tools": ["model", "tokenizer", "quant"],  # tools/ (synth, convert, split): offline, never linked by the engine
     "engine": ["model", "kv", "backend", "tokenizer", "sampling", "chat"],
     "gen": ["chat", "sampling"],
-    "serve": ["engine", "chat", "gen"],
+    "decode": ["engine", "gen", "sampling"],  # a request's decode loop: a session + the generation core
+    "serve": ["engine", "chat", "gen", "decode"],
     "api": ["serve"],
     "http": ["api"],
-    "agent": ["engine", "chat", "gen", "base"],  # tools, prompt and turn loop; never serve
+    "agent": ["engine", "chat", "gen", "decode", "base"],  # tools, prompt and turn loop; never serve
     "tui": ["base"],  # ds4-agent's terminal UI: keys, line editor, footer text, screen
     "dist": ["base"],  # distributed inference: wire, routes, ZeroMQ data plane (engine: include/ds4)
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "tui", "dist"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "decode", "tui", "dist"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):

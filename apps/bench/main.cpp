@@ -109,13 +109,13 @@ ds4::Status replay_probe(ds4::Session& s, const std::vector<ds4::TokenId>& probe
 // the drafts' acceptance meaningless; the rate and the time per step are what it measures, and
 // the tokens must be the probe's.
 ds4::Status mtp_decode(ds4::Session& m, const std::vector<ds4::TokenId>& tokens, int f,
-                       const std::vector<ds4::TokenId>& probe, int drafts) {
+                       const std::vector<ds4::TokenId>& probe, int drafts, float margin) {
   DS4_TRY(m.sync(std::span(tokens).first(static_cast<size_t>(f))).status());
   const auto t0 = std::chrono::steady_clock::now();
   const size_t end = static_cast<size_t>(f) + probe.size();
   int steps = 0, kept = 0;
   while (static_cast<size_t>(m.n_tokens()) < end) {
-    DS4_ASSIGN_OR_RETURN(int n, m.step_greedy(drafts));
+    DS4_ASSIGN_OR_RETURN(int n, m.step_greedy(drafts, margin));
     ++steps;
     kept += n - 1;
   }
@@ -258,7 +258,7 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, ds4::Session* mtp,
       }
     }
     if (mtp != nullptr) {
-      if (const ds4::Status ms = mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft); !ms.is_ok()) {
+      if (const ds4::Status ms = mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft, o.run.mtp_margin); !ms.is_ok()) {
         return run_error("MTP decode at " + std::to_string(f), ms);
       }
     }

@@ -86,8 +86,8 @@ const char* to_string(StopReason r) {
 }
 
 Result<TurnStats> generate(Session& s, const Tokenizer& tok, std::span<const TokenId> prompt,
-                           int max_tokens, const SamplingParams& sampling, Rng& rng,
-                           TextSink& sink) {
+                           int max_tokens, const SamplingParams& sampling,
+                           const decode::Drafting& drafting, Rng& rng, TextSink& sink) {
   TurnStats t;
   t.prompt_tokens = static_cast<int>(prompt.size());
   auto t0 = std::chrono::steady_clock::now();
@@ -102,26 +102,21 @@ Result<TurnStats> generate(Session& s, const Tokenizer& tok, std::span<const Tok
   // The server's generation core: the CLI parses no tool calls and has no stop strings, so only
   // EOS ends the output before the limit.
   gen::Generation g(tok, gen::OutputSpec{.thinking = sink.thinking()});
+  decode::Decoder d(s, g, sampling, rng, limit, drafting);
   std::vector<gen::Event> events;
-  for (int i = 0; i < limit; ++i) {
+  while (!d.done()) {
     if (interrupt_flag().exchange(false)) {
       t.stop = StopReason::kInterrupt;
       break;
     }
-    const gen::Generation::Draw d = g.draw(sampling, limit - i);
-    const TokenId sampled = d.forced ? *d.forced : s.sample(d.params, rng);
     events.clear();
-    const gen::Generation::Taken taken = g.take(d, sampled, &events);
-    t.tokens.push_back(taken.id);
+    DS4_TRY(d.advance(&t.tokens, &events));
     sink.show(events);
-    if (taken.end) {
-      t.stop = StopReason::kEos;
-      break;
-    }
-    DS4_TRY(s.eval(taken.id));
   }
+  if (d.end()) t.stop = StopReason::kEos;
   t.gen_seconds = seconds_since(t0);
   t.generated = static_cast<int>(t.tokens.size());
+  t.acceptance = d.acceptance();
   events.clear();
   g.finish(&events);
   sink.show(events);
@@ -137,6 +132,10 @@ void print_timing(const TurnStats& t) {
                "ds4: prompt %d tokens (%d evaluated), prefill %.2f t/s; generated %d tokens, "
                "%.2f t/s (stop: %s)\n",
                t.prompt_tokens, t.evaluated, pf, t.generated, gen, to_string(t.stop));
+  if (t.acceptance.steps > 0) {
+    std::fprintf(stderr, "ds4: mtp: %d of %d drafts kept in %d verification steps\n",
+                 t.acceptance.accepted, t.acceptance.drafted, t.acceptance.steps);
+  }
 }
 
 void trace_turn(const std::string& path, int turn, const TurnStats& t) {
@@ -145,7 +144,9 @@ void trace_turn(const std::string& path, int turn, const TurnStats& t) {
   f << "{\"turn\":" << turn << ",\"prompt_tokens\":" << t.prompt_tokens
     << ",\"evaluated\":" << t.evaluated << ",\"generated\":" << t.generated
     << ",\"prefill_s\":" << t.prefill_seconds << ",\"gen_s\":" << t.gen_seconds << ",\"stop\":\""
-    << to_string(t.stop) << "\",\"tokens\":[";
+    << to_string(t.stop) << "\",\"mtp_steps\":" << t.acceptance.steps
+    << ",\"mtp_drafted\":" << t.acceptance.drafted << ",\"mtp_accepted\":" << t.acceptance.accepted
+    << ",\"tokens\":[";
   for (size_t i = 0; i < t.tokens.size(); ++i) f << (i ? "," : "") << t.tokens[i];
   f << "],\"text\":" << json_bytes_string(t.text) << "}\n";
 }

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
                                    app_opts::kSampling | app_opts::kChatTemplate |
-                                   app_opts::kThink);
+                                   app_opts::kThink | app_opts::kMtp);
   auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text: generate once and exit");
   auto* pf_opt = app.add_option("--prompt-file", prompt_file, "read the prompt from a file");
   p_opt->excludes(pf_opt);
@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
   ds4::cli::TextSink sink(
       ds4::chat::effective_think_mode(o.run.think, o.run.ctx) != ds4::chat::ThinkMode::kNone,
       stdout);
-  auto r =
-      ds4::cli::generate(**session, *tok, *prompt_tokens, o.n_predict, o.run.sampling, rng, sink);
+  auto r = ds4::cli::generate(**session, *tok, *prompt_tokens, o.n_predict, o.run.sampling,
+                              ds4::app::drafting(o.run), rng, sink);
   if (!r.is_ok()) {
     std::fprintf(stderr, "ds4: %s\n", r.status().message().c_str());
     return 1;

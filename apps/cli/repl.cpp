@@ -65,7 +65,8 @@ class Conversation {
     tok_.encode_append(std::string_view(full).substr(head.size()), SpecialTokens::kRecognize,
                        &transcript_);
     TextSink sink(mode() != chat::ThinkMode::kNone, stdout);
-    auto r = generate(*session_, tok_, transcript_, o_.n_predict, o_.run.sampling, rng, sink);
+    auto r = generate(*session_, tok_, transcript_, o_.n_predict, o_.run.sampling,
+                      app::drafting(o_.run), rng, sink);
     if (!r.is_ok()) {
       transcript_.resize(before);
       return r.status();

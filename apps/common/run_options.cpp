@@ -46,11 +46,17 @@ RunFlags::RunFlags(CLI::App& app, RunOptions& o, unsigned which, const std::stri
   }
   if (which & kMtp) {
     app.add_option("--mtp", o.mtp,
-                   "MTP draft GGUF: greedy decoding drafts with it and verifies the drafts in one "
-                   "batch (the same tokens, faster when the drafts are right)")
+                   "MTP draft GGUF: decoding drafts the next tokens with it and verifies them in "
+                   "one batch (greedy: the same tokens; sampled: the same distribution; faster "
+                   "when the drafts are right)")
         ->check(CLI::ExistingFile);
     app.add_option("--mtp-draft", o.mtp_draft, "tokens drafted per step with --mtp")
         ->check(CLI::Range(1, 4))
+        ->capture_default_str();
+    app.add_option("--mtp-margin", o.mtp_margin,
+                   "with --mtp, stop drafting before a draft whose logit leads the MTP block's "
+                   "second choice by less than this (0: draft --mtp-draft tokens every step)")
+        ->check(CLI::Range(0.0, 100.0))
         ->capture_default_str();
   }
   if (which & kChatTemplate) {
@@ -97,6 +103,11 @@ EngineOptions engine_options(const RunOptions& o) {
   eo.threads = o.threads;
   eo.mtp_path = o.mtp;
   return eo;
+}
+
+decode::Drafting drafting(const RunOptions& o) {
+  return decode::Drafting{
+      .drafts = o.mtp.empty() ? 0 : o.mtp_draft, .margin = o.mtp_margin, .source = {}};
 }
 
 SessionOptions session_options(const RunOptions& o) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/decoder.h"
 #include "ds4/chat.h"
 #include "ds4/engine.h"
 #include "ds4/sampling.h"
@@ -28,8 +29,9 @@ struct RunOptions {
       .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
   chat::Template chat_template = chat::Template::kOfficial;
   chat::ThinkMode think = chat::ThinkMode::kHigh;
-  std::string mtp;    // the MTP draft file (empty: none)
-  int mtp_draft = 2;  // tokens the MTP block drafts per greedy step
+  std::string mtp;          // the MTP draft file (empty: none)
+  int mtp_draft = 2;        // tokens the MTP block drafts per step
+  float mtp_margin = 3.0f;  // drafting stops before a draft led by fewer logits (0: never)
 };
 
 // The options a program takes (a bit set).
@@ -42,7 +44,7 @@ enum RunOption : unsigned {
   kSampling = 1u << 5,      // --temp, --top-k, --top-p, --min-p, --seed
   kChatTemplate = 1u << 6,  // --chat-template
   kThink = 1u << 7,         // --think, --nothink, --think-max
-  kMtp = 1u << 8,           // --mtp, --mtp-draft
+  kMtp = 1u << 8,           // --mtp, --mtp-draft, --mtp-margin
   kEngine = kModel | kBackend | kThreads,
 };
 
@@ -73,5 +75,7 @@ EngineOptions engine_options(const RunOptions& o);
 // --system: CLI11 has no single-dash long options, and ds4 and ds4-agent accept that short form.
 std::vector<std::string> args_for_parse(int argc, char** argv);
 SessionOptions session_options(const RunOptions& o);
+// The decode loop's drafting the MTP options imply (none without --mtp).
+decode::Drafting drafting(const RunOptions& o);
 
 }  // namespace ds4::app

@@ -85,7 +85,8 @@ class LayerTail {
 struct EngineOptions {
   std::string model_path = "ds4flash.gguf";
   // The MTP draft file (model.md §2.4; issue 51), validated like the model file and against its
-  // shape; empty: none. Drafting from it is the next step of issue 51: today it is only checked.
+  // shape; empty: none. Sessions then keep the block's window (every append, verification and
+  // batched step runs its rows) and can draft (Session::draft, step_greedy).
   std::string mtp_path;
   // Only these layers' tensors are bound (the rest of the mapped file is never read). A slice
   // other than the whole model runs on the CPU backend only so far.

@@ -42,6 +42,16 @@ TokenId argmax(std::span<const float> logits);
 // Draws a token. Consumes exactly one uniform from `rng` unless the draw is greedy.
 TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng& rng);
 
+// Speculative sampling with a drafted token (issue 51; model.md §8): a draw from exactly the
+// distribution sample() draws from, made so that it returns `draft` as often as possible -- the
+// draft with its probability p under `params`, otherwise a token drawn from the distribution
+// without the draft (renormalised). Each token t != draft thus comes out with probability
+// (1 - p) * q(t) / (1 - p) = q(t): the output is the target's distribution whatever the drafts
+// are. Greedy params: argmax. Consumes one uniform, two when the draft is refused (so a seed gives
+// other tokens than sample() gives, from the same distribution).
+TokenId sample_draft(std::span<const float> logits, const SamplingParams& params, TokenId draft,
+                     Rng& rng);
+
 struct TokenLogprob {
   TokenId id;
   float logprob;

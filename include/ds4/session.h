@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,18 +62,31 @@ class Session {
   // The result equals decoding the kept tokens one by one, bit for bit. Errors: a backend that
   // cannot take rows back, invalid tokens or a full context (nothing changed), a slice engine.
   Result<int> verify_greedy(std::span<const TokenId> drafts);
+  // Whether run[k] stays, given the logits after run[k - 1] (verify calls it for k = 1, 2, ...
+  // in order and stops at the first false).
+  using DraftAccept = std::function<bool(int k, std::span<const float> logits)>;
+  // Speculative decoding with any acceptance rule: evaluates `run` as one batch -- run[0] the
+  // token already chosen from the current logits, run[1..] drafts -- and appends run[0] and each
+  // later token while `accept` keeps it; the rest is taken back exactly, and the logits are those
+  // after the last kept token. Returns how many it kept (at least 1). The result equals
+  // evaluating the kept tokens one by one (within the batch tolerance on CUDA; bit for bit on the
+  // CPU). Errors as verify_greedy (nothing changed), and no logits yet.
+  Result<int> verify(std::span<const TokenId> run, const DraftAccept& accept);
   // MTP speculative decoding, greedy (EngineOptions::mtp_path; model.md §8): the greedy token of
-  // the current logits, then up to `max_drafts` tokens drafted after it by the MTP block, all
-  // verified as one batch (verify_greedy). Returns how many tokens it appended (at least the
-  // greedy one); the result equals greedy decoding one token at a time. Without a draft state
-  // (can_draft() false) it appends the greedy token alone.
-  Result<int> step_greedy(int max_drafts);
-  // The MTP block's drafts after the current greedy token (what step_greedy verifies); the
-  // session's tokens and state do not change. Errors: no draft state, n outside [1, 16].
-  Result<std::vector<TokenId>> draft(int n);
-  // Whether the MTP block can draft here: an MTP file is loaded and the block has seen every
-  // position since the session began (append, eval, sync, rewind and step_greedy keep it up to
-  // date; a snapshot load or a batched Engine::step leaves it behind until the session is reset).
+  // the current logits, then up to `max_drafts` tokens drafted after it by the MTP block (see
+  // draft() for `margin`), all verified as one batch (verify_greedy). Returns how many tokens it
+  // appended (at least the greedy one); the result equals greedy decoding one token at a time.
+  // Without a draft state (can_draft() false) it appends the greedy token alone.
+  Result<int> step_greedy(int max_drafts, float margin = 0.0f);
+  // The MTP block's drafts of the tokens after `next` (the token the caller appends next), at
+  // most `n`; drafting stops before a draft whose lead over the block's second choice is under
+  // `margin` logits (0: never). The session's tokens and state do not change. Errors: no draft
+  // state, n outside [1, 16], `next` out of range.
+  Result<std::vector<TokenId>> draft(TokenId next, int n, float margin = 0.0f);
+  // Whether the MTP block can draft here: an MTP file is loaded and the block's window holds the
+  // positions a draft reads (append, eval, sync, rewind, verification and Engine::step keep it up
+  // to date; after a snapshot load it starts again with the next tokens and is full n_swa - 1
+  // positions later).
   bool can_draft() const;
   // A layer slice's append (an engine whose EngineOptions::layers is not the whole model: the
   // calls above refuse it): `tokens` as append() takes them, their hidden state from the slice

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -46,6 +47,11 @@ struct Engine::Impl {
   // Engine::step scratch (grown, never shrunk, so a warm decode step does not allocate).
   std::vector<backend::RowTag> step_rows;
   std::vector<int> step_logit_rows;
+  // The step's sessions in row order, with the rows each appended.
+  std::vector<std::pair<Session::Impl*, int>> step_sessions;
+  std::vector<backend::RowTag> mtp_tags;
+  // After a step's forward: the MTP rows it completes (`rows` in all), in one pass of the block.
+  void advance_mtp(int rows);
 
   backend::Act logits_view(int64_t rows);
   backend::Act mtp_in_view(int64_t rows);

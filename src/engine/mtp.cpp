@@ -10,29 +10,73 @@
 #include "engine/session_impl.h"
 
 namespace ds4 {
+namespace {
 
-void Session::Impl::mtp_advance(int c0, int c) {
-  if (!mtp.live || c <= 0) return;
+// How far the logit of `best` (the row's argmax) leads the next best finite logit.
+float lead(std::span<const float> logits, TokenId best) {
+  float second = kNegInf;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (static_cast<TokenId>(i) != best && logits[i] > second) second = logits[i];
+  }
+  return logits[size_t(best)] - second;
+}
+
+}  // namespace
+
+int Session::Impl::mtp_rows(int c) const {
+  if (mtp.seq < 0 || c <= 0) return 0;
+  return mtp.live && mtp.has_pending ? c : c - 1;
+}
+
+void Session::Impl::mtp_collect(int c0, int c, int r0, backend::Act in,
+                                std::vector<backend::RowTag>* tags) {
+  if (mtp.seq < 0 || c <= 0) return;
   Engine::Impl& e = *engine;
+  if (!mtp.live) {
+    // Start the window again at c0: an empty window whose next row is position c0.
+    std::vector<backend::LayerState> empty(1);
+    empty[0].n_tokens = c0;
+    if (!e.backend->import_sequence(mtp.seq, empty).is_ok()) return;
+    mtp.live = true;
+    mtp.has_pending = false;
+    mtp.fresh_from = c0;
+  }
   const model::MtpWeights& m = *e.mtp;
   model::Forward& f = *e.forward;
   const int64_t width = int64_t{e.shape.n_hc} * e.shape.n_embd;
-  const int first = mtp.has_pending ? c0 - 1 : c0;  // the first position completed now
-  const int n = c0 + c - 1 - first;
-  const backend::Act in = e.mtp_in_view(n);
+  const int at = static_cast<int>(tags->size());
+  const int n = mtp_rows(c);
+  const int first = c0 + c - 1 - n;  // the first position completed now
   const backend::Act pending = mtp.pending->view(1, width);
-  if (mtp.has_pending) e.backend->copy(pending, backend::Act{in.data, 1, width});
-  if (c > 1)
-    f.mtp_normalise(m, f.hidden(0, c - 1), backend::Act{in.row(n - (c - 1)), c - 1, width});
-  f.mtp_normalise(m, f.hidden(c - 1, 1), pending);
+  if (mtp.has_pending) e.backend->copy(pending, backend::Act{in.row(at), 1, width});
+  if (c > 1) {
+    f.mtp_normalise(m, f.hidden(r0, c - 1), backend::Act{in.row(at + n - (c - 1)), c - 1, width});
+  }
+  f.mtp_normalise(m, f.hidden(r0 + c - 1, 1), pending);
   mtp.has_pending = true;
-  if (n == 0) return;
-  std::vector<backend::RowTag> rows;
-  for (int p = first; p < first + n; ++p) rows.push_back({mtp.seq, p, tokens[size_t(p) + 1]});
-  f.run_mtp(m, rows, in, {}, {});
+  for (int p = first; p < first + n; ++p) tags->push_back({mtp.seq, p, tokens[size_t(p) + 1]});
 }
 
-Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
+void Session::Impl::mtp_advance(int c0, int c) {
+  const int n = mtp_rows(c);
+  if (mtp.seq < 0 || c <= 0) return;
+  Engine::Impl& e = *engine;
+  std::vector<backend::RowTag> tags;
+  const backend::Act in = e.mtp_in_view(std::max(n, 1));
+  mtp_collect(c0, c, 0, in, &tags);
+  if (!tags.empty()) {
+    e.forward->run_mtp(*e.mtp, tags, backend::Act{in.data, int64_t(tags.size()), in.cols}, {}, {});
+  }
+}
+
+bool Session::Impl::mtp_ready() const {
+  if (!mtp.live || !mtp.has_pending || logits.empty()) return false;
+  // The draft's row attends to the n_swa - 1 positions before the pending one.
+  const int pending = static_cast<int>(tokens.size()) - 1;
+  return mtp.fresh_from == 0 || pending - mtp.fresh_from >= engine->shape.n_swa - 1;
+}
+
+Result<std::vector<TokenId>> Session::Impl::mtp_draft(TokenId next, int n, float margin) {
   Engine::Impl& e = *engine;
   if (!mtp_ready()) {
     return Status::unavailable(
@@ -41,6 +85,7 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
                     : "no MTP file is loaded");
   }
   if (n < 1 || n > 16) return Status::invalid_argument("%d drafts is outside [1, 16]", n);
+  DS4_TRY(check_tokens(std::span(&next, 1), tokens.size()));
   const model::MtpWeights& m = *e.mtp;
   model::Forward& f = *e.forward;
   const int64_t width = int64_t{e.shape.n_hc} * e.shape.n_embd;
@@ -55,13 +100,14 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
   e.backend->copy(mtp.pending->view(1, width), in);
   const backend::Act out = e.logits_view(1);
   std::vector<float> host(static_cast<size_t>(n_vocab));
-  TokenId token = argmax(logits);
+  TokenId token = next;
   const int want = 0;
   for (int k = 0; k < n; ++k) {
     const backend::RowTag row{mtp.seq, first + k, token};
     f.run_mtp(m, std::span(&row, 1), in, std::span(&want, 1), out);
     e.backend->download(out, host.data());
     token = argmax(host);
+    if (margin > 0.0f && lead(host, token) < margin) break;  // too unsure to be worth verifying
     drafts.push_back(token);
     // The next draft reads the block's own output state, as the recursion of model.md §8.3.
     if (k + 1 < n) f.mtp_normalise(m, f.hidden(0, 1), in);
@@ -76,17 +122,20 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(int n) {
   return drafts;
 }
 
-Result<std::vector<TokenId>> Session::draft(int n) { return impl_->mtp_draft(n); }
+Result<std::vector<TokenId>> Session::draft(TokenId next, int n, float margin) {
+  return impl_->mtp_draft(next, n, margin);
+}
 
 bool Session::can_draft() const { return impl_->mtp_ready(); }
 
-Result<int> Session::step_greedy(int max_drafts) {
+Result<int> Session::step_greedy(int max_drafts, float margin) {
   Impl& s = *impl_;
   DS4_TRY(s.whole_model());
   if (s.logits.empty()) return Status::unavailable("no logits yet: append tokens first");
   std::vector<TokenId> run{argmax(s.logits)};
   if (max_drafts > 0 && can_draft()) {
-    DS4_ASSIGN_OR_RETURN(std::vector<TokenId> drafts, s.mtp_draft(std::min(max_drafts, 16)));
+    DS4_ASSIGN_OR_RETURN(std::vector<TokenId> drafts,
+                         s.mtp_draft(run[0], std::min(max_drafts, 16), margin));
     run.insert(run.end(), drafts.begin(), drafts.end());
   }
   if (run.size() == 1) {

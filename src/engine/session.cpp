@@ -31,6 +31,7 @@ void Session::Impl::reset() {
     engine->backend->reset_sequence(mtp.seq);
     mtp.live = true;
     mtp.has_pending = false;
+    mtp.fresh_from = 0;
   }
   tokens.clear();
   logits.clear();
@@ -308,7 +309,7 @@ Status Session::load(std::span<const uint8_t> payload) {
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
   DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
   DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
-  // The MTP block's window is not in a snapshot: it has not seen the loaded context.
+  // The MTP block's window is not in a snapshot: it starts again after the loaded context.
   s.mtp.live = false;
   if (!s.engine->whole_model()) {
     // The later layers go to the tail's processes, a shard each.

@@ -23,7 +23,12 @@ struct Session::Impl {
     int seq = -1;  // the block's raw window (a backend sequence of one layer); -1: no MTP file
     std::unique_ptr<backend::Buffer> pending;  // RMSNorm(hidden, hnorm) of the last position
     bool has_pending = false;
-    bool live = false;  // the window holds every position before the pending one
+    // The window holds every position from `fresh_from` to the one before the pending one; false
+    // (a snapshot was loaded): the next pass of the main model starts it again at its first
+    // position. The block attends to its last n_swa rows only, and a row's stored kv depends on
+    // that position alone, so n_swa - 1 positions after a restart its drafts are exact again.
+    bool live = false;
+    int fresh_from = 0;
   } mtp;
 
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
@@ -39,12 +44,18 @@ struct Session::Impl {
   // Session::save of a tail engine: the tail's layers into `snap`.
   Status gather_tail_layers(kv::Snapshot* snap) const;
   void reset();
-  // After a pass of the main model over positions [c0, c0 + c) (Forward::hidden rows 0..c-1):
-  // runs the MTP rows this completes and keeps the last position's as the pending one.
+  // The MTP rows that a pass of the main model over c more positions completes (0 without MTP).
+  int mtp_rows(int c) const;
+  // After a pass of the main model over positions [c0, c0 + c) (the tokens appended already),
+  // whose hidden states are the pass's rows [r0, r0 + c): writes the block's input rows this
+  // completes at the next mtp_rows(c) rows of `in` (from row tags->size()), their tags to `tags`,
+  // and keeps the last position's as the pending one. The caller then runs them (Forward::run_mtp).
+  void mtp_collect(int c0, int c, int r0, backend::Act in, std::vector<backend::RowTag>* tags);
+  // mtp_collect and the run, for a pass of this session alone (the hidden states from row 0).
   void mtp_advance(int c0, int c);
   // Session::can_draft.
-  bool mtp_ready() const { return mtp.live && mtp.has_pending && !logits.empty(); }
-  Result<std::vector<TokenId>> mtp_draft(int n);
+  bool mtp_ready() const;
+  Result<std::vector<TokenId>> mtp_draft(TokenId next, int n, float margin);
 };
 
 }  // namespace ds4

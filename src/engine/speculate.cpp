@@ -1,4 +1,4 @@
-// src/engine/speculate.cpp: Session::verify_greedy -- drafted tokens checked in one batch, the
+// src/engine/speculate.cpp: Session::verify -- drafted tokens checked in one batch, the
 // rejected ones taken back exactly (the backend's mark / rewind), for speculative decoding
 // (model.md §8, issue 51).
 #include "ds4/sampling.h"
@@ -7,11 +7,24 @@
 namespace ds4 {
 
 Result<int> Session::verify_greedy(std::span<const TokenId> drafts) {
+  if (drafts.empty() || impl_->logits.empty()) return 0;
+  if (drafts[0] != argmax(impl_->logits)) {  // the first draft is not what greedy decodes
+    DS4_TRY(impl_->whole_model());
+    DS4_TRY(impl_->check_tokens(drafts, impl_->tokens.size()));
+    return 0;
+  }
+  return verify(drafts, [&drafts](int k, std::span<const float> logits) {
+    return drafts[size_t(k)] == argmax(logits);
+  });
+}
+
+Result<int> Session::verify(std::span<const TokenId> run, const DraftAccept& accept) {
   Impl& s = *impl_;
   DS4_TRY(s.whole_model());
-  if (drafts.empty() || s.logits.empty()) return 0;
-  DS4_TRY(s.check_tokens(drafts, s.tokens.size()));
-  if (drafts[0] != argmax(s.logits)) return 0;  // the first draft is not what greedy decodes
+  if (s.logits.empty()) return Status::unavailable("no logits yet: append tokens first");
+  if (run.empty()) return 0;
+  DS4_TRY(s.check_tokens(run, s.tokens.size()));
+  const std::span<const TokenId> drafts = run;
   Engine::Impl& e = *s.engine;
   const int n = static_cast<int>(drafts.size());
   const auto pos0 = static_cast<int32_t>(s.tokens.size());
@@ -31,9 +44,9 @@ Result<int> Session::verify_greedy(std::span<const TokenId> drafts) {
   const auto logits_after = [&](int k) {
     return std::span<const float>(all).subspan(static_cast<size_t>(k) * n_vocab, n_vocab);
   };
-  // drafts[k] is kept while it is what greedy decoding takes after drafts[k - 1].
+  // run[k] is kept while the caller accepts it after run[k - 1].
   int kept = 1;
-  while (kept < n && drafts[kept] == argmax(logits_after(kept - 1))) ++kept;
+  while (kept < n && accept(kept, logits_after(kept - 1))) ++kept;
   const Status back = e.backend->rewind_sequence(s.seq, pos0 + kept);
   e.backend->settle_sequence(s.seq);
   if (!back.is_ok()) {

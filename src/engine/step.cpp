@@ -87,15 +87,34 @@ Status Engine::step(std::span<StepEntry> entries) {
 
   const int n_vocab = e.shape.n_vocab;
   int64_t k = 0;
+  int mtp_rows = 0;
+  e.step_sessions.clear();
   for (const StepEntry& en : entries) {
     if (!en.status.is_ok() || en.tokens.empty()) continue;
     Session::Impl& s = *impl_of(en);
     s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
-    s.mtp.live = false;  // the MTP block did not see these rows (Session::can_draft)
     s.logits.resize(static_cast<size_t>(n_vocab));
     e.backend->download(backend::Act{out.row(k++), 1, n_vocab}, s.logits.data());
+    e.step_sessions.push_back({&s, static_cast<int>(en.tokens.size())});
+    mtp_rows += s.mtp_rows(static_cast<int>(en.tokens.size()));
   }
+  if (e.mtp) e.advance_mtp(mtp_rows);
   return Status::ok();
+}
+
+// The MTP block's rows that the step completes, every session's in one pass of the block (the
+// step's hidden states are still the forward's).
+void Engine::Impl::advance_mtp(int rows) {
+  const backend::Act in = mtp_in_view(std::max(rows, 1));
+  mtp_tags.clear();
+  int r0 = 0;
+  for (const auto& [s, c] : step_sessions) {
+    s->mtp_collect(static_cast<int>(s->tokens.size()) - c, c, r0, in, &mtp_tags);
+    r0 += c;
+  }
+  if (mtp_tags.empty()) return;
+  forward->run_mtp(*mtp, mtp_tags, backend::Act{in.data, int64_t(mtp_tags.size()), in.cols}, {},
+                   {});
 }
 
 }  // namespace ds4

@@ -17,8 +17,30 @@ struct Cand {
   float logit;
 };
 
-// Truncate the sorted candidates by min_p then top_p and draw one (model.md §7, top-k path).
-TokenId draw_sorted(const std::vector<Cand>& c, float t, float top_p, float min_p, Rng& rng) {
+// The distribution a draw picks from: candidate tokens with unnormalised weights, in the order
+// the draw walks them, and the token taken when rounding leaves the walk without a pick.
+struct Weighted {
+  TokenId id;
+  float w;
+};
+struct Weights {
+  std::vector<Weighted> kept;
+  float sum = 0.0f;
+  TokenId fallback = 0;
+};
+
+// One uniform scaled to the weights' sum, walked down the candidates.
+TokenId draw(const Weights& d, Rng& rng) {
+  float r = rng.uniform() * d.sum;
+  for (const Weighted& c : d.kept) {
+    r -= c.w;
+    if (r <= 0.0f) return c.id;
+  }
+  return d.fallback;
+}
+
+// Truncate the sorted candidates by min_p then top_p (model.md §7, top-k path).
+Weights sorted_weights(const std::vector<Cand>& c, float t, float top_p, float min_p) {
   std::vector<float> p(c.size());
   float s = 0.0f;
   for (size_t i = 0; i < c.size(); ++i) {
@@ -26,20 +48,15 @@ TokenId draw_sorted(const std::vector<Cand>& c, float t, float top_p, float min_
     s += p[i];
   }
   const float min_prob = (p[0] / s) * min_p;
-  float kept_sum = 0.0f;
-  size_t kept = 0;
+  Weights d;
   for (size_t i = 0; i < c.size(); ++i) {
     if (i > 0 && p[i] / s < min_prob) break;
-    kept_sum += p[i];
-    ++kept;
-    if (kept_sum / s >= top_p) break;
+    d.sum += p[i];
+    d.kept.push_back({c[i].id, p[i]});
+    if (d.sum / s >= top_p) break;
   }
-  float r = rng.uniform() * kept_sum;
-  for (size_t i = 0; i < kept; ++i) {
-    r -= p[i];
-    if (r <= 0.0f) return c[i].id;
-  }
-  return c[kept - 1].id;
+  d.fallback = d.kept.back().id;
+  return d;
 }
 
 // The largest finite logit, and argmax's token (the first largest value, NaN skipped), in one
@@ -60,14 +77,15 @@ struct Extremes {
   return {hi, best};
 }
 
-TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, Rng& rng) {
+Weights full_vocab_weights(std::span<const float> logits, float t, float min_p) {
   // One pass for the extremes, one for the weights; the draw then walks only the tokens of
   // nonzero weight, in id order, as a walk over the whole vocabulary would (the server pays this
   // per decoded row).
   const Extremes ex = extremes(logits);
   const float max = ex.max;
-  const TokenId best = ex.argmax;
-  if (max <= kNegInf) return best;
+  Weights d;
+  d.fallback = ex.argmax;
+  if (max <= kNegInf) return d;  // no candidate: the draw gives argmax
   // Below `cut` a token's weight is under min_p whatever exp's rounding (exp(cut) is 1% under
   // min_p), so its exponential is skipped: with the default min_p almost every token's is. The
   // weights are the same.
@@ -79,30 +97,43 @@ TokenId sample_full_vocab(std::span<const float> logits, float t, float min_p, R
     const float p = std::exp(z);
     return p < min_p ? 0.0f : p;  // relative to the best token's probability (which is 1)
   };
-  struct Weighted {
-    TokenId id;
-    float w;
-  };
   // A cheaper test first, with no division: a logit under `floor` is also under `cut`, by a
   // margin of 0.01 t that the roundings of (v - max) / t (relative 2^-24 of the operands) cannot
   // close at the temperatures it is used for, so skipping those tokens leaves the same weights.
   const bool prefilter = min_p > 0.0f && t >= 1e-3f;
   const float floor = prefilter ? max + (cut - 0.01f) * t : kNegInf;
-  std::vector<Weighted> kept;  // the tokens of nonzero weight
-  float s = 0.0f;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (!(logits[i] >= floor)) continue;  // NaN and -inf too: their weight is 0
+  for (size_t i = 0; i < logits.size(); ++i) {  // the tokens of nonzero weight
+    if (!(logits[i] >= floor)) continue;        // NaN and -inf too: their weight is 0
     const float p = weight(logits[i]);
     if (p == 0.0f) continue;
-    s += p;
-    kept.push_back({static_cast<TokenId>(i), p});
+    d.sum += p;
+    d.kept.push_back({static_cast<TokenId>(i), p});
   }
-  float r = rng.uniform() * s;
-  for (const Weighted& c : kept) {
-    r -= c.w;
-    if (r <= 0.0f) return c.id;
+  return d;
+}
+
+// The weights sample() draws from with non-greedy `params`.
+Weights weights(std::span<const float> logits, const SamplingParams& params) {
+  const float top_p = (params.top_p > 0.0f && params.top_p <= 1.0f) ? params.top_p : 1.0f;
+  const float min_p = std::max(params.min_p, 0.0f);
+  if (params.top_k <= 0 && top_p >= 1.0f)
+    return full_vocab_weights(logits, params.temperature, min_p);
+  std::vector<Cand> c;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (finite_logit(logits[i])) c.push_back({static_cast<TokenId>(i), logits[i]});
   }
-  return best;
+  if (c.empty()) return Weights{.kept = {}, .sum = 0.0f, .fallback = argmax(logits)};
+  auto better = [](const Cand& a, const Cand& b) {
+    return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
+  };
+  if (params.top_k > 0) {
+    const size_t k = std::min<size_t>({static_cast<size_t>(params.top_k), 1024, c.size()});
+    std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), better);
+    c.resize(k);
+  } else {
+    std::sort(c.begin(), c.end(), better);
+  }
+  return sorted_weights(c, params.temperature, top_p, min_p);
 }
 
 }  // namespace
@@ -131,26 +162,30 @@ TokenId argmax(std::span<const float> logits) {
 TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {
   if (logits.empty()) return 0;
   if (!(params.temperature > 0.0f)) return argmax(logits);
-  const float top_p = (params.top_p > 0.0f && params.top_p <= 1.0f) ? params.top_p : 1.0f;
-  const float min_p = std::max(params.min_p, 0.0f);
-  if (params.top_k <= 0 && top_p >= 1.0f)
-    return sample_full_vocab(logits, params.temperature, min_p, rng);
-  std::vector<Cand> c;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (finite_logit(logits[i])) c.push_back({static_cast<TokenId>(i), logits[i]});
-  }
-  if (c.empty()) return argmax(logits);
-  auto better = [](const Cand& a, const Cand& b) {
-    return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
-  };
-  if (params.top_k > 0) {
-    const size_t k = std::min<size_t>({static_cast<size_t>(params.top_k), 1024, c.size()});
-    std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), better);
-    c.resize(k);
-  } else {
-    std::sort(c.begin(), c.end(), better);
-  }
-  return draw_sorted(c, params.temperature, top_p, min_p, rng);
+  const Weights d = weights(logits, params);
+  if (d.kept.empty()) return d.fallback;  // nothing finite: no uniform drawn, as before
+  return draw(d, rng);
+}
+
+TokenId sample_draft(std::span<const float> logits, const SamplingParams& params, TokenId draft,
+                     Rng& rng) {
+  if (logits.empty()) return 0;
+  if (!(params.temperature > 0.0f)) return argmax(logits);
+  Weights d = weights(logits, params);
+  if (d.kept.empty()) return d.fallback;
+  auto it = std::find_if(d.kept.begin(), d.kept.end(),
+                         [draft](const Weighted& c) { return c.id == draft; });
+  if (it == d.kept.end()) return draw(d, rng);  // the draft cannot be drawn: the plain draw
+  // Accept the draft with its probability p = w / sum; else draw from what is left, whose total
+  // is (1 - p) of the distribution, so every other token keeps its probability w' / sum.
+  const float w = it->w;
+  if (rng.uniform() * d.sum < w) return draft;
+  if (w >= d.sum) return draft;  // rounding: the draft was the whole distribution
+  d.sum -= w;
+  d.kept.erase(it);
+  if (d.kept.empty()) return draft;
+  if (d.fallback == draft) d.fallback = d.kept.back().id;
+  return draw(d, rng);
 }
 
 std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {

@@ -180,6 +180,49 @@ TEST(Sampling, SameSeedSameTokensAndNonFiniteLogitsAreNeverDrawn) {
   }
 }
 
+// Speculative sampling: whatever token is drafted, sample_draft draws from the distribution
+// sample() draws from (each path: full vocabulary with and without min_p, top-k, top-p), and it
+// returns the draft with the draft's probability. 200k draws each: a frequency's standard error
+// is below 0.0012; 4.5 sigma allowed.
+TEST(Sampling, DraftedDrawsFollowThePlainDistribution) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, kNegInf};
+  struct Case {
+    float t, min_p, top_p;
+    int top_k;
+  };
+  for (const Case c : {Case{1.0f, 0.0f, 1.0f, 0}, Case{0.7f, 0.1f, 1.0f, 0},
+                       Case{1.3f, 0.0f, 1.0f, 4}, Case{1.0f, 0.0f, 0.8f, 0}}) {
+    SamplingParams p;
+    p.temperature = c.t;
+    p.min_p = c.min_p;
+    p.top_p = c.top_p;
+    p.top_k = c.top_k;
+    p.seed = 31;
+    const auto plain = frequencies(logits, p, 200000);
+    for (const TokenId draft : {0, 2, 4, 5}) {  // 4 is cut by some cases, 5 is never drawable
+      Rng rng(77 + draft);
+      std::map<TokenId, double> f;
+      for (int i = 0; i < 200000; ++i) f[sample_draft(logits, p, draft, rng)] += 1.0 / 200000;
+      for (TokenId id = 0; id < TokenId(logits.size()); ++id) {
+        const double want = plain.count(id) ? plain.at(id) : 0.0;
+        const double got = f.count(id) ? f.at(id) : 0.0;
+        EXPECT_NEAR(got, want, 0.0075)
+            << "T=" << c.t << " min_p=" << c.min_p << " top_p=" << c.top_p << " k=" << c.top_k
+            << " draft " << draft << " token " << id;
+        if (want == 0.0) {
+          EXPECT_EQ(got, 0.0) << "a token the plain draw never gives: " << id;
+        }
+      }
+    }
+  }
+  // Greedy: argmax, whatever the draft, and no randomness used.
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  Rng rng(5);
+  EXPECT_EQ(sample_draft(logits, greedy, 3, rng), 0);
+  EXPECT_EQ(rng.state(), 5u);
+}
+
 TEST(Sampling, TopLogprobsAreLogSoftmax) {
   const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f, kNegInf};
   const auto top = top_logprobs(logits, 10);

@@ -39,7 +39,7 @@ run_ok c 128 --step-incr 64 --gen-tokens 4  # a fresh prefill of 128 tokens
 run_ok d 48 --step-incr 1 --step-mul 2 --gen-tokens 1
 run_ok e 64 --step-incr 64 --gen-tokens 9 --spec-replay 4,9  # drafts 4 + 4 + 1, then 9
 mtp=$(dirname "$model")/tiny-mtp.gguf  # the MTP file of the model files' fixture
-run_ok f 192 --step-incr 64 --gen-tokens 9 --mtp "$mtp" --mtp-draft 2
+run_ok f 192 --step-incr 64 --gen-tokens 9 --mtp "$mtp" --mtp-draft 2 --mtp-margin 0
 
 header=frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes
 header+=,snapshot_s,restore_s

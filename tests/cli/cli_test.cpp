@@ -84,6 +84,42 @@ TEST(Cli, OneShotAtTemperatureZeroIsDeterministicAndMatchesTheEngine) {
   EXPECT_EQ(a.out, text + "\n");
 }
 
+// --mtp: greedy output with drafts is the output without; the trace counts the drafts, and the
+// timing lines say how many were kept. A sampled run with drafts completes too (its distribution is
+// tested in tests/model/decode_test.cpp).
+TEST(Cli, MtpDraftsLeaveGreedyOutputAsItIs) {
+  const std::string mtp = std::string(DS4_TEST_MODELS_DIR) + "/tiny-mtp.gguf";
+  ds4::gguf::testing::TempDir dir;
+  const std::string trace = dir.file("trace.jsonl");
+  const std::string args = "-m " + kModel + " -p 'Tell me a story' --nothink --temp 0 -n 20 -c 256";
+  const Outcome plain = run(args);
+  const Outcome spec =
+      run(args + " --mtp " + mtp + " --mtp-draft 3 --mtp-margin 0 --trace " + trace);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(spec.code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  EXPECT_NE(spec.err.find("ds4: mtp: "), std::string::npos) << spec.err;
+  EXPECT_EQ(plain.err.find("ds4: mtp: "), std::string::npos) << plain.err;
+  std::ifstream f(trace);
+  std::string line;
+  ASSERT_TRUE(std::getline(f, line));
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_GT(j.at("mtp_steps").get<int>(), 0);
+  // Three drafts a step, fewer where the limit is near.
+  EXPECT_GE(j.at("mtp_drafted").get<int>(), j.at("mtp_steps").get<int>()) << line;
+  EXPECT_LE(j.at("mtp_drafted").get<int>(), 3 * j.at("mtp_steps").get<int>()) << line;
+  EXPECT_LE(j.at("mtp_accepted").get<int>(), j.at("mtp_drafted").get<int>()) << line;
+  EXPECT_EQ(j.at("generated").get<int>(), 20);
+  const Outcome sampled =
+      run("-m " + kModel + " -p hi --nothink --temp 1 --seed 3 -n 16 -c 256 --mtp " + mtp +
+          " --mtp-margin 0");
+  ASSERT_EQ(sampled.code, 0) << sampled.err;
+  EXPECT_NE(sampled.err.find("generated 16 tokens"), std::string::npos) << sampled.err;
+  const Outcome bad = run(args + " --mtp " + kModel);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("not an MTP draft file"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, DumpsAreJsonMatchingTheEngineLogits) {
   ds4::gguf::testing::TempDir dir;  // the dumps (~3 MB), removed when the test ends
   const std::string lp = dir.file("ds4_logprobs.json");

@@ -29,6 +29,12 @@ std::unique_ptr<Session> new_session(Engine& e) {
   return s.is_ok() ? std::move(s).value() : nullptr;
 }
 
+// The block's drafts after the session's greedy token.
+Result<std::vector<TokenId>> draft_after_greedy(Session& s, int n) {
+  if (s.logits().empty()) return Status::unavailable("no logits");
+  return s.draft(argmax(s.logits()), n);
+}
+
 class MtpTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -86,9 +92,9 @@ TEST_P(MtpTest, TheBlocksWindowFollowsEveryWayOfAppending) {
   }
   auto verified = new_session(*engine_);
   ASSERT_TRUE(verified->append(prompt_).is_ok());
-  auto first = verified->draft(3);
+  auto first = draft_after_greedy(*verified, 3);
   ASSERT_TRUE(first.is_ok()) << first.status().message();
-  EXPECT_EQ(*verified->draft(3), *first) << "drafting again gives the same drafts";
+  EXPECT_EQ(*draft_after_greedy(*verified, 3), *first) << "drafting again gives the same drafts";
   auto kept = verified->verify_greedy(std::span(cont).first(5));
   ASSERT_TRUE(kept.is_ok());
   ASSERT_EQ(*kept, 5);
@@ -102,15 +108,18 @@ TEST_P(MtpTest, TheBlocksWindowFollowsEveryWayOfAppending) {
   auto prefilled = new_session(*engine_);
   ASSERT_TRUE(prefilled->append(all).is_ok());
   const auto before = prefilled->save();
-  auto want = prefilled->draft(4);
+  auto want = draft_after_greedy(*prefilled, 4);
   ASSERT_TRUE(want.is_ok());
   EXPECT_EQ(*prefilled->save(), *before) << "drafting changed the session";
-  EXPECT_EQ(*verified->draft(4), *want);
-  EXPECT_EQ(*ref->draft(4), *want);
+  EXPECT_EQ(*draft_after_greedy(*verified, 4), *want);
+  EXPECT_EQ(*draft_after_greedy(*ref, 4), *want);
 }
 
-// Without a draft state the speculative step is a plain one.
-TEST_P(MtpTest, ASessionLoadedFromASnapshotStepsWithoutDrafts) {
+// Without a draft state the speculative step is a plain one. A loaded snapshot has none (the
+// block's window is not in it); the window starts again with the next tokens, and once it has seen
+// the n_swa - 1 positions a draft attends to, the drafts are those of a session that saw
+// everything.
+TEST_P(MtpTest, ASessionLoadedFromASnapshotDraftsAgainOnceTheWindowIsFull) {
   auto s = new_session(*engine_);
   ASSERT_TRUE(s->append(prompt_).is_ok());
   const auto bytes = s->save();
@@ -118,7 +127,7 @@ TEST_P(MtpTest, ASessionLoadedFromASnapshotStepsWithoutDrafts) {
   auto loaded = new_session(*engine_);
   ASSERT_TRUE(loaded->load(*bytes).is_ok());
   EXPECT_FALSE(loaded->can_draft());
-  const auto refused = loaded->draft(2);
+  const auto refused = draft_after_greedy(*loaded, 2);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("has not seen"), std::string::npos);
   const TokenId next = argmax(loaded->logits());
@@ -126,11 +135,67 @@ TEST_P(MtpTest, ASessionLoadedFromASnapshotStepsWithoutDrafts) {
   ASSERT_TRUE(n.is_ok()) << n.status().message();
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(loaded->tokens().back(), next);
+  ASSERT_TRUE(s->eval(next).is_ok());
+  const int window = 16;  // the tiny shape's n_swa (src/model/shape.cpp)
+  const std::vector<TokenId> more = test_prompt(window - 2, 11);
+  ASSERT_TRUE(loaded->append(more).is_ok());
+  ASSERT_TRUE(s->append(more).is_ok());
+  EXPECT_FALSE(loaded->can_draft()) << "the window holds n_swa - 2 of the rows a draft reads";
+  ASSERT_TRUE(loaded->eval(5).is_ok());
+  ASSERT_TRUE(s->eval(5).is_ok());
+  ASSERT_TRUE(loaded->can_draft());
+  EXPECT_EQ(*draft_after_greedy(*loaded, 3), *draft_after_greedy(*s, 3));
   // A rewind to nothing and a new prompt give the block its whole context again.
   ASSERT_TRUE(loaded->rewind(0).is_ok());
   ASSERT_TRUE(loaded->append(prompt_).is_ok());
   EXPECT_TRUE(loaded->can_draft());
-  EXPECT_EQ(*loaded->draft(2), *s->draft(2));
+  auto fresh = new_session(*engine_);
+  ASSERT_TRUE(fresh->append(prompt_).is_ok());
+  EXPECT_EQ(*draft_after_greedy(*loaded, 2), *draft_after_greedy(*fresh, 2));
+}
+
+// A batched step (prefill chunks of some sessions with decode rows of others) keeps every
+// session's window as its own appends would: the drafts are those of a session alone.
+TEST_P(MtpTest, ABatchedStepKeepsEverySessionsWindow) {
+  auto a = new_session(*engine_), b = new_session(*engine_);
+  auto ref_a = new_session(*engine_), ref_b = new_session(*engine_);
+  const std::vector<TokenId> other = test_prompt(70, 13);
+  ASSERT_TRUE(a->append(std::span(prompt_).first(40)).is_ok());
+  std::vector<StepEntry> step{{.session = a.get(), .tokens = std::span(prompt_).subspan(40)},
+                              {.session = b.get(), .tokens = other}};
+  ASSERT_TRUE(engine_->step(step).is_ok());
+  ASSERT_TRUE(step[0].status.is_ok() && step[1].status.is_ok());
+  ASSERT_TRUE(ref_a->append(prompt_).is_ok());
+  ASSERT_TRUE(ref_b->append(other).is_ok());
+  for (int i = 0; i < 6; ++i) {
+    const TokenId ta = argmax(a->logits()), tb = argmax(b->logits());
+    step = {{.session = a.get(), .tokens = std::span(&ta, 1)},
+            {.session = b.get(), .tokens = std::span(&tb, 1)}};
+    ASSERT_TRUE(engine_->step(step).is_ok());
+    ASSERT_TRUE(ref_a->eval(ta).is_ok());
+    ASSERT_TRUE(ref_b->eval(tb).is_ok());
+  }
+  ASSERT_TRUE(a->can_draft());
+  ASSERT_TRUE(b->can_draft());
+  EXPECT_EQ(*draft_after_greedy(*a, 3), *draft_after_greedy(*ref_a, 3));
+  EXPECT_EQ(*draft_after_greedy(*b, 3), *draft_after_greedy(*ref_b, 3));
+}
+
+// The margin gate: drafting stops before a draft the block is not sure of by `margin` logits.
+TEST_P(MtpTest, TheMarginGateDropsUnsureDrafts) {
+  auto s = new_session(*engine_);
+  ASSERT_TRUE(s->append(prompt_).is_ok());
+  const TokenId next = argmax(s->logits());
+  const auto all = s->draft(next, 4);
+  ASSERT_TRUE(all.is_ok());
+  ASSERT_EQ(all->size(), 4u);
+  const auto none = s->draft(next, 4, 1e9f);
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE(none->empty());
+  const auto step = s->step_greedy(4, 1e9f);
+  ASSERT_TRUE(step.is_ok());
+  EXPECT_EQ(*step, 1);
+  EXPECT_FALSE(s->draft(-1, 2).is_ok()) << "a token outside the vocabulary";
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, MtpTest, ::testing::Values("tiny-f32", "tiny-q2"),
@@ -146,7 +211,7 @@ TEST(MtpTest, WithoutAnMtpFileThereIsNothingToDraft) {
   auto s = new_session(*e);
   ASSERT_TRUE(s->append(test_prompt(20, 3)).is_ok());
   EXPECT_FALSE(s->can_draft());
-  EXPECT_NE(s->draft(1).status().message().find("no MTP file"), std::string::npos);
+  EXPECT_NE(draft_after_greedy(*s, 1).status().message().find("no MTP file"), std::string::npos);
   auto n = s->step_greedy(2);
   ASSERT_TRUE(n.is_ok());
   EXPECT_EQ(*n, 1);
