@@ -52,12 +52,13 @@ void ConsoleFrontend::on_output(const std::vector<gen::Event>& events) {
   std::fflush(err_);
 }
 
-void ConsoleFrontend::on_round(int round, std::string_view raw, int tokens) {
+void ConsoleFrontend::on_round(int round, std::string_view raw, int tokens,
+                               const decode::Acceptance& drafts) {
   end_reasoning();
   if (text_open_) std::fputc('\n', out_);
   text_open_ = false;
   std::fflush(out_);
-  trace_.round(round, raw, tokens);
+  trace_.round(round, raw, tokens, drafts);
 }
 
 void ConsoleFrontend::on_tool_calls(const std::vector<agent::ToolCall>& calls) {

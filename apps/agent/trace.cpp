@@ -35,9 +35,15 @@ void Trace::prompt(std::string_view what, std::string_view text, int tokens, int
   line({{"event", "prompt"}, {"what", what}, {"tokens", tokens}, {"text", text}, {"ctx", ctx}});
 }
 
-void Trace::round(int round, std::string_view raw, int tokens) {
+void Trace::round(int round, std::string_view raw, int tokens, const decode::Acceptance& drafts) {
   if (!file_) return;
-  line({{"event", "round"}, {"round", round}, {"tokens", tokens}, {"raw", raw}});
+  nlohmann::json j = {{"event", "round"}, {"round", round}, {"tokens", tokens}, {"raw", raw}};
+  if (drafts.steps > 0) {
+    j["mtp_steps"] = drafts.steps;
+    j["mtp_drafted"] = drafts.drafted;
+    j["mtp_accepted"] = drafts.accepted;
+  }
+  line(std::move(j));
 }
 
 void Trace::tool_calls(const std::vector<agent::ToolCall>& calls) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/dispatch.h"
+#include "decode/decoder.h"
 #include "ds4/status.h"
 
 namespace ds4::agent_app {
@@ -28,7 +29,8 @@ class Trace {
   bool ok() const { return file_ != nullptr || path_.empty(); }
 
   void prompt(std::string_view what, std::string_view text, int tokens, int ctx);
-  void round(int round, std::string_view raw, int tokens);
+  // `drafts`: its MTP drafts, recorded when it drafted (mtp_steps, mtp_drafted, mtp_accepted).
+  void round(int round, std::string_view raw, int tokens, const decode::Acceptance& drafts);
   void tool_calls(const std::vector<agent::ToolCall>& calls);
   void tool_result(std::string_view text);
   void approval(std::string_view reason, bool approved);

@@ -118,8 +118,9 @@ void TuiFrontend::on_token(int generated, bool greedy) {
   push({.kind = UiEvent::Kind::kToken, .a = generated, .flag = greedy});
 }
 
-void TuiFrontend::on_round(int round, std::string_view raw, int tokens) {
-  trace_.round(round, raw, tokens);
+void TuiFrontend::on_round(int round, std::string_view raw, int tokens,
+                           const decode::Acceptance& drafts) {
+  trace_.round(round, raw, tokens, drafts);
   push({.kind = UiEvent::Kind::kRoundEnd});
 }
 

@@ -71,7 +71,8 @@ class TuiFrontend : public Frontend {
   void ready(bool from_checkpoint) override;
   void on_output(const std::vector<gen::Event>& events) override;
   void on_token(int generated, bool greedy) override;
-  void on_round(int round, std::string_view raw, int tokens) override;
+  void on_round(int round, std::string_view raw, int tokens,
+                const decode::Acceptance& drafts) override;
   void on_tool_calls(const std::vector<agent::ToolCall>& calls) override;
   void on_tool_result(std::string_view message) override;
   void on_compaction_begin(int used) override;

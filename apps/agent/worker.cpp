@@ -74,6 +74,7 @@ Status Worker::start() {
   agent::TurnLoopOptions lo{.mode = {.think = chat::effective_think_mode(o_.run.think, o_.run.ctx),
                                      .context_size = o_.run.ctx},
                             .sampling = o_.run.sampling,
+                            .drafting = app::drafting(o_.run),
                             .max_round_tokens = o_.n_predict,
                             .extra_system = o_.system,
                             .prefill_piece = o_.run.prefill_chunk,

@@ -258,7 +258,9 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, ds4::Session* mtp,
       }
     }
     if (mtp != nullptr) {
-      if (const ds4::Status ms = mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft, o.run.mtp_margin); !ms.is_ok()) {
+      if (const ds4::Status ms =
+              mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft, o.run.mtp_margin);
+          !ms.is_ok()) {
         return run_error("MTP decode at " + std::to_string(f), ms);
       }
     }

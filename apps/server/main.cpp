@@ -77,10 +77,10 @@ std::string model_name(const std::string& shape) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"ds4-server: OpenAI-compatible HTTP server for DeepSeek V4 (docs/server.md)"};
-  ds4::app::RunFlags run_flags(
-      app, f.run,
-      ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk | ds4::app::kChatTemplate,
-      "context size in tokens, per session");
+  ds4::app::RunFlags run_flags(app, f.run,
+                               ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk |
+                                   ds4::app::kChatTemplate | ds4::app::kMtp,
+                               "context size in tokens, per session");
   ds4::app::DistOptions dist;
   ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);
   app.add_option("--host", f.host, "address to bind (0.0.0.0 for the LAN)")->capture_default_str();
@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
                                                  .max_queue = f.max_queue,
                                                  .sessions = parallel,
                                                  .batch_tokens = f.batch_tokens,
-                                                 .cache = f.kv},
+                                                 .cache = f.kv,
+                                                 .drafting = ds4::app::drafting(f.run)},
                                                 replay.get(), disk.get());
   if (!scheduler.is_ok()) return fatal(scheduler.status().to_string());
 

@@ -249,45 +249,53 @@ Result<TurnLoop::Round> TurnLoop::generate_round() {
   std::deque<TokenId> feed_next;
   size_t watched = 0;
   Round r;
-  std::vector<gen::Event> events;
   const TokenId eos = tok_.special_ids().eos;
-  for (int i = 0; i < limit; ++i) {
-    if (interrupted()) {
-      r.interrupted = true;
-      break;
-    }
-    const gen::Generation::Draw d = g.draw(options_.sampling, limit - i);
-    TokenId sampled = 0;
-    if (d.forced) {
-      sampled = *d.forced;
-    } else if (!feed_next.empty()) {
-      sampled = feed_next.front();
-      feed_next.pop_front();
-    } else {
-      sampled = session_.sample(d.params, rng_);
-    }
-    events.clear();
-    const gen::Generation::Taken t = g.take(d, sampled, &events);
+  decode::Hooks hooks;
+  hooks.replace = [&feed_next]() -> std::optional<TokenId> {
+    if (feed_next.empty()) return std::nullopt;
+    const TokenId t = feed_next.front();
+    feed_next.pop_front();
+    return t;
+  };
+  // Per token, in order (a verified run of drafts takes several per step): shown, kept in the
+  // transcript, and watched.
+  hooks.taken = [&](const gen::Generation::Taken& t, std::span<const gen::Event> completed) {
     ++r.tokens;
-    observer_.on_output(events);
+    observer_.on_output(std::vector<gen::Event>(completed.begin(), completed.end()));
     observer_.on_token(r.tokens, g.dsml_greedy());
     if (!(t.end && t.id == eos)) transcript_.push_back(t.id);
     EditWatch::Action a = watch.feed(std::string_view(g.raw()).substr(watched));
     watched = g.raw().size();
     if (!a.preflight.empty()) {
       r.preflight = std::move(a.preflight);
-      break;  // the last token is not evaluated: it goes in with the EOS, as at a round's end
+      return false;  // the token is not evaluated: it goes in with the EOS, as at a round's end
     }
     if (!a.force.empty()) {
       const std::vector<TokenId> f = tok_.encode(a.force, SpecialTokens::kAsText);
       feed_next.assign(f.begin(), f.end());
     }
-    // The last token is taken but not evaluated: it goes in with the EOS that closes the round.
-    if (t.end) break;
-    DS4_TRY(session_.eval(t.id));
-    ++evaluated_;
+    return true;
+  };
+  // The last token is taken but not evaluated: it goes in with the EOS that closes the round.
+  decode::Decoder d(session_, g, options_.sampling, rng_, limit, options_.drafting,
+                    std::move(hooks));
+  std::vector<TokenId> taken;
+  std::vector<gen::Event> events;
+  while (!d.done()) {
+    if (interrupted()) {
+      r.interrupted = true;
+      break;
+    }
+    const int before = session_.n_tokens();
+    DS4_TRY(d.advance(&taken, &events));
+    evaluated_ += session_.n_tokens() - before;
+    events.clear();      // shown token by token (hooks.taken)
     tools_.jobs.pump();  // keep background jobs' pipes drained while the model writes
   }
+  r.drafts = d.acceptance();
+  acceptance_.steps += r.drafts.steps;
+  acceptance_.drafted += r.drafts.drafted;
+  acceptance_.accepted += r.drafts.accepted;
   events.clear();
   g.finish(&events);
   observer_.on_output(events);
@@ -309,7 +317,7 @@ Result<TurnEnd> TurnLoop::run_turn(std::string_view user_text) {
       chat::ThinkMode::kNone;
   for (;;) {
     DS4_ASSIGN_OR_RETURN(Round round, generate_round());
-    observer_.on_round(rounds_, round.raw, round.tokens);
+    observer_.on_round(rounds_, round.raw, round.tokens, round.drafts);
     ++rounds_;
     if (round.interrupted) return TurnEnd::kInterrupted;
     RoundCalls rc = read_round_calls(round.raw, thinking);

@@ -25,6 +25,7 @@
 #include "agent/dispatch.h"
 #include "agent/system_prompt.h"
 #include "agent/tool_context.h"
+#include "decode/decoder.h"
 #include "ds4/sampling.h"
 #include "ds4/session.h"
 #include "ds4/tokenizer.h"
@@ -41,6 +42,7 @@ inline constexpr int kRoundClosingTokens = 2;
 struct TurnLoopOptions {
   PromptMode mode;               // think mode and context size the transcript is rendered for
   SamplingParams sampling;       // the model's sampling outside DSML structure
+  decode::Drafting drafting;     // MTP drafts per step in assistant rounds (--mtp, --mtp-draft)
   int max_round_tokens = 50000;  // -n: tokens one assistant round may generate
   std::string extra_system;      // --system text, appended as plain text
   // Tokens evaluated between two progress reports and interruption checks.
@@ -71,7 +73,9 @@ class TurnObserver {
   virtual void on_output(const std::vector<gen::Event>& /*events*/) {}
   virtual void on_token(int /*generated*/, bool /*greedy*/) {}
   // A round ended: its raw bytes and token count.
-  virtual void on_round(int /*round*/, std::string_view /*raw*/, int /*tokens*/) {}
+  // `drafts`: the round's MTP drafts (all zero without --mtp).
+  virtual void on_round(int /*round*/, std::string_view /*raw*/, int /*tokens*/,
+                        const decode::Acceptance& /*drafts*/) {}
   // The calls about to run, and the combined tool message the model will read.
   virtual void on_tool_calls(const std::vector<ToolCall>& /*calls*/) {}
   virtual void on_tool_result(std::string_view /*message*/) {}
@@ -135,6 +139,8 @@ class TurnLoop {
   int rounds() const { return rounds_; }  // assistant rounds generated so far
   // Tokens the engine evaluated for this loop (EvalStats), generated ones included.
   int64_t evaluated() const { return evaluated_; }
+  // MTP drafts verified and kept in this loop's assistant rounds.
+  const decode::Acceptance& acceptance() const { return acceptance_; }
   int compactions() const { return compactions_; }
 
  private:
@@ -143,6 +149,7 @@ class TurnLoop {
     std::string raw;
     bool interrupted = false;
     std::string preflight;  // the round was stopped: its edit's old text selects no one range
+    decode::Acceptance drafts;
   };
   bool interrupted() const;
   // Brings the session to the whole transcript in pieces (progress, interruption). Interrupted:
@@ -177,6 +184,7 @@ class TurnLoop {
   int rounds_ = 0;
   size_t scripted_next_ = 0;
   int64_t evaluated_ = 0;
+  decode::Acceptance acceptance_;
   int compactions_ = 0;
 };
 

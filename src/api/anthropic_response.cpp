@@ -20,10 +20,12 @@ std::string frame(const char* event, const json& data) {
 // Anthropic counts input as uncached + cache reads + cache writes; the live session's reuse is a
 // cache read and nothing is written to a separate cache.
 json usage_json(const serve::Usage& u) {
-  return {{"input_tokens", u.prompt_tokens - u.cached_tokens},
-          {"output_tokens", u.completion_tokens},
-          {"cache_read_input_tokens", u.cached_tokens},
-          {"cache_creation_input_tokens", 0}};
+  json j = {{"input_tokens", u.prompt_tokens - u.cached_tokens},
+            {"output_tokens", u.completion_tokens},
+            {"cache_read_input_tokens", u.cached_tokens},
+            {"cache_creation_input_tokens", 0}};
+  add_draft_usage(u, &j);
+  return j;
 }
 
 // The tool input object; arguments that are not a JSON object are passed as {"arguments": text}.

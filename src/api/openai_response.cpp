@@ -16,12 +16,14 @@ constexpr long long kModelCreated = 1767225600;  // fixed, as the reference serv
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json usage_json(const serve::Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details",
-           {{"cached_tokens", u.cached_tokens},
-            {"cache_write_tokens", u.prompt_tokens - u.cached_tokens}}}};
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details",
+             {{"cached_tokens", u.cached_tokens},
+              {"cache_write_tokens", u.prompt_tokens - u.cached_tokens}}}};
+  add_draft_usage(u, &j);
+  return j;
 }
 
 json head(const ResponseMeta& m, bool chunk) {

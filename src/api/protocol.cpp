@@ -3,6 +3,13 @@
 
 namespace ds4::api {
 
+void add_draft_usage(const serve::Usage& u, nlohmann::json* usage) {
+  if (u.draft_steps == 0) return;
+  (*usage)["ds4_mtp"] = {{"steps", u.draft_steps},
+                         {"draft_tokens", u.draft_tokens},
+                         {"accepted_draft_tokens", u.accepted_draft_tokens}};
+}
+
 using serve::EventKind;
 
 bool failed(serve::FinishReason f) {

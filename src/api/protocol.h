@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@
 #include "serve/request.h"
 
 namespace ds4::api {
+
+// The usage extension of MTP drafting (issue 51), added to a usage object only when the request
+// drafted: {"ds4_mtp": {"steps", "draft_tokens", "accepted_draft_tokens"}}.
+void add_draft_usage(const serve::Usage& u, nlohmann::json* usage);
 
 struct ResponseMeta {
   Endpoint endpoint = Endpoint::kChat;

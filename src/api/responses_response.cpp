@@ -13,13 +13,15 @@ using serve::EventKind;
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json usage_json(const serve::Usage& u) {
-  return {{"input_tokens", u.prompt_tokens},
-          {"input_tokens_details",
-           {{"cached_tokens", u.cached_tokens},
-            {"cache_write_tokens", u.prompt_tokens - u.cached_tokens}}},
-          {"output_tokens", u.completion_tokens},
-          {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json j = {{"input_tokens", u.prompt_tokens},
+            {"input_tokens_details",
+             {{"cached_tokens", u.cached_tokens},
+              {"cache_write_tokens", u.prompt_tokens - u.cached_tokens}}},
+            {"output_tokens", u.completion_tokens},
+            {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  add_draft_usage(u, &j);
+  return j;
 }
 
 std::string compact(const std::string& args) {

@@ -2,34 +2,39 @@
 #include "decode/decoder.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ds4::decode {
 
 Decoder::Decoder(Session& session, gen::Generation& gen, const SamplingParams& sampling, Rng& rng,
-                 int limit, Drafting drafting)
+                 int limit, Drafting drafting, Hooks hooks)
     : session_(session),
       gen_(gen),
       sampling_(sampling),
       rng_(rng),
       limit_(std::max(0, limit)),
-      drafting_(drafting) {}
+      drafting_(std::move(drafting)),
+      hooks_(std::move(hooks)) {}
 
 TokenId Decoder::take(std::span<const float> logits, std::optional<TokenId> draft,
                       std::vector<TokenId>* tokens, std::vector<gen::Event>* events) {
   const gen::Generation::Draw d = gen_.draw(sampling_, limit_ - taken_);
-  TokenId sampled = 0;
-  if (d.forced) {
-    sampled = *d.forced;
-  } else if (draft) {
-    sampled = sample_draft(logits, d.params, *draft, rng_);
-  } else {
-    sampled = sample(logits, d.params, rng_);
+  std::optional<TokenId> sampled = d.forced;
+  if (!sampled && hooks_.replace) sampled = hooks_.replace();
+  if (!sampled) {
+    sampled = draft ? sample_draft(logits, d.params, *draft, rng_) : sample(logits, d.params, rng_);
   }
-  const gen::Generation::Taken t = gen_.take(d, sampled, events);
+  const size_t before = events->size();
+  const gen::Generation::Taken t = gen_.take(d, *sampled, events);
   ++taken_;
   tokens->push_back(t.id);
+  const bool go_on =
+      !hooks_.taken || hooks_.taken(t, std::span<const gen::Event>(*events).subspan(before));
   if (t.end) {
     end_ = t.end;
+    next_.reset();
+  } else if (!go_on) {
+    stopped_ = true;
     next_.reset();
   } else {
     next_ = t.id;
@@ -66,8 +71,8 @@ Status Decoder::speculate(const std::vector<TokenId>& drafts, std::vector<TokenI
     if (stopped) return false;
     const TokenId got = take(logits, run[size_t(k)], tokens, events);
     // An ending token is taken but not evaluated, as decoding one by one leaves it.
-    if (end_) stopped = true;
-    if (end_ || got != run[size_t(k)]) return false;
+    if (end_ || stopped_) stopped = true;
+    if (stopped || got != run[size_t(k)]) return false;
     if (taken_ >= limit_) stopped = true;
     return true;
   };

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ds4/sampling.h"
@@ -39,18 +40,29 @@ struct Acceptance {
   int accepted = 0;  // drafts kept
 };
 
+// What the caller does per token (ds4-agent: its own token feed, and watching the output as it
+// streams).
+struct Hooks {
+  // A token to take in place of the model's sample, asked for when the generation core forces
+  // none; nullopt: sample. (Drafts are checked against it as against a forced token.)
+  std::function<std::optional<TokenId>()> replace;
+  // Called after each token taken, with the events it completed; false ends the output after it
+  // (the token taken but not evaluated). Its answer is ignored for a token that ends the output.
+  std::function<bool(const gen::Generation::Taken&, std::span<const gen::Event> completed)> taken;
+};
+
 class Decoder {
  public:
   // `session` holds the prompt and its logits; `limit`: the tokens the request may take at most.
   Decoder(Session& session, gen::Generation& gen, const SamplingParams& sampling, Rng& rng,
-          int limit, Drafting drafting);
+          int limit, Drafting drafting, Hooks hooks = {});
 
   // Takes the next token(s): the first call takes the token after the prompt; each later one
   // evaluates the token taken before and takes at least one more. `tokens` gets every token taken
   // (the one that ends the output included), `events` what they complete. Does nothing once done().
   Status advance(std::vector<TokenId>* tokens, std::vector<gen::Event>* events);
 
-  bool done() const { return end_.has_value() || taken_ >= limit_; }
+  bool done() const { return end_.has_value() || stopped_ || taken_ >= limit_; }
   // Why the output ended (EOS, a stop string, a closed tool block); nullopt at the limit or before.
   std::optional<gen::FinishReason> end() const { return end_; }
   int taken() const { return taken_; }
@@ -73,7 +85,9 @@ class Decoder {
   Rng& rng_;
   int limit_;
   Drafting drafting_;
+  Hooks hooks_;
   std::optional<TokenId> next_;  // taken, not yet evaluated
+  bool stopped_ = false;         // Hooks::taken ended the output
   std::optional<gen::FinishReason> end_;
   int taken_ = 0;
   Acceptance acceptance_;

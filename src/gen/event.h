@@ -25,6 +25,10 @@ struct Usage {
   int cached_tokens = 0;      // of those, reused from the live session
   int completion_tokens = 0;  // sampled tokens (EOS included when sampled)
   int reasoning_tokens = 0;   // of those, taken while the output was reasoning (before </think>)
+  // MTP speculative decoding (issue 51): verification passes, drafts verified, drafts kept.
+  int draft_steps = 0;
+  int draft_tokens = 0;
+  int accepted_draft_tokens = 0;
 };
 
 enum class EventKind {

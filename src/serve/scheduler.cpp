@@ -147,7 +147,10 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   done.usage = {.prompt_tokens = static_cast<int>(a.prompt.size()),
                 .cached_tokens = a.cached,
                 .completion_tokens = a.generated,
-                .reasoning_tokens = a.gen.reasoning_tokens()};
+                .reasoning_tokens = a.gen.reasoning_tokens(),
+                .draft_steps = a.acceptance.steps,
+                .draft_tokens = a.acceptance.drafted,
+                .accepted_draft_tokens = a.acceptance.accepted};
   done.error = std::move(error);
   if (reason == FinishReason::kStop && a.gen.stop_hit()) done.stop_sequence = a.gen.stop_matched();
   events.push_back(std::move(done));

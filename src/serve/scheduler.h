@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "decode/decoder.h"
 #include "ds4/engine.h"
 #include "ds4/tokenizer.h"
 #include "gen/generation.h"
@@ -48,6 +49,9 @@ struct SchedulerOptions {
   // most Engine::kMaxStepRows.
   int batch_tokens = kDefaultBatchTokens;
   CachePolicyOptions cache;  // when checkpoints go to the disk cache (used with a DiskCache)
+  // MTP drafting (--mtp, --mtp-draft, --mtp-margin; an engine with an MTP file): a request that
+  // decodes alone drafts and verifies as the ds4 CLI does (scheduler_draft.cpp says when).
+  decode::Drafting drafting;
 };
 
 struct SchedulerStats {
@@ -118,6 +122,14 @@ class Scheduler {
   };
   Draw prepare_draw(Slot& slot);
   bool take_token(Slot& slot, const Draw& d);
+  // take_token without the finish: the reason the request ends with the token (it is then not
+  // evaluated), else nullopt and the token in Active::next.
+  std::optional<FinishReason> take_drawn(Slot& slot, const Draw& d);
+  // Drafting (scheduler_draft.cpp): whether the slot's token drafts this step (`decoding`: the
+  // step's decoding requests), and the draft + verification pass that evaluates it (false: no
+  // drafts came, evaluate it in the step as usual).
+  bool drafts_now(const Slot& slot, size_t decoding) const;
+  bool speculate(Slot& slot);
   void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
   // Disk cache (scheduler_disk.cpp).

@@ -37,6 +37,11 @@ struct Scheduler::Active {
   int limit = 0;      // tokens this request may still sample in total
   TokenId next = 0;   // decoding: the token sampled this step, evaluated by the step
   size_t target = 0;  // prefilling: the prompt length the session reaches with this step
+  // Drafting (scheduler_draft.cpp): `next` was taken in the step before, in place of a refused
+  // draft, and is evaluated by this one without a draw.
+  bool carried = false;
+  bool drafting = true;  // false once its acceptance stayed too low
+  decode::Acceptance acceptance;
 };
 
 // The refusal of a prompt that does not fit in a session (at submit, and at placement when a

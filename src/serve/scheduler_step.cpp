@@ -33,17 +33,24 @@ void Scheduler::step() {
   entries_.clear();
   entry_slots_.clear();
   draws_.clear();
+  size_t decoding = 0;
   for (Slot* slot : order_) {
-    if (slot->active->decoding) draws_.push_back(prepare_draw(*slot));
+    if (!slot->active->decoding) continue;
+    ++decoding;
+    if (!slot->active->carried) draws_.push_back(prepare_draw(*slot));
   }
   sample_pool_.parallel_for(static_cast<int64_t>(draws_.size()), [this](int64_t i) {
     Draw& d = draws_[static_cast<size_t>(i)];
     if (!d.draw.forced) d.sampled = d.slot->session->sample(d.draw.params, d.slot->active->rng);
   });
   size_t budget = static_cast<size_t>(options_.batch_tokens);
-  for (const Draw& d : draws_) {
-    Slot* slot = d.slot;
-    if (!take_token(*slot, d)) continue;
+  for (const Draw& d : draws_) take_token(*d.slot, d);
+  for (Slot* slot : order_) {
+    // A decoding request still running has its token to evaluate: drafted after and verified
+    // in a pass of its own, or as one row of the step.
+    if (!slot->active || !slot->active->decoding) continue;
+    if (drafts_now(*slot, decoding) && speculate(*slot)) continue;
+    slot->active->carried = false;
     entries_.push_back({.session = slot->session.get(),
                         .tokens = std::span<const TokenId>(&slot->active->next, 1)});
     entry_slots_.push_back(slot);
@@ -90,22 +97,22 @@ Scheduler::Draw Scheduler::prepare_draw(Slot& slot) {
   return Draw{.slot = &slot, .draw = a.gen.draw(a.request.sampling, a.limit - a.generated)};
 }
 
-bool Scheduler::take_token(Slot& slot, const Draw& d) {
+std::optional<FinishReason> Scheduler::take_drawn(Slot& slot, const Draw& d) {
   Active& a = *slot.active;
   ++a.generated;
   std::vector<Event> events;
   const gen::Generation::Taken t = a.gen.take(d.draw, d.sampled, &events);
   a.ticket->push(&events);
-  if (t.end) {
-    finish(slot, *t.end);
-    return false;
-  }
-  if (a.generated >= a.limit) {
-    finish(slot, FinishReason::kLength);
-    return false;
-  }
+  if (t.end) return *t.end;
   a.next = t.id;
-  return true;
+  if (a.generated >= a.limit) return FinishReason::kLength;
+  return std::nullopt;
+}
+
+bool Scheduler::take_token(Slot& slot, const Draw& d) {
+  const std::optional<FinishReason> end = take_drawn(slot, d);
+  if (end) finish(slot, *end);
+  return !end;
 }
 
 void Scheduler::after_prefill(Slot& slot) {

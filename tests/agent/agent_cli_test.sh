@@ -6,10 +6,13 @@
 # results in the --trace file, the model text on stdout, exit 0; --deny-unsafe refuses a command;
 # stdin mode prints its markers and hands input queued during a turn to the next tool result; a
 # worker error exits 1; usage errors (no --yolo / --deny-unsafe without a terminal) exit 2 with
-# one line; --help does not list the test hook.
+# one line; --help does not list the test hook. With --mtp (the MTP file, $3): the same task gives
+# the same results (every draft is checked against the scripted tokens and the edit watch's feed),
+# and a greedy answer is the answer without drafts.
 set -u
 AGENT=$1
 MODEL=$2
+MTP=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ds4_agent_cli_XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 # The agent keeps each bash job's output file (ds4_agent_output_XXXXXX in $TMPDIR) after it exits:
@@ -24,8 +27,10 @@ inv() { printf '%sinvoke name=\\"%s\\">\\n%s%sinvoke>\\n' "$O" "$1" "$2" "$C"; }
 par() { printf '%sparameter name=\\"%s\\" string=\\"%s\\">%s%sparameter>\\n' "$O" "$1" "${3:-true}" "$2" "$C"; }
 run() { timeout 120 "$AGENT" -m "$MODEL" -c 8192 --nothink --seed 1 "$@"; }
 
-# --- the multi-step task ---
+# --- the multi-step task (extra flags: $@) ---
+task() {
 work="$tmp/work"
+rm -rf "$work"
 mkdir "$work"
 printf 'alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\nepsilon = 5\n' > "$work/notes.txt"
 {
@@ -40,8 +45,9 @@ printf 'alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\nepsilon = 5\n' > "$work/notes
   echo '"All done: notes.txt is updated."'
   echo "]"
 } > "$tmp/script.json"
+rm -f "$tmp/trace.jsonl"
 (cd "$work" && run --non-interactive --yolo --trace "$tmp/trace.jsonl" \
-   --test-scripted-output "$tmp/script.json" -p "Update notes.txt." > "$tmp/out" 2> "$tmp/err")
+   --test-scripted-output "$tmp/script.json" -p "Update notes.txt." "$@" > "$tmp/out" 2> "$tmp/err")
 rc=$?
 [ $rc -eq 0 ] || { cat "$tmp/err"; fail "exit $rc"; }
 expected=$'alpha = 1\nbeta = 20\ngamma = 30\nepsilon = 50'
@@ -64,6 +70,18 @@ r 7 | grep -q 'beta = 20' || fail "recovery read: $(r 7)"
 r 7 | grep -q 'bash job=2 pid=[0-9]* status=done' || fail "bash_stop: $(r 7)"
 [ "$(grep -c '"event":"round"' "$tmp/trace.jsonl")" -eq 8 ] || fail "expected 8 rounds"
 grep -q '^\[tool\] edit path=notes.txt' "$tmp/err" || fail "tool calls are not shown on stderr"
+}
+task
+grep -q '"mtp_steps"' "$tmp/trace.jsonl" && fail "rounds without --mtp recorded drafts"
+task --mtp "$MTP" --mtp-draft 3 --mtp-margin 0
+grep -q '"event":"round".*"mtp_steps":[1-9]' "$tmp/trace.jsonl" || fail "no drafts recorded with --mtp"
+
+# --- --mtp: a greedy answer is the answer without drafts ---
+(cd "$work" && run --non-interactive --yolo --temp 0 -n 24 -p "Say hello." > "$tmp/plain" 2>&1) ||
+  fail "greedy run"
+(cd "$work" && run --non-interactive --yolo --temp 0 -n 24 -p "Say hello." --mtp "$MTP" \
+   --mtp-draft 2 --mtp-margin 0 > "$tmp/drafted" 2>&1) || fail "greedy run with --mtp"
+cmp -s "$tmp/plain" "$tmp/drafted" || fail "--mtp changed the greedy answer: $(diff "$tmp/plain" "$tmp/drafted")"
 
 # --- --deny-unsafe: the command is refused, nothing runs ---
 printf '[%s, "ok"]' "$(block "$(inv bash "$(par command 'touch denied.txt')")")" > "$tmp/deny.json"

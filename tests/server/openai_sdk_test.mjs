@@ -3,11 +3,14 @@
 // text both ways), reasoning in thinking mode, usage with cached tokens when a conversation
 // continues, stop sequences, completions, OpenAI-style errors, a client aborting mid-stream
 // (the request stops within a token and the server keeps serving), 16 concurrent clients, the
-// bounded queue's 429, the API key, the body limit, and a clean SIGTERM exit (also mid-stream).
+// bounded queue's 429, the API key, the body limit, --mtp drafting (the same greedy text, drafts
+// counted in usage and the trace), and a clean SIGTERM exit (also mid-stream).
 import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { test, startServer, waitIdle, health } from "./harness.mjs";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test, startServer, waitIdle, health, tempDir } from "./harness.mjs";
 
 let main;
 let client;
@@ -240,6 +243,38 @@ test("--api-key and --max-body", async () => {
     const pre = await fetch(`${s.base}/v1/chat/completions`, { method: "OPTIONS" });
     assert.equal(pre.status, 204);
     assert.equal(pre.headers.get("access-control-allow-origin"), "*");
+  } finally {
+    await s.stop();
+  }
+});
+
+test("--mtp: greedy answers are the same, usage and the trace count the drafts", async (t) => {
+  const dir = tempDir("ds4-mtp-", t);
+  const trace = join(dir, "trace.jsonl");
+  const s = await startServer([
+    "--ctx", "512", "--mtp", process.env.DS4_SERVER_MTP, "--mtp-draft", "2", "--mtp-margin", "0",
+    "--trace", trace,
+  ]);
+  try {
+    const c = new OpenAI({ baseURL: `${s.base}/v1`, apiKey: "x", maxRetries: 0 });
+    const want = await client.chat.completions.create(chat({ temperature: 0, max_tokens: 12 }));
+    const got = await c.chat.completions.create(chat({ temperature: 0, max_tokens: 12 }));
+    assert.equal(got.choices[0].message.content, want.choices[0].message.content);
+    assert.equal(want.usage.ds4_mtp, undefined); // no drafts, no extension
+    const m = got.usage.ds4_mtp;
+    assert.ok(m.steps > 0 && m.draft_tokens >= m.steps && m.accepted_draft_tokens >= 0, JSON.stringify(m));
+    const streamed = await collect(
+      await c.chat.completions.create(
+        chat({ temperature: 0, max_tokens: 12, stream: true, stream_options: { include_usage: true } }),
+      ),
+    );
+    assert.equal(streamed.content, want.choices[0].message.content);
+    assert.ok(streamed.usage.ds4_mtp.steps > 0);
+    const lines = readFileSync(trace, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    assert.equal(lines.length, 2);
+    assert.equal(lines[0].draft_steps, m.steps);
+    assert.equal(lines[0].draft_tokens, m.draft_tokens);
+    assert.equal(lines[0].accepted_draft_tokens, m.accepted_draft_tokens);
   } finally {
     await s.stop();
   }

@@ -28,8 +28,9 @@ class SchedulerTest : public ::testing::Test {
     tok_ = std::make_unique<Tokenizer>(std::move(*t));
   }
   std::unique_ptr<Scheduler> start(int max_queue = 8, int sessions = 1,
-                                   int batch_tokens = kDefaultBatchTokens) {
+                                   int batch_tokens = kDefaultBatchTokens, int drafts = 0) {
     EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
+    if (drafts > 0) eo.mtp_path = DS4_SERVER_MTP;
     auto e = Engine::open(eo);
     EXPECT_TRUE(e.is_ok()) << e.status().to_string();
     auto s = Scheduler::start(std::move(*e), *tok_,
@@ -37,7 +38,8 @@ class SchedulerTest : public ::testing::Test {
                                .prefill_chunk = 16,
                                .max_queue = max_queue,
                                .sessions = sessions,
-                               .batch_tokens = batch_tokens});
+                               .batch_tokens = batch_tokens,
+                               .drafting = {.drafts = drafts, .margin = 0.0f, .source = {}}});
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     return std::move(*s);
   }
@@ -466,6 +468,60 @@ TEST_F(SchedulerTest, AKeptReasoningTranscriptKeepsItsThinkStart) {
       EXPECT_LE(d2.usage.cached_tokens, static_cast<int>(prompt));
     }
   }
+}
+
+}  // namespace
+}  // namespace ds4::serve
+
+namespace ds4::serve {
+namespace {
+
+// MTP drafting (issue 51): a greedy request that decodes alone drafts and verifies, and its output
+// is the output without drafts; usage counts the drafts. Requests decoding side by side share the
+// step's rows instead and draft nothing. A sampled request with drafts runs to its limit.
+TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
+  Request greedy = chat("Please write a short poem about the sea", 24, 3);
+  greedy.sampling.temperature = 0.0f;
+  Event plain;
+  {
+    auto s = start();
+    plain = drain(**s->submit(greedy));
+  }
+  ASSERT_TRUE(plain.error.is_ok()) << plain.error.to_string();
+  EXPECT_EQ(plain.usage.draft_steps, 0);
+  auto s = start(8, 2, kDefaultBatchTokens, /*drafts=*/3);
+  const Event alone = drain(**s->submit(greedy));
+  ASSERT_TRUE(alone.error.is_ok()) << alone.error.to_string();
+  EXPECT_EQ(alone.text, plain.text);
+  EXPECT_EQ(alone.finish, plain.finish);
+  EXPECT_EQ(alone.usage.completion_tokens, plain.usage.completion_tokens);
+  EXPECT_GT(alone.usage.draft_steps, 0);
+  EXPECT_GE(alone.usage.draft_tokens, alone.usage.draft_steps);
+  EXPECT_LE(alone.usage.accepted_draft_tokens, alone.usage.draft_tokens);
+  if (alone.usage.accepted_draft_tokens == 0) {
+    // Random weights: the block's drafts are never the model's. After 16 verifications that kept
+    // nothing the request stops drafting (scheduler_draft.cpp's acceptance switch).
+    EXPECT_EQ(alone.usage.draft_steps, 16);
+  }
+
+  // Two at once, in step from their first token: neither drafts, both say what they say alone.
+  Request other = chat("Another request of the same length", 24, 4);
+  other.sampling.temperature = 0.0f;
+  auto ta = *s->submit(greedy);
+  auto tb = *s->submit(other);
+  const Event da = drain(*ta), db = drain(*tb);
+  EXPECT_EQ(da.text, plain.text);
+  EXPECT_TRUE(db.error.is_ok());
+  EXPECT_LT(da.usage.draft_steps + db.usage.draft_steps, alone.usage.draft_steps)
+      << "requests decoding together draft only while one decodes alone";
+
+  Request sampled = chat("Tell me a story", 20, 9);
+  sampled.sampling.temperature = 1.0f;
+  const Event ds = drain(**s->submit(sampled));
+  EXPECT_TRUE(ds.error.is_ok()) << ds.error.to_string();
+  EXPECT_GE(ds.usage.completion_tokens, 1);
+  EXPECT_LE(ds.usage.completion_tokens, 20);
+  EXPECT_GT(ds.usage.draft_steps, 0);
 }
 
 }  // namespace
