@@ -88,8 +88,9 @@ class DiskCacheTest : public ::testing::Test {
                .boundary_trim = 4,
                .boundary_align = 16};
   }
-  // A disk cache on dir_ and a scheduler using it (destroy the scheduler first).
-  void start() {
+  // A disk cache on dir_ and a scheduler using it (destroy the scheduler first); `drafts` > 0:
+  // with the MTP file, drafting that many per step.
+  void start(int drafts = 0) {
     DiskCacheOptions o{.dir = dir_.file("kv"),
                        .query = {.min_tokens = 32, .n_ctx = kCtx, .quant_bits = 2},
                        .max_pending = 256,  // every save of these tests is written
@@ -101,12 +102,16 @@ class DiskCacheTest : public ::testing::Test {
     ASSERT_TRUE(d.is_ok()) << d.status().to_string();
     disk_ = std::move(*d);
     EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
+    if (drafts > 0) eo.mtp_path = DS4_SERVER_MTP;
     auto e = Engine::open(eo);
     ASSERT_TRUE(e.is_ok()) << e.status().to_string();
     ASSERT_EQ((*e)->info().expert_bits, 2);
     auto s = Scheduler::start(std::move(*e), *tok_,
-                              {.n_ctx = kCtx, .prefill_chunk = 16, .cache = policy_}, &replay_,
-                              disk_.get());
+                              {.n_ctx = kCtx,
+                               .prefill_chunk = 16,
+                               .cache = policy_,
+                               .drafting = {.drafts = drafts, .margin = 0.0f, .source = {}}},
+                              &replay_, disk_.get());
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     sched_ = std::move(*s);
   }
@@ -201,6 +206,29 @@ TEST_F(DiskCacheTest, ColdAndShutdownSavesThenARestartLoadsTheColdFile) {
   EXPECT_EQ(disk_->stats().hits, 1);
   stop();
   EXPECT_EQ(files(dir_.file("kv")).size(), 2u);
+}
+
+// MTP drafting (issue 51) across a restore: the loaded session's draft window starts again after
+// the loaded tokens (tiny's n_swa - 1 = 15 positions later drafting resumes), and greedy text is
+// the text of the cold run, which drafted from the start.
+TEST_F(DiskCacheTest, DraftingAcrossARestoreKeepsTheGreedyText) {
+  start(/*drafts=*/2);
+  Request r = chat(system_, "Rain today?", 40);
+  r.sampling.temperature = 0.0f;
+  std::string cold_text;
+  const Event d1 = run(r, &cold_text);
+  ASSERT_TRUE(d1.error.is_ok()) << d1.error.to_string();
+  EXPECT_GT(d1.usage.draft_steps, 0);
+  stop();
+  start(/*drafts=*/2);
+  std::string warm_text;
+  const Event d2 = run(r, &warm_text);
+  ASSERT_TRUE(d2.error.is_ok()) << d2.error.to_string();
+  EXPECT_GT(d2.usage.cached_tokens, 0) << "a file was loaded";
+  EXPECT_EQ(warm_text, cold_text);
+  EXPECT_EQ(d2.text, d1.text);
+  EXPECT_GT(d2.usage.draft_steps, 0) << "drafting resumed after the loaded tokens";
+  stop();
 }
 
 TEST_F(DiskCacheTest, ContinuedSavesLandOnMultiplesOfTheStep) {

@@ -482,10 +482,15 @@ namespace {
 TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
   Request greedy = chat("Please write a short poem about the sea", 24, 3);
   greedy.sampling.temperature = 0.0f;
-  Event plain;
+  Event plain, plain_next;
+  Request next;
   {
     auto s = start();
     plain = drain(**s->submit(greedy));
+    // The conversation continued: the live session's prefix is reused.
+    next = continued(greedy.rendered, plain, "And another one", 16);
+    next.sampling.temperature = 0.0f;
+    plain_next = drain(**s->submit(next));
   }
   ASSERT_TRUE(plain.error.is_ok()) << plain.error.to_string();
   EXPECT_EQ(plain.usage.draft_steps, 0);
@@ -503,6 +508,11 @@ TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
     // nothing the request stops drafting (scheduler_draft.cpp's acceptance switch).
     EXPECT_EQ(alone.usage.draft_steps, 16);
   }
+  const Event alone_next = drain(**s->submit(next));
+  EXPECT_GT(alone_next.usage.cached_tokens, 0) << "the prefix was reused";
+  EXPECT_GE(alone_next.usage.cached_tokens, plain_next.usage.cached_tokens);
+  EXPECT_EQ(alone_next.text, plain_next.text);
+  EXPECT_GT(alone_next.usage.draft_steps, 0);
 
   // Two at once, in step from their first token: neither drafts, both say what they say alone.
   Request other = chat("Another request of the same length", 24, 4);
