@@ -74,15 +74,20 @@ int run_error(const std::string& what, const ds4::Status& st) {
 // --spec-replay N (issue 51's replay mode): the probe just decoded is decoded again from the
 // frontier with Session::verify_greedy, its own tokens as the drafts, N per step -- acceptance
 // 100% unless the model's argmax is EOS, which the probe skips -- so the rate is what speculative
-// decoding gives when every draft is right. The tokens must be the probe's (else an error), and the
-// snapshot is restored after.
+// decoding gives when every draft is right. With `mtp` ("mtp replay", --mtp with --spec-replay)
+// each step first has the MTP block draft its N - 1 tokens and drops them: the rate then pays for
+// the drafting too, the end-to-end rate of MTP decoding at acceptance 100%. The tokens must be the
+// probe's (else an error); the snapshot, when given, is restored after.
 ds4::Status replay_probe(ds4::Session& s, const std::vector<ds4::TokenId>& probe, int n, int f,
-                         const std::vector<uint8_t>& snap) {
+                         const std::vector<uint8_t>* snap, bool mtp) {
   const auto t0 = std::chrono::steady_clock::now();
   size_t at = 0;
   int steps = 0, drafted = 0, kept = 0;
   while (at < probe.size()) {
     const size_t take = std::min(probe.size() - at, static_cast<size_t>(n));
+    if (mtp && take > 1 && s.can_draft()) {
+      DS4_TRY(s.draft(probe[at], static_cast<int>(take) - 1).status());
+    }
     DS4_ASSIGN_OR_RETURN(int k, s.verify_greedy(std::span(probe).subspan(at, take)));
     ++steps;
     drafted += static_cast<int>(take);
@@ -92,15 +97,15 @@ ds4::Status replay_probe(ds4::Session& s, const std::vector<ds4::TokenId>& probe
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,
-               "ds4-bench: ctx %d: replay of %zu tokens with %d drafts per step: %.2f t/s, %d "
+               "ds4-bench: ctx %d: %sreplay of %zu tokens with %d drafts per step: %.2f t/s, %d "
                "steps, %d of %d drafts kept, %.2f ms per step\n",
-               f, probe.size(), n, secs > 0 ? probe.size() / secs : 0.0, steps, kept, drafted,
-               steps > 0 ? secs * 1e3 / steps : 0.0);
+               f, mtp ? "mtp " : "", probe.size(), n, secs > 0 ? probe.size() / secs : 0.0, steps,
+               kept, drafted, steps > 0 ? secs * 1e3 / steps : 0.0);
   const std::span<const ds4::TokenId> done = s.tokens().last(probe.size());
   if (!std::equal(done.begin(), done.end(), probe.begin())) {
     return ds4::Status::internal("the replay decoded other tokens than the probe");
   }
-  return s.load(snap);
+  return snap ? s.load(*snap) : ds4::Status::ok();
 }
 
 // --mtp (issue 51): the probe's tokens decoded again through Session::step_greedy -- the MTP
@@ -253,7 +258,7 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, ds4::Session* mtp,
     }
 
     for (const int n : o.spec_replay) {
-      if (const ds4::Status rs = replay_probe(s, probe, n, f, *snap); !rs.is_ok()) {
+      if (const ds4::Status rs = replay_probe(s, probe, n, f, &*snap, false); !rs.is_ok()) {
         return run_error("speculative replay at " + std::to_string(f), rs);
       }
     }
@@ -262,6 +267,11 @@ int run_sweep(ds4::Engine& e, ds4::Session& s, ds4::Session* mtp,
               mtp_decode(*mtp, tokens, f, probe, o.run.mtp_draft, o.run.mtp_margin);
           !ms.is_ok()) {
         return run_error("MTP decode at " + std::to_string(f), ms);
+      }
+      for (const int n : o.spec_replay) {
+        ds4::Status rs = mtp->sync(std::span(tokens).first(static_cast<size_t>(f))).status();
+        if (rs.is_ok()) rs = replay_probe(*mtp, probe, n, f, nullptr, true);
+        if (!rs.is_ok()) return run_error("MTP replay at " + std::to_string(f), rs);
       }
     }
     write_row(csv, r);
