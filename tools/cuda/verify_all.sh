@@ -13,7 +13,9 @@
 #   spec     ds4-bench --spec-replay 2,3,4,5 on Flash q2 at 2k and 8k, GEN_TOKENS (default 64)
 #            per frontier: plain decode beside verification of N drafts per step, every draft the
 #            model's own token (issue 51's replay mode), and --mtp with a synthesized Flash MTP
-#            file (MTP_DRAFT drafts, default 2): the draft + verify step's time (bench/mtp.md)
+#            file (MTP_DRAFT drafts, default 2): the draft + verify step's time, and each N's mtp
+#            replay (drafting paid, the probe verified); tools/cuda/mtp_table.py turns them into
+#            bench/mtp.md's table (mtp_table.md in the logs)
 #   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
 #            tolerance, decode paths), prefill F16 / F32 products on cuBLAS
 #   checkblas the same gates with those products on the FP64 tensor-core kernel
@@ -224,6 +226,7 @@ if has spec; then
   OUT=$out OUT_CSV=flash_q2_spec.csv STEP_MUL=4 SPEC=${SPEC:-2,3,4,5} MTP=$DS4_FLASH_MTP \
     step spec 500 bash tools/cuda/flash_bench.sh 8192 "${GEN_TOKENS:-64}"
   grep -h "replay of\|mtp decode\|gen [0-9]* tokens" "$out/bench_err.txt"
+  python3 tools/cuda/mtp_table.py "$out/bench_err.txt" | tee "$out/mtp_table.md"
 fi
 if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \
