@@ -42,7 +42,17 @@ bool Scheduler::drafts_now(const Slot& slot, size_t decoding) const {
 bool Scheduler::speculate(Slot& slot) {
   Active& a = *slot.active;
   Session& s = *slot.session;
-  const int n = std::min({options_.drafting.drafts, a.limit - a.generated, 16});
+  int n = std::min({options_.drafting.drafts, a.limit - a.generated, 16});
+  if (disk_) {
+    // A run does not cross the next continued-save point: the session stops there, where the
+    // next step saves it (before_decode), as decoding one by one would.
+    if (const size_t step = continued_step(options_.cache); step != 0) {
+      const size_t at = static_cast<size_t>(s.n_tokens());
+      n = static_cast<int>(
+          std::min<size_t>(static_cast<size_t>(n), (at / step + 1) * step - at - 1));
+    }
+  }
+  if (n <= 0) return false;
   auto drafts = s.draft(a.next, n, options_.drafting.margin);
   if (!drafts.is_ok() || drafts->empty()) return false;
   std::vector<TokenId> run{a.next};

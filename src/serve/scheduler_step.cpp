@@ -37,7 +37,11 @@ void Scheduler::step() {
   for (Slot* slot : order_) {
     if (!slot->active->decoding) continue;
     ++decoding;
-    if (!slot->active->carried) draws_.push_back(prepare_draw(*slot));
+    if (!slot->active->carried) {
+      draws_.push_back(prepare_draw(*slot));
+    } else if (disk_) {
+      before_decode(*slot);  // its token was taken in the step before, without a draw
+    }
   }
   sample_pool_.parallel_for(static_cast<int64_t>(draws_.size()), [this](int64_t i) {
     Draw& d = draws_[static_cast<size_t>(i)];
