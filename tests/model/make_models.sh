@@ -49,6 +49,8 @@ case $set in
       --decisive --vocab "$vocab" -o "$out/small-q2-decisive.gguf" >/dev/null
     direct tiny f32 && "$gguf" synth --shape tiny --quant q2 --seed 1 --vocab "$vocab" --mtp \
       -o "$out/tiny-mtp.gguf" >/dev/null
+    fresh "$out/small-mtp.gguf" || "$gguf" synth --shape small --quant q2 --seed 1 \
+      --vocab "$vocab" --mtp -o "$out/small-mtp.gguf" >/dev/null
     ;;
   cuda)
     if ! nvidia-smi -L > /dev/null 2>&1 && [[ ! -e /dev/nvidia0 ]]; then

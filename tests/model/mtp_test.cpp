@@ -205,6 +205,33 @@ INSTANTIATE_TEST_SUITE_P(Files, MtpTest, ::testing::Values("tiny-f32", "tiny-q2"
                            return n;
                          });
 
+// The small shape (n_swa 128, a prompt past the window; the decisive law's peaked logits): the
+// speculative steps give plain greedy decoding's tokens and, the CPU verifying exactly, its state.
+TEST(MtpSmallTest, SpeculativeGreedyEqualsPlainGreedy) {
+  EngineOptions o;
+  o.model_path = model_path("small-q2-decisive");
+  o.mtp_path = model_path("small-mtp");
+  auto e = Engine::open(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  const std::vector<TokenId> prompt = test_prompt(150, 17);
+  auto plain = new_session(**e);
+  ASSERT_TRUE(plain->append(prompt).is_ok());
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(plain->eval(argmax(plain->logits())).is_ok());
+  auto s = new_session(**e);
+  ASSERT_TRUE(s->append(prompt).is_ok());
+  ASSERT_TRUE(s->can_draft());
+  int steps = 0;
+  while (s->n_tokens() < plain->n_tokens()) {
+    auto n = s->step_greedy(std::min(2, plain->n_tokens() - s->n_tokens() - 1));
+    ASSERT_TRUE(n.is_ok()) << n.status().message();
+    ++steps;
+  }
+  ASSERT_EQ(s->n_tokens(), plain->n_tokens());
+  EXPECT_TRUE(std::equal(s->tokens().begin(), s->tokens().end(), plain->tokens().begin()));
+  EXPECT_EQ(*s->save(), *plain->save());
+  std::printf("[mtp] small: 16 tokens in %d steps\n", steps);
+}
+
 TEST(MtpTest, WithoutAnMtpFileThereIsNothingToDraft) {
   auto e = open_model("tiny-q2", false);
   ASSERT_NE(e, nullptr);
