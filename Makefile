@@ -8,9 +8,10 @@
 #   make test-tsan  the serving stack's threaded tests under ThreadSanitizer (build-tsan/)
 #   make fuzz       libFuzzer on the GGUF reader, DSML parser, safetensors reader, DSV4 snapshot,
 #                   KVC cache-file, agent session-file, distributed wire, OpenAI request and HTTP
-#                   request parsers, FUZZ_SECONDS each (the snapshot fuzzer takes -max_len 2 MiB:
-#                   its valid seed payload is ~1.8 MB and a shorter limit would truncate it);
-#                   built in build-asan/, which test-asan shares
+#                   request parsers and ds4-eval's trace and question readers, FUZZ_SECONDS each
+#                   (the snapshot fuzzer takes -max_len 2 MiB: its valid seed payload is ~1.8 MB
+#                   and a shorter limit would truncate it); built in build-asan/, which test-asan
+#                   shares
 #   make bench      CPU kernel micro-benchmarks (bench/cpu-kernels.md)
 #   make lint       clang-format, file-length and include-layering gates; make format fixes style
 
@@ -89,12 +90,13 @@ fuzz: setup
 	cmake --build build-asan -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
 	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
 	  kvc_fuzz kvc_fuzz_seeds http_request_fuzz agent_session_fuzz agent_session_fuzz_seeds \
-	  dist_wire_fuzz dist_wire_fuzz_seeds
+	  dist_wire_fuzz dist_wire_fuzz_seeds eval_trace_fuzz
 	mkdir -p build-asan/corpus/gguf build-asan/corpus/dsml build-asan/corpus/safetensors \
 	  build-asan/corpus/snapshot build-asan/corpus/openai build-asan/corpus/kvc build-asan/corpus/http \
-	  build-asan/corpus/agent build-asan/corpus/dist
+	  build-asan/corpus/agent build-asan/corpus/dist build-asan/corpus/eval
 	cp tests/fuzz/openai_request_seeds/* build-asan/corpus/openai/
 	cp tests/fuzz/http_request_seeds/* build-asan/corpus/http/
+	cp tests/fuzz/eval_trace_seeds/* build-asan/corpus/eval/
 	./build-asan/bin/gguf_fuzz_seeds build-asan/corpus/gguf
 	./build-asan/bin/safetensors_fuzz_seeds build-asan/corpus/safetensors
 	./build-asan/bin/snapshot_fuzz_seeds build-asan/corpus/snapshot
@@ -104,7 +106,8 @@ fuzz: setup
 	FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh build-asan $(FUZZ_SECONDS) \
 	  gguf_reader_fuzz:4096:gguf dsml_parser_fuzz:4096:dsml safetensors_fuzz:4096:safetensors \
 	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc \
-	  http_request_fuzz:4096:http agent_session_fuzz:4096:agent dist_wire_fuzz:4096:dist
+	  http_request_fuzz:4096:http agent_session_fuzz:4096:agent dist_wire_fuzz:4096:dist \
+	  eval_trace_fuzz:4096:eval
 
 bench: build
 	./build/bin/ds4-kernel-bench

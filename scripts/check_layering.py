@@ -30,10 +30,11 @@ DEPS = {
     "agent": ["engine", "chat", "gen", "decode", "base"],  # tools, prompt and turn loop; never serve
     "tui": ["base"],  # ds4-agent's terminal UI: keys, line editor, footer text, screen
     "dist": ["base"],  # distributed inference: wire, routes, ZeroMQ data plane (engine: include/ds4)
+    "eval": ["base"],  # ds4-eval's model-free core: questions, extraction, traces, baseline; never engine
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
 # gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "decode", "tui", "dist"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "decode", "tui", "dist", "eval"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
 
 
 def closure(mods):
