@@ -251,7 +251,7 @@ Result<TurnLoop::Round> TurnLoop::generate_round() {
   Round r;
   const TokenId eos = tok_.special_ids().eos;
   decode::Hooks hooks;
-  hooks.replace = [&feed_next]() -> std::optional<TokenId> {
+  hooks.replace = [&feed_next](std::span<const float>) -> std::optional<TokenId> {
     if (feed_next.empty()) return std::nullopt;
     const TokenId t = feed_next.front();
     feed_next.pop_front();

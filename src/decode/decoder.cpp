@@ -20,7 +20,7 @@ TokenId Decoder::take(std::span<const float> logits, std::optional<TokenId> draf
                       std::vector<TokenId>* tokens, std::vector<gen::Event>* events) {
   const gen::Generation::Draw d = gen_.draw(sampling_, limit_ - taken_);
   std::optional<TokenId> sampled = d.forced;
-  if (!sampled && hooks_.replace) sampled = hooks_.replace();
+  if (!sampled && hooks_.replace) sampled = hooks_.replace(logits);
   if (!sampled) {
     sampled = draft ? sample_draft(logits, d.params, *draft, rng_) : sample(logits, d.params, rng_);
   }

@@ -43,9 +43,10 @@ struct Acceptance {
 // What the caller does per token (ds4-agent: its own token feed, and watching the output as it
 // streams).
 struct Hooks {
-  // A token to take in place of the model's sample, asked for when the generation core forces
-  // none; nullopt: sample. (Drafts are checked against it as against a forced token.)
-  std::function<std::optional<TokenId>()> replace;
+  // A token to take in place of the model's sample, asked for (with the logits the sample would be
+  // drawn from) when the generation core forces none; nullopt: sample. (Drafts are checked
+  // against it as against a forced token.)
+  std::function<std::optional<TokenId>(std::span<const float> logits)> replace;
   // Called after each token taken, with the events it completed; false ends the output after it
   // (the token taken but not evaluated). Its answer is ignored for a token that ends the output.
   std::function<bool(const gen::Generation::Taken&, std::span<const gen::Event> completed)> taken;
