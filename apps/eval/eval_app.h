@@ -3,6 +3,7 @@
 // trace, the report, the baseline); main.cpp owns the flags and the model-free modes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "ds4/tokenizer.h"
 #include "eval/question.h"
 #include "eval/report.h"
+#include "server_client.h"
 
 namespace ds4::evalapp {
 
@@ -24,6 +26,7 @@ struct EvalOptions {
   int hard_budget = 512;
   int soft_budget = 1024;
   int soft_rank = 3;
+  std::optional<ServerTarget> server;  // --server URL: each case asked of a running ds4-server
 };
 
 // The context every case fits in (no -c): the largest rendered prompt plus --tokens, at least
@@ -31,10 +34,11 @@ struct EvalOptions {
 Result<int> context_for(const std::vector<eval::Question>& questions, const Tokenizer& tok,
                         const EvalOptions& o);
 
-// Runs every question in order on `engine` (plain mode: each case's text streamed to stdout),
+// Runs every question in order on `engine` with `tok` (plain mode: each case's text streamed to
+// stdout), or through EvalOptions::server (both null then: the answer is printed when it comes),
 // writing the trace when asked. Stops at SIGINT (the running case STOPPED, the rest not run).
 // Returns each case's result, in order.
-Result<std::vector<eval::CaseResult>> run_cases(Engine& engine, const Tokenizer& tok,
+Result<std::vector<eval::CaseResult>> run_cases(Engine* engine, const Tokenizer* tok,
                                                 const std::vector<eval::Question>& questions,
                                                 const EvalOptions& o);
 

@@ -65,7 +65,7 @@ ds4::Result<std::vector<size_t>> parse_sequence(const std::string& text, size_t 
 int main(int argc, char** argv) {
   ds4::evalapp::EvalOptions o;
   o.run.sampling = {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
-  std::string questions_file, sequence, regrade_trace, baseline, write_baseline;
+  std::string questions_file, sequence, regrade_trace, baseline, write_baseline, server;
   int n_questions = 0;
   bool self_test = false, plain = false;
   CLI::App app{"ds4-eval: capability regression on DeepSeek V4 (docs/eval.md)"};
@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--plain", plain, "sequential output (the only mode so far)");
+  app.add_option("--server", server,
+                 "ask a running ds4-server (http://HOST:PORT; DS4_API_KEY from the environment) "
+                 "instead of loading the model");
   try {
     app.parse(app_opts::args_for_parse(argc, argv));
   } catch (const CLI::CallForHelp& e) {
@@ -161,6 +164,42 @@ int main(int argc, char** argv) {
     if (!parsed.is_ok()) return usage_error(baseline + ": " + parsed.status().message());
     base = std::move(*parsed);
   }
+  const auto report = [&](const std::vector<ds4::eval::CaseResult>& results, double secs) {
+    std::fputs(ds4::eval::format_report(results, secs).c_str(), stdout);
+    const std::vector<ds4::eval::BaselineEntry> now = ds4::eval::baseline_from_results(results);
+    if (!write_baseline.empty()) {
+      std::ofstream f(write_baseline, std::ios::binary | std::ios::trunc);
+      f << ds4::eval::write_baseline(now);
+      if (!f.flush()) {
+        std::fprintf(stderr, "ds4-eval: cannot write '%s'\n", write_baseline.c_str());
+        return 1;
+      }
+    }
+    if (!baseline.empty()) {
+      const ds4::eval::DriftReport drift = ds4::eval::compare_baseline(base, now);
+      std::fputs(ds4::eval::format_drift(drift).c_str(), stdout);
+      return drift.passed ? 0 : 1;
+    }
+    return ds4::eval::report_exit_code(results);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (!server.empty()) {
+    if (!ds4::evalapp::server_mode_available()) {
+      return usage_error("this build has no HTTP client (cpp-httplib): no --server");
+    }
+    auto target = ds4::evalapp::parse_server_url(server);
+    if (!target.is_ok()) return usage_error(target.status().message());
+    o.server = *target;
+    auto results = ds4::evalapp::run_cases(nullptr, nullptr, *questions, o);
+    if (!results.is_ok()) {
+      std::fprintf(stderr, "ds4-eval: %s\n", results.status().message().c_str());
+      return 1;
+    }
+    return report(*results, elapsed());
+  }
   if (!std::filesystem::exists(o.run.model)) {
     return usage_error("model file '" + o.run.model + "' not found");
   }
@@ -174,27 +213,10 @@ int main(int argc, char** argv) {
   ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
-  const auto t0 = std::chrono::steady_clock::now();
-  auto results = ds4::evalapp::run_cases(**engine, *tok, *questions, o);
+  auto results = ds4::evalapp::run_cases(&**engine, &*tok, *questions, o);
   if (!results.is_ok()) {
     std::fprintf(stderr, "ds4-eval: %s\n", results.status().message().c_str());
     return 1;
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fputs(ds4::eval::format_report(*results, secs).c_str(), stdout);
-  const std::vector<ds4::eval::BaselineEntry> now = ds4::eval::baseline_from_results(*results);
-  if (!write_baseline.empty()) {
-    std::ofstream f(write_baseline, std::ios::binary | std::ios::trunc);
-    f << ds4::eval::write_baseline(now);
-    if (!f.flush()) {
-      std::fprintf(stderr, "ds4-eval: cannot write '%s'\n", write_baseline.c_str());
-      return 1;
-    }
-  }
-  if (!baseline.empty()) {
-    const ds4::eval::DriftReport drift = ds4::eval::compare_baseline(base, now);
-    std::fputs(ds4::eval::format_drift(drift).c_str(), stdout);
-    return drift.passed ? 0 : 1;
-  }
-  return ds4::eval::report_exit_code(*results);
+  return report(*results, elapsed());
 }

@@ -139,24 +139,28 @@ Result<int> context_for(const std::vector<eval::Question>& questions, const Toke
   return static_cast<int>(ctx);
 }
 
-Result<std::vector<eval::CaseResult>> run_cases(Engine& engine, const Tokenizer& tok,
+Result<std::vector<eval::CaseResult>> run_cases(Engine* engine, const Tokenizer* tok,
                                                 const std::vector<eval::Question>& questions,
                                                 const EvalOptions& o) {
   install_interrupt_handler();
   const int ctx = o.run.ctx;
-  const chat::ThinkMode think = chat::effective_think_mode(o.run.think, ctx);
-  DS4_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
-                       engine.create_session(app::session_options(o.run)));
+  const chat::ThinkMode think =
+      o.server ? o.run.think : chat::effective_think_mode(o.run.think, ctx);
+  std::unique_ptr<Session> s;
+  if (engine != nullptr) {
+    DS4_ASSIGN_OR_RETURN(s, engine->create_session(app::session_options(o.run)));
+  }
   std::FILE* trace = nullptr;
   if (!o.trace.empty()) {
     trace = std::fopen(o.trace.c_str(), "wb");
     if (trace == nullptr) return Status::io_error("cannot write the trace '%s'", o.trace.c_str());
     const std::string head = eval::write_trace_header(
         {{"started_unix", std::to_string(std::time(nullptr))},
-         {"model", o.run.model},
-         {"model_shape", engine.info().shape},
-         {"backend", o.run.backend},
-         {"ctx", std::to_string(ctx)},
+         {"model", o.server ? "server " + o.server->host + ":" + std::to_string(o.server->port)
+                            : o.run.model},
+         {"model_shape", engine != nullptr ? engine->info().shape : "-"},
+         {"backend", o.server ? "server" : o.run.backend},
+         {"ctx", o.server ? "-" : std::to_string(ctx)},
          {"max_tokens", std::to_string(o.tokens)},
          {"questions", std::to_string(questions.size())},
          {"sampling", sampling_text(o.run.sampling)},
@@ -165,7 +169,7 @@ Result<std::vector<eval::CaseResult>> run_cases(Engine& engine, const Tokenizer&
                          std::to_string(o.soft_budget) + " rank=" + std::to_string(o.soft_rank)}});
     std::fwrite(head.data(), 1, head.size(), trace);
   }
-  const TokenId think_end = tok.special_ids().think_end;
+  const TokenId think_end = tok != nullptr ? tok->special_ids().think_end : -1;
   Rng rng(o.run.sampling.seed);
   Stream stream;
   std::vector<eval::CaseResult> results;
@@ -180,13 +184,34 @@ Result<std::vector<eval::CaseResult>> run_cases(Engine& engine, const Tokenizer&
     }
     std::printf("[%zu/%zu] %s/%s %s\n", i + 1, questions.size(), q.source.c_str(), q.domain.c_str(),
                 q.title.c_str());
-    DS4_ASSIGN_OR_RETURN(std::vector<TokenId> prompt, case_prompt(q, tok, think, ctx));
-    r.prompt_tokens = static_cast<int64_t>(prompt.size());
-    const int limit = std::min<int64_t>(o.tokens, ctx - 1 - static_cast<int64_t>(prompt.size()));
     const auto t0 = std::chrono::steady_clock::now();
     std::string output;
     ThinkClose close;
-    if (limit <= 0) {
+    std::vector<TokenId> prompt;
+    int limit = o.tokens;
+    if (tok != nullptr) {
+      DS4_ASSIGN_OR_RETURN(prompt, case_prompt(q, *tok, think, ctx));
+      r.prompt_tokens = static_cast<int64_t>(prompt.size());
+      limit = std::min<int64_t>(o.tokens, ctx - 1 - static_cast<int64_t>(prompt.size()));
+    }
+    if (o.server) {
+      DS4_ASSIGN_OR_RETURN(ServerAnswer a,
+                           ask_server(*o.server, eval::system_prompt(), eval::user_prompt(q),
+                                      o.tokens, think, o.run.sampling));
+      output = a.reasoning.empty() ? a.content : a.reasoning + "</think>" + a.content;
+      std::vector<gen::Event> shown;
+      if (!a.reasoning.empty())
+        shown.push_back({.kind = gen::EventKind::kReasoning, .text = a.reasoning});
+      shown.push_back({.kind = gen::EventKind::kText, .text = a.content});
+      stream.show(shown);
+      stream.end();
+      r.prompt_tokens = a.prompt_tokens;
+      r.generated_tokens = a.completion_tokens;
+      close.kind = "server";
+      const eval::Grade grade = eval::grade(q, output);
+      r.given = grade.picked;
+      r.state = grade.passed ? "PASSED" : "FAILED";
+    } else if (limit <= 0) {
       r.state = "SKIPPED";
     } else {
       DS4_TRY(s->sync(prompt).status());
@@ -194,7 +219,7 @@ Result<std::vector<eval::CaseResult>> run_cases(Engine& engine, const Tokenizer&
       gen::OutputSpec spec{.thinking = thinking};
       // The hard close: </think> forced once only hard_budget tokens are left.
       if (thinking && limit > o.hard_budget) spec.reasoning_budget = limit - o.hard_budget;
-      gen::Generation g(tok, spec);
+      gen::Generation g(*tok, spec);
       bool open = thinking, soft = false;
       decode::Hooks hooks;
       hooks.replace = [&](std::span<const float> logits) -> std::optional<TokenId> {

@@ -4,14 +4,18 @@
 # 1); the trace regraded to the same results, and a damaged trace counted as a parse error; the
 # drift gate against the committed baseline (no drift), and a doctored baseline naming the case
 # and its token delta; --mtp drafting leaves the run as it is; the think budget's hard close;
-# --case-sequence's order; usage errors (exit 2, one line, the bad file's line number).
+# --case-sequence's order; usage errors (exit 2, one line, the bad file's line number). With
+# ds4-server ($5): the same cases asked through its chat API render the same prompts and give the
+# same answers (no drift from the in-process baseline).
 set -u
 EVAL=$1
 MODEL=$2
 MTP=$3
 BASELINE=$4
+SERVER=${5:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ds4_eval_test_XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+server_pid=
+trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 run() { timeout 120 "$EVAL" -m "$MODEL" --plain --tokens 32 --temp 0 --seed 1 --nothink "$@"; }
 cases=(--case-sequence 1,15,29,41)  # integer, choice, line set, line set (safe code)
@@ -78,4 +82,24 @@ usage "named twice" --case-sequence 2,2
 usage "hard-limit-reply-budget 512 must be below --tokens 100" --think --tokens 100
 printf '{"source":"t","id":"a","domain":"d","title":"t","question":"q","kind":"integer","answer":"1"}\nnot json\n' > "$tmp/bad.jsonl"
 usage "line 2" --questions-file "$tmp/bad.jsonl"
+# --- through ds4-server's API: the same prompts, the same greedy answers ---
+if [ -n "$SERVER" ]; then
+  "$SERVER" -m "$MODEL" --port 0 -t 2 --ctx 1024 > "$tmp/server.out" 2> "$tmp/server.err" &
+  server_pid=$!
+  for _ in $(seq 300); do grep -q 'listening on' "$tmp/server.out" && break; sleep 0.1; done
+  url=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/server.out" | head -1)
+  [ -n "$url" ] || fail "ds4-server did not start: $(cat "$tmp/server.err")"
+  timeout 120 "$EVAL" --server "$url" --plain --tokens 32 --temp 0 --seed 1 --nothink "${cases[@]}" \
+    --baseline "$BASELINE" > "$tmp/out" 2>&1 || fail "--server drifted: $(tail -8 "$tmp/out")"
+  run "${cases[@]}" > "$tmp/local" 2>&1
+  [ "$(grep -A4 '^#  state' "$tmp/out")" = "$(grep -A4 '^#  state' "$tmp/local")" ] ||
+    fail "the server's report differs: $(grep -A4 '^#  state' "$tmp/out")"
+  "$EVAL" --server "http://127.0.0.1:1" --case-sequence 1 --nothink > /dev/null 2> "$tmp/err"
+  [ $? -eq 1 ] && grep -q 'the server at 127.0.0.1:1' "$tmp/err" || fail "no server: $(cat "$tmp/err")"
+  usage "give http://HOST:PORT" --server ftp://x
+  kill "$server_pid"
+  wait "$server_pid" 2>/dev/null
+  server_pid=
+fi
+
 echo "ok"
