@@ -13,6 +13,7 @@
 #include "eval/question.h"
 #include "eval/report.h"
 #include "server_client.h"
+#include "view.h"
 
 namespace ds4::evalapp {
 
@@ -34,12 +35,13 @@ struct EvalOptions {
 Result<int> context_for(const std::vector<eval::Question>& questions, const Tokenizer& tok,
                         const EvalOptions& o);
 
-// Runs every question in order on `engine` with `tok` (plain mode: each case's text streamed to
-// stdout), or through EvalOptions::server (both null then: the answer is printed when it comes),
-// writing the trace when asked. Stops at SIGINT (the running case STOPPED, the rest not run).
-// Returns each case's result, in order.
+// Runs every question on `engine` with `tok`, or through EvalOptions::server (both null then),
+// showing it through `view` and writing the trace when asked. In order, but for a case the user
+// picks (View::Action::kSwitch: it runs next, the one it interrupts, SWITCHED in the trace, after
+// it). Stops at SIGINT or the view's quit (the running case STOPPED, the rest PENDING). Returns
+// each case's result, in the questions' order.
 Result<std::vector<eval::CaseResult>> run_cases(Engine* engine, const Tokenizer* tok,
                                                 const std::vector<eval::Question>& questions,
-                                                const EvalOptions& o);
+                                                const EvalOptions& o, View& view);
 
 }  // namespace ds4::evalapp

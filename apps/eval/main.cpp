@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   std::string questions_file, sequence, regrade_trace, baseline, write_baseline, server;
   int n_questions = 0;
   bool self_test = false, plain = false;
+  int pause_ms = 350;
   CLI::App app{"ds4-eval: capability regression on DeepSeek V4 (docs/eval.md)"};
   namespace app_opts = ds4::app;
   app_opts::RunFlags run_flags(app, o.run,
@@ -102,7 +103,10 @@ int main(int argc, char** argv) {
                  "the rank </think> needs for the soft close")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_flag("--plain", plain, "sequential output (the only mode so far)");
+  app.add_flag("--plain", plain, "sequential output instead of the split screen");
+  app.add_option("--pause-ms", pause_ms, "split screen: pause after each result")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   app.add_option("--server", server,
                  "ask a running ds4-server (http://HOST:PORT; DS4_API_KEY from the environment) "
                  "instead of loading the model");
@@ -182,6 +186,13 @@ int main(int argc, char** argv) {
     }
     return ds4::eval::report_exit_code(results);
   };
+  // The split screen on a terminal unless --plain; plain lines otherwise.
+  const auto make_view = [&] {
+    std::unique_ptr<ds4::evalapp::View> v;
+    if (!plain) v = ds4::evalapp::make_split_view(pause_ms);
+    if (!v) v = ds4::evalapp::make_plain_view();
+    return v;
+  };
   const auto t0 = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -193,7 +204,7 @@ int main(int argc, char** argv) {
     auto target = ds4::evalapp::parse_server_url(server);
     if (!target.is_ok()) return usage_error(target.status().message());
     o.server = *target;
-    auto results = ds4::evalapp::run_cases(nullptr, nullptr, *questions, o);
+    auto results = ds4::evalapp::run_cases(nullptr, nullptr, *questions, o, *make_view());
     if (!results.is_ok()) {
       std::fprintf(stderr, "ds4-eval: %s\n", results.status().message().c_str());
       return 1;
@@ -213,7 +224,7 @@ int main(int argc, char** argv) {
   ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
-  auto results = ds4::evalapp::run_cases(&**engine, &*tok, *questions, o);
+  auto results = ds4::evalapp::run_cases(&**engine, &*tok, *questions, o, *make_view());
   if (!results.is_ok()) {
     std::fprintf(stderr, "ds4-eval: %s\n", results.status().message().c_str());
     return 1;
