@@ -9,6 +9,7 @@
 
 #include "apps/common/mapping_guard.h"
 #include "eval/baseline.h"
+#include "eval/datasets.h"
 #include "eval/regrade.h"
 #include "eval/selftest.h"
 #include "eval/trace.h"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   ds4::evalapp::EvalOptions o;
   o.run.sampling = {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
   std::string questions_file, sequence, regrade_trace, baseline, write_baseline, server;
+  std::string questions_format = "ds4";
   int n_questions = 0;
   bool self_test = false, plain = false;
   int pause_ms = 350;
@@ -80,6 +82,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--questions-file", questions_file,
                  "questions as JSONL (docs/eval.md; default: the built-in set)");
+  app.add_option("--questions-format", questions_format,
+                 "the file's format: ds4 (JSONL, docs/eval.md), gpqa (its CSV), supergpqa or "
+                 "aime (their JSONL)")
+      ->capture_default_str();
   app.add_option("--questions", n_questions, "run the first N questions")
       ->check(CLI::PositiveNumber);
   app.add_option("--case-sequence", sequence, "run exactly these cases, in this order (1-based)");
@@ -130,8 +136,13 @@ int main(int argc, char** argv) {
     std::printf("answer extractor self-tests passed\n");
     return 0;
   }
+  auto format = ds4::eval::dataset_format(questions_format);
+  if (!format.is_ok()) return usage_error(format.status().message());
+  if (questions_file.empty() && *format != ds4::eval::DatasetFormat::kDs4) {
+    return usage_error("--questions-format " + questions_format + " needs --questions-file");
+  }
   auto questions = questions_file.empty() ? ds4::eval::parse_questions(kEmbeddedQuestions)
-                                          : ds4::eval::load_questions(questions_file);
+                                          : ds4::eval::load_dataset(questions_file, *format);
   if (!questions.is_ok()) return usage_error(questions.status().message());
   if (!regrade_trace.empty()) {
     auto text = read_file(regrade_trace);

@@ -68,6 +68,11 @@ run --case-sequence 3,1 > "$tmp/out" 2>&1
 [ "$(grep -o '^[0-9]  [A-Z]*  .*ds4/int-0[0-9]' "$tmp/out" | awk '{print $NF}' | tr '\n' ' ')" = "ds4/int-03 ds4/int-01 " ] ||
   fail "order: $(tail -3 "$tmp/out")"
 
+# --- a dataset in its own format (GPQA's CSV, written here) ---
+printf 'Record ID,Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3\nr1,"Which is larger, 3 or 5?",5,3,4,2\n' > "$tmp/gpqa.csv"
+run --questions-file "$tmp/gpqa.csv" --questions-format gpqa > "$tmp/out" 2>&1
+grep -q '^\[1/1\] gpqa/' "$tmp/out" && grep -q 'gpqa/r1$' "$tmp/out" || fail "gpqa run: $(tail -4 "$tmp/out")"
+
 # --- usage errors: exit 2, one line ---
 usage() {  # usage NEEDLE ARGS...
   local needle=$1
@@ -82,6 +87,8 @@ usage "named twice" --case-sequence 2,2
 usage "hard-limit-reply-budget 512 must be below --tokens 100" --think --tokens 100
 printf '{"source":"t","id":"a","domain":"d","title":"t","question":"q","kind":"integer","answer":"1"}\nnot json\n' > "$tmp/bad.jsonl"
 usage "line 2" --questions-file "$tmp/bad.jsonl"
+usage "needs --questions-file" --questions-format aime
+usage "unknown question format 'mmlu'" --questions-format mmlu --questions-file "$tmp/bad.jsonl"
 # --- through ds4-server's API: the same prompts, the same greedy answers ---
 if [ -n "$SERVER" ]; then
   "$SERVER" -m "$MODEL" --port 0 -t 2 --ctx 1024 > "$tmp/server.out" 2> "$tmp/server.err" &
