@@ -1,5 +1,6 @@
 // libFuzzer target for ds4-eval's file readers (src/eval): the trace reader (trace.cpp), the
-// question loader (question.cpp) and the answer extractors (extract.cpp) they feed, with the
+// question loader (question.cpp), the published formats' readers (datasets.cpp: GPQA's CSV,
+// SuperGPQA's and AIME's JSONL) and the answer extractors (extract.cpp) they feed, with the
 // seeds of tests/fuzz/eval_trace_seeds (a trace with fake markers in its blocks, a question
 // file). Every input is tried as both. Checked for every input (ASan/UBSan instrumented):
 //   - reading never crashes, hangs or reads out of bounds; damage only adds errors;
@@ -15,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "eval/datasets.h"
 #include "eval/extract.h"
 #include "eval/question.h"
 #include "eval/trace.h"
@@ -73,11 +75,28 @@ void fuzz_questions(std::string_view text) {
   }
 }
 
+// The published formats (datasets.h): whatever loads is a valid question set.
+void fuzz_datasets(std::string_view text) {
+  for (const auto f : {ds4::eval::DatasetFormat::kGpqa, ds4::eval::DatasetFormat::kSuperGpqa,
+                       ds4::eval::DatasetFormat::kAime}) {
+    auto r = ds4::eval::parse_dataset(text, f);
+    if (!r.is_ok()) {
+      require(!r.status().message().empty());
+      continue;
+    }
+    for (const Question& q : *r) {
+      auto again = ds4::eval::normalize_answer(q.kind, q.answer, q.choices.size());
+      require(again.is_ok() && *again == q.answer && !q.question.empty());
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   fuzz_trace(text);
   fuzz_questions(text);
+  fuzz_datasets(text);
   return 0;
 }
