@@ -6,6 +6,7 @@
 #include "agent/bash_jobs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,13 +45,24 @@ std::string output_path_of(const std::string& report) {
 
 // Processes of group `pgid` that have not exited (zombies, which only wait for their parent to
 // reap them, are not counted), read from /proc.
+// A /proc file's text, "" once the process is gone (reading a dying process's stat fails with
+// ESRCH, which an ifstream turns into an exception).
+std::string proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 int live_group_members(pid_t pgid) {
   int n = 0;
   DIR* d = ::opendir("/proc");
   if (!d) return -1;
   while (const dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string stat = get_file(std::string("/proc/") + e->d_name + "/stat");
+    const std::string stat = proc_file(std::string("/proc/") + e->d_name + "/stat");
     const size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     char state = 0;
