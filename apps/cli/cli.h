@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/interrupt.h"
 #include "apps/common/run_options.h"
 #include "decode/decoder.h"
 #include "ds4/chat.h"
@@ -36,9 +37,9 @@ struct CliOptions {
   std::string trace;
 };
 
-// Set by SIGINT while a handler is installed; generation polls it (apps/cli/signals.cpp).
-std::atomic<bool>& interrupt_flag();
-void install_interrupt_handler();
+// Set by SIGINT while a handler is installed; generation polls it (apps/common/interrupt.h).
+using app::install_interrupt_handler;
+using app::interrupt_flag;
 
 // Prompt tokens of a one-shot run (features.md §4.1): text that starts with BOS is tokenized as
 // written (specials recognised); otherwise system + user are rendered with the think mode.

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <csignal>
 #include <fstream>
 
 #include "cli.h"
@@ -20,20 +19,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
-
-std::atomic<bool>& interrupt_flag() {
-  // The one process-wide flag a signal handler may set (lock-free atomic, async-signal-safe).
-  static std::atomic<bool> flag{false};
-  return flag;
-}
-
-void install_interrupt_handler() {
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { interrupt_flag().store(true); };
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns so the REPL can re-prompt
-  sigaction(SIGINT, &sa, nullptr);
-}
 
 Result<std::vector<TokenId>> oneshot_prompt(const Tokenizer& tok, const CliOptions& o) {
   const std::string& text = *o.prompt;

@@ -31,9 +31,10 @@ struct EvalOptions {
 };
 
 // The context every case fits in (no -c): the largest rendered prompt plus --tokens, at least
-// chat::kThinkMaxMinContext with --think-max. Errors: over the model's 1,048,576 tokens.
+// chat::kThinkMaxMinContext with --think-max. Errors: over `max_ctx` (the model's,
+// ModelInfo::n_ctx_max).
 Result<int> context_for(const std::vector<eval::Question>& questions, const Tokenizer& tok,
-                        const EvalOptions& o);
+                        const EvalOptions& o, int max_ctx);
 
 // Runs every question on `engine` with `tok`, or through EvalOptions::server (both null then),
 // showing it through `view` and writing the trace when asked. In order, but for a case the user

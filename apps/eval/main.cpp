@@ -227,14 +227,14 @@ int main(int argc, char** argv) {
   }
   auto tok = ds4::Tokenizer::open(o.run.model);
   if (!tok.is_ok()) return usage_error(tok.status().message());
-  if (!o.ctx_given) {
-    auto ctx = ds4::evalapp::context_for(*questions, *tok, o);
-    if (!ctx.is_ok()) return usage_error(ctx.status().message());
-    o.run.ctx = *ctx;
-  }
   ds4::app::install_mapping_guard();
   auto engine = ds4::Engine::open(ds4::app::engine_options(o.run));
   if (!engine.is_ok()) return usage_error(engine.status().message());
+  if (!o.ctx_given) {
+    auto ctx = ds4::evalapp::context_for(*questions, *tok, o, (*engine)->info().n_ctx_max);
+    if (!ctx.is_ok()) return usage_error(ctx.status().message());
+    o.run.ctx = *ctx;
+  }
   auto results = ds4::evalapp::run_cases(&**engine, &*tok, *questions, o, *make_view());
   if (!results.is_ok()) {
     std::fprintf(stderr, "ds4-eval: %s\n", results.status().message().c_str());

@@ -3,13 +3,13 @@
 // and the context sizing (features.md §7.2-7.4).
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <deque>
 #include <fstream>
 #include <optional>
 
+#include "apps/common/interrupt.h"
 #include "decode/decoder.h"
 #include "ds4/chat.h"
 #include "eval/extract.h"
@@ -20,21 +20,6 @@
 
 namespace ds4::evalapp {
 namespace {
-
-constexpr int64_t kModelContext = 1 << 20;  // DeepSeek V4's 1,048,576 tokens
-
-// The one flag the SIGINT handler sets (lock-free, async-signal-safe): the running case stops.
-std::atomic<bool>& interrupted() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
-
-void install_interrupt_handler() {
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { interrupted().store(true); };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-}
 
 Result<std::vector<TokenId>> case_prompt(const eval::Question& q, const Tokenizer& tok,
                                          chat::ThinkMode think, int64_t ctx) {
@@ -86,7 +71,7 @@ struct ThinkClose {
 }  // namespace
 
 Result<int> context_for(const std::vector<eval::Question>& questions, const Tokenizer& tok,
-                        const EvalOptions& o) {
+                        const EvalOptions& o, int max_ctx) {
   // The think mode depends on the context (Think Max needs a large one), the context on the
   // largest prompt: a few rounds settle it.
   int64_t ctx = o.run.think == chat::ThinkMode::kMax ? chat::kThinkMaxMinContext : 4096;
@@ -102,10 +87,10 @@ Result<int> context_for(const std::vector<eval::Question>& questions, const Toke
     if (want == ctx) break;
     ctx = want;
   }
-  if (ctx > kModelContext) {
+  if (ctx > max_ctx) {
     return Status::out_of_range(
-        "the largest prompt and --tokens %d need a context of %lld tokens, over the model's %lld",
-        o.tokens, static_cast<long long>(ctx), static_cast<long long>(kModelContext));
+        "the largest prompt and --tokens %d need a context of %lld tokens, over the model's %d",
+        o.tokens, static_cast<long long>(ctx), max_ctx);
   }
   return static_cast<int>(ctx);
 }
@@ -189,7 +174,7 @@ class Runner {
   // Between tokens: SIGINT or the view's quit ends the run, a switch ends the case.
   bool keep_going(std::optional<size_t>* next) {
     size_t to = 0;
-    const View::Action a = interrupted().load() ? View::Action::kQuit : view_.poll(&to);
+    const View::Action a = app::interrupt_flag().load() ? View::Action::kQuit : view_.poll(&to);
     if (a == View::Action::kQuit) quit_ = true;
     if (a == View::Action::kSwitch) *next = to;
     return a == View::Action::kNone;
@@ -354,7 +339,7 @@ class Runner {
 Result<std::vector<eval::CaseResult>> run_cases(Engine* engine, const Tokenizer* tok,
                                                 const std::vector<eval::Question>& questions,
                                                 const EvalOptions& o, View& view) {
-  install_interrupt_handler();
+  app::install_interrupt_handler();
   Runner runner(engine, tok, questions, o, view);
   return runner.run();
 }

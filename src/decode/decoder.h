@@ -68,9 +68,6 @@ class Decoder {
   std::optional<gen::FinishReason> end() const { return end_; }
   int taken() const { return taken_; }
   const Acceptance& acceptance() const { return acceptance_; }
-  // Stop drafting (the caller's off switch, e.g. a batch grown past where drafts pay) or start
-  // again.
-  void set_drafts(int drafts) { drafting_.drafts = drafts; }
 
  private:
   // Draws and takes one token from `logits` (`draft`: the token verified there, if any). Returns

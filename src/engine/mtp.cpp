@@ -58,8 +58,8 @@ void Session::Impl::mtp_collect(int c0, int c, int r0, backend::Act in,
 }
 
 void Session::Impl::mtp_advance(int c0, int c) {
-  const int n = mtp_rows(c);
   if (mtp.seq < 0 || c <= 0) return;
+  const int n = mtp_rows(c);
   Engine::Impl& e = *engine;
   std::vector<backend::RowTag> tags;
   const backend::Act in = e.mtp_in_view(std::max(n, 1));
@@ -80,8 +80,8 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(TokenId next, int n, float
   Engine::Impl& e = *engine;
   if (!mtp_ready()) {
     return Status::unavailable(
-        "%s", e.mtp ? "the MTP block has not seen this session's context (a snapshot was loaded or "
-                      "a batched step ran since it began)"
+        "%s", e.mtp ? "the MTP block has not seen the positions a draft reads (a snapshot was "
+                      "loaded fewer than n_swa - 1 positions ago)"
                     : "no MTP file is loaded");
   }
   if (n < 1 || n > 16) return Status::invalid_argument("%d drafts is outside [1, 16]", n);

@@ -24,14 +24,13 @@ Result<int> Session::verify(std::span<const TokenId> run, const DraftAccept& acc
   if (s.logits.empty()) return Status::unavailable("no logits yet: append tokens first");
   if (run.empty()) return 0;
   DS4_TRY(s.check_tokens(run, s.tokens.size()));
-  const std::span<const TokenId> drafts = run;
   Engine::Impl& e = *s.engine;
-  const int n = static_cast<int>(drafts.size());
+  const int n = static_cast<int>(run.size());
   const auto pos0 = static_cast<int32_t>(s.tokens.size());
   std::vector<backend::RowTag> rows;
   std::vector<int> want;
   for (int k = 0; k < n; ++k) {
-    rows.push_back({s.seq, pos0 + k, drafts[k]});
+    rows.push_back({s.seq, pos0 + k, run[k]});
     want.push_back(k);
   }
   DS4_TRY(e.backend->mark_sequence(s.seq));
@@ -53,7 +52,7 @@ Result<int> Session::verify(std::span<const TokenId> run, const DraftAccept& acc
     s.reset();  // the state holds rows the transcript does not: start again from nothing
     return back;
   }
-  s.tokens.insert(s.tokens.end(), drafts.begin(), drafts.begin() + kept);
+  s.tokens.insert(s.tokens.end(), run.begin(), run.begin() + kept);
   s.mtp_advance(pos0, kept);  // the kept rows' hidden states are still the pass's
   const std::span<const float> last = logits_after(kept - 1);
   s.logits.assign(last.begin(), last.end());
