@@ -59,6 +59,11 @@ class DiagnosticBackend final : public Backend {
   Status import_sequence(int seq, const std::vector<LayerState>& state) override {
     return inner_->import_sequence(seq, state);
   }
+  Status mark_sequence(int seq) override { return inner_->mark_sequence(seq); }
+  Status rewind_sequence(int seq, int n_tokens) override {
+    return inner_->rewind_sequence(seq, n_tokens);
+  }
+  void settle_sequence(int seq) override { inner_->settle_sequence(seq); }
   std::optional<uint64_t> free_memory_bytes() const override { return inner_->free_memory_bytes(); }
   void begin_step(std::span<const RowTag> rows) override { inner_->begin_step(rows); }
   void end_step() override { inner_->end_step(); }

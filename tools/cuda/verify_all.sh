@@ -16,6 +16,8 @@
 #            file (MTP_DRAFT drafts, default 2): the draft + verify step's time, and each N's mtp
 #            replay (drafting paid, the probe verified); tools/cuda/mtp_table.py turns them into
 #            bench/mtp.md's table (mtp_table.md in the logs)
+#   mtpsame  ds4 --backend cuda on Flash q2, greedy, with and without --mtp (2 drafts, margin 0):
+#            the outputs must be byte-identical (tools/cuda/mtp_same.sh)
 #   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
 #            tolerance, decode paths), prefill F16 / F32 products on cuBLAS
 #   checkblas the same gates with those products on the FP64 tensor-core kernel
@@ -227,6 +229,10 @@ if has spec; then
     step spec 500 bash tools/cuda/flash_bench.sh 8192 "${GEN_TOKENS:-64}"
   grep -h "replay of\|mtp decode\|gen [0-9]* tokens" "$out/bench_err.txt"
   python3 tools/cuda/mtp_table.py "$out/bench_err.txt" | tee "$out/mtp_table.md"
+fi
+if has mtpsame; then
+  OUT=$out step mtpsame 300 bash tools/cuda/mtp_same.sh "${GEN_TOKENS:-64}"
+  tail -4 "$out/mtpsame.log"
 fi
 if has bench128; then
   OUT=$out OUT_CSV=flash_q2_cuda_128k.csv CTX_START=131072 step bench128 500 \

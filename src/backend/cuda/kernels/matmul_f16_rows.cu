@@ -145,13 +145,16 @@ std::optional<F16RowsProduct> f16_rows_product(std::span<const Weight* const> w,
 void launch_f16_rows(F16RowsProduct p, cudaStream_t stream) {
   DS4_CHECK_MSG(f16_rows_fit(p), "f16 rows: %d parts of %lld values, %d slots", p.parts.n,
                 static_cast<long long>(p.cols), p.n_slots);
-  // Each part's warps per row: the fewest (1, 2, 4 or 8) that would give a launch of it alone
-  // kTargetCtas CTAs, so that its outputs do not depend on the other parts.
+  // Each part's warps per row: the fewest (1, 2, 4 or 8) that would give a launch of it alone,
+  // for one slot, kTargetCtas CTAs. It depends on the part's own rows only, not on the other
+  // parts nor on the slot count, so that a slot's outputs have the same bits in any launch: a
+  // speculative verification of a few rows must reproduce one-row decode exactly (issue 51: on
+  // Flash the compressor projections of 1,024 rows took 4 warps alone and 1 in a batch of 3,
+  // and greedy decoding with drafts diverged at its second token).
   int64_t ctas = 0;
   for (int q = 0; q < p.parts.n; ++q) {
     int wpr = 1;
-    while (wpr < kWarps && int64_t{p.parts.out[q]} * p.n_slots * wpr < kTargetCtas * kWarps)
-      wpr *= 2;
+    while (wpr < kWarps && int64_t{p.parts.out[q]} * wpr < kTargetCtas * kWarps) wpr *= 2;
     p.warps_per_row[q] = wpr;
     p.parts.first[q] = static_cast<int>(ctas);
     const int rows_per_cta = kWarps / wpr;

@@ -885,9 +885,11 @@ MatmulArgs matmul_args(const Weight& w, const void* enc, int64_t enc_row_bytes,
 }
 
 // F32 rows that take a CTA each (few output rows of a long row). F16 rows take
-// matmul_f16_rows.cu's kernel.
+// matmul_f16_rows.cu's kernel. Below kTileMinSlots slots the choice ignores the slot count, so
+// that a slot gets the same bits in a launch of a few slots (a speculative verification) as alone.
 bool float_rows_per_cta(const Weight& w, int64_t n_slots) {
-  return w.type == GgufType::kF32 && w.ne[1] * n_slots < 2048 && w.ne[0] >= 1024;
+  const int64_t ctas = n_slots < kTileMinSlots ? w.ne[1] : w.ne[1] * n_slots;
+  return w.type == GgufType::kF32 && ctas < 2048 && w.ne[0] >= 1024;
 }
 
 void launch_float_rows(const MatmulArgs& a, int64_t out, int64_t n_slots, cudaStream_t stream) {

@@ -773,6 +773,90 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
   }
 }
 
+// A speculative verification (issue 51) runs the drafts' rows as one product of a few slots, and
+// greedy decoding with drafts must give the tokens of one-row decode: every slot of a launch of
+// 2 .. kExactSlots slots gets the bits of that slot's row launched alone, for each type and for
+// the shapes of Flash's decode products (compressor and indexer projections of 1,024 and 512
+// rows, the router's 256 and the HC rows' 24 F32 ones, attention's Q8_0 rows, routed experts).
+// The q8 tensor-core kernel (8 slots and more) and the tiles (16 and more) sum in other orders.
+TEST(CudaMatmulQ, FewSlotsGiveEachSlotTheBitsOfItsRowAlone) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  constexpr int64_t kExactSlots = 7;
+  const uint32_t seed = fresh_seed();
+  std::printf("  few slots: seed %u\n", seed);
+  std::mt19937 rng(seed);
+  struct SlotsCase {
+    GgufType t;
+    int64_t cols, out, n_mat;
+  };
+  const std::vector<SlotsCase> cases = {
+      {GgufType::kF16, 4096, 1024, 1},    {GgufType::kF16, 4096, 512, 1},
+      {GgufType::kF16, 4096, 256, 1},     {GgufType::kF16, 1024, 64, 1},
+      {GgufType::kF32, 4096, 256, 1},     {GgufType::kF32, 16384, 24, 1},
+      {GgufType::kQ8_0, 4096, 1024, 1},   {GgufType::kQ8_0, 4096, 4096, 1},
+      {GgufType::kIQ2_XXS, 4096, 256, 8}, {GgufType::kQ2_K, 2048, 256, 8},
+  };
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const SlotsCase& sc : cases) {
+    const bool planar = has_planar_layout(sc.t);
+    const bool routed = sc.n_mat > 1;
+    const int64_t enc_row_bytes = encoded_row_bytes(sc.t, sc.cols);
+    Case c{"few slots", sc.cols, sc.out, kExactSlots, kExactSlots, 1, sc.n_mat};
+    c.random_blocks = true;  // valid blocks without quantizing (IQ2_XXS rows are slow to make)
+    const std::vector<uint8_t> w = make_weights(sc.t, c, rng);
+    const DeviceBuffer stored = to_device(w);
+    DeviceBuffer packed(planar ? w.size() : 1);
+    Weight wt;
+    wt.data = stored.get();
+    wt.type = sc.t;
+    wt.ne = {sc.cols, sc.out, sc.n_mat};
+    if (planar) {
+      launch_pack_planar(sc.t, stored.get(),
+                         static_cast<int64_t>(w.size()) / gguf::block_bytes(sc.t), packed.get(),
+                         nullptr);
+      wt.data = packed.get();
+      wt.layout = kLayoutPlanar;
+    }
+    std::vector<float> x(static_cast<size_t>(kExactSlots * sc.cols));
+    for (float& v : x) v = normal(rng);
+    std::vector<int32_t> experts(kExactSlots);
+    for (int32_t& e : experts) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(sc.n_mat));
+    const DeviceBuffer dx = to_device(x);
+    DeviceBuffer denc(static_cast<size_t>(kExactSlots * enc_row_bytes));
+    launch_encode_rows(sc.t, dx.get<float>(), kExactSlots, sc.cols, sc.cols, denc.get(), nullptr);
+    const DeviceBuffer dexperts = to_device(experts);
+    const size_t row_bytes = static_cast<size_t>(sc.out) * sizeof(float);
+    // Each slot alone: its encoded row and expert, one slot.
+    std::vector<std::vector<uint8_t>> alone(kExactSlots, std::vector<uint8_t>(row_bytes));
+    for (int64_t j = 0; j < kExactSlots; ++j) {
+      DeviceBuffer y(row_bytes);
+      launch_matmul(wt, denc.get<uint8_t>() + j * enc_row_bytes, enc_row_bytes,
+                    routed ? dexperts.get<int32_t>() + j : nullptr, nullptr, 1, 1, y.get<float>(),
+                    sc.out, nullptr);
+      DS4_CUDA_CHECK(cudaDeviceSynchronize());
+      y.download(alone[static_cast<size_t>(j)].data(), row_bytes);
+    }
+    for (int64_t n = 2; n <= kExactSlots; ++n) {
+      DeviceBuffer y(static_cast<size_t>(n) * row_bytes);
+      const int64_t split = matmul_split_bytes(wt, n, 1, routed);
+      DeviceBuffer scratch(static_cast<size_t>(std::max<int64_t>(split, 1)));
+      launch_matmul(wt, denc.get(), enc_row_bytes, routed ? dexperts.get<int32_t>() : nullptr,
+                    nullptr, n, 1, y.get<float>(), sc.out, nullptr, nullptr, PlanarPath::kAuto,
+                    split > 0 ? scratch.get() : nullptr);
+      DS4_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<uint8_t> got(static_cast<size_t>(n) * row_bytes);
+      y.download(got.data(), got.size());
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(std::memcmp(got.data() + j * static_cast<int64_t>(row_bytes),
+                              alone[static_cast<size_t>(j)].data(), row_bytes),
+                  0)
+            << gguf::to_string(sc.t) << " " << sc.cols << " x " << sc.out << ": slot " << j
+            << " of " << n << " differs from its row alone (seed " << seed << ")";
+      }
+    }
+  }
+}
+
 // launch_encode_swiglu_rows writes the bytes of launch_swiglu then launch_encode_rows, for Q8_0
 // and Q8_K activations, with and without routing weights; values past the clamps (|g|, |u| >
 // 10) included.
