@@ -16,8 +16,8 @@ run() {
     --temp 0 --ctx 4096 --prefill-chunk 2048 "$@"
 }
 run > "$out/mtp_plain.txt" 2> "$out/mtp_plain_err.txt"
-run --mtp "$DS4_FLASH_MTP" --mtp-draft 2 --mtp-margin 0 > "$out/mtp_with.txt" 2> "$out/mtp_with_err.txt"
-tail -n 3 "$out/mtp_plain_err.txt" "$out/mtp_with_err.txt"
+DS4_CUDA_GRAPH_STATS=1 run --mtp "$DS4_FLASH_MTP" --mtp-draft 2 --mtp-margin 0 > "$out/mtp_with.txt" 2> "$out/mtp_with_err.txt"
+tail -n 4 "$out/mtp_plain_err.txt" "$out/mtp_with_err.txt"
 if cmp -s "$out/mtp_plain.txt" "$out/mtp_with.txt"; then
   echo "mtp greedy identity: $(wc -c < "$out/mtp_plain.txt") bytes identical"
 else

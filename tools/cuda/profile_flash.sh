@@ -5,6 +5,9 @@
 #   (no argument) prefilling a ~500-token prompt and decoding 4 tokens;
 #   decode        only 2 decoded tokens (eager, DS4_CUDA_PROFILE_STEPS=2) after a prompt of
 #                 PROMPT_BYTES (default 7000) bytes of the fixture text (~2k tokens).
+#   verify        one speculative verification of 3 rows (ds4 --mtp, 2 drafts, margin 0; eager,
+#                 DS4_CUDA_PROFILE_ROWS=3 DS4_CUDA_PROFILE_STEPS=1) after decode's prompt:
+#                 $OUT/ncu-verify.csv, to set beside decode's per-step times (bench/mtp.md).
 #   chunk         one CHUNK-row (default 2048) prefill chunk deep in a prompt: the chunk from
 #                 position AT (default 6144, the last before 8k) of a PROMPT_BYTES (default 31000,
 #                 ~9.6k tokens) prompt of the fixture text (DS4_CUDA_PROFILE_AT opens the range):
@@ -34,7 +37,7 @@ set -euo pipefail
 out=${OUT:-/tmp}
 source tools/cuda/common.sh
 model=$DS4_FLASH
-range=()
+range=() extra=()
 mode=${1:-prefill}
 metrics=(--metrics gpu__time_duration.sum --csv --page raw --log-file "$out/ncu-$mode.csv")
 if [[ $mode == deep ]]; then
@@ -54,6 +57,12 @@ if [[ $mode == chunk || $mode == fillchunk ]]; then
   export DS4_CUDA_PROFILE_AT=${AT:-6144}
   range=(--profile-from-start off)
   n=1
+elif [[ $mode == verify ]]; then
+  head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
+  export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=1 DS4_CUDA_PROFILE_ROWS=3
+  range=(--profile-from-start off)
+  extra=(--mtp "$DS4_FLASH_MTP" --mtp-draft 2 --mtp-margin 0)
+  n=3
 elif [[ $mode == decode || $mode == deep || $mode == filldec ]]; then
   head -c "${PROMPT_BYTES:-7000}" .devdeps/promessi_sposi.txt > /tmp/prompt.txt
   export DS4_CUDA_GRAPHS=0 DS4_CUDA_PROFILE_STEPS=2
@@ -74,7 +83,7 @@ if [[ $mode == multi ]]; then
   exit 0
 fi
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \
-  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-2048}" \
+  build-dev/bin/ds4 -m "$model" --backend cuda --prompt-file /tmp/prompt.txt -n "$n" --nothink --temp 0 --ctx "${CTX:-16384}" --prefill-chunk "${CHUNK:-2048}" "${extra[@]}" \
   > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
 tail -2 "$out/profile_err.txt"
 wc -l "$out"/ncu-"$mode".*

@@ -29,6 +29,7 @@
 #   bench128 one ds4-bench point at 128k
 #   profile  per-kernel GPU times (ncu) of a Flash q2 prefill and 4 decoded tokens
 #   profdec  per-kernel GPU times (ncu) of 2 Flash q2 decoded tokens at ~2k context
+#   profver  per-kernel GPU times (ncu) of one 3-row speculative verification (ds4 --mtp) at ~2k
 #   profchunk per-kernel GPU times (ncu) of the 2048-row prefill chunk at 6,144 (up to 8k context)
 #   fill     ncu sections (speed of light, warp stalls, occupancy) of the first heavy prefill
 #            kernels (tensor-core and float products, HC pre-step, attention)
@@ -376,6 +377,11 @@ fi
 if has profdec; then
   OUT=$out step profdec 300 bash tools/cuda/profile_flash.sh decode
   tail -3 "$out/profdec.log"
+fi
+if has profver; then
+  ds4_flash_mtp > /dev/null
+  OUT=$out step profver 300 bash tools/cuda/profile_flash.sh verify
+  tail -3 "$out/profver.log"
 fi
 if has profchunk; then
   OUT=$out step profchunk 300 bash tools/cuda/profile_flash.sh chunk

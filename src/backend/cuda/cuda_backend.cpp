@@ -134,6 +134,11 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
   // one row per sequence (one session decoding, or several batched by the server).
   bool decode = n > 0;
   for (int i = 1; i < n && decode; ++i) decode = rows[i].seq != rows[i - 1].seq;
+  // With profile_rows, steps of that many rows of one sequence instead (a verification).
+  if (options_.profile_rows > 0) {
+    decode = n == options_.profile_rows;
+    for (int i = 1; i < n && decode; ++i) decode = rows[i].seq == rows[0].seq;
+  }
   if (decode && profiled_steps_ < options_.profile_steps && profiled_steps_++ == 0)
     DS4_CUDA_CHECK(cudaProfilerStart());
   // Or over one prefill chunk: the first step of several rows from position profile_at.
@@ -184,7 +189,8 @@ Backend* make_cuda_backend(const BackendOptions& options) {
   // eagerly. A step captured whole measured slower than eager launches: the GPU idled while the
   // host recorded it.
   // DS4_CUDA_GRAPH_STATS=1 reports the graphs' use on stderr at exit; DS4_CUDA_PROFILE_STEPS=N
-  // opens a CUDA profiler range over the first N decode steps (one row per sequence) (ncu
+  // opens a CUDA profiler range over the first N decode steps (one row per sequence; with
+  // DS4_CUDA_PROFILE_ROWS=K, steps of K rows of one sequence: verifications) (ncu
   // --profile-from-start off), DS4_CUDA_PROFILE_AT=P over the first prefill chunk that starts at
   // position P or later.
   CudaBackend::Options o;
@@ -193,6 +199,7 @@ Backend* make_cuda_backend(const BackendOptions& options) {
   o.graph_segment = env_int("DS4_CUDA_GRAPH_SEGMENT", o.graph_segment, 0, 1 << 20);
   o.profile_steps = env_int("DS4_CUDA_PROFILE_STEPS", 0, 0, 1 << 20);
   o.profile_at = env_int("DS4_CUDA_PROFILE_AT", -1, 0, 1 << 30);
+  o.profile_rows = env_int("DS4_CUDA_PROFILE_ROWS", 0, 0, 1 << 20);
   o.blas = options.cuda_blas;
   return new CudaBackend(o);
 }

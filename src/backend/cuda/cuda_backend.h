@@ -100,6 +100,7 @@ class CudaBackend final : public Backend {
     int graph_segment = 4;     // sublayers per graph segment (0: a step is one graph)
     int profile_steps = 0;     // > 0: the CUDA profiler range covers this many decode steps
     int profile_at = -1;       // >= 0: the range covers the first batch step from this position
+    int profile_rows = 0;      // > 0: profile_steps counts steps of this many rows of one sequence
     // Products of F16 / F32 weights with at least BlasProducts::kMinRows rows go to cuBLAS
     // (blas_products.h); off (BackendOptions::cuda_blas), to the FP64 tensor-core kernel.
     bool blas = true;
