@@ -147,7 +147,12 @@ struct ModelInfo {
 struct StepEntry {
   Session* session = nullptr;
   std::span<const TokenId> tokens;  // borrowed for the call
-  Status status;                    // out: ok, or why the entry was refused (session unchanged)
+  // A verification (speculative decoding in a batch, as Session::verify): `tokens` is run[0], the
+  // token chosen from the session's logits, and its drafts; the session keeps run[0] and each
+  // later token while *accept keeps it, the rest taken back exactly. Null: a plain append.
+  const Session::DraftAccept* accept = nullptr;  // borrowed for the call
+  Status status;  // out: ok, or why the entry was refused (session unchanged)
+  int kept = 0;   // out: the tokens appended (all of them for a plain append; 0 when refused)
 };
 
 class Engine {
@@ -192,7 +197,11 @@ class Engine {
   // fails, with every entry's status set to that error and nothing changed, only when the accepted
   // entries hold more than kMaxStepRows rows. Returns ok when the step ran (even if some entries
   // were refused). A step's row count may exceed the sessions' prefill_chunk: the caller's token
-  // budget bounds it; the engine's activation buffers grow to the largest step seen.
+  // budget bounds it; the engine's activation buffers grow to the largest step seen. A
+  // verification entry (StepEntry::accept) is also refused where Session::verify refuses (a
+  // backend that cannot take rows back, no logits yet); what it keeps equals Session::verify of
+  // its tokens alone (bit for bit on the CPU backend). A failed rewind resets that session and
+  // sets its status.
   Status step(std::span<StepEntry> entries);
 
   struct Impl;

@@ -69,8 +69,8 @@ class Session {
   // token already chosen from the current logits, run[1..] drafts -- and appends run[0] and each
   // later token while `accept` keeps it; the rest is taken back exactly, and the logits are those
   // after the last kept token. Returns how many it kept (at least 1). The result equals
-  // evaluating the kept tokens one by one (within the batch tolerance on CUDA; bit for bit on the
-  // CPU). Errors as verify_greedy (nothing changed), and no logits yet.
+  // evaluating the kept tokens one by one (bit for bit on the CPU, and on CUDA for runs of up to 7
+  // tokens). Errors as verify_greedy (nothing changed), and no logits yet.
   Result<int> verify(std::span<const TokenId> run, const DraftAccept& accept);
   // MTP speculative decoding, greedy (EngineOptions::mtp_path; model.md §8): the greedy token of
   // the current logits, then up to `max_drafts` tokens drafted after it by the MTP block (see

@@ -47,8 +47,14 @@ struct Engine::Impl {
   // Engine::step scratch (grown, never shrunk, so a warm decode step does not allocate).
   std::vector<backend::RowTag> step_rows;
   std::vector<int> step_logit_rows;
-  // The step's sessions in row order, with the rows each appended.
-  std::vector<std::pair<Session::Impl*, int>> step_sessions;
+  // The step's sessions in row order: each with its first row in the pass and the rows it kept.
+  struct SteppedSession {
+    Session::Impl* session;
+    int r0;
+    int kept;
+  };
+  std::vector<SteppedSession> step_sessions;
+  std::vector<float> verify_logits;  // a verification entry's logits after each of its rows
   std::vector<backend::RowTag> mtp_tags;
   // After a step's forward: the MTP rows it completes (`rows` in all), in one pass of the block.
   void advance_mtp(int rows);

@@ -44,6 +44,12 @@ struct Session::Impl {
   // Session::save of a tail engine: the tail's layers into `snap`.
   Status gather_tail_layers(kv::Snapshot* snap) const;
   void reset();
+  // After a pass that evaluated `run` from position pos0 on the marked sequence, `all` the logits
+  // after each of its rows: keeps run[0] and each later token while `accept` keeps it, takes the
+  // rest back, and appends the kept tokens with the logits after the last. Returns how many it
+  // kept; a failed rewind resets the session and returns the error (Session::verify, Engine::step).
+  Result<int> keep_verified(std::span<const TokenId> run, int32_t pos0,
+                            const Session::DraftAccept& accept, std::span<const float> all);
   // The MTP rows that a pass of the main model over c more positions completes (0 without MTP).
   int mtp_rows(int c) const;
   // After a pass of the main model over positions [c0, c0 + c) (the tokens appended already),

@@ -37,25 +37,34 @@ Result<int> Session::verify(std::span<const TokenId> run, const DraftAccept& acc
   e.forward->reserve(n);
   const backend::Act out = e.logits_view(n);
   e.forward->run(rows, want, out);
-  const int n_vocab = e.shape.n_vocab;
-  std::vector<float> all(static_cast<size_t>(n) * n_vocab);
+  std::vector<float> all(static_cast<size_t>(n) * e.shape.n_vocab);
   e.backend->download(out, all.data());
+  DS4_ASSIGN_OR_RETURN(const int kept, s.keep_verified(run, pos0, accept, all));
+  s.mtp_advance(pos0, kept);  // the kept rows' hidden states are still the pass's
+  return kept;
+}
+
+Result<int> Session::Impl::keep_verified(std::span<const TokenId> run, int32_t pos0,
+                                         const Session::DraftAccept& accept,
+                                         std::span<const float> all) {
+  Engine::Impl& e = *engine;
+  const int n = static_cast<int>(run.size());
+  const size_t n_vocab = static_cast<size_t>(e.shape.n_vocab);
   const auto logits_after = [&](int k) {
-    return std::span<const float>(all).subspan(static_cast<size_t>(k) * n_vocab, n_vocab);
+    return all.subspan(static_cast<size_t>(k) * n_vocab, n_vocab);
   };
   // run[k] is kept while the caller accepts it after run[k - 1].
   int kept = 1;
   while (kept < n && accept(kept, logits_after(kept - 1))) ++kept;
-  const Status back = e.backend->rewind_sequence(s.seq, pos0 + kept);
-  e.backend->settle_sequence(s.seq);
+  const Status back = e.backend->rewind_sequence(seq, pos0 + kept);
+  e.backend->settle_sequence(seq);
   if (!back.is_ok()) {
-    s.reset();  // the state holds rows the transcript does not: start again from nothing
+    reset();  // the state holds rows the transcript does not: start again from nothing
     return back;
   }
-  s.tokens.insert(s.tokens.end(), run.begin(), run.begin() + kept);
-  s.mtp_advance(pos0, kept);  // the kept rows' hidden states are still the pass's
+  tokens.insert(tokens.end(), run.begin(), run.begin() + kept);
   const std::span<const float> last = logits_after(kept - 1);
-  s.logits.assign(last.begin(), last.end());
+  logits.assign(last.begin(), last.end());
   return kept;
 }
 

@@ -39,7 +39,11 @@ Status Engine::step(std::span<StepEntry> entries) {
     for (size_t i = 0; i < entries.size(); ++i) {
       StepEntry& en = entries[i];
       en.status = check_entry_session(entries, i, &e, en.session ? impl_of(en) : nullptr);
+      en.kept = 0;
+      // A verification takes rows back: Session::verify's refusal of a split model.
+      if (en.status.is_ok() && en.accept != nullptr) en.status = impl_of(en)->whole_model();
       if (en.status.is_ok()) en.status = impl_of(en)->append(en.tokens, nullptr).status();
+      if (en.status.is_ok()) en.kept = static_cast<int>(en.tokens.size());
     }
     return Status::ok();
   }
@@ -54,6 +58,7 @@ Status Engine::step(std::span<StepEntry> entries) {
   for (size_t i = 0; i < entries.size(); ++i) {
     StepEntry& en = entries[i];
     en.status = check_entry_session(entries, i, &e, en.session ? impl_of(en) : nullptr);
+    en.kept = 0;
     if (en.status.is_ok()) {
       const Session::Impl& s = *impl_of(en);
       en.status = s.check_tokens(en.tokens, s.tokens.size());
@@ -67,9 +72,18 @@ Status Engine::step(std::span<StepEntry> entries) {
     for (StepEntry& en : entries) en.status = err;
     return err;
   }
+  // Verifications: their sequences marked, so that the rejected rows can be taken back.
+  for (StepEntry& en : entries) {
+    if (en.accept == nullptr || !en.status.is_ok() || en.tokens.empty()) continue;
+    Session::Impl& s = *impl_of(en);
+    if (s.logits.empty()) en.status = Status::unavailable("no logits yet: append tokens first");
+    if (en.status.is_ok()) en.status = e.backend->mark_sequence(s.seq);
+    if (!en.status.is_ok()) total -= static_cast<int64_t>(en.tokens.size());
+  }
   if (total == 0) return Status::ok();
 
-  // One batch: the entries' rows in entry order, the logits wanted after each entry's last row.
+  // One batch: the entries' rows in entry order, the logits wanted after each entry's last row
+  // (after every row of a verification).
   e.step_rows.clear();
   e.step_logit_rows.clear();
   for (const StepEntry& en : entries) {
@@ -78,25 +92,42 @@ Status Engine::step(std::span<StepEntry> entries) {
     const auto pos0 = static_cast<int32_t>(s.tokens.size());
     for (size_t k = 0; k < en.tokens.size(); ++k) {
       e.step_rows.push_back({s.seq, pos0 + static_cast<int32_t>(k), en.tokens[k]});
+      if (en.accept != nullptr)
+        e.step_logit_rows.push_back(static_cast<int>(e.step_rows.size()) - 1);
     }
-    e.step_logit_rows.push_back(static_cast<int>(e.step_rows.size()) - 1);
+    if (en.accept == nullptr) e.step_logit_rows.push_back(static_cast<int>(e.step_rows.size()) - 1);
   }
   e.forward->reserve(static_cast<int>(total));
   const backend::Act out = e.logits_view(static_cast<int64_t>(e.step_logit_rows.size()));
   e.forward->run(e.step_rows, e.step_logit_rows, out);
 
   const int n_vocab = e.shape.n_vocab;
-  int64_t k = 0;
-  int mtp_rows = 0;
+  int64_t logit_row = 0;
+  int r0 = 0, mtp_rows = 0;
   e.step_sessions.clear();
-  for (const StepEntry& en : entries) {
+  for (StepEntry& en : entries) {
     if (!en.status.is_ok() || en.tokens.empty()) continue;
     Session::Impl& s = *impl_of(en);
-    s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
-    s.logits.resize(static_cast<size_t>(n_vocab));
-    e.backend->download(backend::Act{out.row(k++), 1, n_vocab}, s.logits.data());
-    e.step_sessions.push_back({&s, static_cast<int>(en.tokens.size())});
-    mtp_rows += s.mtp_rows(static_cast<int>(en.tokens.size()));
+    const int n = static_cast<int>(en.tokens.size());
+    if (en.accept != nullptr) {
+      e.verify_logits.resize(static_cast<size_t>(n) * n_vocab);
+      e.backend->download(backend::Act{out.row(logit_row), n, n_vocab}, e.verify_logits.data());
+      logit_row += n;
+      const auto pos0 = static_cast<int32_t>(s.tokens.size());
+      const Result<int> kept = s.keep_verified(en.tokens, pos0, *en.accept, e.verify_logits);
+      en.status = kept.status();
+      en.kept = kept.is_ok() ? *kept : 0;
+    } else {
+      s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
+      s.logits.resize(static_cast<size_t>(n_vocab));
+      e.backend->download(backend::Act{out.row(logit_row++), 1, n_vocab}, s.logits.data());
+      en.kept = n;
+    }
+    if (en.kept > 0) {
+      e.step_sessions.push_back({&s, r0, en.kept});
+      mtp_rows += s.mtp_rows(en.kept);
+    }
+    r0 += n;
   }
   if (e.mtp) e.advance_mtp(mtp_rows);
   return Status::ok();
@@ -107,10 +138,9 @@ Status Engine::step(std::span<StepEntry> entries) {
 void Engine::Impl::advance_mtp(int rows) {
   const backend::Act in = mtp_in_view(std::max(rows, 1));
   mtp_tags.clear();
-  int r0 = 0;
-  for (const auto& [s, c] : step_sessions) {
-    s->mtp_collect(static_cast<int>(s->tokens.size()) - c, c, r0, in, &mtp_tags);
-    r0 += c;
+  for (const SteppedSession& st : step_sessions) {
+    st.session->mtp_collect(static_cast<int>(st.session->tokens.size()) - st.kept, st.kept, st.r0,
+                            in, &mtp_tags);
   }
   if (mtp_tags.empty()) return;
   forward->run_mtp(*mtp, mtp_tags, backend::Act{in.data, int64_t(mtp_tags.size()), in.cols}, {},

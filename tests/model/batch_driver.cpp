@@ -128,7 +128,7 @@ BatchRun run_batched(Engine& engine, std::span<const BatchPlan> plans) {
         live[i].done = true;
         continue;
       }
-      entries.push_back({live[i].session.get(), live[i].pending, Status::ok()});
+      entries.push_back({.session = live[i].session.get(), .tokens = live[i].pending});
       owner.push_back(i);
     }
     if (entries.empty() && !waiting) break;

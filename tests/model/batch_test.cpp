@@ -172,7 +172,7 @@ TEST_F(BatchStepTest, DecodeRowsOfManySessionsMatchEval) {
     std::vector<StepEntry> entries;
     for (size_t i = 0; i < batched.size(); ++i) {
       next[i] = argmax_of(batched[i]->logits());
-      entries.push_back({batched[i].get(), std::span(&next[i], 1), {}});
+      entries.push_back({.session = batched[i].get(), .tokens = std::span(&next[i], 1)});
     }
     ASSERT_TRUE(engine_->step(entries).is_ok());
     for (size_t i = 0; i < batched.size(); ++i) {

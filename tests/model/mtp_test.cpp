@@ -181,6 +181,74 @@ TEST_P(MtpTest, ABatchedStepKeepsEverySessionsWindow) {
   EXPECT_EQ(*draft_after_greedy(*b, 3), *draft_after_greedy(*ref_b, 3));
 }
 
+// Verifications of several sessions in one Engine::step (StepEntry::accept) beside a plain decode
+// row: each session ends exactly as Session::verify of its run alone leaves it -- kept count,
+// logits, snapshot bytes and the MTP block's next drafts -- one run kept whole, one cut at a wrong
+// draft; a verification of a session without logits is refused while the others run.
+TEST_P(MtpTest, VerificationsInABatchedStepEqualVerifyingAlone) {
+  const std::vector<TokenId> prompt_b = test_prompt(70, 13), prompt_c = test_prompt(50, 29);
+  auto a = new_session(*engine_), b = new_session(*engine_), c = new_session(*engine_);
+  auto ra = new_session(*engine_), rb = new_session(*engine_), rc = new_session(*engine_);
+  auto empty = new_session(*engine_);
+  ASSERT_TRUE(a->append(prompt_).is_ok() && ra->append(prompt_).is_ok());
+  ASSERT_TRUE(b->append(prompt_b).is_ok() && rb->append(prompt_b).is_ok());
+  ASSERT_TRUE(c->append(prompt_c).is_ok() && rc->append(prompt_c).is_ok());
+  // The greedy continuations the runs draw from, decoded one by one elsewhere.
+  const auto continuation = [&](const std::vector<TokenId>& prompt, int n) {
+    auto g = new_session(*engine_);
+    EXPECT_TRUE(g->append(prompt).is_ok());
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back(argmax(g->logits()));
+      EXPECT_TRUE(g->eval(out.back()).is_ok());
+    }
+    return out;
+  };
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    std::vector<TokenId> run_a =
+        continuation(std::vector<TokenId>(a->tokens().begin(), a->tokens().end()), 4);
+    std::vector<TokenId> run_b =
+        continuation(std::vector<TokenId>(b->tokens().begin(), b->tokens().end()), 4);
+    run_b[2] = (run_b[2] + 1) % 900 + 7;  // kept: run_b[0], run_b[1]
+    const TokenId next_c = argmax(c->logits());
+    const auto rule = [](const std::vector<TokenId>& run) {
+      return Session::DraftAccept([&run](int k, std::span<const float> logits) {
+        return run[size_t(k)] == argmax(logits);
+      });
+    };
+    const Session::DraftAccept accept_a = rule(run_a), accept_b = rule(run_b);
+    const TokenId lone = 11;
+    // The cut run first: the rows after it are not at the offsets of the kept ones.
+    std::vector<StepEntry> step{
+        {.session = b.get(), .tokens = run_b, .accept = &accept_b},
+        {.session = a.get(), .tokens = run_a, .accept = &accept_a},
+        {.session = empty.get(), .tokens = std::span(&lone, 1), .accept = &accept_a},
+        {.session = c.get(), .tokens = std::span(&next_c, 1)}};
+    ASSERT_TRUE(engine_->step(step).is_ok());
+    ASSERT_TRUE(step[0].status.is_ok() && step[1].status.is_ok() && step[3].status.is_ok());
+    EXPECT_FALSE(step[2].status.is_ok()) << "a verification without logits";
+    EXPECT_EQ(step[2].kept, 0);
+    EXPECT_EQ(empty->n_tokens(), 0);
+    EXPECT_EQ(step[0].kept, 2);
+    EXPECT_EQ(step[1].kept, 4);
+    EXPECT_EQ(step[3].kept, 1);
+    auto ka = ra->verify(run_a, accept_a), kb = rb->verify(run_b, accept_b);
+    ASSERT_TRUE(ka.is_ok() && kb.is_ok());
+    EXPECT_EQ(*ka, step[1].kept);
+    EXPECT_EQ(*kb, step[0].kept);
+    ASSERT_TRUE(rc->eval(next_c).is_ok());
+    for (auto [got, want] :
+         {std::pair{a.get(), ra.get()}, {b.get(), rb.get()}, {c.get(), rc.get()}}) {
+      ASSERT_EQ(got->n_tokens(), want->n_tokens());
+      EXPECT_TRUE(std::equal(got->logits().begin(), got->logits().end(), want->logits().begin()));
+      EXPECT_EQ(*got->save(), *want->save());
+      ASSERT_TRUE(got->can_draft() && want->can_draft());
+      EXPECT_EQ(*draft_after_greedy(*got, 3), *draft_after_greedy(*want, 3));
+    }
+  }
+}
+
 // The margin gate: drafting stops before a draft the block is not sure of by `margin` logits.
 TEST_P(MtpTest, TheMarginGateDropsUnsureDrafts) {
   auto s = new_session(*engine_);
