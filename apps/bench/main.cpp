@@ -422,6 +422,7 @@ int main(int argc, char** argv) {
     mo.ctx = o.run.ctx;
     mo.prefill_chunk = o.run.prefill_chunk;
     mo.op_times = o.op_times;
+    mo.spec_replay = o.spec_replay;
     mo.fail = run_error;
     FILE* out = open_csv(o.csv);
     if (out == nullptr) return usage_error("cannot write CSV file '" + o.csv + "'");

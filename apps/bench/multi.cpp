@@ -3,6 +3,7 @@
 // For each N: N sessions are prefilled with different slices of the prompt text (ctx_start
 // tokens each, so every session sits at the same position with its own routing), then
 // gen_tokens steps each append every session's greedy token in one step. One CSV row per N.
+// With spec_replay, each K then replays the N probes K rows per session and step (stderr lines).
 #include "multi.h"
 
 #include <algorithm>
@@ -26,6 +27,67 @@ double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
   return v[i];
+}
+
+// The N sessions decode their probes again from their snapshots, each step one Engine::step of
+// N verifications of K probe tokens (greedy acceptance: every token is the model's own, so all
+// are kept unless a probe token was EOS-masked). Prints the aggregate rate and the step time.
+int replay_sessions(ds4::Engine& e, std::vector<std::unique_ptr<ds4::Session>>& ss,
+                    const std::vector<std::vector<uint8_t>>& snaps,
+                    const std::vector<std::vector<ds4::TokenId>>& probes, int k,
+                    const MultiOptions& o) {
+  const size_t n = ss.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (auto st = ss[i]->load(snaps[i]); !st.is_ok()) return o.fail("snapshot load", st);
+  }
+  std::vector<size_t> at(n, 0);
+  std::vector<ds4::Session::DraftAccept> rules;
+  for (size_t i = 0; i < n; ++i) {
+    rules.emplace_back([&probes, &at, i](int j, std::span<const float> logits) {
+      return probes[i][at[i] + static_cast<size_t>(j)] == ds4::argmax(logits);
+    });
+  }
+  std::vector<ds4::StepEntry> entries;
+  int steps = 0;
+  long drafted = 0, kept = 0, tokens = 0;
+  const auto g0 = std::chrono::steady_clock::now();
+  for (;;) {
+    entries.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const size_t take = std::min(probes[i].size() - at[i], static_cast<size_t>(k));
+      if (take == 0) continue;
+      entries.push_back({.session = ss[i].get(),
+                         .tokens = std::span(probes[i]).subspan(at[i], take),
+                         .accept = take > 1 ? &rules[i] : nullptr});
+    }
+    if (entries.empty()) break;
+    if (auto st = e.step(entries); !st.is_ok()) return o.fail("replay step", st);
+    ++steps;
+    for (const ds4::StepEntry& en : entries) {
+      if (!en.status.is_ok()) return o.fail("replay step entry", en.status);
+      const size_t i =
+          static_cast<size_t>(std::find_if(ss.begin(), ss.end(),
+                                           [&en](const auto& s) { return s.get() == en.session; }) -
+                              ss.begin());
+      at[i] += static_cast<size_t>(en.kept);
+      drafted += static_cast<long>(en.tokens.size());
+      kept += en.kept;
+      tokens += en.kept;
+    }
+  }
+  const double secs = ms_since(g0) / 1e3;
+  for (size_t i = 0; i < n; ++i) {
+    const std::span<const ds4::TokenId> done = ss[i]->tokens().last(probes[i].size());
+    if (!std::equal(done.begin(), done.end(), probes[i].begin())) {
+      return o.fail("replay", ds4::Status::internal("session %zu decoded other tokens", i));
+    }
+  }
+  std::fprintf(stderr,
+               "ds4-bench: %zu sessions at %d: replay of %d rows per session and step: %.2f t/s "
+               "aggregate, %d steps, %.2f ms per step, %ld of %ld rows kept\n",
+               n, o.position, k, secs > 0 ? static_cast<double>(tokens) / secs : 0.0, steps,
+               steps > 0 ? secs * 1e3 / steps : 0.0, kept, drafted);
+  return 0;
 }
 
 }  // namespace
@@ -60,6 +122,13 @@ int run_sessions(ds4::Engine& e, const std::vector<ds4::TokenId>& body, ds4::Tok
       ss.push_back(std::move(*s));
     }
     const double prefill_s = ms_since(t0) / 1e3;
+    std::vector<std::vector<uint8_t>> snaps;
+    std::vector<std::vector<ds4::TokenId>> probes(static_cast<size_t>(n));
+    for (int i = 0; i < n && !o.spec_replay.empty(); ++i) {
+      auto snap = ss[i]->save();
+      if (!snap.is_ok()) return o.fail("snapshot of session " + std::to_string(i), snap.status());
+      snaps.push_back(std::move(*snap));
+    }
     e.reset_op_times();
     std::vector<double> step_ms;
     double pick_ms = 0;
@@ -70,7 +139,8 @@ int run_sessions(ds4::Engine& e, const std::vector<ds4::TokenId>& body, ds4::Tok
       const auto p0 = std::chrono::steady_clock::now();
       for (int i = 0; i < n; ++i) {
         next[i] = greedy_no_eos(ss[i]->logits(), eos);
-        entries[i] = {ss[i].get(), std::span<const ds4::TokenId>(&next[i], 1), {}};
+        probes[i].push_back(next[i]);
+        entries[i] = {.session = ss[i].get(), .tokens = std::span<const ds4::TokenId>(&next[i], 1)};
       }
       pick_ms += ms_since(p0);
       const auto s0 = std::chrono::steady_clock::now();
@@ -103,6 +173,9 @@ int run_sessions(ds4::Engine& e, const std::vector<ds4::TokenId>& body, ds4::Tok
         line += buf;
       }
       std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    for (const int k : o.spec_replay) {
+      if (const int rc = replay_sessions(e, ss, snaps, probes, k, o); rc != 0) return rc;
     }
   }
   return 0;

@@ -21,6 +21,10 @@ struct MultiOptions {
   int ctx = 0;                // each session's context
   int prefill_chunk = 0;
   bool op_times = false;
+  // --spec-replay K[,K..] with --sessions: after the plain steps, every session decodes its probe
+  // again from a snapshot, K of its own tokens verified per session in each step (one
+  // Engine::step of N verifications: issue 51's batched verification at acceptance 100%).
+  std::vector<int> spec_replay;
   std::function<int(const std::string&, const ds4::Status&)> fail;  // prints, returns exit code
 };
 

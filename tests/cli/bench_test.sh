@@ -40,6 +40,7 @@ run_ok d 48 --step-incr 1 --step-mul 2 --gen-tokens 1
 run_ok e 64 --step-incr 64 --gen-tokens 9 --spec-replay 4,9  # drafts 4 + 4 + 1, then 9
 mtp=$(dirname "$model")/tiny-mtp.gguf  # the MTP file of the model files' fixture
 run_ok f 192 --step-incr 64 --gen-tokens 9 --mtp "$mtp" --mtp-draft 2 --mtp-margin 0 --spec-replay 3
+run_ok g 64 --sessions 1,3 --stride 16 --gen-tokens 7 --spec-replay 3  # 3 + 3 + 1 rows each
 
 header=frontier,prefill_tokens,prefill_s,prefill_tps,gen_tokens,gen_s,gen_tps,kv_bytes
 header+=,snapshot_s,restore_s
@@ -71,6 +72,9 @@ check "--mtp decodes each probe again in steps of the greedy token and 2 drafts,
   "[[ \$(grep -c 'mtp decode of 9 tokens with 2 drafts per step: [0-9.]* t/s, [0-9]* steps, [0-9]* drafts kept, [0-9.]* ms per step, the probe.s tokens' '$work/f.err') == 2 ]]"
 check "--mtp with --spec-replay 3 replays each probe with the MTP block's drafting paid: 3 steps, every draft kept" \
   "[[ \$(grep -c 'mtp replay of 9 tokens with 3 drafts per step: [0-9.]* t/s, 3 steps, 9 of 9 drafts kept' '$work/f.err') == 2 ]]"
+check "--sessions with --spec-replay 3 replays every session's probe in one step of N verifications: 3 steps, every row kept" \
+  "grep -q '^ds4-bench: 1 sessions at 64: replay of 3 rows per session and step: [0-9.]* t/s aggregate, 3 steps, [0-9.]* ms per step, 7 of 7 rows kept' '$work/g.err' &&
+   grep -q '^ds4-bench: 3 sessions at 64: replay of 3 rows per session and step: [0-9.]* t/s aggregate, 3 steps, [0-9.]* ms per step, 21 of 21 rows kept' '$work/g.err'"
 
 # usage_error NAME PATTERN COMMAND...: exit status 2 and one stderr line that contains PATTERN.
 usage_error() {

@@ -56,6 +56,10 @@
 #   bench256 one ds4-bench point at 256k (262,144-token frontier)
 #   multi    ds4-bench --sessions 1,2,4,8,16,32 on Flash q2: N sessions at 2,048 tokens decode
 #            GEN_TOKENS (default 32) steps together (the engine side of bench/serving.md)
+#   multispec ds4-bench --sessions 1,2,4,8 (MULTI) --spec-replay 2,3 (SPEC): N sessions at 2,048
+#            tokens decode GEN_TOKENS (default 32) steps together, then replay their probes with
+#            K rows per session and step (batched verification at acceptance 100%): where drafting
+#            stops paying as the batch grows (issue 51, bench/mtp.md)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   opcost   what each backend op costs in place in a Flash q2 decode step at 2k: ds4-bench with
 #            each op's work issued twice per call (--repeat-op; OPS, default hc_pre, hc_post, moe,
@@ -356,6 +360,12 @@ has ds4bench && step ds4bench 500 ds4bench && tail -8 "$out/ds4bench.log"
 if has profile; then
   OUT=$out step profile 300 bash tools/cuda/profile_flash.sh
   tail -3 "$out/profile.log"
+fi
+if has multispec; then
+  step multispec 400 build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8}" --ctx-start 2048 \
+    -n "${GEN_TOKENS:-32}" --spec-replay "${SPEC:-2,3}" --csv "$out/multispec.csv"
+  grep "sessions at" "$out/multispec.log"
 fi
 if has multi; then
   step multi 400 build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
