@@ -126,10 +126,12 @@ class Scheduler {
   // evaluated), else nullopt and the token in Active::next.
   std::optional<FinishReason> take_drawn(Slot& slot, const Draw& d);
   // Drafting (scheduler_draft.cpp): whether the slot's token drafts this step (`decoding`: the
-  // step's decoding requests), and the draft + verification pass that evaluates it (false: no
-  // drafts came, evaluate it in the step as usual).
+  // step's decoding requests); its drafts, at most `room`, and the verification that evaluates
+  // them in the step (Active::run and Active::accept; false: no drafts came, the token is one row
+  // of the step as usual); and after the step, the verification's counts and end.
   bool drafts_now(const Slot& slot, size_t decoding) const;
-  bool speculate(Slot& slot);
+  bool prepare_verification(Slot& slot, size_t room);
+  void after_verification(Slot& slot, const StepEntry& entry);
   void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
   // Disk cache (scheduler_disk.cpp).

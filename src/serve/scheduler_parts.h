@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ struct Scheduler::Active {
   bool carried = false;
   bool drafting = true;  // false once its acceptance stayed too low
   decode::Acceptance acceptance;
+  // This step's verification, when it drafts: the token taken and its drafts, the request's rule
+  // that keeps them (StepEntry::accept), and the end a kept token brought, if any.
+  std::vector<TokenId> run;
+  Session::DraftAccept accept;
+  std::optional<FinishReason> run_end;
 };
 
 // The refusal of a prompt that does not fit in a session (at submit, and at placement when a

@@ -48,12 +48,21 @@ void Scheduler::step() {
     if (!d.draw.forced) d.sampled = d.slot->session->sample(d.draw.params, d.slot->active->rng);
   });
   size_t budget = static_cast<size_t>(options_.batch_tokens);
+  // The rows the step can give drafts: batch_tokens >= sessions leaves every decode row one.
+  size_t spare = budget > decoding ? budget - decoding : 0;
   for (const Draw& d : draws_) take_token(*d.slot, d);
   for (Slot* slot : order_) {
-    // A decoding request still running has its token to evaluate: drafted after and verified
-    // in a pass of its own, or as one row of the step.
+    // A decoding request still running has its token to evaluate: with its drafts as a
+    // verification entry of the step, or as one row.
     if (!slot->active || !slot->active->decoding) continue;
-    if (drafts_now(*slot, decoding) && speculate(*slot)) continue;
+    if (drafts_now(*slot, decoding) && prepare_verification(*slot, spare)) {
+      Active& a = *slot->active;
+      entries_.push_back({.session = slot->session.get(), .tokens = a.run, .accept = &a.accept});
+      entry_slots_.push_back(slot);
+      budget -= a.run.size();
+      spare -= a.run.size() - 1;
+      continue;
+    }
     slot->active->carried = false;
     entries_.push_back({.session = slot->session.get(),
                         .tokens = std::span<const TokenId>(&slot->active->next, 1)});
@@ -87,6 +96,8 @@ void Scheduler::step() {
     Slot& slot = *entry_slots_[i];
     if (!entries_[i].status.is_ok()) {
       finish(slot, FinishReason::kError, std::move(entries_[i].status));
+    } else if (entries_[i].accept != nullptr) {
+      after_verification(slot, entries_[i]);
     } else if (!slot.active->decoding) {
       after_prefill(slot);
     }

@@ -477,15 +477,23 @@ namespace ds4::serve {
 namespace {
 
 // MTP drafting (issue 51): a greedy request that decodes alone drafts and verifies, and its output
-// is the output without drafts; usage counts the drafts. Requests decoding side by side share the
-// step's rows instead and draft nothing. A sampled request with drafts runs to its limit.
+// is the output without drafts; usage counts the drafts. Two requests decoding side by side both
+// draft, their verifications in one step, each saying what it says without drafts; with more
+// than kDraftMaxStreams (2) decoding, drafting pauses. A sampled request with drafts runs to its
+// limit.
 TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
   Request greedy = chat("Please write a short poem about the sea", 24, 3);
   greedy.sampling.temperature = 0.0f;
-  Event plain, plain_next;
+  Request other = chat("Another request of the same length", 24, 4);
+  other.sampling.temperature = 0.0f;
+  Request third = chat("A third request, one more of them", 24, 5);
+  third.sampling.temperature = 0.0f;
+  Event plain, plain_next, plain_other, plain_third;
   Request next;
   {
     auto s = start();
+    plain_other = drain(**s->submit(other));
+    plain_third = drain(**s->submit(third));
     plain = drain(**s->submit(greedy));
     // The conversation continued: the live session's prefix is reused.
     next = continued(greedy.rendered, plain, "And another one", 16);
@@ -494,7 +502,7 @@ TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
   }
   ASSERT_TRUE(plain.error.is_ok()) << plain.error.to_string();
   EXPECT_EQ(plain.usage.draft_steps, 0);
-  auto s = start(8, 2, kDefaultBatchTokens, /*drafts=*/3);
+  auto s = start(8, 3, kDefaultBatchTokens, /*drafts=*/3);
   const Event alone = drain(**s->submit(greedy));
   ASSERT_TRUE(alone.error.is_ok()) << alone.error.to_string();
   EXPECT_EQ(alone.text, plain.text);
@@ -514,16 +522,27 @@ TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
   EXPECT_EQ(alone_next.text, plain_next.text);
   EXPECT_GT(alone_next.usage.draft_steps, 0);
 
-  // Two at once, in step from their first token: neither drafts, both say what they say alone.
-  Request other = chat("Another request of the same length", 24, 4);
-  other.sampling.temperature = 0.0f;
+  // Two at once: both draft, their verifications sharing each step, and both say what they say
+  // without drafts.
   auto ta = *s->submit(greedy);
   auto tb = *s->submit(other);
   const Event da = drain(*ta), db = drain(*tb);
+  ASSERT_TRUE(da.error.is_ok() && db.error.is_ok());
   EXPECT_EQ(da.text, plain.text);
-  EXPECT_TRUE(db.error.is_ok());
-  EXPECT_LT(da.usage.draft_steps + db.usage.draft_steps, alone.usage.draft_steps)
-      << "requests decoding together draft only while one decodes alone";
+  EXPECT_EQ(db.text, plain_other.text);
+  EXPECT_GT(da.usage.draft_steps, 0);
+  EXPECT_GT(db.usage.draft_steps, 0);
+  // Three at once: drafting pauses while all three decode.
+  auto t1 = *s->submit(greedy);
+  auto t2 = *s->submit(other);
+  auto t3 = *s->submit(third);
+  const Event d1 = drain(*t1), d2 = drain(*t2), d3 = drain(*t3);
+  EXPECT_EQ(d1.text, plain.text);
+  EXPECT_EQ(d2.text, plain_other.text);
+  EXPECT_EQ(d3.text, plain_third.text);
+  EXPECT_LT(d1.usage.draft_steps + d2.usage.draft_steps + d3.usage.draft_steps,
+            da.usage.draft_steps + db.usage.draft_steps)
+      << "three requests decoding together draft only while at most two decode";
 
   Request sampled = chat("Tell me a story", 20, 9);
   sampled.sampling.temperature = 1.0f;
