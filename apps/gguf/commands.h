@@ -69,6 +69,16 @@ struct SplitCmdOptions {
 };
 int run_split(const SplitCmdOptions& opts);
 
+struct QuantizeCmdOptions {
+  std::string input;
+  std::string output;
+  std::string quant = "q2";  // q2, q4 or q8 (the routed experts)
+  int q4_last = 0;
+  int threads = 0;
+  bool progress = false;
+};
+int run_quantize(const QuantizeCmdOptions& opts);
+
 struct TrafficOptions {
   std::string shape = "flash";
   std::string quant = "q2";

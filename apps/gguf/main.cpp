@@ -102,6 +102,22 @@ int main(int argc, char** argv) {
       ->required();
   split_cmd->add_option("-o,--output", split.output, "output slice GGUF")->required();
 
+  QuantizeCmdOptions quant;
+  CLI::App* quant_cmd = app.add_subcommand(
+      "quantize", "re-encode a model file's float routed experts to a published recipe");
+  quant_cmd->add_option("file", quant.input, "model GGUF with F32, F16 or BF16 routed experts")
+      ->required();
+  quant_cmd->add_option("-o,--output", quant.output, "output GGUF")->required();
+  quant_cmd
+      ->add_option("--quant", quant.quant,
+                   "q2 (IQ2_XXS gate/up, Q2_K down), q4 (Q4_K) or q8 (Q8_0): the experts only")
+      ->capture_default_str();
+  quant_cmd->add_option("--q4-last", quant.q4_last, "with q2: the last N layers' experts at q4")
+      ->check(CLI::Range(0, 1 << 20));
+  quant_cmd->add_option("-t,--threads", quant.threads, "threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+  quant_cmd->add_flag("--progress", quant.progress, "one line per expert tensor on stderr");
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -132,6 +148,7 @@ int main(int argc, char** argv) {
   if (synth_cmd->parsed()) return run_synth(synth);
   if (traffic_cmd->parsed()) return run_traffic(traffic);
   if (split_cmd->parsed()) return run_split(split);
+  if (quant_cmd->parsed()) return run_quantize(quant);
   if (convert_cmd->parsed()) {
     const auto recipe = recipe_arg("convert", conv_quant);
     if (!recipe) return 2;

@@ -1,0 +1,181 @@
+// tools/quantize/quantize.cpp: float routed experts to a published recipe (see quantize.h).
+#include "tools/quantize/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+#include "base/check.h"
+#include "base/thread_pool.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "model/validate.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
+
+namespace ds4::quantize {
+namespace {
+
+// Tensors that are copied, not re-encoded, go out in pieces of this size (a multi-gigabyte
+// tensor need not be resident at once).
+constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+bool float_type(gguf::GgufType t) {
+  return t == gguf::GgufType::kF32 || t == gguf::GgufType::kF16 || t == gguf::GgufType::kBF16;
+}
+
+// The routed expert tensors of the shape and the type each gets: the recipe's, and for the last
+// q4_last layers the q4 recipe's.
+std::unordered_map<std::string, gguf::GgufType> expert_types(const model::Shape& shape,
+                                                             const QuantizeOptions& o) {
+  std::unordered_map<std::string, gguf::GgufType> out;
+  const auto main = model::model_tensors(shape, o.recipe);
+  const auto q4 = model::model_tensors(shape, model::Recipe::kQ4);
+  for (size_t i = 0; i < main.size(); ++i) {
+    if (main[i].role != model::TensorRole::kRoutedExpert) continue;
+    const bool late = main[i].layer >= shape.n_layer - o.q4_last;
+    DS4_CHECK(q4[i].name == main[i].name);
+    out.emplace(main[i].name, late ? q4[i].type : main[i].type);
+  }
+  return out;
+}
+
+// One expert stack [cols, rows, n_expert]: each expert's rows decoded to float and encoded to
+// `to`, one expert at a time, rows split over the pool.
+Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, gguf::GgufType to,
+                        gguf::Writer& out, size_t index, base::ThreadPool& pool) {
+  const int64_t cols = static_cast<int64_t>(t.dims[0]);
+  const int64_t rows = static_cast<int64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
+  const int64_t n_mat = static_cast<int64_t>(t.dims.size() > 2 ? t.dims[2] : 1);
+  const auto in_row = gguf::byte_size(t.type, static_cast<uint64_t>(cols));
+  const auto out_row = gguf::byte_size(to, static_cast<uint64_t>(cols));
+  if (!in_row || !out_row) {
+    return Status::invalid_model("'%s': rows of %lld values are not whole %s blocks",
+                                 t.name.c_str(), static_cast<long long>(cols),
+                                 std::string(gguf::to_string(to)).c_str());
+  }
+  const std::span<const uint8_t> data = file.tensor_data(t);
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  std::vector<uint8_t> packed(static_cast<size_t>(rows) * *out_row);
+  for (int64_t e = 0; e < n_mat; ++e) {
+    const uint8_t* src = data.data() + static_cast<uint64_t>(e * rows) * *in_row;
+    const int64_t tasks = std::min<int64_t>(rows, 4 * static_cast<int64_t>(pool.size()));
+    std::vector<Status> errors(static_cast<size_t>(tasks));
+    pool.parallel_for(tasks, [&](int64_t k) {
+      const int64_t a = rows * k / tasks, b = rows * (k + 1) / tasks;
+      for (int64_t r = a; r < b; ++r) {
+        float* row = x.data() + r * cols;
+        Status s = quant::dequantize(t.type, src + static_cast<uint64_t>(r) * *in_row, row, cols);
+        for (int64_t c = 0; s.is_ok() && c < cols; ++c) {
+          if (!std::isfinite(row[c])) {
+            s = Status::invalid_model("'%s' has a non-finite value (expert %lld, row %lld)",
+                                      t.name.c_str(), static_cast<long long>(e),
+                                      static_cast<long long>(r));
+          }
+        }
+        if (!s.is_ok()) {
+          errors[static_cast<size_t>(k)] = s;
+          return;
+        }
+      }
+    });
+    for (const Status& s : errors) DS4_TRY(s);
+    DS4_TRY(quant::quantize_rows(to, x.data(), packed.data(), rows, cols, nullptr, &pool)
+                .with_context(t.name));
+    DS4_TRY(out.write_tensor_data(index, packed, static_cast<uint64_t>(e * rows) * *out_row));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
+  if (opts.recipe != model::Recipe::kQ2 && opts.recipe != model::Recipe::kQ4 &&
+      opts.recipe != model::Recipe::kQ8) {
+    return Status::invalid_argument("recipe %s: quantize writes q2, q4 or q8 experts",
+                                    std::string(model::to_string(opts.recipe)).c_str());
+  }
+  if (opts.q4_last != 0 && opts.recipe != model::Recipe::kQ2) {
+    return Status::invalid_argument("--q4-last goes with the q2 recipe");
+  }
+  DS4_ASSIGN_OR_RETURN(const gguf::Reader file, gguf::Reader::open(opts.input));
+  const model::FileCheck check = model::check_model_file(file);
+  if (check.mtp) {
+    return Status::invalid_model("'%s' is an MTP draft file: quantize the main model file",
+                                 opts.input.c_str());
+  }
+  if (!check.problems.empty()) {
+    return Status::invalid_model(
+        "'%s' is not a valid DeepSeek V4 model file: %s (ds4-gguf check lists every problem)",
+        opts.input.c_str(), check.problems.front().c_str());
+  }
+  if (opts.q4_last < 0 || opts.q4_last > check.shape.n_layer) {
+    return Status::invalid_argument("--q4-last %d: the model has %d layers", opts.q4_last,
+                                    check.shape.n_layer);
+  }
+  if (same_file(opts.input, opts.output)) {
+    return Status::invalid_argument("the output '%s' is the input file", opts.output.c_str());
+  }
+  const auto experts = expert_types(check.shape, opts);
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (experts.contains(t.name) && !float_type(t.type)) {
+      return Status::invalid_argument(
+          "'%s' is already quantized (%s): quantize needs F32, F16 or BF16 experts (a file "
+          "synthesized or converted with --quant f32 or f16)",
+          t.name.c_str(), std::string(gguf::to_string(t.type)).c_str());
+    }
+  }
+
+  DS4_ASSIGN_OR_RETURN(gguf::Writer out, gguf::Writer::create(opts.output, file.alignment()));
+  for (const gguf::KeyValue& kv : file.metadata()) {
+    if (kv.key == "general.alignment") continue;  // the writer records the same value
+    DS4_TRY(out.add_metadata(kv.key, kv.value));
+  }
+  std::vector<gguf::GgufType> types;
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    const auto it = experts.find(t.name);
+    types.push_back(it != experts.end() ? it->second : t.type);
+    DS4_TRY(out.add_tensor(t.name, types.back(), t.dims).status());
+  }
+  DS4_TRY(out.write_header());
+  base::ThreadPool pool(opts.threads);
+  size_t quantized = 0;
+  for (size_t i = 0; i < file.tensors().size(); ++i) {
+    const gguf::TensorInfo& t = file.tensors()[i];
+    if (types[i] != t.type) {
+      if (opts.progress) {
+        std::fprintf(stderr, "quantize: %s %s -> %s\n", t.name.c_str(),
+                     std::string(gguf::to_string(t.type)).c_str(),
+                     std::string(gguf::to_string(types[i])).c_str());
+      }
+      DS4_TRY(quantize_experts(file, t, types[i], out, i, pool));
+      ++quantized;
+      continue;
+    }
+    const std::span<const uint8_t> data = file.tensor_data(t);
+    for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
+      const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
+      DS4_TRY(out.write_tensor_data(i, data.subspan(at, n), at));
+    }
+  }
+  const uint64_t bytes = out.file_size();
+  DS4_TRY(out.finish());
+  if (report != nullptr) {
+    report->tensors = types.size();
+    report->quantized = quantized;
+    report->bytes = bytes;
+  }
+  return Status::ok();
+}
+
+}  // namespace ds4::quantize
