@@ -79,6 +79,12 @@ struct QuantizeCmdOptions {
 };
 int run_quantize(const QuantizeCmdOptions& opts);
 
+struct SpliceCmdOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+int run_splice(const SpliceCmdOptions& opts);
+
 struct TrafficOptions {
   std::string shape = "flash";
   std::string quant = "q2";

@@ -118,6 +118,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   quant_cmd->add_flag("--progress", quant.progress, "one line per expert tensor on stderr");
 
+  SpliceCmdOptions splice;
+  CLI::App* splice_cmd = app.add_subcommand(
+      "splice", "one model file from slice files, or from layers of files of one shape");
+  splice_cmd
+      ->add_option(
+          "files", splice.inputs,
+          "model or slice GGUFs of one shape; each tensor comes from the last that holds it")
+      ->required();
+  splice_cmd->add_option("-o,--output", splice.output, "output GGUF")->required();
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -149,6 +159,7 @@ int main(int argc, char** argv) {
   if (traffic_cmd->parsed()) return run_traffic(traffic);
   if (split_cmd->parsed()) return run_split(split);
   if (quant_cmd->parsed()) return run_quantize(quant);
+  if (splice_cmd->parsed()) return run_splice(splice);
   if (convert_cmd->parsed()) {
     const auto recipe = recipe_arg("convert", conv_quant);
     if (!recipe) return 2;

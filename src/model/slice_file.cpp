@@ -55,6 +55,10 @@ bool range_binds(const LayerRange& r, const TensorSpec& spec) {
   return r.head;  // output_hc_*, output_norm, output
 }
 
+bool range_holds(const LayerRange& r, const TensorSpec& spec) {
+  return range_binds(r, spec) || (spec.layer >= r.begin && spec.layer < r.end);
+}
+
 Result<std::optional<SliceMark>> read_slice_mark(const gguf::Reader& file, const Shape& shape) {
   const bool marked =
       std::any_of(file.metadata().begin(), file.metadata().end(), [](const gguf::KeyValue& kv) {

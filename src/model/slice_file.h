@@ -47,6 +47,10 @@ bool range_contains(const LayerRange& outer, const LayerRange& inner);
 // 0, the tensors of its layers (but an ignored one: a hash layer's selection bias), the output
 // head and its norms when it has the head.
 bool range_binds(const LayerRange& r, const TensorSpec& spec);
+// Whether a slice file of the range holds `spec`: what the range binds, and its layers' ignored
+// tensors too (the engine skips them; kept so that slices splice back into their file byte for
+// byte, tools/splice).
+bool range_holds(const LayerRange& r, const TensorSpec& spec);
 
 // What a slice file records about itself.
 struct SliceMark {

@@ -69,10 +69,10 @@ Status write_slice_file(const std::string& input, const std::string& output,
   for (auto& [key, value] : model::slice_metadata(mark))
     DS4_TRY(out.add_metadata(std::move(key), std::move(value)));
 
-  // The tensors the range binds, in the input's order.
+  // The tensors the range holds (model::range_holds), in the input's order.
   std::unordered_map<std::string, bool> wanted;
   for (const model::TensorSpec& spec : model::model_tensors(check.shape, model::Recipe::kQ2))
-    wanted.emplace(spec.name, model::range_binds(range, spec));
+    wanted.emplace(spec.name, model::range_holds(range, spec));
   std::vector<const gguf::TensorInfo*> kept;
   for (const gguf::TensorInfo& t : file.tensors()) {
     const auto it = wanted.find(t.name);

@@ -2,7 +2,8 @@
 // inference, features.md §10.1; docs/distributed.md, "Slice files").
 // Owns: writing a slice file: every metadata key of the input unchanged, the dwarfstar.slice.*
 // keys (model/slice_file.h) recording the layers and the whole model's fingerprint, and exactly
-// the tensors the engine binds for those layers (model::range_binds), bytes copied unchanged.
+// the tensors a slice of those layers holds (model::range_holds: what the engine binds, and the
+// layers' ignored tensors), bytes copied unchanged.
 // Does not own: which tensors a range binds or what the keys mean (model/slice_file.h), the
 // container (gguf/writer.h, which writes OUT.partial and renames it into place on success).
 #pragma once
