@@ -90,13 +90,14 @@ fuzz: setup
 	cmake --build build-asan -j $(JOBS) --target gguf_reader_fuzz gguf_fuzz_seeds dsml_parser_fuzz \
 	  safetensors_fuzz safetensors_fuzz_seeds snapshot_fuzz snapshot_fuzz_seeds openai_request_fuzz \
 	  kvc_fuzz kvc_fuzz_seeds http_request_fuzz agent_session_fuzz agent_session_fuzz_seeds \
-	  dist_wire_fuzz dist_wire_fuzz_seeds eval_trace_fuzz
+	  dist_wire_fuzz dist_wire_fuzz_seeds eval_trace_fuzz quality_vectors_fuzz
 	mkdir -p build-asan/corpus/gguf build-asan/corpus/dsml build-asan/corpus/safetensors \
 	  build-asan/corpus/snapshot build-asan/corpus/openai build-asan/corpus/kvc build-asan/corpus/http \
-	  build-asan/corpus/agent build-asan/corpus/dist build-asan/corpus/eval
+	  build-asan/corpus/agent build-asan/corpus/dist build-asan/corpus/eval build-asan/corpus/vectors
 	cp tests/fuzz/openai_request_seeds/* build-asan/corpus/openai/
 	cp tests/fuzz/http_request_seeds/* build-asan/corpus/http/
 	cp tests/fuzz/eval_trace_seeds/* build-asan/corpus/eval/
+	cp tests/fuzz/quality_vectors_seeds/* build-asan/corpus/vectors/
 	./build-asan/bin/gguf_fuzz_seeds build-asan/corpus/gguf
 	./build-asan/bin/safetensors_fuzz_seeds build-asan/corpus/safetensors
 	./build-asan/bin/snapshot_fuzz_seeds build-asan/corpus/snapshot
@@ -107,7 +108,7 @@ fuzz: setup
 	  gguf_reader_fuzz:4096:gguf dsml_parser_fuzz:4096:dsml safetensors_fuzz:4096:safetensors \
 	  snapshot_fuzz:2097152:snapshot openai_request_fuzz:4096:openai kvc_fuzz:4096:kvc \
 	  http_request_fuzz:4096:http agent_session_fuzz:4096:agent dist_wire_fuzz:4096:dist \
-	  eval_trace_fuzz:4096:eval
+	  eval_trace_fuzz:4096:eval quality_vectors_fuzz:4096:vectors
 
 bench: build
 	./build/bin/ds4-kernel-bench

@@ -85,6 +85,17 @@ struct SpliceCmdOptions {
 };
 int run_splice(const SpliceCmdOptions& opts);
 
+struct QualityCmdOptions {
+  std::string model;
+  std::string vectors;  // the recorded continuations (vectors.h format)
+  std::string csv;      // also write the table here
+  std::string record;   // instead of scoring: record the model's own continuations here
+  int steps = 0;        // --record: tokens per case (0: the case's own step count)
+  int top = 20;         // --record: alternatives per step
+  int threads = 0;
+};
+int run_quality(const QualityCmdOptions& opts);
+
 struct TrafficOptions {
   std::string shape = "flash";
   std::string quant = "q2";

@@ -128,6 +128,24 @@ int main(int argc, char** argv) {
       ->required();
   splice_cmd->add_option("-o,--output", splice.output, "output GGUF")->required();
 
+  QualityCmdOptions quality;
+  CLI::App* quality_cmd =
+      app.add_subcommand("quality", "score a model file against recorded (official) continuations");
+  quality_cmd->add_option("file", quality.model, "model GGUF")->required();
+  quality_cmd
+      ->add_option("--vectors", quality.vectors,
+                   "continuations in the official vector format (official.vec)")
+      ->required();
+  quality_cmd->add_option("--csv", quality.csv, "also write the table as CSV");
+  quality_cmd->add_option("--record", quality.record,
+                          "record the model's own greedy continuations of the cases here instead");
+  quality_cmd->add_option("--steps", quality.steps, "--record: tokens per case (0: the case's)")
+      ->check(CLI::Range(0, 1 << 16));
+  quality_cmd->add_option("--top", quality.top, "--record: alternatives per step")
+      ->check(CLI::Range(1, 1024));
+  quality_cmd->add_option("-t,--threads", quality.threads, "threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -160,6 +178,7 @@ int main(int argc, char** argv) {
   if (split_cmd->parsed()) return run_split(split);
   if (quant_cmd->parsed()) return run_quantize(quant);
   if (splice_cmd->parsed()) return run_splice(splice);
+  if (quality_cmd->parsed()) return run_quality(quality);
   if (convert_cmd->parsed()) {
     const auto recipe = recipe_arg("convert", conv_quant);
     if (!recipe) return 2;

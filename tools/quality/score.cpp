@@ -1,0 +1,150 @@
+// tools/quality/score.cpp: scoring and recording continuations (see score.h).
+#include "tools/quality/score.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <span>
+
+#include "ds4/chat.h"
+#include "ds4/sampling.h"
+
+namespace ds4::quality {
+namespace {
+
+// log-softmax of the logits at `id`, in double: logit - max - log(sum exp(logit - max)).
+struct LogSoftmax {
+  double max = 0, log_sum = 0;
+  explicit LogSoftmax(std::span<const float> logits) {
+    max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (const float v : logits) sum += std::exp(static_cast<double>(v) - max);
+    log_sum = std::log(sum);
+  }
+  double at(std::span<const float> logits, TokenId id) const {
+    return static_cast<double>(logits[static_cast<size_t>(id)]) - max - log_sum;
+  }
+};
+
+// KL(p || q) of two log-distributions over the same support, each renormalised over it.
+double kl_on_support(const std::vector<double>& lp, const std::vector<double>& lq) {
+  const auto norm = [](const std::vector<double>& l) {
+    const double m = *std::max_element(l.begin(), l.end());
+    double s = 0;
+    for (const double v : l) s += std::exp(v - m);
+    return m + std::log(s);
+  };
+  const double zp = norm(lp), zq = norm(lq);
+  double kl = 0;
+  for (size_t i = 0; i < lp.size(); ++i) {
+    const double a = lp[i] - zp, b = lq[i] - zq;
+    kl += std::exp(a) * (a - b);
+  }
+  return std::max(kl, 0.0);
+}
+
+std::string hex_of(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes) {
+    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
+    out.push_back(kDigits[static_cast<unsigned char>(c) & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TokenIndex::TokenIndex(const Tokenizer& tok) {
+  for (TokenId id = 0; id < tok.vocab_size(); ++id)
+    ids_.emplace(std::string(tok.token_bytes(id)), id);
+}
+
+Result<TokenId> TokenIndex::find(const std::string& bytes) const {
+  const auto it = ids_.find(bytes);
+  if (it == ids_.end()) {
+    return Status::invalid_argument("token bytes %s are no vocabulary entry",
+                                    hex_of(bytes).c_str());
+  }
+  return it->second;
+}
+
+Result<std::vector<TokenId>> prompt_tokens(const Tokenizer& tok, const std::string& text) {
+  const chat::Message m{.role = chat::Role::kUser, .content = text};
+  DS4_ASSIGN_OR_RETURN(const std::string rendered,
+                       chat::render(std::span(&m, 1), chat::RenderOptions{}));
+  return tok.encode(rendered, SpecialTokens::kRecognize);
+}
+
+Result<CaseScore> score_case(Engine& engine, const Tokenizer& tok, const TokenIndex& index,
+                             const VectorCase& c, const std::string& prompt_text) {
+  DS4_ASSIGN_OR_RETURN(const std::vector<TokenId> prompt, prompt_tokens(tok, prompt_text));
+  // Every token resolved before the model runs.
+  std::vector<TokenId> chosen;
+  std::vector<std::vector<TokenId>> support(c.steps.size());
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    DS4_ASSIGN_OR_RETURN(const TokenId id, index.find(c.steps[i].selected));
+    chosen.push_back(id);
+    for (const auto& t : c.steps[i].top) {
+      DS4_ASSIGN_OR_RETURN(const TokenId tid, index.find(t.first));
+      support[i].push_back(tid);
+    }
+  }
+  const int need = static_cast<int>(prompt.size() + chosen.size()) + 1;
+  DS4_ASSIGN_OR_RETURN(
+      auto s, engine.create_session(
+                  {.n_ctx = std::min(need, engine.info().n_ctx_max), .prefill_chunk = 512}));
+  DS4_TRY(s->append(prompt).status().with_context("case " + c.id));
+  CaseScore out;
+  out.id = c.id;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const std::span<const float> logits = s->logits();
+    const LogSoftmax ls(logits);
+    out.log_likelihood += ls.at(logits, chosen[i]);
+    out.top1 += argmax(logits) == chosen[i] ? 1 : 0;
+    std::vector<double> lp, lq;
+    for (size_t k = 0; k < support[i].size(); ++k) {
+      lp.push_back(c.steps[i].top[k].second);
+      lq.push_back(ls.at(logits, support[i][k]));
+    }
+    const double kl = kl_on_support(lp, lq);
+    out.kl_sum += kl;
+    out.kl_max = std::max(out.kl_max, kl);
+    ++out.steps;
+    if (i + 1 < chosen.size()) DS4_TRY(s->eval(chosen[i]).with_context("case " + c.id));
+  }
+  return out;
+}
+
+Result<VectorCase> record_case(Engine& engine, const Tokenizer& tok, const VectorCase& like,
+                               const std::string& prompt_text, int steps, int top_n) {
+  DS4_ASSIGN_OR_RETURN(const std::vector<TokenId> prompt, prompt_tokens(tok, prompt_text));
+  const int need = static_cast<int>(prompt.size()) + steps + 1;
+  DS4_ASSIGN_OR_RETURN(
+      auto s, engine.create_session(
+                  {.n_ctx = std::min(need, engine.info().n_ctx_max), .prefill_chunk = 512}));
+  DS4_TRY(s->append(prompt).status().with_context("case " + like.id));
+  VectorCase c{.id = like.id, .ctx = like.ctx, .prompt_file = like.prompt_file, .steps = {}};
+  for (int i = 0; i < steps; ++i) {
+    const std::span<const float> logits = s->logits();
+    const LogSoftmax ls(logits);
+    std::vector<TokenId> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    const size_t k = std::min<size_t>(static_cast<size_t>(top_n), order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](TokenId a, TokenId b) {
+                        return logits[size_t(a)] > logits[size_t(b)] ||
+                               (logits[size_t(a)] == logits[size_t(b)] && a < b);
+                      });
+    VectorStep st;
+    st.selected = std::string(tok.token_bytes(order[0]));
+    for (size_t j = 0; j < k; ++j) {
+      st.top.emplace_back(std::string(tok.token_bytes(order[j])), ls.at(logits, order[j]));
+    }
+    c.steps.push_back(std::move(st));
+    if (i + 1 < steps) DS4_TRY(s->eval(order[0]).with_context("case " + like.id));
+  }
+  return c;
+}
+
+}  // namespace ds4::quality
