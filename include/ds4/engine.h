@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ds4/observer.h"
 #include "ds4/session.h"
 #include "ds4/status.h"
 
@@ -112,6 +113,9 @@ struct EngineOptions {
   // runs (ds4-bench --repeat-op). Results do not change.
   std::string repeat_op;
   int repeat_times = 2;
+  // Sees what each forward pass computes (ds4/observer.h: the routed experts' inputs); not owned,
+  // must outlive the engine. CPU backend only: another backend refuses it at open.
+  Observer* observer = nullptr;
 };
 
 struct OpTime {

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ds4/observer.h"
 #include "ds4/status.h"
 #include "gguf/types.h"
 
@@ -133,6 +134,7 @@ struct AttentionInputs {
 };
 
 struct MoeLayer {
+  int layer = -1;  // the model's layer index (for observers)
   int n_expert_used = 0;
   float weight_scale = 1.5f;
   Weight router;     // [n_expert][n_embd]
@@ -181,6 +183,11 @@ class Backend {
   // device's for a GPU) still free for new ones; nullopt when the backend cannot tell. A sizing
   // hint (the server's default pool), never a promise: create_sequence is the real check.
   virtual std::optional<uint64_t> free_memory_bytes() const { return std::nullopt; }
+  // An observer of what the ops compute (ds4/observer.h; not owned, null: none). A backend that
+  // cannot report says so.
+  virtual Status set_observer(Observer* /*observer*/) {
+    return Status::unimplemented("this backend does not report to observers (use the CPU backend)");
+  }
 
   // ---- ops (validated front; see the do_* contracts below) ----
   // out[r] = n_hc copies of the embedding row of rows[r].token.

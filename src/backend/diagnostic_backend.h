@@ -65,6 +65,7 @@ class DiagnosticBackend final : public Backend {
   }
   void settle_sequence(int seq) override { inner_->settle_sequence(seq); }
   std::optional<uint64_t> free_memory_bytes() const override { return inner_->free_memory_bytes(); }
+  Status set_observer(Observer* observer) override { return inner_->set_observer(observer); }
   void begin_step(std::span<const RowTag> rows) override { inner_->begin_step(rows); }
   void end_step() override { inner_->end_step(); }
   void set_numerics(const Numerics& n) override;

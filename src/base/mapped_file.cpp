@@ -66,4 +66,15 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::release(std::span<const uint8_t> range) const {
+  if (data_ == nullptr || range.empty() || range.data() < data_ ||
+      range.data() + range.size() > data_ + size_)
+    return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + range.size()) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace ds4::base

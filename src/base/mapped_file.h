@@ -25,6 +25,10 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // Lets the kernel drop the whole pages of `range` (a part of bytes()) from this process's
+  // memory: a streaming reader's pages already consumed. They read again from the file if
+  // touched. Anything outside the mapping is ignored.
+  void release(std::span<const uint8_t> range) const;
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 

@@ -118,6 +118,7 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   num.qat_simulation = options.qat_simulation;
   num.f16_rows = options.f16_kv_rows;
   impl->backend->set_numerics(num);
+  if (options.observer != nullptr) DS4_TRY(impl->backend->set_observer(options.observer));
   // Op timing and repeats: a backend in front of the real one, only when asked for.
   if (options.profile_ops || !options.repeat_op.empty()) {
     auto diag = std::make_unique<backend::DiagnosticBackend>(std::move(impl->backend));

@@ -69,6 +69,10 @@ class Reader {
   std::span<const uint8_t> tensor_data(const TensorInfo& t) const {
     return bytes_.subspan(t.offset, t.n_bytes);
   }
+  // A streaming reader's consumed bytes (base::MappedFile::release); nothing for parse()d bytes.
+  void release(std::span<const uint8_t> range) const {
+    if (file_) file_->release(range);
+  }
 
   // Typed metadata access with errors that name the key and the type found.
   Result<uint32_t> get_u32(std::string_view key) const;       // exactly u32

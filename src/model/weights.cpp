@@ -104,6 +104,7 @@ Result<ModelWeights> bind_weights(const gguf::Reader& file, const Shape& shape,
   for (int il = range.begin; il < range.end; ++il) {
     DS4_TRY(bind_layer(b, shape, "blk." + std::to_string(il) + ".", shape.compress_ratio(il),
                        shape.hash_routed(il), w.layers[il]));
+    w.layers[il].moe.layer = il;
   }
   if (!range.head) return w;
   DS4_ASSIGN_OR_RETURN(w.head.hc.fn, b.get("output_hc_fn.weight"));
@@ -125,6 +126,7 @@ Result<MtpWeights> bind_mtp_weights(const gguf::Reader& file, const Shape& shape
   DS4_ASSIGN_OR_RETURN(m.hnorm, b.get(p + "hnorm.weight"));
   // model.md §8.1: a dense layer (no compressor), routed by the biased router.
   DS4_TRY(bind_layer(b, shape, p, /*ratio=*/0, /*hash_routed=*/false, m.layer));
+  m.layer.moe.layer = shape.n_layer;  // the MTP block's layer, after the model's
   DS4_ASSIGN_OR_RETURN(m.head.hc.fn, b.get(p + "hc_head_fn.weight"));
   DS4_ASSIGN_OR_RETURN(m.head.hc.scale, b.get(p + "hc_head_scale.weight"));
   DS4_ASSIGN_OR_RETURN(m.head.hc.base, b.get(p + "hc_head_base.weight"));

@@ -21,8 +21,8 @@
 namespace ds4::quantize {
 namespace {
 
-// Tensors that are copied, not re-encoded, go out in pieces of this size (a multi-gigabyte
-// tensor need not be resident at once).
+// Tensors that are copied, not re-encoded, go out in pieces of this size, each released from the
+// input's mapping once written (a multi-gigabyte tensor is never resident at once).
 constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -93,6 +93,7 @@ Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, ggu
     DS4_TRY(quant::quantize_rows(to, x.data(), packed.data(), rows, cols, nullptr, &pool)
                 .with_context(t.name));
     DS4_TRY(out.write_tensor_data(index, packed, static_cast<uint64_t>(e * rows) * *out_row));
+    file.release({src, static_cast<size_t>(rows) * *in_row});  // read once: let it go
   }
   return Status::ok();
 }
@@ -166,6 +167,7 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
     for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
       const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
       DS4_TRY(out.write_tensor_data(i, data.subspan(at, n), at));
+      file.release(data.subspan(at, n));
     }
   }
   const uint64_t bytes = out.file_size();

@@ -56,6 +56,10 @@ class CpuBackend final : public Backend {
   void settle_sequence(int seq) override;
   // Sequences live in host memory: the kernel's MemAvailable.
   std::optional<uint64_t> free_memory_bytes() const override;
+  Status set_observer(Observer* observer) override {
+    observer_ = observer;
+    return Status::ok();
+  }
 
   int threads() const { return pool_.size(); }
 
@@ -77,6 +81,7 @@ class CpuBackend final : public Backend {
   void do_upload_act(const float* host, Act dst) override;
 
  private:
+  Observer* observer_ = nullptr;  // not owned (EngineOptions::observer)
   Sequence& sequence(int seq);
   // Attention pieces (attention.cpp).
   void attend_row(const AttentionLayer& l, LayerCache& c, const RowTag& row,

@@ -99,6 +99,18 @@ void CpuBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n, 
     for (int64_t o = o0; o < o1; ++o) g[o] = swiglu(g[o], u[o]) * weights[j];
   });
 
+  if (observer_ != nullptr) {
+    observer_->on_expert_inputs({.layer = l.layer,
+                                 .rows = t_rows,
+                                 .k = static_cast<int>(k),
+                                 .n_embd = n_embd,
+                                 .n_ff = n_ff,
+                                 .in = {n.data, static_cast<size_t>(t_rows * n_embd)},
+                                 .experts = {sel, static_cast<size_t>(slots)},
+                                 .weights = {weights, static_cast<size_t>(slots)},
+                                 .down_in = {gate, static_cast<size_t>(slots * n_ff)}});
+  }
+
   // Down projections per slot, then the slot-order sum.
   enc2_.encode(l.down_exps.type, gate, slots, n_ff, n_ff);
   const int64_t down_stride = row_bytes(l.down_exps.type, n_ff);
