@@ -14,13 +14,13 @@ namespace ds4 {
 struct ExpertInputs {
   int layer = 0;
   int64_t rows = 0;
-  int k = 0;                          // experts per row
-  int64_t n_embd = 0;                 // columns of the gate and up projections' input
-  int64_t n_ff = 0;                   // columns of the down projection's input
-  std::span<const float> in;          // rows x n_embd: every selected expert's gate/up input
-  std::span<const int32_t> experts;   // rows x k: the experts each row selected
-  std::span<const float> weights;     // rows x k: their routing weights
-  std::span<const float> down_in;     // rows*k x n_ff: each slot's down input (SwiGLU x weight)
+  int k = 0;                         // experts per row
+  int64_t n_embd = 0;                // columns of the gate and up projections' input
+  int64_t n_ff = 0;                  // columns of the down projection's input
+  std::span<const float> in;         // rows x n_embd: every selected expert's gate/up input
+  std::span<const int32_t> experts;  // rows x k: the experts each row selected
+  std::span<const float> weights;    // rows x k: their routing weights
+  std::span<const float> down_in;    // rows*k x n_ff: each slot's down input (SwiGLU x weight)
 };
 
 class Observer {
