@@ -72,6 +72,7 @@ int run_split(const SplitCmdOptions& opts);
 struct QuantizeCmdOptions {
   std::string input;
   std::string output;
+  std::string imatrix;
   std::string quant = "q2";  // q2, q4 or q8 (the routed experts)
   int q4_last = 0;
   int threads = 0;
@@ -95,6 +96,18 @@ struct QualityCmdOptions {
   int threads = 0;
 };
 int run_quality(const QualityCmdOptions& opts);
+
+struct ImatrixCmdOptions {
+  std::string model;
+  std::vector<std::string> text, chat, merge;
+  std::string output;
+  int chunk = 512;
+  int save_every = 16;
+  int max_chunks = 0;
+  int threads = 0;
+  bool progress = false;
+};
+int run_imatrix(const ImatrixCmdOptions& opts);
 
 struct TrafficOptions {
   std::string shape = "flash";

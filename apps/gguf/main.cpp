@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       ->add_option("--quant", quant.quant,
                    "q2 (IQ2_XXS gate/up, Q2_K down), q4 (Q4_K) or q8 (Q8_0): the experts only")
       ->capture_default_str();
+  quant_cmd->add_option("--imatrix", quant.imatrix,
+                        "importance matrix (ds4-gguf imatrix): weigh each column's error");
   quant_cmd->add_option("--q4-last", quant.q4_last, "with q2: the last N layers' experts at q4")
       ->check(CLI::Range(0, 1 << 20));
   quant_cmd->add_option("-t,--threads", quant.threads, "threads (0: all cores)")
@@ -146,6 +148,32 @@ int main(int argc, char** argv) {
   quality_cmd->add_option("-t,--threads", quality.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 
+  ImatrixCmdOptions imx;
+  CLI::App* imx_cmd = app.add_subcommand(
+      "imatrix", "accumulate the routed experts' importance matrix over a calibration corpus");
+  imx_cmd->add_option("file", imx.model, "model GGUF (CPU backend)");
+  imx_cmd->add_option("--text", imx.text, "calibration text files (cut into --chunk tokens)");
+  imx_cmd->add_option("--chat", imx.chat,
+                      "JSONL files of chat prompts ({\"messages\": [...]} or {\"prompt\": ...})");
+  imx_cmd->add_option("--merge", imx.merge, "instead: add these importance matrices together");
+  imx_cmd
+      ->add_option("-o,--output", imx.output,
+                   "importance matrix GGUF (an existing one of the same run is resumed)")
+      ->required();
+  imx_cmd->add_option("--chunk", imx.chunk, "tokens per calibration chunk")
+      ->check(CLI::Range(2, 1 << 20))
+      ->capture_default_str();
+  imx_cmd->add_option("--save-every", imx.save_every, "chunks between saves")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  imx_cmd
+      ->add_option("--max-chunks", imx.max_chunks,
+                   "stop after this many chunks in all (a later run resumes)")
+      ->check(CLI::Range(0, 1 << 30));
+  imx_cmd->add_option("-t,--threads", imx.threads, "threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+  imx_cmd->add_flag("--progress", imx.progress, "one line per chunk on stderr");
+
   ds4::convert::ConvertOptions conv;
   std::string conv_quant = "q2";
   CLI::App* convert_cmd = app.add_subcommand(
@@ -179,6 +207,7 @@ int main(int argc, char** argv) {
   if (quant_cmd->parsed()) return run_quantize(quant);
   if (splice_cmd->parsed()) return run_splice(splice);
   if (quality_cmd->parsed()) return run_quality(quality);
+  if (imx_cmd->parsed()) return run_imatrix(imx);
   if (convert_cmd->parsed()) {
     const auto recipe = recipe_arg("convert", conv_quant);
     if (!recipe) return 2;

@@ -16,6 +16,7 @@ int run_quantize(const QuantizeCmdOptions& opts) {
                                               .output = opts.output,
                                               .recipe = *recipe,
                                               .q4_last = opts.q4_last,
+                                              .imatrix = opts.imatrix,
                                               .threads = opts.threads,
                                               .progress = opts.progress},
                                              &report);

@@ -4,7 +4,8 @@
 # prompts (with their top-20 logprobs); scored against them tiny-f32 itself has KL 0 and top-1 100%
 # (teacher forcing gives the recorded logits back exactly), and its q2 file (`quantize`) a positive
 # KL; both runs say the file is synthetic; the CSV has a row per case and the total. `quantize` then
-# `split` + `splice` give the q2 file back byte for byte. The official vectors
+# `split` + `splice` give the q2 file back byte for byte. `imatrix` stops at --max-chunks and
+# resumes; its matrix feeds `quantize --imatrix`; `--merge` adds matrices. The official vectors
 # (../shared/fixtures/official-vectors) are scored when present. Usage errors exit 2 with one line.
 set -euo pipefail
 gguf=$1 models=$2
@@ -46,6 +47,20 @@ check "its q2 file drifts: positive KL" \
 check "split + splice give the quantized file back byte for byte" \
   "cmp -s '$work/whole.gguf' '$work/q2.gguf'"
 
+cat "$work/prompts/capital.txt" "$work/prompts/code.txt" "$0" > "$work/corpus.txt"
+"$gguf" imatrix "$models/tiny-f32.gguf" --text "$work/corpus.txt" --chunk 64 --max-chunks 2 \
+  -o "$work/tiny.imatrix" -t 2 > "$work/imx1.out"
+"$gguf" imatrix "$models/tiny-f32.gguf" --text "$work/corpus.txt" --chunk 64 \
+  -o "$work/tiny.imatrix" -t 2 > "$work/imx2.out"
+check "imatrix stops at --max-chunks and the next run resumes there" \
+  "grep -q '2 of [0-9]* chunks (0 resumed)' '$work/imx1.out' && grep -q '(2 resumed)' '$work/imx2.out'"
+"$gguf" quantize "$models/tiny-f32.gguf" --imatrix "$work/tiny.imatrix" -t 2 -o "$work/q2i.gguf" \
+  > /dev/null
+"$gguf" imatrix --merge "$work/tiny.imatrix" "$work/tiny.imatrix" -o "$work/twice.imatrix" \
+  > "$work/merge.out"
+check "quantize --imatrix writes a valid file; --merge adds matrices" \
+  "'$gguf' check '$work/q2i.gguf' | grep -q '^ok' && grep -q '2 importance matrices merged' '$work/merge.out'"
+
 official=$(cd "$(dirname "$0")/../../.." && pwd)/shared/fixtures/official-vectors
 if [[ -f $official/official.vec ]]; then
   "$gguf" quality "$models/tiny-q2.gguf" --vectors "$official/official.vec" -t 2 > "$work/off.out"
@@ -74,5 +89,9 @@ rc=0
 "$gguf" quality "$models/tiny-q2.gguf" --vectors "$work/bad.vec" > /dev/null 2> "$work/err" || rc=$?
 check "a damaged vector file: its line named" \
   "(( rc != 0 )) && grep -q 'vectors line 2: SELECTED_HEX' '$work/err'"
+usage_error "imatrix without input" "no calibration input" \
+  imatrix "$models/tiny-f32.gguf" -o "$work/none.imatrix"
+usage_error "imatrix --merge of one file" "two importance matrices" \
+  imatrix --merge "$work/tiny.imatrix" -o "$work/none.imatrix"
 check "no partial files left" "! ls '$work' | grep -qE '\\.(partial|splice)\$'"
 exit $fail

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 #include "model/validate.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "tools/imatrix/imatrix.h"
 
 namespace ds4::quantize {
 namespace {
@@ -53,7 +55,10 @@ std::unordered_map<std::string, gguf::GgufType> expert_types(const model::Shape&
 // One expert stack [cols, rows, n_expert]: each expert's rows decoded to float and encoded to
 // `to`, one expert at a time, rows split over the pool.
 Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, gguf::GgufType to,
-                        gguf::Writer& out, size_t index, base::ThreadPool& pool) {
+                        const imatrix::Imatrix* im, gguf::Writer& out, size_t index,
+                        base::ThreadPool& pool) {
+  const int layer = std::stoi(t.name.substr(4, t.name.find('.', 4) - 4));  // blk.N.ffn_*_exps
+  const bool down = t.name.find("ffn_down_exps") != std::string::npos;
   const int64_t cols = static_cast<int64_t>(t.dims[0]);
   const int64_t rows = static_cast<int64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
   const int64_t n_mat = static_cast<int64_t>(t.dims.size() > 2 ? t.dims[2] : 1);
@@ -90,7 +95,10 @@ Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, ggu
       }
     });
     for (const Status& s : errors) DS4_TRY(s);
-    DS4_TRY(quant::quantize_rows(to, x.data(), packed.data(), rows, cols, nullptr, &pool)
+    const std::optional<std::vector<float>> weights =
+        im != nullptr ? im->importance(layer, static_cast<int>(e), down) : std::nullopt;
+    DS4_TRY(quant::quantize_rows(to, x.data(), packed.data(), rows, cols,
+                                 weights ? weights->data() : nullptr, &pool)
                 .with_context(t.name));
     DS4_TRY(out.write_tensor_data(index, packed, static_cast<uint64_t>(e * rows) * *out_row));
     file.release({src, static_cast<size_t>(rows) * *in_row});  // read once: let it go
@@ -127,6 +135,18 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
   if (same_file(opts.input, opts.output)) {
     return Status::invalid_argument("the output '%s' is the input file", opts.output.c_str());
   }
+  std::optional<imatrix::Imatrix> im;
+  if (!opts.imatrix.empty()) {
+    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix));
+    const imatrix::Dims want{.n_layer = check.shape.n_layer,
+                             .n_expert = check.shape.n_expert,
+                             .n_embd = check.shape.n_embd,
+                             .n_ff = check.shape.n_ff_exp};
+    if (!(im->dims == want)) {
+      return Status::invalid_argument("the importance matrix '%s' is of another shape than '%s'",
+                                      opts.imatrix.c_str(), opts.input.c_str());
+    }
+  }
   const auto experts = expert_types(check.shape, opts);
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (experts.contains(t.name) && !float_type(t.type)) {
@@ -159,7 +179,7 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
                      std::string(gguf::to_string(t.type)).c_str(),
                      std::string(gguf::to_string(types[i])).c_str());
       }
-      DS4_TRY(quantize_experts(file, t, types[i], out, i, pool));
+      DS4_TRY(quantize_experts(file, t, types[i], im ? &*im : nullptr, out, i, pool));
       ++quantized;
       continue;
     }

@@ -21,7 +21,10 @@ struct QuantizeOptions {
   std::string input;                          // model GGUF with float routed experts
   std::string output;                         // GGUF to write
   model::Recipe recipe = model::Recipe::kQ2;  // kQ2, kQ4 or kQ8 (the experts' types)
-  int q4_last = 0;        // with kQ2: the last q4_last layers' experts take the q4 recipe's types
+  int q4_last = 0;  // with kQ2: the last q4_last layers' experts take the q4 recipe's types
+  // An importance matrix (ds4-gguf imatrix): each expert's column errors weighed by what reached
+  // them. Empty: uniform weights.
+  std::string imatrix;
   int threads = 0;        // 0: one per hardware thread
   bool progress = false;  // a line per expert tensor on stderr
 };
@@ -35,7 +38,7 @@ struct QuantizeReport {
 // Writes the quantized copy. Errors (no file left at `output`, an existing one kept): an input
 // that is not a valid model file (or is an MTP draft file), routed experts that are already
 // quantized, a recipe other than q2 / q4 / q8, q4_last outside [0, n_layer] or with a recipe other
-// than q2, `output` naming the input; I/O errors.
+// than q2, an importance matrix of another shape, `output` naming the input; I/O errors.
 Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report = nullptr);
 
 }  // namespace ds4::quantize
