@@ -22,6 +22,7 @@
 #include "model_test_util.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "temp_folder.h"
 #include "tools/imatrix/calibrate.h"
 #include "tools/quantize/quantize.h"
 
@@ -46,20 +47,13 @@ constexpr const char* kCorpus =
 
 class ImatrixTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ds4_imatrix_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    corpus_ = write("corpus.txt", kCorpus);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  void SetUp() override { corpus_ = write("corpus.txt", kCorpus); }
+  std::string out(const std::string& name) const { return tmp_.file(name); }
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(out(name), std::ios::binary) << text;
     return out(name);
   }
-  fs::path dir_;
+  TempFolder tmp_;
   std::string corpus_;
 };
 

@@ -20,6 +20,7 @@
 #include "gguf/reader.h"
 #include "model/validate.h"
 #include "model_test_util.h"
+#include "temp_folder.h"
 #include "tools/convert/convert.h"
 #include "tools/synth/hf_export.h"
 #include "tools/synth/synth.h"
@@ -31,15 +32,8 @@ namespace fs = std::filesystem;
 
 class QuantizeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ds4_quantize_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string out(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  std::string out(const std::string& name) const { return tmp_.file(name); }
+  TempFolder tmp_;
 };
 
 bool is_expert(const std::string& name) { return name.find("_exps.") != std::string::npos; }
@@ -105,7 +99,7 @@ TEST_F(QuantizeTest, FloatExpertsGetTheConvertersBytesForEachRecipe) {
     EXPECT_EQ(report.quantized,
               3u * static_cast<size_t>(model::check_model_file(*f32).shape.n_layer));
     const auto got = gguf::Reader::open(path);
-    const auto ref = gguf::Reader::open(converted(dir_, recipe));
+    const auto ref = gguf::Reader::open(converted(tmp_.path(), recipe));
     ASSERT_TRUE(got.is_ok() && ref.is_ok());
     EXPECT_EQ(report.bytes, got->file_size());
     expect_tensors(*got, *f32, [&](int) -> const gguf::Reader& { return *ref; });
@@ -115,8 +109,8 @@ TEST_F(QuantizeTest, FloatExpertsGetTheConvertersBytesForEachRecipe) {
 
 TEST_F(QuantizeTest, TheLastLayersAtQ4AndTheFileRuns) {
   const auto f32 = gguf::Reader::open(model_path("tiny-f32"));
-  const auto q2 = gguf::Reader::open(converted(dir_, model::Recipe::kQ2));
-  const auto q4 = gguf::Reader::open(converted(dir_, model::Recipe::kQ4));
+  const auto q2 = gguf::Reader::open(converted(tmp_.path(), model::Recipe::kQ2));
+  const auto q4 = gguf::Reader::open(converted(tmp_.path(), model::Recipe::kQ4));
   ASSERT_TRUE(f32.is_ok() && q2.is_ok() && q4.is_ok());
   const int n_layer = model::check_model_file(*f32).shape.n_layer;
   const std::string path = out("mix.gguf");

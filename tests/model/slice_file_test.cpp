@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model_test_util.h"
+#include "temp_folder.h"
 #include "tools/split/split.h"
 
 namespace ds4::test {
@@ -25,28 +26,6 @@ namespace fs = std::filesystem;
 constexpr int kPromptTokens = 40;
 constexpr int kDecodeTokens = 6;
 constexpr int kChunk = 16;  // several prefill chunks per slice call
-
-// A folder of its own under the system's temporary directory, removed with everything in it.
-class TempFolder {
- public:
-  TempFolder() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("ds4-slice-file-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempFolder() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
 
 Result<std::unique_ptr<Engine>> open_layers(const std::string& path, LayerSlice layers) {
   EngineOptions o;

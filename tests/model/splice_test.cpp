@@ -18,6 +18,7 @@
 #include "gguf/reader.h"
 #include "model/validate.h"
 #include "model_test_util.h"
+#include "temp_folder.h"
 #include "tools/split/split.h"
 
 namespace ds4::test {
@@ -27,21 +28,14 @@ namespace fs = std::filesystem;
 
 class SpliceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ds4_splice_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  std::string out(const std::string& name) const { return tmp_.file(name); }
   std::string cut(const std::string& model, LayerSlice layers, const std::string& name) const {
     const std::string path = out(name);
     const Status st = split::write_slice_file(model_path(model), path, layers);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     return path;
   }
-  fs::path dir_;
+  TempFolder tmp_;
 };
 
 std::vector<char> bytes_of(const std::string& path) {

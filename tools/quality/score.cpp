@@ -43,16 +43,6 @@ double kl_on_support(const std::vector<double>& lp, const std::vector<double>& l
   return std::max(kl, 0.0);
 }
 
-std::string hex_of(const std::string& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : bytes) {
-    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
-    out.push_back(kDigits[static_cast<unsigned char>(c) & 15]);
-  }
-  return out;
-}
-
 }  // namespace
 
 TokenIndex::TokenIndex(const Tokenizer& tok) {
@@ -64,7 +54,7 @@ Result<TokenId> TokenIndex::find(const std::string& bytes) const {
   const auto it = ids_.find(bytes);
   if (it == ids_.end()) {
     return Status::invalid_argument("token bytes %s are no vocabulary entry",
-                                    hex_of(bytes).c_str());
+                                    to_hex(bytes).c_str());
   }
   return it->second;
 }

@@ -57,16 +57,6 @@ bool unhex(std::string_view h, std::string* out) {
   return true;
 }
 
-std::string hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const char c : bytes) {
-    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
-    out.push_back(kDigits[static_cast<unsigned char>(c) & 15]);
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<VectorCase>> parse_vectors(std::string_view text) {
@@ -145,14 +135,24 @@ std::string write_vectors(const std::vector<VectorCase>& cases) {
            " " + c.prompt_file + "\n";
     for (size_t i = 0; i < c.steps.size(); ++i) {
       const VectorStep& s = c.steps[i];
-      out += "step " + std::to_string(i) + " " + hex(s.selected) + " " +
+      out += "step " + std::to_string(i) + " " + to_hex(s.selected) + " " +
              std::to_string(s.top.size()) + "\n";
       for (const auto& [bytes, lp] : s.top) {
         std::snprintf(buf, sizeof buf, "%.17g", lp);
-        out += "top " + hex(bytes) + " " + buf + "\n";
+        out += "top " + to_hex(bytes) + " " + buf + "\n";
       }
     }
     out += "end\n";
+  }
+  return out;
+}
+
+std::string to_hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : bytes) {
+    out.push_back(kDigits[static_cast<unsigned char>(c) >> 4]);
+    out.push_back(kDigits[static_cast<unsigned char>(c) & 15]);
   }
   return out;
 }

@@ -40,5 +40,7 @@ inline constexpr size_t kMaxTokenBytes = 256;
 Result<std::vector<VectorCase>> parse_vectors(std::string_view text);
 // The format above, logprobs with 17 significant digits (a double reads back exactly).
 std::string write_vectors(const std::vector<VectorCase>& cases);
+// Bytes as lowercase hex digits (the format's token spelling).
+std::string to_hex(std::string_view bytes);
 
 }  // namespace ds4::quality

@@ -19,18 +19,10 @@
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 #include "tools/imatrix/imatrix.h"
+#include "tools/model_io/model_io.h"
 
 namespace ds4::quantize {
 namespace {
-
-// Tensors that are copied, not re-encoded, go out in pieces of this size, each released from the
-// input's mapping once written (a multi-gigabyte tensor is never resident at once).
-constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
-
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return std::filesystem::equivalent(a, b, ec) && !ec;
-}
 
 bool float_type(gguf::GgufType t) {
   return t == gguf::GgufType::kF32 || t == gguf::GgufType::kF16 || t == gguf::GgufType::kBF16;
@@ -118,21 +110,13 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
     return Status::invalid_argument("--q4-last goes with the q2 recipe");
   }
   DS4_ASSIGN_OR_RETURN(const gguf::Reader file, gguf::Reader::open(opts.input));
-  const model::FileCheck check = model::check_model_file(file);
-  if (check.mtp) {
-    return Status::invalid_model("'%s' is an MTP draft file: quantize the main model file",
-                                 opts.input.c_str());
-  }
-  if (!check.problems.empty()) {
-    return Status::invalid_model(
-        "'%s' is not a valid DeepSeek V4 model file: %s (ds4-gguf check lists every problem)",
-        opts.input.c_str(), check.problems.front().c_str());
-  }
+  DS4_ASSIGN_OR_RETURN(const model::FileCheck check,
+                       model_io::check_main_model(file, opts.input, "quantize"));
   if (opts.q4_last < 0 || opts.q4_last > check.shape.n_layer) {
     return Status::invalid_argument("--q4-last %d: the model has %d layers", opts.q4_last,
                                     check.shape.n_layer);
   }
-  if (same_file(opts.input, opts.output)) {
+  if (model_io::same_file(opts.input, opts.output)) {
     return Status::invalid_argument("the output '%s' is the input file", opts.output.c_str());
   }
   std::optional<imatrix::Imatrix> im;
@@ -183,12 +167,7 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
       ++quantized;
       continue;
     }
-    const std::span<const uint8_t> data = file.tensor_data(t);
-    for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
-      const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
-      DS4_TRY(out.write_tensor_data(i, data.subspan(at, n), at));
-      file.release(data.subspan(at, n));
-    }
+    DS4_TRY(model_io::copy_tensor(file, t, out, i));
   }
   const uint64_t bytes = out.file_size();
   DS4_TRY(out.finish());

@@ -14,17 +14,10 @@
 #include "model/inventory.h"
 #include "model/slice_file.h"
 #include "model/validate.h"
+#include "tools/model_io/model_io.h"
 
 namespace ds4::splice {
 namespace {
-
-// Copies go out in pieces of this size (an expert stack need not be resident at once).
-constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
-
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return std::filesystem::equivalent(a, b, ec) && !ec;
-}
 
 struct Source {
   size_t input;
@@ -39,21 +32,12 @@ Status splice_files(const std::vector<std::string>& inputs, const std::string& o
   std::vector<gguf::Reader> files;
   std::optional<model::Shape> shape;
   for (const std::string& path : inputs) {
-    if (same_file(path, output)) {
+    if (model_io::same_file(path, output)) {
       return Status::invalid_argument("the output '%s' is an input file", output.c_str());
     }
     DS4_ASSIGN_OR_RETURN(gguf::Reader file, gguf::Reader::open(path));
-    const model::FileCheck check = model::check_model_file(file);
-    if (check.mtp) {
-      return Status::invalid_model("'%s' is an MTP draft file: splice main model files",
-                                   path.c_str());
-    }
-    if (!check.problems.empty()) {
-      return Status::invalid_model(
-          "'%s' is not a valid DeepSeek V4 model or slice file: %s (ds4-gguf check lists every "
-          "problem)",
-          path.c_str(), check.problems.front().c_str());
-    }
+    DS4_ASSIGN_OR_RETURN(const model::FileCheck check,
+                         model_io::check_main_model(file, path, "splice"));
     if (!shape) {
       shape = check.shape;
     } else if (model::shape_metadata(*shape) != model::shape_metadata(check.shape)) {
@@ -111,11 +95,7 @@ Status splice_files(const std::vector<std::string>& inputs, const std::string& o
   DS4_TRY(out.write_header());
   for (size_t k = 0; k < order.size(); ++k) {
     const Source& s = source.at(order[k]);
-    const std::span<const uint8_t> data = files[s.input].tensor_data(*s.info);
-    for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
-      const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
-      DS4_TRY(out.write_tensor_data(k, data.subspan(at, n), at));
-    }
+    DS4_TRY(model_io::copy_tensor(files[s.input], *s.info, out, k));
   }
   const uint64_t bytes = out.file_size();
   DS4_TRY(out.finish());

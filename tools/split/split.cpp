@@ -14,35 +14,15 @@
 #include "model/inventory.h"
 #include "model/slice_file.h"
 #include "model/validate.h"
+#include "tools/model_io/model_io.h"
 
 namespace ds4::split {
-namespace {
-
-// Bytes handed to one pwrite: the tensors are copied from the input's mapping in pieces this
-// size, so a multi-gigabyte expert stack does not need to be resident at once.
-constexpr uint64_t kCopyChunk = uint64_t{64} << 20;
-
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  return std::filesystem::equivalent(a, b, ec) && !ec;
-}
-
-}  // namespace
 
 Status write_slice_file(const std::string& input, const std::string& output,
                         const LayerSlice& layers, SplitReport* report) {
   DS4_ASSIGN_OR_RETURN(const gguf::Reader file, gguf::Reader::open(input));
-  const model::FileCheck check = model::check_model_file(file);
-  if (check.mtp) {
-    return Status::invalid_model("'%s' is an MTP draft file; split the main model file",
-                                 input.c_str());
-  }
-  if (!check.problems.empty()) {
-    return Status::invalid_model(
-        "'%s' is not a valid DeepSeek V4 model file: %s (ds4-gguf check "
-        "lists every problem)",
-        input.c_str(), check.problems.front().c_str());
-  }
+  DS4_ASSIGN_OR_RETURN(const model::FileCheck check,
+                       model_io::check_main_model(file, input, "split"));
   DS4_ASSIGN_OR_RETURN(const model::LayerRange range,
                        model::resolve_layer_slice(layers, check.shape));
   if (check.slice && !model::range_contains(check.slice->range, range)) {
@@ -52,7 +32,7 @@ Status write_slice_file(const std::string& input, const std::string& output,
         input.c_str(), model::range_name(check.slice->range).c_str(),
         model::range_name(range).c_str());
   }
-  if (same_file(input, output)) {
+  if (model_io::same_file(input, output)) {
     return Status::invalid_argument("the output '%s' is the input file", output.c_str());
   }
 
@@ -82,13 +62,7 @@ Status write_slice_file(const std::string& input, const std::string& output,
     kept.push_back(&t);
   }
   DS4_TRY(out.write_header());
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const std::span<const uint8_t> data = file.tensor_data(*kept[i]);
-    for (uint64_t at = 0; at < data.size(); at += kCopyChunk) {
-      const uint64_t n = std::min<uint64_t>(kCopyChunk, data.size() - at);
-      DS4_TRY(out.write_tensor_data(i, data.subspan(at, n), at));
-    }
-  }
+  for (size_t i = 0; i < kept.size(); ++i) DS4_TRY(model_io::copy_tensor(file, *kept[i], out, i));
   const uint64_t bytes = out.file_size();
   DS4_TRY(out.finish());
   if (report != nullptr) {
