@@ -185,6 +185,8 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--quant", conv_quant, "f32, f16, q8, q2 or q4")->capture_default_str();
   convert_cmd->add_option("--vocab", conv.vocab_gguf,
                           "take tokenizer keys from this GGUF (default: tokenizer.json)");
+  convert_cmd->add_option("--imatrix", conv.imatrix,
+                          "importance matrix (ds4-gguf imatrix) for the routed experts' encoders");
   convert_cmd->add_option("-t,--threads", conv.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
   convert_cmd->add_flag("--progress", conv.progress, "one line per tensor on stderr");

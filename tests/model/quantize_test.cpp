@@ -22,6 +22,7 @@
 #include "model_test_util.h"
 #include "temp_folder.h"
 #include "tools/convert/convert.h"
+#include "tools/imatrix/calibrate.h"
 #include "tools/synth/hf_export.h"
 #include "tools/synth/synth.h"
 
@@ -105,6 +106,55 @@ TEST_F(QuantizeTest, FloatExpertsGetTheConvertersBytesForEachRecipe) {
     expect_tensors(*got, *f32, [&](int) -> const gguf::Reader& { return *ref; });
     EXPECT_TRUE(model::check_model_file(*got).problems.empty());
   }
+}
+
+// With an importance matrix (a calibration run of tiny-f32 itself) the two paths still agree
+// byte for byte: quantize of the f32 file and convert of the checkpoint, both with --imatrix; and
+// the matrix changes the experts' bytes (the q2 encoders follow the weights).
+TEST_F(QuantizeTest, AnImatrixGivesTheSameExpertBytesThroughConvert) {
+  const std::string corpus = out("corpus.txt");
+  {
+    std::ofstream f(corpus);
+    for (int i = 0; i < 40; ++i) f << "Line " << i << " of a short calibration text, with words.\n";
+  }
+  const std::string im = out("tiny.imatrix");
+  ASSERT_TRUE(imatrix::calibrate({.model = model_path("tiny-f32"),
+                                  .text_files = {corpus},
+                                  .output = im,
+                                  .chunk_tokens = 64,
+                                  .threads = 2})
+                  .is_ok());
+  const std::string path = out("q2i.gguf");
+  ASSERT_TRUE(
+      quantize::quantize_model(
+          {.input = model_path("tiny-f32"), .output = path, .imatrix = im, .threads = 2}, nullptr)
+          .is_ok());
+  const std::string hf = out("hf");
+  synth::SynthOptions so;
+  so.shape = model::kTiny;
+  so.seed = 1;
+  ASSERT_TRUE(synth::write_hf_checkpoint(so, hf).is_ok());
+  convert::ConvertOptions co;
+  co.src_dir = hf;
+  co.output = out("converted-q2i.gguf");
+  co.recipe = model::Recipe::kQ2;
+  co.vocab_gguf = DS4_TEST_VOCAB_PATH;
+  co.imatrix = im;
+  co.threads = 2;
+  ASSERT_TRUE(convert::convert_checkpoint(co).is_ok());
+  const auto got = gguf::Reader::open(path);
+  const auto ref = gguf::Reader::open(co.output);
+  const auto f32 = gguf::Reader::open(model_path("tiny-f32"));
+  const auto plain = gguf::Reader::open(converted(tmp_.path(), model::Recipe::kQ2));
+  ASSERT_TRUE(got.is_ok() && ref.is_ok() && f32.is_ok() && plain.is_ok());
+  expect_tensors(*got, *f32, [&](int) -> const gguf::Reader& { return *ref; });
+  size_t changed = 0;
+  for (const gguf::TensorInfo& t : got->tensors()) {
+    if (!is_expert(t.name)) continue;
+    const auto a = got->tensor_data(t), b = plain->tensor_data(*plain->find_tensor(t.name));
+    changed += !std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  EXPECT_GT(changed, 0u) << "the importance matrix changed no expert tensor";
 }
 
 TEST_F(QuantizeTest, TheLastLayersAtQ4AndTheFileRuns) {

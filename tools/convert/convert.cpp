@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -21,6 +22,7 @@
 #include "tools/convert/numeric.h"
 #include "tools/convert/safetensors.h"
 #include "tools/convert/tokenizer_keys.h"
+#include "tools/imatrix/imatrix.h"
 
 namespace ds4::convert {
 namespace {
@@ -168,8 +170,15 @@ Status write_integer(const Job& job, const model::Shape& shape, gguf::Writer& wr
   return Status::ok();
 }
 
-Status write_float(const Job& job, gguf::Writer& writer, size_t index, base::ThreadPool& pool) {
+Status write_float(const Job& job, gguf::Writer& writer, size_t index, base::ThreadPool& pool,
+                   const imatrix::Imatrix* im) {
   const model::TensorSpec& spec = *job.spec;
+  // With an importance matrix a routed expert stack goes one expert's rows at a time, each with
+  // its expert's column weights.
+  const bool weighted = im != nullptr && spec.role == model::TensorRole::kRoutedExpert &&
+                        gguf::type_info(static_cast<uint32_t>(spec.type))->block_elems > 1;
+  const int64_t per_expert = static_cast<int64_t>(spec.dims.size() > 1 ? spec.dims[1] : 1);
+  const bool down = spec.name.find("ffn_down_exps") != std::string::npos;
   const int64_t cols = static_cast<int64_t>(spec.dims[0]);
   const auto row_bytes = gguf::byte_size(spec.type, static_cast<uint64_t>(cols));
   if (!row_bytes)
@@ -184,8 +193,9 @@ Status write_float(const Job& job, gguf::Writer& writer, size_t index, base::Thr
     if (seg.src.cols != cols)
       return Status::internal("'%s': source has %lld columns", spec.name.c_str(),
                               static_cast<long long>(seg.src.cols));
-    for (int64_t r0 = 0; r0 < seg.n_rows; r0 += chunk) {
-      const int64_t n = std::min(chunk, seg.n_rows - r0);
+    for (int64_t r0 = 0, n = 0; r0 < seg.n_rows; r0 += n) {
+      n = std::min(chunk, seg.n_rows - r0);
+      if (weighted) n = std::min(n, per_expert - static_cast<int64_t>(out_row) % per_expert);
       buf.resize(static_cast<size_t>(n * cols));
       packed.resize(static_cast<size_t>(n) * *row_bytes);
       // Decode in parallel slices; the first error (if any) wins.
@@ -208,7 +218,11 @@ Status write_float(const Job& job, gguf::Writer& writer, size_t index, base::Thr
         }
       });
       if (failed) return first;
-      DS4_TRY(quant::quantize_rows(spec.type, buf.data(), packed.data(), n, cols, nullptr, &pool)
+      const std::optional<std::vector<float>> w =
+          weighted ? im->importance(spec.layer, static_cast<int>(out_row / per_expert), down)
+                   : std::nullopt;
+      DS4_TRY(quant::quantize_rows(spec.type, buf.data(), packed.data(), n, cols,
+                                   w ? w->data() : nullptr, &pool)
                   .with_context(spec.name));
       DS4_TRY(writer.write_tensor_data(index, packed, out_row * *row_bytes));
       out_row += static_cast<uint64_t>(n);
@@ -262,6 +276,19 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
   }
   for (size_t k = 0; k < jobs.size(); ++k) jobs[k].spec = &specs[k];
 
+  std::optional<imatrix::Imatrix> im;
+  if (!opts.imatrix.empty()) {
+    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix));
+    const imatrix::Dims want{.n_layer = shape.n_layer,
+                             .n_expert = shape.n_expert,
+                             .n_embd = shape.n_embd,
+                             .n_ff = shape.n_ff_exp};
+    if (!(im->dims == want)) {
+      return Status::invalid_argument("the importance matrix '%s' is of another shape",
+                                      opts.imatrix.c_str());
+    }
+  }
+
   DS4_ASSIGN_OR_RETURN(gguf::Writer writer, gguf::Writer::create(opts.output));
   for (auto& [key, value] : model::shape_metadata(shape)) DS4_TRY(writer.add_metadata(key, value));
   for (auto& [key, value] : tok) DS4_TRY(writer.add_metadata(key, value));
@@ -280,7 +307,7 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
     if (spec.type == gguf::GgufType::kI32) {
       DS4_TRY(write_integer(jobs[k], shape, writer, index[k]));
     } else {
-      DS4_TRY(write_float(jobs[k], writer, index[k], pool));
+      DS4_TRY(write_float(jobs[k], writer, index[k], pool, im ? &*im : nullptr));
     }
   }
   DS4_TRY(writer.finish());
