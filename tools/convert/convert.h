@@ -21,8 +21,8 @@ struct ConvertOptions {
   std::string output;   // GGUF path to write
   model::Recipe recipe = model::Recipe::kQ2;
   std::string
-      vocab_gguf;  // optional: copy tokenizer.* keys from this GGUF; else src_dir/tokenizer.json
-  int threads = 0;        // 0: one per hardware thread
+      vocab_gguf;   // optional: copy tokenizer.* keys from this GGUF; else src_dir/tokenizer.json
+  int threads = 0;  // 0: one per hardware thread
   bool progress = false;  // one line per tensor on stderr
   // An importance matrix (ds4-gguf imatrix) for the routed experts' encoders; empty: uniform.
   std::string imatrix;
