@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "apps/common/mapping_guard.h"
+#include "base/read_file.h"
 #include "eval/baseline.h"
 #include "eval/datasets.h"
 #include "eval/regrade.h"
@@ -25,14 +26,6 @@ constexpr std::string_view kEmbeddedQuestions =
 int usage_error(const std::string& msg) {
   std::fprintf(stderr, "ds4-eval: %s (see ds4-eval --help)\n", msg.c_str());
   return kUsageError;
-}
-
-ds4::Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return ds4::Status::io_error("cannot read '%s'", path.c_str());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // --case-sequence "3,1,2": 1-based positions in the question set, each once.
@@ -145,7 +138,7 @@ int main(int argc, char** argv) {
                                           : ds4::eval::load_dataset(questions_file, *format);
   if (!questions.is_ok()) return usage_error(questions.status().message());
   if (!regrade_trace.empty()) {
-    auto text = read_file(regrade_trace);
+    auto text = ds4::base::read_file(regrade_trace);
     if (!text.is_ok()) return usage_error(text.status().message());
     const ds4::eval::RegradeResult r = ds4::eval::regrade(ds4::eval::read_trace(*text), *questions);
     std::fputs(ds4::eval::format_regrade(r).c_str(), stdout);
@@ -173,7 +166,7 @@ int main(int argc, char** argv) {
   }
   std::vector<ds4::eval::BaselineEntry> base;
   if (!baseline.empty()) {
-    auto text = read_file(baseline);
+    auto text = ds4::base::read_file(baseline);
     if (!text.is_ok()) return usage_error(text.status().message());
     auto parsed = ds4::eval::parse_baseline(*text);
     if (!parsed.is_ok()) return usage_error(baseline + ": " + parsed.status().message());

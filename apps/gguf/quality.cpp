@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "apps/gguf/commands.h"
+#include "base/read_file.h"
 #include "gguf/reader.h"
 #include "tools/quality/score.h"
 
@@ -14,22 +15,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<std::string> read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return Status::not_found("cannot read '%s'", p.string().c_str());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // A case's prompt file: as written (absolute, or relative to the vector file's folder), else the
 // file of that name in the folder's prompts/ (the official set names its files by another
 // repository's paths).
 Result<std::string> prompt_of(const fs::path& vec_dir, const std::string& name) {
   const fs::path as_given = fs::path(name).is_absolute() ? fs::path(name) : vec_dir / name;
-  if (fs::exists(as_given)) return read_file(as_given);
+  if (fs::exists(as_given)) return base::read_file(as_given.string());
   const fs::path beside = vec_dir / "prompts" / fs::path(name).filename();
-  if (fs::exists(beside)) return read_file(beside);
+  if (fs::exists(beside)) return base::read_file(beside.string());
   return Status::not_found("prompt file '%s' is not at %s nor %s", name.c_str(),
                            as_given.string().c_str(), beside.string().c_str());
 }
@@ -42,7 +35,7 @@ int fail(const Status& st) {
 }  // namespace
 
 int run_quality(const QualityCmdOptions& opts) {
-  auto text = read_file(opts.vectors);
+  auto text = base::read_file(opts.vectors);
   if (!text.is_ok()) return fail(text.status());
   auto cases = quality::parse_vectors(*text);
   if (!cases.is_ok()) return fail(cases.status().with_context(opts.vectors));

@@ -56,8 +56,11 @@ struct TokenLogprob {
   TokenId id;
   float logprob;
 };
-// The k most probable tokens with log-softmax values (double-precision log-sum-exp over the finite
-// logits), best first, lower id first on ties.
+// The k most probable tokens with log-softmax values (log_sum_exp's normaliser), best first, lower
+// id first on ties.
 std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k);
+// log(sum exp(logit)) over the finite logits, in double (each token's log-softmax is its logit
+// less this); -infinity when none is finite.
+double log_sum_exp(std::span<const float> logits);
 
 }  // namespace ds4

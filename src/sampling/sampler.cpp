@@ -188,17 +188,22 @@ TokenId sample_draft(std::span<const float> logits, const SamplingParams& params
   return draw(d, rng);
 }
 
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {
+double log_sum_exp(std::span<const float> logits) {
   double max = -INFINITY;
   for (float v : logits) {
     if (finite_logit(v)) max = std::max(max, static_cast<double>(v));
   }
-  if (k <= 0 || !std::isfinite(max)) return {};
+  if (!std::isfinite(max)) return -INFINITY;
   double sum = 0.0;
   for (float v : logits) {
     if (finite_logit(v)) sum += std::exp(static_cast<double>(v) - max);
   }
-  const double lse = max + std::log(sum);
+  return max + std::log(sum);
+}
+
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {
+  const double lse = log_sum_exp(logits);
+  if (k <= 0 || !std::isfinite(lse)) return {};
   std::vector<TokenId> ids;
   for (size_t i = 0; i < logits.size(); ++i) {
     if (finite_logit(logits[i])) ids.push_back(static_cast<TokenId>(i));

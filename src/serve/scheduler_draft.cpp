@@ -43,7 +43,7 @@ bool Scheduler::drafts_now(const Slot& slot, size_t decoding) const {
 bool Scheduler::prepare_verification(Slot& slot, size_t room) {
   Active& a = *slot.active;
   Session& s = *slot.session;
-  int n = std::min({options_.drafting.drafts, a.limit - a.generated, 16,
+  int n = std::min({options_.drafting.drafts, a.limit - a.generated,
                     static_cast<int>(std::min<size_t>(room, 16))});
   if (disk_) {
     // A run does not cross the next continued-save point: the session stops there, where the

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/read_file.h"
 #include "base/thread_pool.h"
 #include "gguf/writer.h"
 #include "model/hparams.h"
@@ -45,14 +46,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::not_found("cannot open '%s'", path.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The checkpoint's tensors by canonical (official) name: one lookup whatever the spelling.
@@ -237,7 +230,7 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
   namespace fs = std::filesystem;
   DS4_ASSIGN_OR_RETURN(CheckpointDir dir, CheckpointDir::open(opts.src_dir));
   const std::string config_path = (fs::path(opts.src_dir) / "config.json").string();
-  DS4_ASSIGN_OR_RETURN(std::string config_text, read_text(config_path));
+  DS4_ASSIGN_OR_RETURN(std::string config_text, base::read_file(config_path));
   std::vector<std::string> unknown_keys;
   auto shape_or = shape_from_config(config_text, &unknown_keys);
   if (!shape_or) return shape_or.status().with_context(config_path);
@@ -278,15 +271,7 @@ Status convert_checkpoint(const ConvertOptions& opts, ConvertReport* report) {
 
   std::optional<imatrix::Imatrix> im;
   if (!opts.imatrix.empty()) {
-    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix));
-    const imatrix::Dims want{.n_layer = shape.n_layer,
-                             .n_expert = shape.n_expert,
-                             .n_embd = shape.n_embd,
-                             .n_ff = shape.n_ff_exp};
-    if (!(im->dims == want)) {
-      return Status::invalid_argument("the importance matrix '%s' is of another shape",
-                                      opts.imatrix.c_str());
-    }
+    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix, shape));
   }
 
   DS4_ASSIGN_OR_RETURN(gguf::Writer writer, gguf::Writer::create(opts.output));

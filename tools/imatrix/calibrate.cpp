@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/read_file.h"
 #include "ds4/chat.h"
 #include "gguf/reader.h"
 #include "model/validate.h"
@@ -15,14 +16,6 @@
 
 namespace ds4::imatrix {
 namespace {
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::not_found("cannot read '%s'", path.c_str());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 Result<chat::Role> role_of(const std::string& r) {
   if (r == "system") return chat::Role::kSystem;
@@ -81,7 +74,7 @@ Result<std::vector<std::vector<TokenId>>> read_corpus(const Tokenizer& tok,
   const TokenId bos = tok.special_ids().bos;
   std::vector<std::vector<TokenId>> chunks;
   for (const std::string& path : o.text_files) {
-    DS4_ASSIGN_OR_RETURN(const std::string text, read_file(path));
+    DS4_ASSIGN_OR_RETURN(const std::string text, base::read_file(path));
     const std::vector<TokenId> ids = tok.encode(text, SpecialTokens::kAsText);
     for (size_t at = 0; at < ids.size(); at += n - 1) {
       std::vector<TokenId> c{bos};
@@ -91,7 +84,7 @@ Result<std::vector<std::vector<TokenId>>> read_corpus(const Tokenizer& tok,
     }
   }
   for (const std::string& path : o.chat_files) {
-    DS4_ASSIGN_OR_RETURN(const std::string text, read_file(path));
+    DS4_ASSIGN_OR_RETURN(const std::string text, base::read_file(path));
     std::istringstream in(text);
     std::string line;
     int number = 0;
@@ -127,10 +120,7 @@ Status calibrate(const CalibrateOptions& o, CalibrateReport* report) {
   const ModelInfo& info = engine->info();
   DS4_ASSIGN_OR_RETURN(const gguf::Reader file, gguf::Reader::open(o.model));
   const model::FileCheck check = model::check_model_file(file);
-  const Dims dims{.n_layer = check.shape.n_layer,
-                  .n_expert = check.shape.n_expert,
-                  .n_embd = check.shape.n_embd,
-                  .n_ff = check.shape.n_ff_exp};
+  const Dims dims = dims_of(check.shape);
   const std::string ds = digest(chunks);
   uint64_t resumed = 0;
   if (std::filesystem::exists(o.output)) {

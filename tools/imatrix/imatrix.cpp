@@ -184,4 +184,14 @@ Result<Imatrix> read_imatrix(const std::string& path) {
   return m;
 }
 
+Result<Imatrix> read_imatrix(const std::string& path, const model::Shape& shape) {
+  DS4_ASSIGN_OR_RETURN(Imatrix m, read_imatrix(path));
+  if (!(m.dims == dims_of(shape))) {
+    return Status::invalid_argument(
+        "the importance matrix '%s' is of another shape than the model (%.*s)", path.c_str(),
+        static_cast<int>(shape.name.size()), shape.name.data());
+  }
+  return m;
+}
+
 }  // namespace ds4::imatrix

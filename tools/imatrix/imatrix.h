@@ -17,6 +17,7 @@
 
 #include "ds4/observer.h"
 #include "ds4/status.h"
+#include "model/shape.h"
 
 namespace ds4::imatrix {
 
@@ -25,6 +26,11 @@ struct Dims {
   int64_t n_embd = 0, n_ff = 0;
   bool operator==(const Dims&) const = default;
 };
+
+// A model shape's routed-expert dimensions.
+inline Dims dims_of(const model::Shape& s) {
+  return {.n_layer = s.n_layer, .n_expert = s.n_expert, .n_embd = s.n_embd, .n_ff = s.n_ff_exp};
+}
 
 struct Imatrix {
   Dims dims;
@@ -59,5 +65,7 @@ Status merge(Imatrix& a, const Imatrix& b);
 Status write_imatrix(const Imatrix& m, const std::string& path);
 // Reads and checks it (keys, tensor types and sizes, finite non-negative values).
 Result<Imatrix> read_imatrix(const std::string& path);
+// The same, for a model of `shape`: a matrix of other dimensions is refused (kInvalidArgument).
+Result<Imatrix> read_imatrix(const std::string& path, const model::Shape& shape);
 
 }  // namespace ds4::imatrix

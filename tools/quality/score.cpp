@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <span>
 
 #include "ds4/chat.h"
@@ -12,19 +11,27 @@
 namespace ds4::quality {
 namespace {
 
-// log-softmax of the logits at `id`, in double: logit - max - log(sum exp(logit - max)).
+// Each token's log-softmax in double: its logit less ds4::log_sum_exp of them all.
 struct LogSoftmax {
-  double max = 0, log_sum = 0;
-  explicit LogSoftmax(std::span<const float> logits) {
-    max = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (const float v : logits) sum += std::exp(static_cast<double>(v) - max);
-    log_sum = std::log(sum);
-  }
+  double lse;
+  explicit LogSoftmax(std::span<const float> logits) : lse(log_sum_exp(logits)) {}
   double at(std::span<const float> logits, TokenId id) const {
-    return static_cast<double>(logits[static_cast<size_t>(id)]) - max - log_sum;
+    return static_cast<double>(logits[static_cast<size_t>(id)]) - lse;
   }
 };
+
+// A session that has read the case's prompt, its context sized for `steps` more tokens.
+Result<std::unique_ptr<Session>> prompted_session(Engine& engine, const Tokenizer& tok,
+                                                  const std::string& prompt_text, size_t steps,
+                                                  const std::string& id) {
+  DS4_ASSIGN_OR_RETURN(const std::vector<TokenId> prompt, prompt_tokens(tok, prompt_text));
+  const int need = static_cast<int>(prompt.size() + steps) + 1;
+  DS4_ASSIGN_OR_RETURN(
+      auto s, engine.create_session(
+                  {.n_ctx = std::min(need, engine.info().n_ctx_max), .prefill_chunk = 512}));
+  DS4_TRY(s->append(prompt).status().with_context("case " + id));
+  return s;
+}
 
 // KL(p || q) of two log-distributions over the same support, each renormalised over it.
 double kl_on_support(const std::vector<double>& lp, const std::vector<double>& lq) {
@@ -68,7 +75,6 @@ Result<std::vector<TokenId>> prompt_tokens(const Tokenizer& tok, const std::stri
 
 Result<CaseScore> score_case(Engine& engine, const Tokenizer& tok, const TokenIndex& index,
                              const VectorCase& c, const std::string& prompt_text) {
-  DS4_ASSIGN_OR_RETURN(const std::vector<TokenId> prompt, prompt_tokens(tok, prompt_text));
   // Every token resolved before the model runs.
   std::vector<TokenId> chosen;
   std::vector<std::vector<TokenId>> support(c.steps.size());
@@ -80,11 +86,7 @@ Result<CaseScore> score_case(Engine& engine, const Tokenizer& tok, const TokenIn
       support[i].push_back(tid);
     }
   }
-  const int need = static_cast<int>(prompt.size() + chosen.size()) + 1;
-  DS4_ASSIGN_OR_RETURN(
-      auto s, engine.create_session(
-                  {.n_ctx = std::min(need, engine.info().n_ctx_max), .prefill_chunk = 512}));
-  DS4_TRY(s->append(prompt).status().with_context("case " + c.id));
+  DS4_ASSIGN_OR_RETURN(auto s, prompted_session(engine, tok, prompt_text, chosen.size(), c.id));
   CaseScore out;
   out.id = c.id;
   for (size_t i = 0; i < chosen.size(); ++i) {
@@ -108,31 +110,23 @@ Result<CaseScore> score_case(Engine& engine, const Tokenizer& tok, const TokenIn
 
 Result<VectorCase> record_case(Engine& engine, const Tokenizer& tok, const VectorCase& like,
                                const std::string& prompt_text, int steps, int top_n) {
-  DS4_ASSIGN_OR_RETURN(const std::vector<TokenId> prompt, prompt_tokens(tok, prompt_text));
-  const int need = static_cast<int>(prompt.size()) + steps + 1;
   DS4_ASSIGN_OR_RETURN(
-      auto s, engine.create_session(
-                  {.n_ctx = std::min(need, engine.info().n_ctx_max), .prefill_chunk = 512}));
-  DS4_TRY(s->append(prompt).status().with_context("case " + like.id));
+      auto s, prompted_session(engine, tok, prompt_text, static_cast<size_t>(steps), like.id));
   VectorCase c{.id = like.id, .ctx = like.ctx, .prompt_file = like.prompt_file, .steps = {}};
   for (int i = 0; i < steps; ++i) {
     const std::span<const float> logits = s->logits();
     const LogSoftmax ls(logits);
-    std::vector<TokenId> order(logits.size());
-    std::iota(order.begin(), order.end(), 0);
-    const size_t k = std::min<size_t>(static_cast<size_t>(top_n), order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                      [&](TokenId a, TokenId b) {
-                        return logits[size_t(a)] > logits[size_t(b)] ||
-                               (logits[size_t(a)] == logits[size_t(b)] && a < b);
-                      });
+    // The order of ds4::top_logprobs (best first, lower id on ties); the values in double, as
+    // score_case computes them, so that the recording model scores KL 0 exactly.
+    const std::vector<TokenLogprob> top = top_logprobs(logits, top_n);
+    if (top.empty()) return Status::internal("case %s: no finite logit", like.id.c_str());
     VectorStep st;
-    st.selected = std::string(tok.token_bytes(order[0]));
-    for (size_t j = 0; j < k; ++j) {
-      st.top.emplace_back(std::string(tok.token_bytes(order[j])), ls.at(logits, order[j]));
+    st.selected = std::string(tok.token_bytes(top[0].id));
+    for (const TokenLogprob& t : top) {
+      st.top.emplace_back(std::string(tok.token_bytes(t.id)), ls.at(logits, t.id));
     }
     c.steps.push_back(std::move(st));
-    if (i + 1 < steps) DS4_TRY(s->eval(order[0]).with_context("case " + like.id));
+    if (i + 1 < steps) DS4_TRY(s->eval(top[0].id).with_context("case " + like.id));
   }
   return c;
 }

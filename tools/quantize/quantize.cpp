@@ -28,29 +28,36 @@ bool float_type(gguf::GgufType t) {
   return t == gguf::GgufType::kF32 || t == gguf::GgufType::kF16 || t == gguf::GgufType::kBF16;
 }
 
-// The routed expert tensors of the shape and the type each gets: the recipe's, and for the last
-// q4_last layers the q4 recipe's.
-std::unordered_map<std::string, gguf::GgufType> expert_types(const model::Shape& shape,
+// A routed expert tensor of the shape: the type it gets (the recipe's, and for the last q4_last
+// layers the q4 recipe's), its layer, and whether it is the down projection.
+struct ExpertTensor {
+  gguf::GgufType type;
+  int layer;
+  bool down;
+};
+
+std::unordered_map<std::string, ExpertTensor> expert_tensors(const model::Shape& shape,
                                                              const QuantizeOptions& o) {
-  std::unordered_map<std::string, gguf::GgufType> out;
+  std::unordered_map<std::string, ExpertTensor> out;
   const auto main = model::model_tensors(shape, o.recipe);
   const auto q4 = model::model_tensors(shape, model::Recipe::kQ4);
   for (size_t i = 0; i < main.size(); ++i) {
     if (main[i].role != model::TensorRole::kRoutedExpert) continue;
     const bool late = main[i].layer >= shape.n_layer - o.q4_last;
     DS4_CHECK(q4[i].name == main[i].name);
-    out.emplace(main[i].name, late ? q4[i].type : main[i].type);
+    out.emplace(main[i].name,
+                ExpertTensor{late ? q4[i].type : main[i].type, main[i].layer,
+                             main[i].name.find("ffn_down_exps") != std::string::npos});
   }
   return out;
 }
 
 // One expert stack [cols, rows, n_expert]: each expert's rows decoded to float and encoded to
-// `to`, one expert at a time, rows split over the pool.
-Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, gguf::GgufType to,
+// et.type, one expert at a time, rows split over the pool.
+Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, const ExpertTensor& et,
                         const imatrix::Imatrix* im, gguf::Writer& out, size_t index,
                         base::ThreadPool& pool) {
-  const int layer = std::stoi(t.name.substr(4, t.name.find('.', 4) - 4));  // blk.N.ffn_*_exps
-  const bool down = t.name.find("ffn_down_exps") != std::string::npos;
+  const gguf::GgufType to = et.type;
   const int64_t cols = static_cast<int64_t>(t.dims[0]);
   const int64_t rows = static_cast<int64_t>(t.dims.size() > 1 ? t.dims[1] : 1);
   const int64_t n_mat = static_cast<int64_t>(t.dims.size() > 2 ? t.dims[2] : 1);
@@ -88,7 +95,7 @@ Status quantize_experts(const gguf::Reader& file, const gguf::TensorInfo& t, ggu
     });
     for (const Status& s : errors) DS4_TRY(s);
     const std::optional<std::vector<float>> weights =
-        im != nullptr ? im->importance(layer, static_cast<int>(e), down) : std::nullopt;
+        im != nullptr ? im->importance(et.layer, static_cast<int>(e), et.down) : std::nullopt;
     DS4_TRY(quant::quantize_rows(to, x.data(), packed.data(), rows, cols,
                                  weights ? weights->data() : nullptr, &pool)
                 .with_context(t.name));
@@ -121,17 +128,9 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
   }
   std::optional<imatrix::Imatrix> im;
   if (!opts.imatrix.empty()) {
-    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix));
-    const imatrix::Dims want{.n_layer = check.shape.n_layer,
-                             .n_expert = check.shape.n_expert,
-                             .n_embd = check.shape.n_embd,
-                             .n_ff = check.shape.n_ff_exp};
-    if (!(im->dims == want)) {
-      return Status::invalid_argument("the importance matrix '%s' is of another shape than '%s'",
-                                      opts.imatrix.c_str(), opts.input.c_str());
-    }
+    DS4_ASSIGN_OR_RETURN(im, imatrix::read_imatrix(opts.imatrix, check.shape));
   }
-  const auto experts = expert_types(check.shape, opts);
+  const auto experts = expert_tensors(check.shape, opts);
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (experts.contains(t.name) && !float_type(t.type)) {
       return Status::invalid_argument(
@@ -146,24 +145,25 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
     if (kv.key == "general.alignment") continue;  // the writer records the same value
     DS4_TRY(out.add_metadata(kv.key, kv.value));
   }
-  std::vector<gguf::GgufType> types;
+  // Each input tensor's expert record; null: copied unchanged.
+  std::vector<const ExpertTensor*> plan;
   for (const gguf::TensorInfo& t : file.tensors()) {
     const auto it = experts.find(t.name);
-    types.push_back(it != experts.end() ? it->second : t.type);
-    DS4_TRY(out.add_tensor(t.name, types.back(), t.dims).status());
+    plan.push_back(it != experts.end() ? &it->second : nullptr);
+    DS4_TRY(out.add_tensor(t.name, plan.back() ? plan.back()->type : t.type, t.dims).status());
   }
   DS4_TRY(out.write_header());
   base::ThreadPool pool(opts.threads);
   size_t quantized = 0;
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& t = file.tensors()[i];
-    if (types[i] != t.type) {
+    if (const ExpertTensor* x = plan[i]) {
       if (opts.progress) {
         std::fprintf(stderr, "quantize: %s %s -> %s\n", t.name.c_str(),
                      std::string(gguf::to_string(t.type)).c_str(),
-                     std::string(gguf::to_string(types[i])).c_str());
+                     std::string(gguf::to_string(x->type)).c_str());
       }
-      DS4_TRY(quantize_experts(file, t, types[i], im ? &*im : nullptr, out, i, pool));
+      DS4_TRY(quantize_experts(file, t, *x, im ? &*im : nullptr, out, i, pool));
       ++quantized;
       continue;
     }
@@ -172,7 +172,7 @@ Status quantize_model(const QuantizeOptions& opts, QuantizeReport* report) {
   const uint64_t bytes = out.file_size();
   DS4_TRY(out.finish());
   if (report != nullptr) {
-    report->tensors = types.size();
+    report->tensors = plan.size();
     report->quantized = quantized;
     report->bytes = bytes;
   }

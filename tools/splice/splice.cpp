@@ -7,6 +7,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
@@ -51,23 +52,21 @@ Status splice_files(const std::vector<std::string>& inputs, const std::string& o
 
   // Each tensor from the last input that holds it; the inventory's order, then other tensors in
   // the order first met.
+  const std::vector<model::TensorSpec> specs = model::model_tensors(*shape, model::Recipe::kQ2);
   std::unordered_map<std::string, Source> source;
   std::vector<std::string> order;
-  for (const model::TensorSpec& spec : model::model_tensors(*shape, model::Recipe::kQ2)) {
+  std::unordered_set<std::string> listed;
+  for (const model::TensorSpec& spec : specs) {
     order.push_back(spec.name);
+    listed.insert(spec.name);
   }
-  std::unordered_map<std::string, bool> known;
-  for (const std::string& name : order) known.emplace(name, true);
   for (size_t i = 0; i < files.size(); ++i) {
     for (const gguf::TensorInfo& t : files[i].tensors()) {
-      if (!known.contains(t.name)) {
-        known.emplace(t.name, true);
-        order.push_back(t.name);
-      }
+      if (listed.insert(t.name).second) order.push_back(t.name);
       source[t.name] = {i, &t};
     }
   }
-  for (const model::TensorSpec& spec : model::model_tensors(*shape, model::Recipe::kQ2)) {
+  for (const model::TensorSpec& spec : specs) {
     if (spec.presence == model::Presence::kRequired && !source.contains(spec.name)) {
       return Status::invalid_argument("no input holds '%s': the inputs do not make a whole model",
                                       spec.name.c_str());
