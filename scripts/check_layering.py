@@ -33,8 +33,8 @@ DEPS = {
     "eval": ["base"],  # ds4-eval's model-free core: questions, extraction, traces, baseline; never engine
 }
 # Apps see the public API plus the serving stack; the GGUF tool is a tool (§5.2: tools may use
-# gguf, quant, model and tokenizer).
-APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "decode", "tui", "dist", "eval"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"]}
+# gguf, quant, model and tokenizer), and ds4-steer drives its tool (tools/steer) over the engine.
+APP_DEPS = {"default": ["serve", "api", "http", "agent", "gen", "decode", "tui", "dist", "eval"], "gguf": ["model", "tokenizer", "quant", "chat", "tools"], "steer": ["tools", "chat", "tokenizer"]}
 
 
 def closure(mods):

@@ -59,6 +59,7 @@ class Ui {
  public:
   Ui(Engine& engine, const Tokenizer& tok, const AgentOptions& o, int wake_rd, int wake_wr)
       : o_(o),
+        engine_(engine),
         wake_rd_(wake_rd),
         history_(history_path(o)),
         editor_(&history_),
@@ -70,6 +71,7 @@ class Ui {
       return agent::complete_command(line.substr(0, cursor), ids_);
     });
     footer_.ctx_total = o.run.ctx;
+    footer_.power = engine.power();
   }
 
   int run() {
@@ -333,6 +335,11 @@ class Ui {
         editor_.set_text(text);
         return;
       case agent::CommandKind::kHelp: block("", agent::help_text()); return;
+      case agent::CommandKind::kPower:  // at once, also during a turn (the engine's next unit)
+        block(color::kDim, text);
+        block("", app::power_command(engine_, c->arg));
+        footer_.power = engine_.power();
+        return;
       case agent::CommandKind::kQuit: return quit();
       default: break;
     }
@@ -346,6 +353,7 @@ class Ui {
   }
 
   const AgentOptions& o_;
+  Engine& engine_;  // the worker's; set_power alone is called from here
   const int wake_rd_;
   tui::Screen screen_;
   tui::WinchPipe winch_;

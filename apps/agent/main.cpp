@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   namespace app_opts = ds4::app;
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
-                                   app_opts::kSampling | app_opts::kThink | app_opts::kMtp);
+                                   app_opts::kSampling | app_opts::kThink | app_opts::kMtp |
+                                   app_opts::kSteering | app_opts::kPower);
   app_opts::DistOptions dist;
   app_opts::DistFlags dist_flags(app, dist, app_opts::kDistCoordinator);
   auto* p_opt =

@@ -192,6 +192,7 @@ void Worker::command(const agent::Command& c) {
     case CommandKind::kThink: return set_think(true);
     case CommandKind::kNoThink: return set_think(false);
     case CommandKind::kHelp: return fe_.note(agent::help_text());
+    case CommandKind::kPower: return fe_.note(app::power_command(engine_, c.arg));
     case CommandKind::kQuit:
       offer_save();
       quit_ = true;

@@ -314,9 +314,10 @@ void print_summary(const std::vector<Row>& rows) {
 int main(int argc, char** argv) {
   BenchOptions o;
   CLI::App app{"ds4-bench: prefill and generation speed as the context grows (CSV per frontier)"};
-  ds4::app::RunFlags run_flags(
-      app, o.run, ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk | ds4::app::kMtp,
-      "session context (0: ctx-max + gen-tokens + 1)");
+  ds4::app::RunFlags run_flags(app, o.run,
+                               ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk |
+                                   ds4::app::kMtp | ds4::app::kPower,
+                               "session context (0: ctx-max + gen-tokens + 1)");
   ds4::app::DistOptions dist;
   ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);
   // The ds4 engine's name for --ctx.

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
                                    app_opts::kSampling | app_opts::kChatTemplate |
-                                   app_opts::kThink | app_opts::kMtp);
+                                   app_opts::kThink | app_opts::kMtp | app_opts::kSteering |
+                                   app_opts::kPower);
   auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text: generate once and exit");
   auto* pf_opt = app.add_option("--prompt-file", prompt_file, "read the prompt from a file");
   p_opt->excludes(pf_opt);

@@ -27,6 +27,7 @@ const char* kHelp =
     "  /think-max       maximum reasoning effort (needs a context of at least 393216)\n"
     "  /nothink         answer directly\n"
     "  /ctx N           new context size (the conversation is kept and re-evaluated)\n"
+    "  /power [N]       show or set the percent of full speed (1-100)\n"
     "  /read FILE       send the contents of FILE as the next message\n"
     "  /save FILE       save the session (DSV4 snapshot)\n"
     "  /load FILE       load a saved session\n"
@@ -229,6 +230,8 @@ int run_repl(Engine& e, const Tokenizer& tok, CliOptions o) {
       o.run.ctx = static_cast<int>(n);
       report(conv.open_session());
       report(conv.set_mode(o.run.think));
+    } else if (cmd == "/power") {
+      std::printf("%s\n", app::power_command(e, arg).c_str());
     } else if (cmd == "/read") {
       std::ifstream f(arg, std::ios::binary);
       if (!f) {

@@ -117,6 +117,21 @@ Result<std::string> dist_endpoint(const std::string& text, bool listening, bool 
   return "tcp://" + host + ":" + port;
 }
 
+namespace {
+
+// Engine::open, and the line features.md §8.2 has every program print when steering is on.
+Result<std::unique_ptr<Engine>> open_local(const EngineOptions& eo) {
+  DS4_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::open(eo));
+  if (engine->info().steering) {
+    std::fprintf(stderr, "ds4: directional steering enabled: %s attn=%g ffn=%g\n",
+                 eo.steering_file.c_str(), static_cast<double>(eo.steering.attn),
+                 static_cast<double>(eo.steering.ffn));
+  }
+  return engine;
+}
+
+}  // namespace
+
 #if DS4_HAVE_ZMQ
 
 namespace {
@@ -131,7 +146,7 @@ Result<std::shared_ptr<const dist::ClusterKey>> cluster_key(const DistOptions& o
 }  // namespace
 
 Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions& o, int ctx) {
-  if (o.role != "coordinator") return Engine::open(eo);
+  if (o.role != "coordinator") return open_local(eo);
   DS4_ASSIGN_OR_RETURN(std::string listen, dist_endpoint(o.listen, true, !o.key_file.empty()));
   DS4_ASSIGN_OR_RETURN(std::shared_ptr<const dist::ClusterKey> key, cluster_key(o));
   DS4_ASSIGN_OR_RETURN(eo.layers, parse_layer_slice(o.layers));
@@ -146,7 +161,7 @@ Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions&
            .route_timeout = wait,
            .log = [](const std::string& s) { std::fprintf(stderr, "ds4 %s\n", s.c_str()); }}));
   eo.tail = c;
-  DS4_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::open(eo));
+  DS4_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, open_local(eo));
   std::fprintf(stderr, "ds4 coordinator: layers %s, workers register at %s\n", o.layers.c_str(),
                c->endpoint().c_str());
   DS4_TRY(c->start(dist::hello_of(engine->info(), dist::build_id(), ctx)));
@@ -230,7 +245,7 @@ std::optional<int> run_keygen(const DistOptions& o, const char* program) {
 #else  // a build without ZeroMQ: the flags parse, the roles refuse
 
 Result<std::unique_ptr<Engine>> open_engine(EngineOptions eo, const DistOptions& o, int) {
-  if (o.role != "coordinator") return Engine::open(eo);
+  if (o.role != "coordinator") return open_local(eo);
   return Status::invalid_argument("this build has no ZeroMQ (libzmq3-dev, cppzmq-dev): no --role");
 }
 

@@ -2,6 +2,7 @@
 #include "apps/common/run_options.h"
 
 #include <chrono>
+#include <cstdlib>
 
 namespace ds4::app {
 
@@ -59,6 +60,25 @@ RunFlags::RunFlags(CLI::App& app, RunOptions& o, unsigned which, const std::stri
         ->check(CLI::Range(0.0, 100.0))
         ->capture_default_str();
   }
+  if (which & kSteering) {
+    app.add_option("--dir-steering-file", o.steering_file,
+                   "directional steering: one float32 direction per layer (ds4-steer build)")
+        ->check(CLI::ExistingFile);
+    steer_ffn_ = app.add_option("--dir-steering-ffn", o.steering.ffn,
+                                "remove this times the direction from each FFN output (negative: "
+                                "amplify; default 1 with a file and no scale given)")
+                     ->check(CLI::Range(-Steering::kMaxScale, Steering::kMaxScale));
+    steer_attn_ = app.add_option("--dir-steering-attn", o.steering.attn,
+                                 "the same on each attention output (default 0)")
+                      ->check(CLI::Range(-Steering::kMaxScale, Steering::kMaxScale));
+  }
+  if (which & kPower) {
+    app.add_option("--power", o.power,
+                   "percent of full speed, 1-100: sleep between units of work so the device is "
+                   "busy this share of the time (the output is the same)")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str();
+  }
   if (which & kChatTemplate) {
     app.add_option("--chat-template", chat_template_,
                    "prompt format: official (DeepSeek's encoder) or ds4 (the ds4 engine's server, "
@@ -93,6 +113,13 @@ std::string RunFlags::finish() {
             : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   }
   if (which_ & kChatTemplate) o_.chat_template = *chat::template_from_string(chat_template_);
+  if (which_ & kSteering) {
+    const bool scaled = steer_ffn_->count() > 0 || steer_attn_->count() > 0;
+    if (o_.steering_file.empty() && o_.steering.active()) {
+      return "--dir-steering-ffn and --dir-steering-attn need --dir-steering-file";
+    }
+    if (!o_.steering_file.empty() && !scaled) o_.steering.ffn = 1.0f;
+  }
   return {};
 }
 
@@ -102,7 +129,21 @@ EngineOptions engine_options(const RunOptions& o) {
   eo.backend = o.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu;
   eo.threads = o.threads;
   eo.mtp_path = o.mtp;
+  eo.steering_file = o.steering_file;
+  eo.steering = o.steering;
+  eo.power = o.power;
   return eo;
+}
+
+std::string power_command(Engine& engine, const std::string& arg) {
+  if (!arg.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(arg.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 100 || !engine.set_power(static_cast<int>(n)).is_ok()) {
+      return "usage: /power N with 1 <= N <= 100 (percent of full speed)";
+    }
+  }
+  return "power: " + std::to_string(engine.power()) + "%";
 }
 
 decode::Drafting drafting(const RunOptions& o) {

@@ -29,9 +29,12 @@ struct RunOptions {
       .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f, .seed = 0};
   chat::Template chat_template = chat::Template::kOfficial;
   chat::ThinkMode think = chat::ThinkMode::kHigh;
-  std::string mtp;          // the MTP draft file (empty: none)
-  int mtp_draft = 2;        // tokens the MTP block drafts per step
-  float mtp_margin = 3.0f;  // drafting stops before a draft led by fewer logits (0: never)
+  std::string mtp;            // the MTP draft file (empty: none)
+  int mtp_draft = 2;          // tokens the MTP block drafts per step
+  float mtp_margin = 3.0f;    // drafting stops before a draft led by fewer logits (0: never)
+  std::string steering_file;  // directional steering directions (features.md §8; empty: none)
+  Steering steering;          // its scales (finish(): ffn 1 when a file comes without a scale)
+  int power = 100;            // --power: the device's busy share in percent (1-100)
 };
 
 // The options a program takes (a bit set).
@@ -45,6 +48,8 @@ enum RunOption : unsigned {
   kChatTemplate = 1u << 6,  // --chat-template
   kThink = 1u << 7,         // --think, --nothink, --think-max
   kMtp = 1u << 8,           // --mtp, --mtp-draft, --mtp-margin
+  kSteering = 1u << 9,      // --dir-steering-file, --dir-steering-ffn, --dir-steering-attn
+  kPower = 1u << 10,        // --power
   kEngine = kModel | kBackend | kThreads,
 };
 
@@ -57,8 +62,9 @@ class RunFlags {
   RunFlags(const RunFlags&) = delete;
   RunFlags& operator=(const RunFlags&) = delete;
 
-  // After app.parse(): folds the think flags into RunOptions::think and draws the seed from the
-  // clock when --seed was not given. Returns a usage error's text, or "" when all is well.
+  // After app.parse(): folds the think flags into RunOptions::think, draws the seed from the
+  // clock when --seed was not given, and gives a steering file without a scale flag the FFN
+  // scale 1. Returns a usage error's text, or "" when all is well.
   std::string finish();
 
  private:
@@ -67,6 +73,8 @@ class RunFlags {
   bool think_ = false, nothink_ = false, think_max_ = false;
   double seed_ = -1;
   std::string chat_template_;
+  CLI::Option* steer_ffn_ = nullptr;
+  CLI::Option* steer_attn_ = nullptr;
 };
 
 // The engine and session options the run options imply.
@@ -75,6 +83,9 @@ EngineOptions engine_options(const RunOptions& o);
 // --system: CLI11 has no single-dash long options, and ds4 and ds4-agent accept that short form.
 std::vector<std::string> args_for_parse(int argc, char** argv);
 SessionOptions session_options(const RunOptions& o);
+// `/power [N]` of the ds4 REPL and ds4-agent: sets the engine's power when N is given (1-100)
+// and returns the line to show ("power: 70%", or the usage when N is not a number in range).
+std::string power_command(Engine& engine, const std::string& arg);
 // The decode loop's drafting the MTP options imply (none without --mtp).
 decode::Drafting drafting(const RunOptions& o);
 

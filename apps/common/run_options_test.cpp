@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,33 @@ TEST(RunOptions, ConflictsAndBadValuesAreUsageErrors) {
   EXPECT_THROW(parse(o, kBackend, {"--backend", "tpu"}), CLI::ValidationError);
   EXPECT_THROW(parse(o, kChatTemplate, {"--chat-template", "chatml"}), CLI::ValidationError);
   EXPECT_THROW(parse(o, kCtx, {"--ctx", "1"}), CLI::ValidationError);
+}
+
+// Steering (features.md §8.2): a file alone gives the FFN scale 1; a scale flag replaces that
+// default (the other stays 0); a scale without a file and a scale out of range are usage errors.
+// --power takes 1-100. Both reach the engine options.
+TEST(RunOptions, SteeringDefaultsAndPowerRange) {
+  const std::string file = ::testing::TempDir() + "run_options_dirs.f32";
+  std::fclose(std::fopen(file.c_str(), "wb"));
+  RunOptions a;
+  EXPECT_EQ(parse(a, kSteering | kPower, {"--dir-steering-file", file, "--power", "30"}), "");
+  EXPECT_EQ(a.steering, (Steering{.attn = 0, .ffn = 1}));
+  EXPECT_EQ(engine_options(a).steering_file, file);
+  EXPECT_EQ(engine_options(a).steering, a.steering);
+  EXPECT_EQ(engine_options(a).power, 30);
+  RunOptions b;
+  EXPECT_EQ(parse(b, kSteering, {"--dir-steering-file", file, "--dir-steering-attn", "-2"}), "");
+  EXPECT_EQ(b.steering, (Steering{.attn = -2, .ffn = 0}));
+  RunOptions c;
+  EXPECT_EQ(parse(c, kSteering, {"--dir-steering-ffn", "0.5"}),
+            "--dir-steering-ffn and --dir-steering-attn need --dir-steering-file");
+  RunOptions d;
+  EXPECT_THROW(parse(d, kSteering, {"--dir-steering-file", file, "--dir-steering-ffn", "101"}),
+               CLI::ValidationError);
+  EXPECT_THROW(parse(d, kPower, {"--power", "0"}), CLI::ValidationError);
+  EXPECT_THROW(parse(d, kPower, {"--power", "101"}), CLI::ValidationError);
+  EXPECT_EQ(RunOptions{}.power, 100);
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   namespace app_opts = ds4::app;
   app_opts::RunFlags run_flags(app, o.run,
                                app_opts::kEngine | app_opts::kCtx | app_opts::kPrefillChunk |
-                                   app_opts::kSampling | app_opts::kThink | app_opts::kMtp,
+                                   app_opts::kSampling | app_opts::kThink | app_opts::kMtp |
+                                   app_opts::kPower,
                                "context size (default: the largest prompt plus --tokens)");
   app.add_option("-n,--tokens", o.tokens, "tokens generated per case at most")
       ->check(CLI::Range(1, 1 << 20))

@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ds4-server: OpenAI-compatible HTTP server for DeepSeek V4 (docs/server.md)"};
   ds4::app::RunFlags run_flags(app, f.run,
                                ds4::app::kEngine | ds4::app::kCtx | ds4::app::kPrefillChunk |
-                                   ds4::app::kChatTemplate | ds4::app::kMtp,
+                                   ds4::app::kChatTemplate | ds4::app::kMtp | ds4::app::kSteering |
+                                   ds4::app::kPower,
                                "context size in tokens, per session");
   ds4::app::DistOptions dist;
   ds4::app::DistFlags dist_flags(app, dist, ds4::app::kDistCoordinator);

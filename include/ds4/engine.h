@@ -113,9 +113,26 @@ struct EngineOptions {
   // runs (ds4-bench --repeat-op). Results do not change.
   std::string repeat_op;
   int repeat_times = 2;
-  // Sees what each forward pass computes (ds4/observer.h: the routed experts' inputs); not owned,
-  // must outlive the engine. CPU backend only: another backend refuses it at open.
+  // Directional steering (features.md §8): a file of n_layer x n_embd little-endian float32 (one
+  // direction per layer, no header; its size must be exactly that), and the scales sessions use
+  // unless they set their own (SessionOptions::steering). Empty file: none, and every scale must
+  // be 0.
+  std::string steering_file;
+  Steering steering;
+  // --power (features.md §10.11): the device's busy share in percent, 1-100 (100: full speed).
+  // After each unit of work (a prefill chunk, a decode, batched or verification step, a drafting)
+  // the engine sleeps so that busy / (busy + idle) = power / 100. Results do not change.
+  int power = 100;
+  // Sees what each forward pass computes (ds4/observer.h: the routed experts' inputs, the
+  // sublayers' outputs); not owned, must outlive the engine. CPU backend only: another backend
+  // refuses it at open.
   Observer* observer = nullptr;
+};
+
+// What --power accounted since open: the paced units' time and the sleeps after them.
+struct PowerStats {
+  double busy_seconds = 0.0;
+  double idle_seconds = 0.0;
 };
 
 struct OpTime {
@@ -143,7 +160,8 @@ struct ModelInfo {
   bool layer_output = true;
   bool whole_model = true;
   int hidden_width = 0;
-  bool mtp = false;  // an MTP draft file is loaded (EngineOptions::mtp_path)
+  bool mtp = false;       // an MTP draft file is loaded (EngineOptions::mtp_path)
+  bool steering = false;  // a direction file is loaded (EngineOptions::steering_file)
 };
 
 // One entry of a batched step (Engine::step): a session of this engine and the tokens appended to
@@ -181,6 +199,12 @@ class Engine {
   // CUDA); nullopt when the backend cannot tell (the CUDA backend does not report it yet). A
   // sizing hint for how many sessions to create; create_session is the real check.
   std::optional<uint64_t> free_memory_bytes() const;
+
+  // --power at run time (EngineOptions::power; the agent's and REPL's /power), from any thread
+  // (the next unit of work paces by it). Errors: outside 1-100 (unchanged).
+  Status set_power(int percent);
+  int power() const;
+  PowerStats power_stats() const;
 
   // Time per backend op since open or the last reset (all zero unless profile_ops).
   std::vector<OpTime> op_times() const;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,11 +21,26 @@ namespace ds4 {
 
 class Engine;
 
+// Directional steering (features.md §8): in every layer the attention and FFN outputs y lose
+// `attn` and `ffn` times their component along that layer's direction d of the engine's direction
+// file, y <- y - s * d * (d . y) (a positive scale suppresses the direction, a negative one
+// amplifies it). 0 leaves the path untouched. Each scale lies in [-kMaxScale, kMaxScale]; a
+// non-zero scale needs a direction file (EngineOptions::steering_file).
+struct Steering {
+  static constexpr float kMaxScale = 100.0f;
+  float attn = 0.0f;
+  float ffn = 0.0f;
+  bool active() const { return attn != 0.0f || ffn != 0.0f; }
+  bool operator==(const Steering&) const = default;
+};
+
 struct SessionOptions {
   int n_ctx = 4096;  // maximum tokens the session can hold
   // Rows per batch when evaluating many tokens (does not change results; a GPU runs larger batches
   // faster: each routed expert's weights serve more rows).
   int prefill_chunk = 2048;
+  // The session's steering scales; none: the engine's (EngineOptions::steering).
+  std::optional<Steering> steering;
 };
 
 // What a sync/append did.
@@ -119,6 +135,14 @@ class Session {
   Status load_layers(std::span<const uint8_t> shard, std::span<const TokenId> tokens);
   Status save_file(const std::string& path) const;
   Status load_file(const std::string& path);
+
+  // The steering scales the session's next passes use (the engine's unless set here or in
+  // SessionOptions::steering). The state already computed keeps the scales it was computed with:
+  // a caller reusing a session's prefix across requests must match their scales too. Errors
+  // (nothing changed): a scale out of range or not finite, a non-zero scale without a direction
+  // file.
+  Status set_steering(const Steering& steering);
+  Steering steering() const;
 
   // KV state bytes allocated for this session.
   uint64_t state_bytes() const;

@@ -28,6 +28,8 @@ constexpr std::array kCommands = {
     CommandInfo{"/think", CommandKind::kThink, "", "think before answering (from the next turn)",
                 true, false},
     CommandInfo{"/nothink", CommandKind::kNoThink, "", "answer without thinking", true, false},
+    CommandInfo{"/power", CommandKind::kPower, "[N]",
+                "show or set the percent of full speed, 1-100 (applies at once)", false, false},
     CommandInfo{"/quit", CommandKind::kQuit, "", "leave (also /exit, Ctrl+D)", false, false},
 };
 

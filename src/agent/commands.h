@@ -24,6 +24,7 @@ enum class CommandKind {
   kNew,
   kThink,
   kNoThink,
+  kPower,
   kQuit,
   kUnknown,  // a line that starts with '/' and names no command
 };

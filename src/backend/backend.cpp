@@ -196,6 +196,18 @@ void Backend::upload_act(const float* host, Act dst) {
   do_upload_act(host, dst);
 }
 
+void Backend::steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which, Act y) {
+  DS4_CHECK(direction.present() && direction.type == gguf::GgufType::kF32);
+  DS4_CHECK(direction.ne[0] == y.cols && direction.ne[1] == 1 && direction.ne[2] == 1);
+  check_rows(y, static_cast<int64_t>(rows.size()), y.cols, "steer y");
+  do_steer(direction, rows, which, y);
+}
+
+void Backend::report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y) {
+  check_rows(y, static_cast<int64_t>(rows.size()), y.cols, "report_sublayer y");
+  do_report_sublayer(layer, which, rows, y);
+}
+
 void Backend::download(Act src, float* host) {
   DS4_CHECK(host != nullptr && (src.rows * src.cols == 0 || src.data != nullptr));
   do_download(src, host);

@@ -57,6 +57,13 @@ struct RowTag {
   int32_t seq = 0;
   int32_t pos = 0;
   int32_t token = 0;
+  // The directional steering scales of the row's session (features.md §8; 0: none), which
+  // steer() applies to the attention and FFN outputs.
+  float steer_attn = 0.0f;
+  float steer_ffn = 0.0f;
+  float steer_scale(Sublayer which) const {
+    return which == Sublayer::kAttention ? steer_attn : steer_ffn;
+  }
 };
 
 // Numerics switches (semantics-diff.md §C.3). Defaults are the canonical semantics; turning both
@@ -223,11 +230,20 @@ class Backend {
   void moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out);
   // HC head + final norm + vocabulary projection for the rows listed in `which`.
   void output_head(const OutputHead& head, Act x, std::span<const int> which, Act logits);
+  // Directional steering (features.md §8.2): y[r] -= s * direction * (direction . y[r]), s the
+  // row's scale for `which` (RowTag::steer_scale); direction is F32 [y.cols]. A row whose scale is
+  // 0 is left as it is.
+  void steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which, Act y);
+  // A sublayer's output (rows x n_embd) for the observer (set_observer), if one is set and the
+  // backend reports; otherwise nothing.
+  void report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y);
   // Copies an activation matrix to host memory (rows * cols floats); waits for pending work.
   void download(Act src, float* host);
   // Copies rows * cols host floats into an activation matrix (a layer slice's input hidden state,
   // engine.h LayerSlice). Called outside begin_step / end_step.
   void upload_act(const float* host, Act dst);
+  // Returns once the work issued so far is done (--power measures the device's time with it).
+  virtual void wait_idle() {}
   // Forward::run brackets each pass over a batch with these: a backend may record the ops in
   // between and submit them as one unit (the CUDA backend's graphs for decode steps). No op in
   // between may wait for the device; download comes after end_step. Defaults do nothing.
@@ -254,6 +270,11 @@ class Backend {
   virtual void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) = 0;
   virtual void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                               Act logits) = 0;
+  virtual void do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                        Act y) = 0;
+  // Default: nothing (a backend without observers).
+  virtual void do_report_sublayer(int /*layer*/, Sublayer /*which*/,
+                                  std::span<const RowTag> /*rows*/, Act /*y*/) {}
   virtual void do_download(Act src, float* host) = 0;
   virtual void do_upload_act(const float* host, Act dst) = 0;
   // A sublayer starts (hc_pre calls it once, before its work): the CUDA backend's graphs may

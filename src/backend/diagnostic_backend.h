@@ -68,6 +68,7 @@ class DiagnosticBackend final : public Backend {
   Status set_observer(Observer* observer) override { return inner_->set_observer(observer); }
   void begin_step(std::span<const RowTag> rows) override { inner_->begin_step(rows); }
   void end_step() override { inner_->end_step(); }
+  void wait_idle() override { inner_->wait_idle(); }
   void set_numerics(const Numerics& n) override;
 
  protected:
@@ -86,6 +87,13 @@ class DiagnosticBackend final : public Backend {
   void do_download(Act src, float* host) override { inner_->do_download(src, host); }
   void do_upload_act(const float* host, Act dst) override { inner_->do_upload_act(host, dst); }
   void do_add(Act a, Act b, Act y) override { inner_->do_add(a, b, y); }
+  void do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                Act y) override {
+    inner_->do_steer(direction, rows, which, y);
+  }
+  void do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y) override {
+    inner_->do_report_sublayer(layer, which, rows, y);
+  }
   void do_copy(Act src, Act dst) override { inner_->do_copy(src, dst); }
   // Timed with hc_pre (the op that starts a sublayer), not counted as a call.
   void sublayer_start() override;

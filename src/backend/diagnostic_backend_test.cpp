@@ -44,6 +44,9 @@ class CountingBackend final : public Backend {
   void do_hc_post(Act, Act, Act, Act) override { ++(*calls_)["hc_post"]; }
   void do_add(Act, Act, Act) override { ++(*calls_)["add"]; }
   void do_copy(Act, Act) override { ++(*calls_)["copy"]; }
+  void do_steer(const Weight&, std::span<const RowTag>, Sublayer, Act) override {
+    ++(*calls_)["steer"];
+  }
   void do_attention(int, const AttentionLayer&, std::span<const RowTag>, const AttentionInputs&,
                     Act) override {
     ++(*calls_)["attention"];

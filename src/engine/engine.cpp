@@ -8,6 +8,7 @@
 #include "backend/factory.h"
 #include "engine/engine_impl.h"
 #include "engine/session_impl.h"
+#include "engine/steering.h"
 #include "model/fingerprint.h"
 #include "model/slice_file.h"
 #include "model/validate.h"
@@ -30,6 +31,11 @@ backend::Act Engine::Impl::grown_view(std::unique_ptr<backend::Buffer>& buffer, 
     capacity = rows;
   }
   return buffer->view(rows, cols);
+}
+
+void Engine::Impl::pace(PowerGovernor::Clock::time_point start) {
+  if (power.percent() < PowerGovernor::kMax) backend->wait_idle();
+  power.pace(start);
 }
 
 backend::Act Engine::Impl::mtp_in_view(int64_t rows) {
@@ -92,8 +98,11 @@ const ModelInfo& Engine::info() const { return impl_->info; }
 const EngineOptions& Engine::options() const { return impl_->options; }
 
 Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
+  DS4_TRY(check_steering(options.steering, !options.steering_file.empty()));
+  DS4_TRY(PowerGovernor::check(options.power));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  DS4_TRY(impl->power.set(options.power));
   auto file = gguf::Reader::open(options.model_path);
   if (!file.is_ok()) {
     return Status::invalid_file("cannot load model '%s': %s", options.model_path.c_str(),
@@ -154,8 +163,10 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   }
   DS4_ASSIGN_OR_RETURN(impl->weights,
                        model::bind_weights(*impl->file, impl->shape, *impl->backend, impl->range));
+  if (!options.steering_file.empty()) DS4_TRY(load_steering(*impl, options.steering_file));
   impl->forward = std::make_unique<model::Forward>(impl->shape, impl->weights, *impl->backend);
   ModelInfo& info = impl->info;
+  info.steering = !options.steering_file.empty();
   info.shape = std::string(impl->shape.name);
   info.n_layer = impl->shape.n_layer;
   info.n_embd = impl->shape.n_embd;
@@ -201,6 +212,12 @@ std::vector<OpTime> Engine::op_times() const {
   return out;
 }
 
+Status Engine::set_power(int percent) { return impl_->power.set(percent); }
+int Engine::power() const { return impl_->power.percent(); }
+PowerStats Engine::power_stats() const {
+  return {impl_->power.busy_seconds(), impl_->power.idle_seconds()};
+}
+
 void Engine::reset_op_times() {
   if (impl_->diagnostics != nullptr) impl_->diagnostics->reset_op_times();
 }
@@ -232,6 +249,8 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
     return Status::invalid_argument("prefill chunk %d is outside [1, 65536]",
                                     options.prefill_chunk);
   }
+  const Steering steering = options.steering.value_or(impl_->options.steering);
+  DS4_TRY(check_steering(steering, impl_->info.steering));
   const int seq = impl_->next_seq++;
   DS4_TRY(
       impl_->backend->create_sequence(seq, model::sequence_layout(impl_->shape, options.n_ctx)));
@@ -252,6 +271,7 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
     s->mtp.live = true;
   }
   s->options = options;
+  s->steering = steering;
   s->tail_session = impl_->next_tail_session++;
   if (impl_->tail) impl_->tail->attach(s->tail_session, options);
   return std::make_unique<Session>(std::move(s));

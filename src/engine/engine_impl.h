@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "ds4/engine.h"
+#include "engine/power.h"
 #include "gguf/reader.h"
 #include "model/forward.h"
 #include "model/shape.h"
@@ -31,10 +32,15 @@ struct Engine::Impl {
   // The backend itself when EngineOptions asks for op timing or repeats (it wraps the real one).
   backend::DiagnosticBackend* diagnostics = nullptr;
   model::ModelWeights weights;
+  std::vector<float> steering_host;  // the direction file (steering.h); the CPU binds it in place
   std::optional<model::MtpWeights> mtp;     // bound from mtp_file
   std::unique_ptr<backend::Buffer> mtp_in;  // the MTP block's input rows, grown on demand
   int64_t mtp_in_rows = 0;
   std::unique_ptr<model::Forward> forward;
+  PowerGovernor power;  // EngineOptions::power
+  // After a unit of work begun at `start` (its results downloaded): the device's idle share
+  // (waiting for it first when throttled, so the unit's time is the device's).
+  void pace(PowerGovernor::Clock::time_point start);
   model::LayerRange range;  // the layers this engine computes (the whole model by default)
   bool whole_model() const { return range == model::full_range(shape); }
   // Sessions give logits: the whole model here, or a slice from layer 0 and a tail for the rest.

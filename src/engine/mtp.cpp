@@ -102,6 +102,7 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(TokenId next, int n, float
   std::vector<float> host(static_cast<size_t>(n_vocab));
   TokenId token = next;
   const int want = 0;
+  const auto unit = e.power.start();
   for (int k = 0; k < n; ++k) {
     const backend::RowTag row{mtp.seq, first + k, token};
     f.run_mtp(m, std::span(&row, 1), in, std::span(&want, 1), out);
@@ -115,6 +116,7 @@ Result<std::vector<TokenId>> Session::Impl::mtp_draft(TokenId next, int n, float
   // The drafts' rows are not the model's: the window goes back to the positions it had.
   const Status back = e.backend->rewind_sequence(mtp.seq, first);
   e.backend->settle_sequence(mtp.seq);
+  e.pace(unit);
   if (!back.is_ok()) {
     mtp.live = false;
     return back;

@@ -77,12 +77,13 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
     rows.clear();
     want.clear();
     for (size_t i = begin; i < end; ++i) {
-      rows.push_back({seq, static_cast<int32_t>(tokens.size()), t[i]});
+      rows.push_back(tag(static_cast<int32_t>(tokens.size()), t[i]));
       tokens.push_back(t[i]);
       if (all_logits != nullptr || i + 1 == t.size()) want.push_back(static_cast<int>(i - begin));
     }
     const backend::Act out =
         want.empty() ? backend::Act{} : engine->logits_view(static_cast<int64_t>(want.size()));
+    const auto unit = engine->power.start();
     engine->forward->run(rows, want, out);
     mtp_advance(static_cast<int>(tokens.size() - rows.size()), static_cast<int>(rows.size()));
     if (all_logits != nullptr) engine->backend->download(out, all_logits->data() + begin * n_vocab);
@@ -91,6 +92,7 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
       const backend::Act last{out.row(out.rows - 1), 1, n_vocab};
       engine->backend->download(last, logits.data());
     }
+    engine->pace(unit);
   }
   stats.evaluated = static_cast<int>(t.size());
   return stats;
@@ -184,7 +186,7 @@ Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> 
     const size_t end = std::min(t.size(), begin + chunk);
     rows.clear();
     for (size_t i = begin; i < end; ++i) {
-      rows.push_back({seq, static_cast<int32_t>(tokens.size()), t[i]});
+      rows.push_back(tag(static_cast<int32_t>(tokens.size()), t[i]));
       tokens.push_back(t[i]);
     }
     const bool last = end == t.size();
@@ -192,6 +194,7 @@ Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> 
     std::span<const int> want =
         range.head && last ? std::span<const int>(&want_row, 1) : std::span<const int>();
     const backend::Act head_out = want.empty() ? backend::Act{} : e.logits_view(1);
+    const auto unit = e.power.start();
     e.forward->run_range(rows, range, range.begin > 0 ? hidden_in.data() + begin * width : nullptr,
                          want, head_out, range.head ? nullptr : out.data() + begin * width);
     if (!want.empty()) {
@@ -199,6 +202,7 @@ Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> 
       e.backend->download(head_out, logits.data());
       out = logits;
     }
+    e.pace(unit);
   }
   return out;
 }

@@ -13,6 +13,7 @@ struct Session::Impl {
   Engine::Impl* engine = nullptr;
   int seq = 0;
   SessionOptions options;
+  Steering steering;  // the scales of the next passes (Session::set_steering)
   std::vector<TokenId> tokens;
   std::vector<float> logits;
   uint64_t tail_session = 0;  // this session's timeline id in the engine's LayerTail
@@ -31,6 +32,8 @@ struct Session::Impl {
     int fresh_from = 0;
   } mtp;
 
+  // The row of token `token` at position `pos`, with the session's steering scales.
+  backend::RowTag tag(int32_t pos, TokenId token) const;
   Status check_tokens(std::span<const TokenId> t, size_t keep) const;
   Result<EvalStats> append(std::span<const TokenId> t, std::vector<float>* all_logits);
   // Session::append_slice.

@@ -30,17 +30,19 @@ Result<int> Session::verify(std::span<const TokenId> run, const DraftAccept& acc
   std::vector<backend::RowTag> rows;
   std::vector<int> want;
   for (int k = 0; k < n; ++k) {
-    rows.push_back({s.seq, pos0 + k, run[k]});
+    rows.push_back(s.tag(pos0 + k, run[k]));
     want.push_back(k);
   }
   DS4_TRY(e.backend->mark_sequence(s.seq));
   e.forward->reserve(n);
   const backend::Act out = e.logits_view(n);
+  const auto unit = e.power.start();
   e.forward->run(rows, want, out);
   std::vector<float> all(static_cast<size_t>(n) * e.shape.n_vocab);
   e.backend->download(out, all.data());
   DS4_ASSIGN_OR_RETURN(const int kept, s.keep_verified(run, pos0, accept, all));
   s.mtp_advance(pos0, kept);  // the kept rows' hidden states are still the pass's
+  e.pace(unit);
   return kept;
 }
 

@@ -91,7 +91,7 @@ Status Engine::step(std::span<StepEntry> entries) {
     const Session::Impl& s = *impl_of(en);
     const auto pos0 = static_cast<int32_t>(s.tokens.size());
     for (size_t k = 0; k < en.tokens.size(); ++k) {
-      e.step_rows.push_back({s.seq, pos0 + static_cast<int32_t>(k), en.tokens[k]});
+      e.step_rows.push_back(s.tag(pos0 + static_cast<int32_t>(k), en.tokens[k]));
       if (en.accept != nullptr)
         e.step_logit_rows.push_back(static_cast<int>(e.step_rows.size()) - 1);
     }
@@ -99,6 +99,7 @@ Status Engine::step(std::span<StepEntry> entries) {
   }
   e.forward->reserve(static_cast<int>(total));
   const backend::Act out = e.logits_view(static_cast<int64_t>(e.step_logit_rows.size()));
+  const auto unit = e.power.start();
   e.forward->run(e.step_rows, e.step_logit_rows, out);
 
   const int n_vocab = e.shape.n_vocab;
@@ -130,6 +131,7 @@ Status Engine::step(std::span<StepEntry> entries) {
     r0 += n;
   }
   if (e.mtp) e.advance_mtp(mtp_rows);
+  e.pace(unit);
   return Status::ok();
 }
 

@@ -78,8 +78,8 @@ void Forward::run_range(std::span<const RowTag> rows, const LayerRange& range,
   b_.begin_step(rows);
   if (range.begin == 0) b_.embed(w_.token_embd, rows, x);
   for (int il = range.begin; il < range.end; ++il) {
-    attention_sublayer(w_.layers[il], il, rows, n);
-    ffn_sublayer(w_.layers[il], rows, n);
+    attention_sublayer(w_.layers[il], il, il, rows, n);
+    ffn_sublayer(w_.layers[il], il, rows, n);
   }
   if (range.head && !logit_rows.empty()) b_.output_head(w_.head, x, logit_rows, logits);
   b_.end_step();
@@ -88,7 +88,7 @@ void Forward::run_range(std::span<const RowTag> rows, const LayerRange& range,
 
 // model.md §4.5: HC pre, norms and projections, the cache-dependent attention op, grouped output
 // projection, HC post.
-void Forward::attention_sublayer(const LayerWeights& L, int state_layer,
+void Forward::attention_sublayer(const LayerWeights& L, int state_layer, int layer,
                                  std::span<const RowTag> rows, int n) {
   const Shape& s = shape_;
   Buffers& b = *buf_;
@@ -137,11 +137,12 @@ void Forward::attention_sublayer(const LayerWeights& L, int state_layer,
   const Act out = b.out->view(n, s.n_embd);
   b_.matmul(L.out_a, heads, low, s.n_out_group);
   b_.matmul(L.out_b, low, out);
+  finish_sublayer(layer, Sublayer::kAttention, rows, out);
   b_.hc_post(x, out, mix, b.x_mid->view(n, hc_width));
 }
 
 // model.md §4.10: HC pre, norm, router + experts + shared expert, HC post.
-void Forward::ffn_sublayer(const LayerWeights& L, std::span<const RowTag> rows, int n) {
+void Forward::ffn_sublayer(const LayerWeights& L, int layer, std::span<const RowTag> rows, int n) {
   const Shape& s = shape_;
   Buffers& b = *buf_;
   const int64_t hc_width = int64_t{s.n_hc} * s.n_embd;
@@ -150,7 +151,20 @@ void Forward::ffn_sublayer(const LayerWeights& L, std::span<const RowTag> rows, 
   b_.hc_pre(L.hc_ffn, x_mid, cur, mix, &L.ffn_norm, norm);
   const Act f = b.out->view(n, s.n_embd);
   b_.moe(L.moe, rows, norm, f);
+  finish_sublayer(layer, Sublayer::kFfn, rows, f);
   b_.hc_post(x_mid, f, mix, b.x->view(n, hc_width));
+}
+
+// features.md §8.2: the rows' steering (skipped when every row's scale is 0, so the path without
+// steering is the unsteered one exactly), then the observer's view of the result.
+void Forward::finish_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y) {
+  if (layer < 0) return;
+  if (!w_.steering.empty()) {
+    bool any = false;
+    for (const RowTag& r : rows) any = any || r.steer_scale(which) != 0.0f;
+    if (any) b_.steer(w_.steering[static_cast<size_t>(layer)], rows, which, y);
+  }
+  b_.report_sublayer(layer, which, rows, y);
 }
 
 Act Forward::hidden(int first_row, int rows) const {
@@ -181,8 +195,8 @@ void Forward::run_mtp(const MtpWeights& m, std::span<const RowTag> rows, Act hn,
   b_.matmul(m.e_proj, e_streams, x_streams);                        // x = E
   b_.matmul(m.h_proj, Act{hn.data, streams, s.n_embd}, e_streams);  // e = G
   b_.add(x, e, x);
-  attention_sublayer(m.layer, 0, rows, n);
-  ffn_sublayer(m.layer, rows, n);
+  attention_sublayer(m.layer, 0, -1, rows, n);  // not one of the model's layers: no steering
+  ffn_sublayer(m.layer, -1, rows, n);
   if (!logit_rows.empty()) b_.output_head(m.head, x, logit_rows, logits);
   b_.end_step();
 }

@@ -51,10 +51,14 @@ class Forward {
 
  private:
   struct Buffers;
-  // One sublayer with weights L over layer `state_layer` of the rows' sequences.
-  void attention_sublayer(const LayerWeights& L, int state_layer,
+  // One sublayer with weights L over layer `state_layer` of the rows' sequences; `layer` is the
+  // model's layer it computes (steering and observers), -1 for the MTP block.
+  void attention_sublayer(const LayerWeights& L, int state_layer, int layer,
                           std::span<const backend::RowTag> rows, int n);
-  void ffn_sublayer(const LayerWeights& L, std::span<const backend::RowTag> rows, int n);
+  void ffn_sublayer(const LayerWeights& L, int layer, std::span<const backend::RowTag> rows, int n);
+  // After a sublayer's output y of `layer` (>= 0): its steering and the observer's report.
+  void finish_sublayer(int layer, Sublayer which, std::span<const backend::RowTag> rows,
+                       backend::Act y);
 
   const Shape shape_;
   const ModelWeights& w_;

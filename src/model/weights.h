@@ -28,6 +28,9 @@ struct ModelWeights {
   backend::Weight token_embd;
   std::vector<LayerWeights> layers;
   backend::OutputHead head;
+  // Directional steering (features.md §8; EngineOptions::steering_file): one F32 [n_embd]
+  // direction per layer, or none.
+  std::vector<backend::Weight> steering;
 };
 
 // The MTP draft block of an MTP file (model.md §2.4, §8.1): the input projections and norms, one

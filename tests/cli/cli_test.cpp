@@ -180,15 +180,20 @@ TEST(Cli, DumpsAreJsonMatchingTheEngineLogits) {
 }
 
 TEST(Cli, UsageErrorsGiveOneLineAndExitCode2) {
-  const std::vector<std::string> cases = {"--no-such-flag",
-                                          "-m /nonexistent/model.gguf -p hi",
-                                          "-m " + kModel + " -p hi --temp 500",
-                                          "-m " + kModel + " -p hi --top-p 2",
-                                          "-m " + kModel + " -p hi --prompt-file /etc/hostname",
-                                          "-m " + kModel + " --dump-tokens",
-                                          "-m " + kModel + " -p hi --nothink --think",
-                                          "-m " + kModel + " -p hi --backend tpu",
-                                          "-m " + kModel + " --prompt-file /nonexistent"};
+  const std::vector<std::string> cases = {
+      "--no-such-flag",
+      "-m /nonexistent/model.gguf -p hi",
+      "-m " + kModel + " -p hi --temp 500",
+      "-m " + kModel + " -p hi --top-p 2",
+      "-m " + kModel + " -p hi --prompt-file /etc/hostname",
+      "-m " + kModel + " --dump-tokens",
+      "-m " + kModel + " -p hi --nothink --think",
+      "-m " + kModel + " -p hi --backend tpu",
+      "-m " + kModel + " --prompt-file /nonexistent",
+      "-m " + kModel + " -p hi --power 0",
+      "-m " + kModel + " -p hi --power 101",
+      "-m " + kModel + " -p hi --dir-steering-ffn 1",
+      "-m " + kModel + " -p hi --dir-steering-file " + kModel + " --dir-steering-attn 200"};
   for (const std::string& args : cases) {
     const Outcome r = run(args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
@@ -197,6 +202,38 @@ TEST(Cli, UsageErrorsGiveOneLineAndExitCode2) {
   }
   const Outcome missing = run("-m /nonexistent/model.gguf -p hi");
   EXPECT_NE(missing.err.find("download_model.sh"), std::string::npos) << missing.err;
+}
+
+// --power paces the work and changes no token; a direction file of the wrong size is refused with
+// the size this model needs; with a good one the program says steering is on.
+TEST(Cli, PowerKeepsTheTokensAndSteeringFilesAreChecked) {
+  const std::string greedy = "-m " + kModel + " -p 'Tell me a story' --temp 0 --nothink -n 24";
+  const Outcome full = run(greedy), half = run(greedy + " --power 40");
+  ASSERT_EQ(full.code, 0) << full.err;
+  ASSERT_EQ(half.code, 0) << half.err;
+  EXPECT_EQ(half.out, full.out);
+  const std::string dirs = ::testing::TempDir() + "dirs." + std::to_string(::getpid()) + ".f32";
+  {
+    std::ofstream f(dirs, std::ios::binary);
+    f << std::string(100, '\0');
+  }
+  const Outcome bad = run(greedy + " --dir-steering-file " + dirs);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("is 100 bytes"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("needs exactly"), std::string::npos) << bad.err;
+  const auto e = ds4::Engine::open({.model_path = kModel});
+  ASSERT_TRUE(e.is_ok());
+  {
+    std::ofstream f(dirs, std::ios::binary | std::ios::trunc);
+    f << std::string(static_cast<size_t>((*e)->info().n_layer) * (*e)->info().n_embd * 4, '\0');
+  }
+  const Outcome zero = run(greedy + " --dir-steering-file " + dirs);
+  EXPECT_EQ(zero.code, 0) << zero.err;
+  EXPECT_NE(zero.err.find("directional steering enabled: " + dirs + " attn=0 ffn=1"),
+            std::string::npos)
+      << zero.err;
+  EXPECT_EQ(zero.out, full.out) << "zero directions remove nothing";
+  std::remove(dirs.c_str());
 }
 
 TEST(Cli, DumpTokensPrintsTheIdsAsWritten) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cli/repl_test.sh DS4 MODEL: drives the interactive REPL through a pseudo-terminal (tmux):
 # a first turn stopped with Ctrl+C during generation, Ctrl+C at the prompt, /ctx, a second turn
-# that re-evaluates the kept transcript, an unknown command, /save, then /quit.
+# that re-evaluates the kept transcript, an unknown command, /power (set, refused, shown), /save,
+# then /quit.
 set -euo pipefail
 ds4=$1 model=$2
 command -v tmux >/dev/null || { echo "tmux missing (scripts/setup.sh installs it)"; exit 1; }
@@ -37,6 +38,12 @@ t send-keys -t repl 'And another one' Enter
 wait_for 'stop: \(length\|eos\)' 1  # until the 1024-token context is nearly full, or the random model's EOS
 t send-keys -t repl '/bogus' Enter
 wait_for 'unknown command /bogus' 1
+t send-keys -t repl '/power 35' Enter
+wait_for 'power: 35%' 1
+t send-keys -t repl '/power 0' Enter
+wait_for 'usage: /power N' 1
+t send-keys -t repl '/power' Enter
+wait_for 'power: 35%' 2
 t send-keys -t repl "/save $work/chat.dsv4" Enter
 wait_for "saved $work/chat.dsv4" 1
 t send-keys -t repl '/quit' Enter

@@ -311,6 +311,24 @@ INSTANTIATE_TEST_SUITE_P(Recipes, CudaVsCpu,
                                          GateParam{"small-q2", true}, GateParam{"small-q2", false}),
                          param_name);
 
+// (2b) Files written by `ds4-gguf quantize` (issue 53) from a decisive f32 file load on CUDA and
+// hold the quantized gates against the CPU: small q2, and tiny q2 with its last layer at q4
+// (make_models.sh, set cuda). Quantize writes the recipes' own types (byte-identical to the
+// converter's, quantize_test.cpp), so these gates are those of the synthesized recipes.
+TEST(CudaQuantizedFile, LoadsAndAgreesWithTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << kNoCuda;
+  for (const std::string file : {"small-quantized-q2d", "tiny-quantized-mixd"}) {
+    SCOPED_TRACE(file);
+    const CpuAndCuda e = open_both(file, false);
+    ASSERT_TRUE(e.cpu != nullptr && e.cuda != nullptr);
+    std::printf("[gate] %s\n", file.c_str());
+    const Agreement ag = agreement_on_reference(e, file.substr(0, file.find('-')));
+    std::printf("  %s\n", ag.summary().c_str());
+    ASSERT_GT(ag.rows, 0);
+    expect_within_quant_gates(ag);
+  }
+}
+
 // (3) Decode steps submitted as CUDA graphs (the default) against eager CUDA steps
 // (DS4_CUDA_GRAPHS=0) and the CPU, over kDecodeSteps steps; all three follow the CPU's greedy
 // tokens. The graphs replay the eager launches, so their logits must be the eager ones bit for

@@ -5,8 +5,10 @@
 #                    quantized recipes, the decisive small q2 file and the tiny MTP file
 #   cuda             the `cuda` tests' files (model_cuda_test): the f32 reference shapes, the
 #                    quantized recipes of tiny and small q2, each also with --decisive-routing
-#                    (file name ending in d: tiny-q2d). Made only where a GPU is present: without
-#                    one those tests skip before they read a file.
+#                    (file name ending in d: tiny-q2d), and decisive f32 files quantized by
+#                    `ds4-gguf quantize` (small-quantized-q2d: q2; tiny-quantized-mixd: q2 with the
+#                    last layer at q4). Made only where a GPU is present: without one those tests
+#                    skip before they read a file.
 # A file is rebuilt only when missing or older than the ds4-gguf binary, so repeated test runs
 # reuse them. The sets share files and may run at once (ctest -j): one run at a time holds the
 # folder's lock.
@@ -38,6 +40,13 @@ converted() {  # shape: HF checkpoint of the same weights, converted back to f32
   fi
 }
 
+quantized() {  # shape name quantize-flags...: the shape's decisive f32 file through quantize
+  local f=$out/$1-quantized-$2.gguf shape=$1
+  shift 2
+  direct "$shape" f32d
+  fresh "$f" || "$gguf" quantize "$out/$shape-f32d.gguf" -o "$f" "$@" >/dev/null
+}
+
 case $set in
   model)
     converted tiny
@@ -59,6 +68,8 @@ case $set in
     fi
     for recipe in f32 q8 q2 q4 q8d q2d q4d; do direct tiny $recipe; done
     for recipe in f32 q2 q2d; do direct small $recipe; done
+    quantized small q2d --quant q2
+    quantized tiny mixd --quant q2 --q4-last 1
     fresh "$out/tiny-mtp.gguf" || "$gguf" synth --shape tiny --quant q2 --seed 1 --vocab "$vocab" \
       --mtp -o "$out/tiny-mtp.gguf" >/dev/null
     ;;

@@ -16,6 +16,11 @@
 #            file (MTP_DRAFT drafts, default 2): the draft + verify step's time, and each N's mtp
 #            replay (drafting paid, the probe verified); tools/cuda/mtp_table.py turns them into
 #            bench/mtp.md's table (mtp_table.md in the logs)
+#   quantized model_cuda_test's CudaQuantizedFile case: files written by ds4-gguf quantize (small
+#            q2, tiny q2 with its last layer at q4, from decisive f32 files) load on CUDA and hold
+#            the quantized gates against the CPU (issue 53)
+#   steering model_cuda_test's CudaSteering case: directional steering on CUDA against the CPU
+#            (prefill, one-row decode steps on graphs, a batched step of two scales; issue 54)
 #   mtpsame  ds4 --backend cuda on Flash q2, greedy, with and without --mtp (2 drafts, margin 0):
 #            the outputs must be byte-identical (tools/cuda/mtp_same.sh)
 #   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
@@ -162,7 +167,7 @@ fi
 targets=(ds4-gguf ds4 ds4-bench)
 has server && targets+=(ds4-server)
 tests_needed=0
-for s in kernels spectest check checkblas long gtest; do has $s && tests_needed=1; done
+for s in kernels spectest quantized steering check checkblas long gtest; do has $s && tests_needed=1; done
 if ((tests_needed)); then
   if [[ ${DS4_TESTS:-} != ON ]]; then
     echo "the test steps need GoogleTest in .devdeps (tools/cuda/make_devdeps.sh gtest)"
@@ -187,6 +192,10 @@ export -f cuda_ctest
 has gtest && step gtest 500 cuda_ctest gtest && tail -12 "$out/gtest.log"
 has kernels && step kernels 120 build-dev/tests/backend_cuda_test && tail -3 "$out/kernels.log"
 has spectest && step spectest 300 cuda_ctest spectest -R 'CudaBackend' && tail -12 "$out/spectest.log"
+has quantized && step quantized 300 cuda_ctest quantized -R 'CudaQuantizedFile' &&
+  tail -12 "$out/quantized.log"
+has steering && step steering 300 cuda_ctest steering -R 'CudaSteering' &&
+  tail -12 "$out/steering.log"
 has check && step check 400 cuda_ctest check -R 'CudaHuggingFace|CudaVsCpu|CudaDecode' \
   -E nocublas && tail -12 "$out/check.log"
 has checkblas && step checkblas 400 cuda_ctest checkblas -R nocublas &&

@@ -196,6 +196,33 @@ void CpuBackend::do_add(Act a, Act b, Act y) {
   for (int64_t i = 0; i < n; ++i) y.data[i] = a.data[i] + b.data[i];
 }
 
+void CpuBackend::do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                          Act y) {
+  const auto* d = static_cast<const float*>(direction.data);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const float s = rows[r].steer_scale(which);
+    if (s == 0.0f) continue;
+    float* v = y.row(static_cast<int64_t>(r));
+    double dot = 0.0;
+    for (int64_t i = 0; i < y.cols; ++i) dot += double{d[i]} * v[i];
+    const auto k = static_cast<float>(s * dot);
+    for (int64_t i = 0; i < y.cols; ++i) v[i] -= k * d[i];
+  }
+}
+
+void CpuBackend::do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows,
+                                    Act y) {
+  if (observer_ == nullptr) return;
+  positions_.resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) positions_[r] = rows[r].pos;
+  observer_->on_sublayer_outputs({.layer = layer,
+                                  .sublayer = which,
+                                  .rows = y.rows,
+                                  .n_embd = y.cols,
+                                  .values = {y.data, static_cast<size_t>(y.rows * y.cols)},
+                                  .positions = positions_});
+}
+
 void CpuBackend::do_copy(Act src, Act dst) {
   std::memcpy(dst.data, src.data, sizeof(float) * static_cast<size_t>(src.rows * src.cols));
 }

@@ -77,11 +77,15 @@ class CpuBackend final : public Backend {
   void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;
   void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                       Act logits) override;
+  void do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                Act y) override;
+  void do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y) override;
   void do_download(Act src, float* host) override;
   void do_upload_act(const float* host, Act dst) override;
 
  private:
-  Observer* observer_ = nullptr;  // not owned (EngineOptions::observer)
+  Observer* observer_ = nullptr;    // not owned (EngineOptions::observer)
+  std::vector<int32_t> positions_;  // a report's row positions
   Sequence& sequence(int seq);
   // Attention pieces (attention.cpp).
   void attend_row(const AttentionLayer& l, LayerCache& c, const RowTag& row,

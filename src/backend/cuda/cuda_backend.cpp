@@ -169,6 +169,8 @@ void CudaBackend::end_step() {
   }
 }
 
+void CudaBackend::wait_idle() { DS4_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
 CudaBackend::~CudaBackend() {
   if (options_.graph_stats) {
     std::fprintf(stderr, "ds4 cuda: %lld graph segments launched, %lld graph instantiations\n",
@@ -649,6 +651,28 @@ void CudaBackend::do_hc_post(Act x, Act f, Act mix, Act y) {
 
 void CudaBackend::do_add(Act a, Act b, Act y) {
   launch_add(a.data, b.data, a.rows * a.cols, y.data, stream_);
+}
+
+void CudaBackend::do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                           Act y) {
+  const float first = rows.empty() ? 0.0f : rows[0].steer_scale(which);
+  bool uniform = true;
+  for (const RowTag& r : rows) uniform = uniform && r.steer_scale(which) == first;
+  const float* scales = nullptr;
+  if (!uniform) {
+    // Sessions of one batched step with scales of their own: the rows' scales on the device.
+    // Only one-row steps are recorded as graphs, so this copy is eager and may wait.
+    if (graph_.recording()) cut_recording();
+    row_scales_host_.resize(rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) row_scales_host_[r] = rows[r].steer_scale(which);
+    grow(row_scales_, rows.size() * sizeof(float));
+    DS4_CUDA_CHECK(cudaMemcpyAsync(row_scales_.get(), row_scales_host_.data(),
+                                   rows.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host array is reused by the next call
+    scales = static_cast<const float*>(row_scales_.get());
+  }
+  launch_steer(static_cast<const float*>(direction.data), scales, first, y.rows, y.cols, y.data,
+               stream_);
 }
 
 void CudaBackend::do_copy(Act src, Act dst) {

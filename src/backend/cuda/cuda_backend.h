@@ -128,6 +128,7 @@ class CudaBackend final : public Backend {
   // submitted as a graph; any other step runs eagerly.
   void begin_step(std::span<const RowTag> rows) override;
   void end_step() override;
+  void wait_idle() override;
   const StepGraph::Counts& graph_counts() const { return graph_.counts(); }
 
  protected:
@@ -139,6 +140,8 @@ class CudaBackend final : public Backend {
                  Act normed) override;
   void do_hc_post(Act x, Act f, Act mix, Act y) override;
   void do_add(Act a, Act b, Act y) override;
+  void do_steer(const Weight& direction, std::span<const RowTag> rows, Sublayer which,
+                Act y) override;
   void do_copy(Act src, Act dst) override;
   void do_attention(int il, const AttentionLayer& layer, std::span<const RowTag> rows,
                     const AttentionInputs& in, Act out) override;
@@ -252,6 +255,8 @@ class CudaBackend final : public Backend {
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
   PinnedInts row_tokens_pinned_;  // a recorded step's token ids
+  DeviceMemory row_scales_;       // a batched step's steering scales per row (do_steer)
+  std::vector<float> row_scales_host_;
   Options options_;
   int profiled_steps_ = 0;
   int profile_at_state_ = 0;  // profile_at: 0 waiting, 1 range open, 2 done

@@ -307,6 +307,34 @@ __global__ void add_kernel(const float* a, const float* b, int64_t n, float* y) 
     y[i] = a[i] + b[i];
 }
 
+namespace {
+// One CTA per row: dot = d . y[row] in double (a fixed order, so a row's result does not depend
+// on the batch), then y[row] -= s * dot * d; s is scales[row], or `scale` without the array.
+__global__ void steer_kernel(const float* d, const float* scales, float scale, int64_t cols,
+                             float* y) {
+  kernel_begin();
+  __shared__ double part[32];
+  const int64_t row = blockIdx.x;
+  const float s = scales != nullptr ? scales[row] : scale;
+  if (s == 0.0f) return;  // the whole CTA alike
+  float* v = y + row * cols;
+  double dot = 0.0;
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+    dot = add_product(dot, double(d[i]), double(v[i]));
+  dot = block_sum_double(dot, part);
+  const auto k = static_cast<float>(double(s) * dot);
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) v[i] -= k * d[i];
+}
+}  // namespace
+
+void launch_steer(const float* direction, const float* scales, float scale, int64_t rows,
+                  int64_t cols, float* y, cudaStream_t s) {
+  if (rows == 0 || cols == 0) return;
+  launch(steer_kernel, dim3(static_cast<unsigned>(rows)), kThreads, 0, s, direction, scales, scale,
+         cols, y);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
 void launch_add(const float* a, const float* b, int64_t n, float* y, cudaStream_t s) {
   if (n == 0) return;
   const int64_t ctas = std::min<int64_t>((n + kThreads - 1) / kThreads, 1024);

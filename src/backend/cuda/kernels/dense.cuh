@@ -14,6 +14,10 @@ namespace ds4::backend::cuda {
 // out[r] = `copies` copies of row tokens[r] of an F16 or F32 table of n_embd columns.
 void launch_embed(const void* table, gguf::GgufType type, int64_t n_embd, const int32_t* tokens,
                   int64_t rows, int copies, float* out, cudaStream_t s);
+// Directional steering: y[r] -= s_r * d * (d . y[r]) for each of `rows` rows of `cols`, s_r =
+// scales[r] (device memory), or `scale` for every row when scales is null.
+void launch_steer(const float* direction, const float* scales, float scale, int64_t rows,
+                  int64_t cols, float* y, cudaStream_t s);
 // y[i] = a[i] + b[i] for i < n (y may be a or b).
 void launch_add(const float* a, const float* b, int64_t n, float* y, cudaStream_t s);
 // y = RMSNorm of each `segment` of each row (weight optional, F32 of length segment).

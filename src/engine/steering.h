@@ -1,0 +1,17 @@
+// src/engine/steering.h: directional steering's direction file and scales (features.md §8).
+#pragma once
+
+#include <string>
+
+#include "ds4/session.h"
+#include "engine/engine_impl.h"
+
+namespace ds4 {
+
+// Scales within range and finite; a non-zero one only with a direction file.
+Status check_steering(const Steering& s, bool has_file);
+// Reads the direction file (n_layer x n_embd float32, exactly that size, finite) into the
+// engine and binds one direction per layer (ModelWeights::steering).
+Status load_steering(Engine::Impl& e, const std::string& path);
+
+}  // namespace ds4
