@@ -289,7 +289,8 @@ int main(int argc, char** argv) {
       .n_ctx = f.run.ctx,
       .model_id = std::string(shape == "pro" ? ds4::api::kProId : ds4::api::kFlashId),
       .chat_template = chat_template,
-      .special_tokens_in_client_text = f.special_tokens_in_client_text};
+      .special_tokens_in_client_text = f.special_tokens_in_client_text,
+      .steering_file = !f.run.steering_file.empty()};
   ds4::http::HttpOptions ho{.host = f.host,
                             .port = f.port,
                             .api_key = *api_key,

@@ -255,6 +255,7 @@ ApiResult<ApiRequest> parse_object(const json& body, const nlohmann::ordered_jso
   if (f.error()) return *f.error();
   client.top_k = static_cast<int>(std::clamp<long long>(top_k, 0, 1 << 20));
   r.sampling = r.think == chat::ThinkMode::kNone ? client : SamplingParams{};  // §1.6
+  if (auto e = parse_steering(body, config, &r.steering)) return *e;
   if (const json* stops = f.find("stop_sequences")) {
     if (!stops->is_array())
       return bad_request("'stop_sequences' must be an array", "stop_sequences");

@@ -171,6 +171,7 @@ ApiResult<ApiRequest> parse_object(Endpoint endpoint, const json& body,
   // §1.6: thinking mode ignores the client's knobs (the official API does the same).
   r.sampling = r.think == chat::ThinkMode::kNone ? client : SamplingParams{.seed = client.seed};
   if (auto e = parse_stop(body, &r.stop)) return *e;
+  if (auto e = parse_steering(body, config, &r.steering)) return *e;
 
   if (endpoint == Endpoint::kCompletions) {
     const json* p = f.find("prompt");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/anthropic_request.h"
 #include "tokenizer/test_vocab.h"
 
 namespace ds4::api {
@@ -94,6 +95,38 @@ TEST(ParseRequest, StopStrings) {
             std::vector<std::string>{"END"});
   EXPECT_EQ(ok(R"({"messages":[{"content":"x"}],"stop":["a","","b"]})").stop,
             (std::vector<std::string>{"a", "b"}));
+}
+
+// The "dir_steering" extension (features.md §8, issue 54): scales per request, checked like the
+// sampling fields, refused on a server without a direction file, carried into the request.
+TEST(ParseRequest, DirSteeringExtension) {
+  const ApiConfig with_file{.n_ctx = 32768, .steering_file = true};
+  const std::string msgs = R"("messages":[{"role":"user","content":"Hi"}])";
+  EXPECT_FALSE(ok("{" + msgs + "}", Endpoint::kChat, with_file).steering.has_value());
+  const ApiRequest r =
+      ok("{" + msgs + R"(,"dir_steering":{"ffn":-1.5,"attn":0.25}})", Endpoint::kChat, with_file);
+  ASSERT_TRUE(r.steering.has_value());
+  EXPECT_EQ(*r.steering, (Steering{.attn = 0.25f, .ffn = -1.5f}));
+  EXPECT_EQ(*ok(R"({"prompt":"Hi","dir_steering":{"attn":2}})", Endpoint::kCompletions, with_file)
+                 .steering,
+            (Steering{.attn = 2}));
+  // Zero scales ask for nothing: accepted without a file.
+  EXPECT_EQ(*ok("{" + msgs + R"(,"dir_steering":{"ffn":0}})").steering, Steering{});
+  EXPECT_NE(err("{" + msgs + R"(,"dir_steering":{"ffn":1}})").message.find("--dir-steering-file"),
+            std::string::npos);
+  for (const char* bad : {R"("dir_steering":{"ffn":101})", R"("dir_steering":{"attn":"x"})",
+                          R"("dir_steering":[1,2])"}) {
+    auto res = parse_request(Endpoint::kChat, "{" + msgs + "," + bad + "}", with_file);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(res)) << bad;
+    EXPECT_EQ(std::get<ApiError>(res).status, 400) << bad;
+  }
+  // Anthropic messages take it too, and build_request carries it to the scheduler's request.
+  const auto m = parse_messages_request(
+      R"({"model":"deepseek-v4-flash","max_tokens":8,"messages":[{"role":"user","content":"Hi"}],)"
+      R"("dir_steering":{"ffn":3}})",
+      with_file);
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(m));
+  EXPECT_EQ(*std::get<ApiRequest>(m).steering, (Steering{.ffn = 3}));
 }
 
 TEST(ParseRequest, BadInputIsA400WithTheField) {

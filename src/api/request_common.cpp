@@ -82,10 +82,32 @@ ApiResult<serve::Request> build_request(const ApiRequest& r, const Tokenizer& to
                                .tools = r.tools,
                                .tool_choice = r.tool_choice,
                                .reasoning_budget = r.reasoning_budget};
+  out.steering = r.steering;
   out.protocol = r.endpoint == Endpoint::kResponses     ? serve::Protocol::kResponses
                  : r.endpoint == Endpoint::kCompletions ? serve::Protocol::kCompletions
                                                         : serve::Protocol::kChat;
   return out;
+}
+
+std::optional<ApiError> parse_steering(const json& body, const ApiConfig& config,
+                                       std::optional<Steering>* out) {
+  const auto it = body.find("dir_steering");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) {
+    return bad_request("'dir_steering' must be an object {\"ffn\": F, \"attn\": A}",
+                       "dir_steering");
+  }
+  Steering s;
+  Fields f(*it);
+  f.number("ffn", &s.ffn, -Steering::kMaxScale, Steering::kMaxScale);
+  f.number("attn", &s.attn, -Steering::kMaxScale, Steering::kMaxScale);
+  if (f.error()) return *f.error();
+  if (s.active() && !config.steering_file) {
+    return bad_request("'dir_steering' needs a server started with --dir-steering-file",
+                       "dir_steering");
+  }
+  *out = s;
+  return std::nullopt;
 }
 
 const json* Fields::find(const char* key) const {

@@ -45,6 +45,9 @@ struct ApiConfig {
   // (system, user, tool-result content, tool schemas) become control tokens, as in the reference
   // servers. Off: they are text (chat::RenderedPrompt), so a document cannot forge a turn.
   bool special_tokens_in_client_text = false;
+  // The server loaded a directional steering file (--dir-steering-file): requests may set their
+  // own scales (the "dir_steering" extension field); without one, only zero scales.
+  bool steering_file = false;
 };
 
 // With config.max_token_bytes known: 400 context_length_exceeded ("at least N tokens") when
@@ -69,6 +72,8 @@ struct ApiRequest {
   bool emit_reasoning = true;
   // Responses only: the response whose conversation this input continues ("" = none).
   std::string previous_response_id;
+  // The "dir_steering" extension field: {"ffn": F, "attn": A} (each -100..100, absent: 0).
+  std::optional<Steering> steering;
 };
 
 // True for the model ids the server answers to (the loaded model's aliases).
@@ -129,6 +134,12 @@ std::optional<ApiError> attach_tools(const nlohmann::json& tools,
 chat::ThinkMode resolve_think_mode(std::optional<bool> enabled,
                                    std::optional<chat::ThinkMode> effort, const std::string& model,
                                    const ApiConfig& config);
+
+// The "dir_steering" extension field of every protocol's body, {"ffn": F, "attn": A} (a beyond-
+// the-reference control of directional steering, features.md §8): 400 for a member that is not
+// an object, a scale outside -100..100, or a non-zero scale on a server without a direction file.
+std::optional<ApiError> parse_steering(const nlohmann::json& body, const ApiConfig& config,
+                                       std::optional<Steering>* out);
 
 // 404 model_not_found for ids the server does not answer to.
 std::optional<ApiError> check_model(const std::string& model);

@@ -197,6 +197,7 @@ ApiResult<ResponsesParsed> parse_object(const json& body, const nlohmann::ordere
   f.boolean("stream", &r.stream);
   if (f.error()) return *f.error();
   r.sampling = r.think == chat::ThinkMode::kNone ? client : SamplingParams{};  // §1.6
+  if (auto e = parse_steering(body, config, &r.steering)) return *e;
 
   if (!r.previous_response_id.empty()) {
     auto prior = store ? store->find(r.previous_response_id) : std::nullopt;

@@ -4,10 +4,12 @@
 // Does not own: JSON or any protocol defaults (api/ decides them), sessions (scheduler.h).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ds4/sampling.h"
+#include "ds4/session.h"
 #include "ds4/status.h"
 #include "ds4/tokenizer.h"
 #include "ds4/types.h"
@@ -44,6 +46,10 @@ struct Request {
   // The template kept the reasoning of earlier turns (chat::keeps_earlier_reasoning): a client's
   // next request repeats the "<think>" this prompt ends with (the visible transcript, §2.7).
   bool keeps_reasoning = false;
+  // The request's directional steering scales (the "dir_steering" extension field, features.md
+  // §8); none: the server's (--dir-steering-*). A session computed with other scales is not
+  // reused for it, and the disk cache serves and keeps only the server's.
+  std::optional<Steering> steering;
 };
 
 // Appends the tokens of rendered[from..] (a continuation of tokens that cover rendered[..from]),

@@ -134,8 +134,14 @@ class Scheduler {
   void after_verification(Slot& slot, const StepEntry& entry);
   void after_prefill(Slot& slot);
   void finish(Slot& slot, FinishReason reason, Status error = Status::ok());
-  // Disk cache (scheduler_disk.cpp).
-  PromptPlan disk_miss(Slot& slot, PromptPlan plan);  // evict save, then a load or a cold plan
+  // Directional steering: the scales a request runs with (its own, else the engine's), and
+  // bringing a session to them (a session computed with other scales starts again: empty).
+  Steering steering_of(const Request& request) const;
+  Status steer_session(Session& s, const Steering& want);
+  // Disk cache (scheduler_disk.cpp): files hold states of the engine's own scales only.
+  // disk_miss: the evict save, the session brought to the request's scales (`want`), then a load
+  // (only for the engine's scales) or a cold plan.
+  PromptPlan disk_miss(Slot& slot, PromptPlan plan, const Steering& want);
   size_t chunk_stop(const Slot& slot, size_t from, size_t to) const;
   void after_prefill_chunk(Slot& slot);
   void before_decode(Slot& slot);

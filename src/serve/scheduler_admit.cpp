@@ -43,16 +43,34 @@ const std::string& Scheduler::live_text(Slot& slot) {
   return slot.text;
 }
 
+Steering Scheduler::steering_of(const Request& request) const {
+  return request.steering.value_or(engine_->options().steering);
+}
+
+Status Scheduler::steer_session(Session& s, const Steering& want) {
+  if (s.steering() == want) return Status::ok();
+  if (s.n_tokens() > 0) DS4_TRY(s.rewind(0));
+  return s.set_steering(want);
+}
+
 Scheduler::Slot* Scheduler::choose_slot(const Request& request, PromptPlan* plan) {
   Slot* reuse = nullptr;
   Slot* empty = nullptr;
   Slot* lru = nullptr;
   PromptPlan lru_plan;  // the miss plan of the least recently used session, kept from the scan
+  const Steering want = steering_of(request);
   for (auto& slot : slots_) {
     if (slot->active) continue;
     const Session& s = *slot->session;
     if (s.n_tokens() == 0) {
       if (!empty) empty = slot.get();
+      continue;
+    }
+    if (s.steering() != want) {  // computed with other scales: nothing of it is reusable
+      if (!lru || slot->last_used < lru->last_used) {
+        lru = slot.get();
+        lru_plan = plan_prompt({}, *tok_, request);
+      }
       continue;
     }
     PromptPlan p = plan_prompt(s.tokens(), *tok_, request,
@@ -92,7 +110,10 @@ void Scheduler::place(std::unique_ptr<Waiting> w) {
   running_.fetch_add(1);
   Active& a = *slot->active;
   Session& s = *slot->session;
-  if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan));
+  const Steering want = steering_of(a.request);
+  if (disk_ && plan.source == CacheSource::kMiss) plan = disk_miss(*slot, std::move(plan), want);
+  if (Status st = steer_session(s, want); !st.is_ok())
+    return finish(*slot, FinishReason::kError, st);
   // The last request's visible-transcript binding ends here (its evict save, if any, is done).
   slot->visible.clear();
   slot->visible_at = 0;

@@ -21,7 +21,7 @@ const char* key_name(uint8_t flags) {
 
 }  // namespace
 
-PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
+PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan, const Steering& want) {
   Active& a = *slot.active;
   Session& s = *slot.session;
   const CachePolicyOptions& policy = options_.cache;
@@ -33,6 +33,13 @@ PromptPlan Scheduler::disk_miss(Slot& slot, PromptPlan plan) {
   slot.saved_at = 0;
   slot.last_stored = 0;
   slot.cold = 0;
+  // The session takes the request's scales before a file may be loaded into it; the files hold
+  // states computed with the engine's scales, so a request with its own neither loads nor saves.
+  if (Status st = steer_session(s, want); !st.is_ok()) {
+    disk_->log("kv cache: cannot steer the session: " + st.to_string());
+    return plan;
+  }
+  if (want != engine_->options().steering) return plan;
   const std::string_view rendered = a.request.rendered;
   if (!rendered.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -110,6 +117,7 @@ void Scheduler::before_decode(Slot& slot) {
 
 void Scheduler::save_checkpoint(Slot& slot, kv::SaveReason reason) {
   const Session& s = *slot.session;
+  if (s.steering() != engine_->options().steering) return;  // disk_miss: other scales stay off disk
   const size_t n = static_cast<size_t>(s.n_tokens());
   slot.saved_at = n;
   if (n > slot.last_stored) slot.last_stored = n;

@@ -6,10 +6,18 @@
 // batched together into shared engine steps -- at different positions, one finishing and one
 // cancelled mid-batch -- produce exactly what each produces alone (greedy and seeded sampling); a
 // continued conversation finds its own session among several; the least recently used idle
-// session is the one replaced; a request cancelled while it waits never takes a session.
+// session is the one replaced; a request cancelled while it waits never takes a session; requests
+// with their own steering scales share no state with others.
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ds4/chat.h"
 
@@ -551,6 +559,66 @@ TEST_F(SchedulerTest, DraftingLeavesGreedyOutputAsItIsAndTurnsOffInABatch) {
   EXPECT_GE(ds.usage.completion_tokens, 1);
   EXPECT_LE(ds.usage.completion_tokens, 20);
   EXPECT_GT(ds.usage.draft_steps, 0);
+}
+
+// Directional steering per request (the "dir_steering" extension): a request with its own scales
+// never continues a session computed with others (nothing cached), repeats itself, and leaves
+// the plain requests' output as a server without a direction file gives it.
+TEST_F(SchedulerTest, RequestsSteerByTheirOwnScalesAndShareNoState) {
+  auto probe = Engine::open({.model_path = DS4_SERVER_MODEL, .threads = 2});
+  ASSERT_TRUE(probe.is_ok());
+  const size_t floats = size_t((*probe)->info().n_layer) * size_t((*probe)->info().n_embd);
+  const std::string file = ::testing::TempDir() + "sched_dirs_" + std::to_string(getpid());
+  {
+    std::vector<float> d(floats);
+    for (size_t i = 0; i < floats; ++i) d[i] = (i * 7919 % 13 < 6 ? 1.0f : -1.0f) / 16.0f;
+    FILE* f = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(d.data(), sizeof(float), floats, f), floats);
+    std::fclose(f);
+  }
+  // A greedy request of `r` with scales `st`: its text, its end, its cached tokens.
+  auto run = [&](Scheduler& s, Request r, std::optional<Steering> st) {
+    r.sampling.temperature = 0;
+    r.steering = st;
+    std::string text;
+    Event done = drain(**s.submit(std::move(r)), &text);
+    EXPECT_TRUE(done.error.is_ok()) << done.error.to_string();
+    return std::pair{text, done};
+  };
+  const Request first = chat("Tell me something", 10);
+  auto plain_server = start();
+  const auto [want, d0] = run(*plain_server, first, std::nullopt);
+  EngineOptions eo{.model_path = DS4_SERVER_MODEL, .threads = 2};
+  eo.steering_file = file;
+  auto e = Engine::open(eo);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto s = Scheduler::start(std::move(*e), *tok_,
+                            {.n_ctx = kCtx, .prefill_chunk = 16, .max_queue = 8, .sessions = 1});
+  ASSERT_TRUE(s.is_ok());
+  const auto [plain, d1] = run(**s, first, std::nullopt);
+  EXPECT_EQ(plain, want) << "a file at scale 0 changes nothing";
+  // The plain answer's conversation, continued with scales of its own: nothing reused.
+  const Request next = continued(first.rendered, d1, "More", 6);
+  const auto [steered, d2] = run(**s, next, Steering{.ffn = 4.0f});
+  {  // the control: the same continuation at the server's scales continues the session
+    auto ctl = start();
+    run(*ctl, first, std::nullopt);
+    EXPECT_GT(run(*ctl, next, std::nullopt).second.usage.cached_tokens, 0);
+  }
+  EXPECT_EQ(d2.usage.cached_tokens, 0) << "the plain session was reused for steered scales";
+  // The steered answer's conversation continued with the same scales continues its session; with
+  // the server's scales it starts again.
+  const Request third = continued(next.rendered, d2, "Again", 4);
+  const auto [kept, d3] = run(**s, third, Steering{.ffn = 4.0f});
+  EXPECT_GT(d3.usage.cached_tokens, 0) << "the same scales continue their own session";
+  const auto [fresh, d4] = run(**s, third, std::nullopt);
+  EXPECT_EQ(d4.usage.cached_tokens, 0);
+  // Steering changes the answer: the steered continuation against the same one run plainly.
+  auto plain_again = start();
+  const auto [unsteered, d5] = run(*plain_again, next, std::nullopt);
+  EXPECT_NE(steered, unsteered);
+  std::remove(file.c_str());
 }
 
 }  // namespace
