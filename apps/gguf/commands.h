@@ -105,6 +105,7 @@ struct ImatrixCmdOptions {
   int save_every = 16;
   int max_chunks = 0;
   int threads = 0;
+  std::string backend = "cpu";
   bool progress = false;
 };
 int run_imatrix(const ImatrixCmdOptions& opts);

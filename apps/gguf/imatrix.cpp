@@ -37,16 +37,18 @@ int run_imatrix(const ImatrixCmdOptions& opts) {
   }
   if (opts.model.empty()) return fail(Status::invalid_argument("a model file is required"));
   imatrix::CalibrateReport report;
-  const Status st = imatrix::calibrate({.model = opts.model,
-                                        .text_files = opts.text,
-                                        .chat_files = opts.chat,
-                                        .output = opts.output,
-                                        .chunk_tokens = opts.chunk,
-                                        .save_every = opts.save_every,
-                                        .max_chunks = opts.max_chunks,
-                                        .threads = opts.threads,
-                                        .progress = opts.progress},
-                                       &report);
+  const Status st = imatrix::calibrate(
+      {.model = opts.model,
+       .text_files = opts.text,
+       .chat_files = opts.chat,
+       .output = opts.output,
+       .chunk_tokens = opts.chunk,
+       .save_every = opts.save_every,
+       .max_chunks = opts.max_chunks,
+       .threads = opts.threads,
+       .backend = opts.backend == "cuda" ? BackendKind::kCuda : BackendKind::kCpu,
+       .progress = opts.progress},
+      &report);
   if (!st.is_ok()) return fail(st);
   std::printf(
       "wrote %s: %llu of %llu chunks (%llu resumed), %llu tokens in %.1f s (%.1f tokens/s)\n",

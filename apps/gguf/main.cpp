@@ -151,7 +151,10 @@ int main(int argc, char** argv) {
   ImatrixCmdOptions imx;
   CLI::App* imx_cmd = app.add_subcommand(
       "imatrix", "accumulate the routed experts' importance matrix over a calibration corpus");
-  imx_cmd->add_option("file", imx.model, "model GGUF (CPU backend)");
+  imx_cmd->add_option("file", imx.model, "model GGUF");
+  imx_cmd->add_option("--backend", imx.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   imx_cmd->add_option("--text", imx.text, "calibration text files (cut into --chunk tokens)");
   imx_cmd->add_option("--chat", imx.chat,
                       "JSONL files of chat prompts ({\"messages\": [...]} or {\"prompt\": ...})");

@@ -112,6 +112,10 @@ int main(int argc, char** argv) {
               "keep the part along the contrast prompts' mean direction");
   b->add_option("-t,--threads", build.threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096));
   b->add_flag("--progress", build.progress, "a line per prompt on stderr");
+  std::string build_backend = "cpu";
+  b->add_option("--backend", build_backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 
   SweepOptions sweep;
   sweep.run.think = ds4::chat::ThinkMode::kNone;
@@ -142,6 +146,7 @@ int main(int argc, char** argv) {
     build.component =
         component.rfind("attn", 0) == 0 ? ds4::Sublayer::kAttention : ds4::Sublayer::kFfn;
     build.orthogonalize = !no_orthogonalize;
+    build.backend = build_backend == "cuda" ? ds4::BackendKind::kCuda : ds4::BackendKind::kCpu;
     ds4::steer::BuildReport report;
     const ds4::Status st = ds4::steer::build(build, &report);
     if (!st.is_ok()) {

@@ -124,8 +124,8 @@ struct EngineOptions {
   // the engine sleeps so that busy / (busy + idle) = power / 100. Results do not change.
   int power = 100;
   // Sees what each forward pass computes (ds4/observer.h: the routed experts' inputs, the
-  // sublayers' outputs); not owned, must outlive the engine. CPU backend only: another backend
-  // refuses it at open.
+  // sublayers' outputs); not owned, must outlive the engine. The CPU and CUDA backends report (on
+  // CUDA each report copies to the host and steps run without graphs: slower, for tools).
   Observer* observer = nullptr;
 };
 

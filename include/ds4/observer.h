@@ -2,8 +2,8 @@
 // learn from the model's own activations (ds4-gguf imatrix: what reaches each routed expert;
 // ds4-steer build: each layer's attention or FFN output). An observer is handed to the engine in
 // EngineOptions::observer (not owned; it must outlive the engine) and called on the engine's
-// thread during each pass, the spans valid for the call only. The CPU backend reports; the engine
-// refuses an observer on another backend.
+// thread during each pass, the spans valid for the call only. The CPU and CUDA backends report
+// (the same values within their tolerances).
 #pragma once
 
 #include <cstdint>

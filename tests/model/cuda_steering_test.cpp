@@ -1,8 +1,10 @@
-// tests/model/cuda_steering_test.cpp (label cuda): directional steering (features.md §8) on the
-// CUDA backend, tiny-f32 in Hugging Face mode (the simulations off, so only summation orders
-// differ between the backends): steered logits against the CPU's in prefill, in one-row decode
-// steps (recorded as CUDA graphs) and in a batched step whose sessions steer by different scales;
-// zero scales leave the CUDA logits bit for bit as without a direction file.
+// tests/model/cuda_steering_test.cpp (label cuda): directional steering (features.md §8) and
+// observers on the CUDA backend, f32 files in Hugging Face mode (the simulations off, so only
+// summation orders differ between the backends): steered logits against the CPU's in prefill, in
+// one-row decode steps (recorded as CUDA graphs) and in a batched step whose sessions steer by
+// different scales; zero scales leave the CUDA logits bit for bit as without a direction file;
+// an observer sees on CUDA what it sees on the CPU (the routed experts' inputs, the sublayers'
+// outputs), on a file whose routing is decisive (the same experts on both backends).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,6 +107,58 @@ TEST(CudaSteering, MatchesTheCpuInPrefillDecodeAndBatches) {
     EXPECT_LE(rel_l2(g->logits(), c->logits()), kSteeredRelL2) << "step " << i;
     EXPECT_LE(rel_l2(g_plain->logits(), c_plain->logits()), kSteeredRelL2) << "step " << i;
   }
+}
+
+// What an observer keeps of a pass: every report, flattened in call order.
+struct Recorded : Observer {
+  std::vector<int32_t> experts;
+  std::vector<float> in, weights, down_in, outputs;
+  int expert_calls = 0, sublayer_calls = 0;
+  void on_expert_inputs(const ExpertInputs& x) override {
+    ++expert_calls;
+    experts.insert(experts.end(), x.experts.begin(), x.experts.end());
+    in.insert(in.end(), x.in.begin(), x.in.end());
+    weights.insert(weights.end(), x.weights.begin(), x.weights.end());
+    down_in.insert(down_in.end(), x.down_in.begin(), x.down_in.end());
+  }
+  void on_sublayer_outputs(const SublayerOutputs& o) override {
+    ++sublayer_calls;
+    outputs.insert(outputs.end(), o.values.begin(), o.values.end());
+  }
+};
+
+TEST(CudaObserver, ReportsWhatTheCpuReports) {
+  if (!cuda_available()) GTEST_SKIP() << kNoCuda;
+  Recorded on_cpu, on_cuda;
+  auto open = [](BackendKind b, Observer* obs) {
+    EngineOptions o;
+    o.model_path = model_path("tiny-f32d");
+    o.backend = b;
+    o.qat_simulation = false;
+    o.f16_kv_rows = false;
+    o.observer = obs;
+    auto e = Engine::open(o);
+    EXPECT_TRUE(e.is_ok()) << e.status().message();
+    return e.is_ok() ? std::move(e).value() : nullptr;
+  };
+  auto cpu = open(BackendKind::kCpu, &on_cpu), cuda = open(BackendKind::kCuda, &on_cuda);
+  ASSERT_TRUE(cpu && cuda);
+  const std::vector<TokenId> prompt = test_prompt(24, 6), more = test_prompt(3, 13);
+  for (auto* e : {cpu.get(), cuda.get()}) {  // a prefill, then one-row steps
+    auto s = e->create_session({.n_ctx = 128, .prefill_chunk = 64});
+    ASSERT_TRUE(s.is_ok() && (*s)->append(prompt).is_ok());
+    for (TokenId t : more) ASSERT_TRUE((*s)->eval(t).is_ok());
+  }
+  EXPECT_EQ(on_cuda.expert_calls, on_cpu.expert_calls);
+  EXPECT_EQ(on_cuda.sublayer_calls, on_cpu.sublayer_calls);
+  EXPECT_EQ(on_cuda.experts, on_cpu.experts) << "decisive routing: the same experts";
+  ASSERT_EQ(on_cuda.in.size(), on_cpu.in.size());
+  ASSERT_EQ(on_cuda.down_in.size(), on_cpu.down_in.size());
+  ASSERT_EQ(on_cuda.outputs.size(), on_cpu.outputs.size());
+  EXPECT_LE(rel_l2(on_cuda.weights, on_cpu.weights), kSteeredRelL2);
+  EXPECT_LE(rel_l2(on_cuda.in, on_cpu.in), kSteeredRelL2);
+  EXPECT_LE(rel_l2(on_cuda.down_in, on_cpu.down_in), kSteeredRelL2);
+  EXPECT_LE(rel_l2(on_cuda.outputs, on_cpu.outputs), kSteeredRelL2);
 }
 
 }  // namespace

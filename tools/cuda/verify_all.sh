@@ -19,8 +19,9 @@
 #   quantized model_cuda_test's CudaQuantizedFile case: files written by ds4-gguf quantize (small
 #            q2, tiny q2 with its last layer at q4, from decisive f32 files) load on CUDA and hold
 #            the quantized gates against the CPU (issue 53)
-#   steering model_cuda_test's CudaSteering case: directional steering on CUDA against the CPU
-#            (prefill, one-row decode steps on graphs, a batched step of two scales; issue 54)
+#   steering model_cuda_test's CudaSteering and CudaObserver cases: steering on CUDA against the
+#            CPU (prefill, one-row decode steps on graphs, a batched step of two scales; issue 54)
+#            and what an observer sees on both (expert inputs, sublayer outputs; issue 53)
 #   mtpsame  ds4 --backend cuda on Flash q2, greedy, with and without --mtp (2 drafts, margin 0):
 #            the outputs must be byte-identical (tools/cuda/mtp_same.sh)
 #   check    the gates of model_cuda_test on the test shapes (HF gates, CPU vs CUDA within
@@ -194,7 +195,7 @@ has kernels && step kernels 120 build-dev/tests/backend_cuda_test && tail -3 "$o
 has spectest && step spectest 300 cuda_ctest spectest -R 'CudaBackend' && tail -12 "$out/spectest.log"
 has quantized && step quantized 300 cuda_ctest quantized -R 'CudaQuantizedFile' &&
   tail -12 "$out/quantized.log"
-has steering && step steering 300 cuda_ctest steering -R 'CudaSteering' &&
+has steering && step steering 300 cuda_ctest steering -R 'CudaSteering|CudaObserver' &&
   tail -12 "$out/steering.log"
 has check && step check 400 cuda_ctest check -R 'CudaHuggingFace|CudaVsCpu|CudaDecode' \
   -E nocublas && tail -12 "$out/check.log"

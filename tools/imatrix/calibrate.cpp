@@ -115,6 +115,7 @@ Status calibrate(const CalibrateOptions& o, CalibrateReport* report) {
   EngineOptions eo;
   eo.model_path = o.model;
   eo.threads = o.threads;
+  eo.backend = o.backend;
   eo.observer = &collector;
   DS4_ASSIGN_OR_RETURN(const auto engine, Engine::open(eo));
   const ModelInfo& info = engine->info();

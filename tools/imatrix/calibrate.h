@@ -27,6 +27,7 @@ struct CalibrateOptions {
   int save_every = 16;  // chunks between saves of the output
   int max_chunks = 0;   // stop after this many in all (0: the whole corpus); a later run resumes
   int threads = 0;
+  BackendKind backend = BackendKind::kCpu;  // the observer reports on both (CUDA: slower steps)
   bool progress = false;
 };
 

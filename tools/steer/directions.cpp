@@ -129,6 +129,7 @@ Status build(const BuildOptions& o, BuildReport* report) {
   EngineOptions eo;
   eo.model_path = o.model;
   eo.threads = o.threads;
+  eo.backend = o.backend;
   // The observer is set once the shape is known: a first open reads it.
   int n_layer = 0;
   int64_t n_embd = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ds4/engine.h"
 #include "ds4/observer.h"
 #include "ds4/status.h"
 
@@ -28,6 +29,7 @@ struct BuildOptions {
   bool pair_normalize = false;  // mean of the normalised pair differences
   bool orthogonalize = true;    // remove the part along the contrast set's mean direction
   int threads = 0;
+  BackendKind backend = BackendKind::kCpu;
   bool progress = false;
 };
 
@@ -49,7 +51,7 @@ std::vector<float> directions(const std::vector<std::vector<float>>& good,
                               const std::vector<std::vector<float>>& bad, int n_layer,
                               int64_t n_embd, bool pair_normalize, bool orthogonalize);
 
-// Runs the model (CPU backend) over both prompt sets and writes the direction file and metadata.
+// Runs the model (o.backend) over both prompt sets and writes the direction file and metadata.
 Status build(const BuildOptions& o, BuildReport* report = nullptr);
 
 }  // namespace ds4::steer

@@ -147,7 +147,7 @@ void CudaBackend::begin_step(std::span<const RowTag> rows) {
     DS4_CUDA_CHECK(cudaProfilerStart());
     profile_at_state_ = 1;
   }
-  if (!options_.graphs || n != 1 || !warm) return;
+  if (!options_.graphs || observer_ != nullptr || n != 1 || !warm) return;
   // The recorded copy of the token ids reads row_tokens_pinned_ when the graph runs: the last
   // step (which may still be running) must be done with it before it is rewritten.
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -673,6 +673,21 @@ void CudaBackend::do_steer(const Weight& direction, std::span<const RowTag> rows
   }
   launch_steer(static_cast<const float*>(direction.data), scales, first, y.rows, y.cols, y.data,
                stream_);
+}
+
+void CudaBackend::do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows,
+                                     Act y) {
+  if (observer_ == nullptr) return;
+  std::vector<float> host(static_cast<size_t>(y.rows * y.cols));
+  do_download(y, host.data());
+  std::vector<int32_t> positions(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) positions[r] = rows[r].pos;
+  observer_->on_sublayer_outputs({.layer = layer,
+                                  .sublayer = which,
+                                  .rows = y.rows,
+                                  .n_embd = y.cols,
+                                  .values = host,
+                                  .positions = positions});
 }
 
 void CudaBackend::do_copy(Act src, Act dst) {

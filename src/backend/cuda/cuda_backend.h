@@ -129,6 +129,12 @@ class CudaBackend final : public Backend {
   void begin_step(std::span<const RowTag> rows) override;
   void end_step() override;
   void wait_idle() override;
+  // Observers (ds4/observer.h): what they are shown is copied to the host when it is computed,
+  // so steps run eagerly (no graphs) while one is set.
+  Status set_observer(Observer* observer) override {
+    observer_ = observer;
+    return Status::ok();
+  }
   const StepGraph::Counts& graph_counts() const { return graph_.counts(); }
 
  protected:
@@ -148,6 +154,7 @@ class CudaBackend final : public Backend {
   void do_moe(const MoeLayer& layer, std::span<const RowTag> rows, Act n, Act out) override;
   void do_output_head(const OutputHead& head, Act x, std::span<const int> which,
                       Act logits) override;
+  void do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows, Act y) override;
   void do_download(Act src, float* host) override;
   void do_upload_act(const float* host, Act dst) override;
   void sublayer_start() override;
@@ -257,6 +264,10 @@ class CudaBackend final : public Backend {
   PinnedInts row_tokens_pinned_;  // a recorded step's token ids
   DeviceMemory row_scales_;       // a batched step's steering scales per row (do_steer)
   std::vector<float> row_scales_host_;
+  Observer* observer_ = nullptr;  // not owned (EngineOptions::observer)
+  // A MoE op's routing and SwiGLU outputs for the observer (do_moe), copied to the host.
+  void report_expert_inputs(const MoeLayer& l, Act n, const int32_t* d_sel, const float* d_weights,
+                            const float* gate, const float* up, int64_t slots, int64_t n_ff);
   Options options_;
   int profiled_steps_ = 0;
   int profile_at_state_ = 0;  // profile_at: 0 waiting, 1 range open, 2 done
@@ -265,8 +276,8 @@ class CudaBackend final : public Backend {
   StepGraph graph_{options_.graph_segment};
   std::unique_ptr<BlasProducts> blas_;  // null when options_.blas is off
   DeviceMemory blas_scratch_;
-  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, ints_, groups_, tickets_,
-      split_;
+  DeviceMemory enc_, tmp_a_, tmp_b_, tmp_c_, tmp_d_, tmp_e_, tmp_f_, tmp_obs_, ints_, groups_,
+      tickets_, split_;
   Lane main_lane_;                                // stream_, not owned
   std::array<Lane, kAttentionLanes> side_lanes_;  // opened at the first step that fans out
   Lane ffn_lane_;                                 // the FFN's shared expert's (moe.cpp)

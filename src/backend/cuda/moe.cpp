@@ -67,6 +67,7 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
   float* up = scratch(tmp_d_, slots * n_ff);
   matmul_gate_up(l.gate_exps, l.up_exps, n.data, t_rows, n_embd, d_sel, d_rows, slots, gate, up,
                  by_expert);
+  if (observer_ != nullptr) report_expert_inputs(l, n, d_sel, d_weights, gate, up, slots, n_ff);
   const void* enc_down = encode_swiglu_for(l.down_exps, gate, up, d_weights, slots, n_ff);
   float* down = scratch(tmp_e_, slots * n_embd);
   matmul_encoded(l.down_exps, enc_down, n_ff, d_sel, nullptr, slots, 1, down, by_expert);
@@ -78,6 +79,36 @@ void CudaBackend::do_moe(const MoeLayer& l, std::span<const RowTag> rows, Act n,
     shared_expert();
   }
   launch_sum_slots(down, static_cast<int>(k), sh, t_rows, n_embd, out.data, stream_);
+}
+
+// The CPU backend's report (moe.cpp there): the rows' input, their experts (slot j is row j / k's
+// (j % k)-th), the routing weights and each slot's down input, SwiGLU(gate, up) x its weight.
+void CudaBackend::report_expert_inputs(const MoeLayer& l, Act n, const int32_t* d_sel,
+                                       const float* d_weights, const float* gate, const float* up,
+                                       int64_t slots, int64_t n_ff) {
+  float* down_in = scratch(tmp_obs_, slots * n_ff);
+  launch_swiglu(gate, up, d_weights, slots, n_ff, down_in, stream_);
+  std::vector<float> in(static_cast<size_t>(n.rows * n.cols)), weights(static_cast<size_t>(slots)),
+      din(static_cast<size_t>(slots * n_ff));
+  std::vector<int32_t> experts(static_cast<size_t>(slots));
+  DS4_CUDA_CHECK(cudaMemcpyAsync(in.data(), n.data, in.size() * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_));
+  DS4_CUDA_CHECK(cudaMemcpyAsync(experts.data(), d_sel, experts.size() * sizeof(int32_t),
+                                 cudaMemcpyDeviceToHost, stream_));
+  DS4_CUDA_CHECK(cudaMemcpyAsync(weights.data(), d_weights, weights.size() * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_));
+  DS4_CUDA_CHECK(cudaMemcpyAsync(din.data(), down_in, din.size() * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream_));
+  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  observer_->on_expert_inputs({.layer = l.layer,
+                               .rows = n.rows,
+                               .k = l.n_expert_used,
+                               .n_embd = n.cols,
+                               .n_ff = n_ff,
+                               .in = in,
+                               .experts = experts,
+                               .weights = weights,
+                               .down_in = din});
 }
 
 const void* CudaBackend::encode_swiglu_for(const Weight& down, float* gate, const float* up,
