@@ -50,13 +50,17 @@ std::string write_directions(const TempFolder& dir, int layers, int64_t n_embd) 
   return path;
 }
 
-std::unique_ptr<Engine> open_hf(BackendKind backend, const std::string& steering_file) {
+// A generated f32 file in Hugging Face mode, with a direction file and an observer if given.
+std::unique_ptr<Engine> open_hf(BackendKind backend, const std::string& steering_file,
+                                Observer* observer = nullptr,
+                                const std::string& name = "tiny-f32") {
   EngineOptions o;
-  o.model_path = model_path("tiny-f32");
+  o.model_path = model_path(name);
   o.backend = backend;
   o.qat_simulation = false;
   o.f16_kv_rows = false;
   o.steering_file = steering_file;
+  o.observer = observer;
   auto e = Engine::open(o);
   EXPECT_TRUE(e.is_ok()) << e.status().message();
   return e.is_ok() ? std::move(e).value() : nullptr;
@@ -130,18 +134,8 @@ struct Recorded : Observer {
 TEST(CudaObserver, ReportsWhatTheCpuReports) {
   if (!cuda_available()) GTEST_SKIP() << kNoCuda;
   Recorded on_cpu, on_cuda;
-  auto open = [](BackendKind b, Observer* obs) {
-    EngineOptions o;
-    o.model_path = model_path("tiny-f32d");
-    o.backend = b;
-    o.qat_simulation = false;
-    o.f16_kv_rows = false;
-    o.observer = obs;
-    auto e = Engine::open(o);
-    EXPECT_TRUE(e.is_ok()) << e.status().message();
-    return e.is_ok() ? std::move(e).value() : nullptr;
-  };
-  auto cpu = open(BackendKind::kCpu, &on_cpu), cuda = open(BackendKind::kCuda, &on_cuda);
+  auto cpu = open_hf(BackendKind::kCpu, "", &on_cpu, "tiny-f32d");
+  auto cuda = open_hf(BackendKind::kCuda, "", &on_cuda, "tiny-f32d");
   ASSERT_TRUE(cpu && cuda);
   const std::vector<TokenId> prompt = test_prompt(24, 6), more = test_prompt(3, 13);
   for (auto* e : {cpu.get(), cuda.get()}) {  // a prefill, then one-row steps

@@ -69,6 +69,15 @@ std::vector<RefCase> load_reference(const std::string& shape) {
   return out;
 }
 
+const float* f32_row(const gguf::Reader& f, const std::string& name, int64_t e, int64_t r) {
+  const gguf::TensorInfo* t = f.find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return nullptr;
+  EXPECT_EQ(t->type, gguf::GgufType::kF32) << name;
+  const int64_t cols = static_cast<int64_t>(t->dims[0]), rows = static_cast<int64_t>(t->dims[1]);
+  return reinterpret_cast<const float*>(f.tensor_data(*t).data()) + (e * rows + r) * cols;
+}
+
 double rel_l2(std::span<const float> got, std::span<const float> want) {
   double num = 0.0, den = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ds4/engine.h"
+#include "gguf/reader.h"
 
 namespace ds4::test {
 
@@ -36,6 +37,10 @@ struct RefCase {
 
 // Cases of tests/data/reference/SHAPE.json with the logits of SHAPE.logits.f32.
 std::vector<RefCase> load_reference(const std::string& shape);
+
+// Row `r` of matrix `e` of an F32 tensor [cols, rows(, n)] of a model file: the tests' own reads
+// of the weights they recompute a result from.
+const float* f32_row(const gguf::Reader& f, const std::string& name, int64_t e, int64_t r);
 
 double rel_l2(std::span<const float> got, std::span<const float> want);
 TokenId argmax_of(std::span<const float> logits);

@@ -41,15 +41,6 @@ struct Recorder : Observer {
   }
 };
 
-// Row `r` of expert `e` of a [cols, rows, n_expert] F32 stack.
-const float* f32_row(const gguf::Reader& f, const std::string& name, int64_t e, int64_t r) {
-  const gguf::TensorInfo* t = f.find_tensor(name);
-  EXPECT_NE(t, nullptr) << name;
-  EXPECT_EQ(t->type, gguf::GgufType::kF32) << name;
-  const int64_t cols = static_cast<int64_t>(t->dims[0]), rows = static_cast<int64_t>(t->dims[1]);
-  return reinterpret_cast<const float*>(f.tensor_data(*t).data()) + (e * rows + r) * cols;
-}
-
 TEST(Observer, SeesWhatReachesTheRoutedExperts) {
   Recorder rec;
   EngineOptions o;

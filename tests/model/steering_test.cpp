@@ -61,15 +61,6 @@ struct Capture : Observer {
   }
 };
 
-// Row `r` of matrix `e` of an F32 tensor [cols, rows(, n)].
-const float* f32_row(const gguf::Reader& f, const std::string& name, int64_t e, int64_t r) {
-  const gguf::TensorInfo* t = f.find_tensor(name);
-  EXPECT_NE(t, nullptr) << name;
-  EXPECT_EQ(t->type, gguf::GgufType::kF32) << name;
-  const int64_t cols = static_cast<int64_t>(t->dims[0]), rows = static_cast<int64_t>(t->dims[1]);
-  return reinterpret_cast<const float*>(f.tensor_data(*t).data()) + (e * rows + r) * cols;
-}
-
 double dot(const float* a, const float* b, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += double{a[i]} * b[i];

@@ -79,6 +79,9 @@
 #   agent    ds4-agent on Flash q2 (tools/cuda/agent_bench.sh): startup with and without the system
 #            prompt's checkpoint, first tokens, a ~32k-token message's prefill rate beside
 #            ds4-bench's at that frontier, /save, /switch and a rebuild from text (bench/agent.md)
+#   power    --power 100 / 70 / 50 / 30 on Flash q2: a 32k prefill and ~60 s of decode each, GPU
+#            utilisation and power draw sampled every 100 ms (tools/cuda/power_bench.sh;
+#            bench/power.md, issue 54)
 #   sanserve ds4-server --backend cuda on the small test shape at 16 and 32 concurrent streams,
 #            plainly and under compute-sanitizer memcheck (tools/cuda/serve_sanitize.sh)
 # (default: gtest,repl). Every step runs under its own time limit, cut to
@@ -261,6 +264,10 @@ fi
 if has agent; then
   OUT=$out step agent 560 bash tools/cuda/agent_bench.sh
   tail -40 "$out/agent.log"
+fi
+if has power; then
+  OUT=$out/power step power 580 bash tools/cuda/power_bench.sh
+  tail -12 "$out/power.log"
 fi
 if has sanserve; then
   OUT=$out step sanserve 400 bash tools/cuda/serve_sanitize.sh
