@@ -250,7 +250,7 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
                                     options.prefill_chunk);
   }
   const Steering steering = options.steering.value_or(impl_->options.steering);
-  DS4_TRY(check_steering(steering, impl_->info.steering));
+  DS4_TRY(check_session_steering(*impl_, steering));
   const int seq = impl_->next_seq++;
   DS4_TRY(
       impl_->backend->create_sequence(seq, model::sequence_layout(impl_->shape, options.n_ctx)));

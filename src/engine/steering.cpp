@@ -26,6 +26,16 @@ Status check_steering(const Steering& s, bool has_file) {
   return Status::ok();
 }
 
+Status check_session_steering(const Engine::Impl& e, const Steering& s) {
+  DS4_TRY(check_steering(s, e.info.steering));
+  if (e.tail && s != e.options.steering) {
+    return Status::invalid_argument(
+        "a session's own steering scales do not reach the workers of a distributed engine (give "
+        "every process the same --dir-steering-* flags)");
+  }
+  return Status::ok();
+}
+
 Status load_steering(Engine::Impl& e, const std::string& path) {
   const auto n_layer = static_cast<size_t>(e.shape.n_layer);
   const auto n_embd = static_cast<size_t>(e.shape.n_embd);
@@ -66,7 +76,7 @@ backend::RowTag Session::Impl::tag(int32_t pos, TokenId token) const {
 }
 
 Status Session::set_steering(const Steering& steering) {
-  DS4_TRY(check_steering(steering, impl_->engine->info.steering));
+  DS4_TRY(check_session_steering(*impl_->engine, steering));
   impl_->steering = steering;
   return Status::ok();
 }

@@ -300,6 +300,35 @@ TEST_F(SteeringTest, ABatchedStepSteersEachSessionByItsOwnScales) {
   EXPECT_EQ((*b)->steering(), s);
 }
 
+// A distributed engine's later layers run in other processes with their own flags: a session
+// cannot take scales of its own there (the engine's own are fine).
+struct UnusedTail : LayerTail {
+  Status send(uint64_t, std::span<const TokenId>, std::span<const float>, bool, bool) override {
+    return Status::unavailable("unused");
+  }
+  Result<std::vector<float>> receive(uint64_t) override { return Status::unavailable("unused"); }
+  bool holds(uint64_t, size_t) const override { return false; }
+};
+
+TEST_F(SteeringTest, ADistributedEngineKeepsTheProcessesScales) {
+  EngineOptions o;
+  o.model_path = model_path("tiny-f32");
+  o.layers = {.first = 0, .last = 2, .output = false};
+  o.tail = std::make_shared<UnusedTail>();
+  o.steering_file = file_;
+  o.steering = {.ffn = 1};
+  auto e = Engine::open(o);
+  ASSERT_TRUE(e.is_ok()) << e.status().message();
+  auto s = (*e)->create_session({.n_ctx = 64, .prefill_chunk = 64});
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  const Status own = (*s)->set_steering({.ffn = 2});
+  EXPECT_FALSE(own.is_ok());
+  EXPECT_NE(own.message().find("distributed"), std::string::npos) << own.message();
+  EXPECT_TRUE((*s)->set_steering({.ffn = 1}).is_ok());
+  EXPECT_FALSE(
+      (*e)->create_session({.n_ctx = 64, .prefill_chunk = 64, .steering = Steering{}}).is_ok());
+}
+
 TEST_F(SteeringTest, BadFilesAndScalesAreRefused) {
   const size_t want = static_cast<size_t>(n_layer_ * n_embd_) * sizeof(float);
   write_floats(file_, std::vector<float>(static_cast<size_t>(n_layer_ * n_embd_ - 1), 0.0f));
