@@ -60,9 +60,7 @@ int run_sweep(const SweepOptions& o) {
     ds4::Status st = session.is_ok() ? (*session)->sync(prompt).status() : session.status();
     std::vector<ds4::TokenId> out;
     for (int i = 0; st.is_ok() && i < o.tokens; ++i) {
-      const std::span<const float> logits = (*session)->logits();
-      const auto best = static_cast<ds4::TokenId>(std::max_element(logits.begin(), logits.end()) -
-                                                  logits.begin());
+      const ds4::TokenId best = ds4::argmax((*session)->logits());
       if (best == tok->special_ids().eos) break;
       out.push_back(best);
       st = (*session)->eval(best);

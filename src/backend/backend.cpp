@@ -208,6 +208,18 @@ void Backend::report_sublayer(int layer, Sublayer which, std::span<const RowTag>
   do_report_sublayer(layer, which, rows, y);
 }
 
+void report_sublayer_to(Observer& observer, int layer, Sublayer which, std::span<const RowTag> rows,
+                        std::span<const float> values, int64_t n_embd) {
+  std::vector<int32_t> positions(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) positions[r] = rows[r].pos;
+  observer.on_sublayer_outputs({.layer = layer,
+                                .sublayer = which,
+                                .rows = static_cast<int64_t>(rows.size()),
+                                .n_embd = n_embd,
+                                .values = values,
+                                .positions = positions});
+}
+
 void Backend::download(Act src, float* host) {
   DS4_CHECK(host != nullptr && (src.rows * src.cols == 0 || src.data != nullptr));
   do_download(src, host);

@@ -288,6 +288,11 @@ class Backend {
   Numerics numerics_;
 };
 
+// Hands a sublayer's output, in host memory (`values`: rows x n_embd), to `observer` with the
+// rows' positions: what do_report_sublayer of a backend that reports does.
+void report_sublayer_to(Observer& observer, int layer, Sublayer which, std::span<const RowTag> rows,
+                        std::span<const float> values, int64_t n_embd);
+
 enum class BackendKind { kCpu, kCuda };
 // What a backend is built with (factory.h). Each field is read by the backends it names.
 struct BackendOptions {

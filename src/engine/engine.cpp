@@ -99,7 +99,6 @@ const EngineOptions& Engine::options() const { return impl_->options; }
 
 Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
   DS4_TRY(check_steering(options.steering, !options.steering_file.empty()));
-  DS4_TRY(PowerGovernor::check(options.power));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   DS4_TRY(impl->power.set(options.power));

@@ -5,16 +5,11 @@
 
 namespace ds4 {
 
-Status PowerGovernor::check(int percent) {
+Status PowerGovernor::set(int percent) {
   if (percent < kMin || percent > kMax) {
     return Status::invalid_argument("power %d is outside %d..%d (percent of full speed)", percent,
                                     kMin, kMax);
   }
-  return Status::ok();
-}
-
-Status PowerGovernor::set(int percent) {
-  DS4_TRY(check(percent));
   percent_.store(percent, std::memory_order_relaxed);
   return Status::ok();
 }

@@ -19,9 +19,7 @@ class PowerGovernor {
   using Clock = std::chrono::steady_clock;
   static constexpr int kMin = 1, kMax = 100;
 
-  // percent in [kMin, kMax] (the caller checked it: check()).
-  explicit PowerGovernor(int percent = kMax) : percent_(percent) {}
-  static Status check(int percent);
+  // Errors: percent outside [kMin, kMax] (unchanged). Full speed until set.
   Status set(int percent);
   int percent() const { return percent_.load(std::memory_order_relaxed); }
 
@@ -33,7 +31,7 @@ class PowerGovernor {
   double idle_seconds() const { return idle_; }
 
  private:
-  std::atomic<int> percent_;
+  std::atomic<int> percent_{kMax};
   double busy_ = 0.0;  // the paced units' time
   double idle_ = 0.0;  // the sleeps after them, as measured
 };

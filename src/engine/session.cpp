@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/read_file.h"
 #include "engine/session_impl.h"
 #include "kv/snapshot.h"
 
@@ -383,17 +384,7 @@ Status Session::load_layers(std::span<const uint8_t> bytes, std::span<const Toke
 
 Status Session::save_file(const std::string& path) const {
   DS4_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, save());
-  const std::string tmp = path + ".partial";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr)
-    return Status::io_error("cannot create '%s': %s", tmp.c_str(), std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::io_error("cannot write '%s': %s", path.c_str(), std::strerror(errno));
-  }
-  return Status::ok();
+  return base::write_file(path, bytes.data(), bytes.size());
 }
 
 Status Session::load_file(const std::string& path) {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,11 +17,14 @@ namespace ds4::steer {
 namespace {
 
 // Keeps each layer's row of the last position reported for one sublayer: after a prompt's
-// prefill, the rows of its last token.
+// prefill, the rows of its last token. Sized by shape() once the engine that reports is open.
 class LastRows : public Observer {
  public:
-  LastRows(Sublayer which, int n_layer, int64_t n_embd)
-      : which_(which), n_embd_(n_embd), rows_(static_cast<size_t>(n_layer * n_embd), 0.0f) {}
+  explicit LastRows(Sublayer which) : which_(which) {}
+  void shape(int n_layer, int64_t n_embd) {
+    n_embd_ = n_embd;
+    rows_.assign(static_cast<size_t>(n_layer * n_embd), 0.0f);
+  }
   void on_sublayer_outputs(const SublayerOutputs& o) override {
     if (o.sublayer != which_ || o.rows == 0 || o.n_embd != n_embd_) return;
     const float* last = o.values.data() + (o.rows - 1) * o.n_embd;
@@ -32,7 +34,7 @@ class LastRows : public Observer {
 
  private:
   Sublayer which_;
-  int64_t n_embd_;
+  int64_t n_embd_ = 0;
   std::vector<float> rows_;
 };
 
@@ -52,23 +54,6 @@ std::string metadata_path_of(const std::string& output) {
   std::filesystem::path p(output);
   if (p.extension() == ".f32") p.replace_extension();
   return p.string() + ".json";
-}
-
-Status write_bytes(const std::string& path, const void* data, size_t bytes) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-    f.flush();
-    if (!f) {
-      std::filesystem::remove(tmp);
-      return Status::io_error("cannot write '%s'", path.c_str());
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::io_error("cannot write '%s': %s", path.c_str(), ec.message().c_str());
-  return Status::ok();
 }
 
 }  // namespace
@@ -130,17 +115,12 @@ Status build(const BuildOptions& o, BuildReport* report) {
   eo.model_path = o.model;
   eo.threads = o.threads;
   eo.backend = o.backend;
-  // The observer is set once the shape is known: a first open reads it.
-  int n_layer = 0;
-  int64_t n_embd = 0;
-  {
-    DS4_ASSIGN_OR_RETURN(std::unique_ptr<Engine> probe, Engine::open(eo));
-    n_layer = probe->info().n_layer;
-    n_embd = probe->info().n_embd;
-  }
-  LastRows capture(o.component, n_layer, n_embd);
+  LastRows capture(o.component);
   eo.observer = &capture;
   DS4_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::open(eo));
+  const int n_layer = engine->info().n_layer;
+  const int64_t n_embd = engine->info().n_embd;
+  capture.shape(n_layer, n_embd);  // before the first pass reports
   const chat::RenderOptions ro{.think = o.think ? chat::ThinkMode::kHigh : chat::ThinkMode::kNone,
                                .context_size = o.ctx};
   auto run_set = [&](const std::vector<std::string>& prompts, const char* which,
@@ -168,7 +148,7 @@ Status build(const BuildOptions& o, BuildReport* report) {
   DS4_TRY(run_set(bad, "contrast", &bad_rows));
   const std::vector<float> dirs =
       directions(good_rows, bad_rows, n_layer, n_embd, o.pair_normalize, o.orthogonalize);
-  DS4_TRY(write_bytes(o.output, dirs.data(), dirs.size() * sizeof(float)));
+  DS4_TRY(base::write_file(o.output, dirs.data(), dirs.size() * sizeof(float)));
   const nlohmann::json meta = {
       {"format", "ds4-directional-steering-v1"},
       {"shape", {n_layer, n_embd}},
@@ -185,7 +165,7 @@ Status build(const BuildOptions& o, BuildReport* report) {
        "prompts' mean output at their last token from the contrast prompts'"}};
   const std::string meta_path = metadata_path_of(o.output);
   const std::string meta_text = meta.dump(2) + "\n";
-  DS4_TRY(write_bytes(meta_path, meta_text.data(), meta_text.size()));
+  DS4_TRY(base::write_file(meta_path, meta_text.data(), meta_text.size()));
   if (report != nullptr) *report = {static_cast<int>(n), n_layer, n_embd, meta_path};
   return Status::ok();
 }

@@ -213,14 +213,8 @@ void CpuBackend::do_steer(const Weight& direction, std::span<const RowTag> rows,
 void CpuBackend::do_report_sublayer(int layer, Sublayer which, std::span<const RowTag> rows,
                                     Act y) {
   if (observer_ == nullptr) return;
-  positions_.resize(rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) positions_[r] = rows[r].pos;
-  observer_->on_sublayer_outputs({.layer = layer,
-                                  .sublayer = which,
-                                  .rows = y.rows,
-                                  .n_embd = y.cols,
-                                  .values = {y.data, static_cast<size_t>(y.rows * y.cols)},
-                                  .positions = positions_});
+  report_sublayer_to(*observer_, layer, which, rows, {y.data, static_cast<size_t>(y.rows * y.cols)},
+                     y.cols);
 }
 
 void CpuBackend::do_copy(Act src, Act dst) {

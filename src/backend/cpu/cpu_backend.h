@@ -84,8 +84,7 @@ class CpuBackend final : public Backend {
   void do_upload_act(const float* host, Act dst) override;
 
  private:
-  Observer* observer_ = nullptr;    // not owned (EngineOptions::observer)
-  std::vector<int32_t> positions_;  // a report's row positions
+  Observer* observer_ = nullptr;  // not owned (EngineOptions::observer)
   Sequence& sequence(int seq);
   // Attention pieces (attention.cpp).
   void attend_row(const AttentionLayer& l, LayerCache& c, const RowTag& row,

@@ -680,14 +680,7 @@ void CudaBackend::do_report_sublayer(int layer, Sublayer which, std::span<const 
   if (observer_ == nullptr) return;
   std::vector<float> host(static_cast<size_t>(y.rows * y.cols));
   do_download(y, host.data());
-  std::vector<int32_t> positions(rows.size());
-  for (size_t r = 0; r < rows.size(); ++r) positions[r] = rows[r].pos;
-  observer_->on_sublayer_outputs({.layer = layer,
-                                  .sublayer = which,
-                                  .rows = y.rows,
-                                  .n_embd = y.cols,
-                                  .values = host,
-                                  .positions = positions});
+  report_sublayer_to(*observer_, layer, which, rows, host, y.cols);
 }
 
 void CudaBackend::do_copy(Act src, Act dst) {
