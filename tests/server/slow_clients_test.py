@@ -24,6 +24,7 @@ HEADER_TIMEOUT = 8  # seconds: the slow clients outlast the checks below (saniti
 # work, so this is about a blocked server (which would answer after HEADER_TIMEOUT or never),
 # not about speed.
 HEALTH_WITHIN = 1.0
+IDLE_TIMEOUT = 60  # seconds: keep-alive connections held by the limit check stay open
 COMPLETION_WITHIN = 5.0  # a 2-token completion of the tiny model, on a loaded CI machine
 SLOW = 100
 CLIENT_LIMIT = 120  # above SLOW + the checks' own connections, below what the limit test opens
@@ -41,6 +42,7 @@ def start():
     err = tempfile.TemporaryFile()
     proc = subprocess.Popen([SERVER, "-m", MODEL, "--port", "0", "-t", "2", "--ctx", "4096",
                              "--header-timeout", str(HEADER_TIMEOUT),
+                             "--idle-timeout", str(IDLE_TIMEOUT),
                              "--max-client-connections", str(CLIENT_LIMIT)],
                             stdout=subprocess.PIPE, stderr=err, text=True)
     line = proc.stdout.readline()
@@ -162,9 +164,26 @@ def pipelined(port):
     print("three pipelined requests answered in order")
 
 
+def held_connection(port, deadline):
+    """A keep-alive connection the server has accepted and counts: it answered a /health on it.
+    A 503 means places of connections just closed (the slow clients') are not free yet: retry."""
+    while True:
+        s = connect(port)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = read_response(s, deadline)
+        if status == 200:
+            return s
+        s.close()
+        if status != 503 or time.monotonic() > deadline:
+            fail(f"a connection below the limit was answered {status}: {body[:200]}")
+        time.sleep(0.1)
+
+
 def client_limit(port):
-    held = [connect(port) for _ in range(CLIENT_LIMIT)]
-    time.sleep(0.5)  # the server has accepted them all
+    # Each held connection has had a request answered, so the server has accepted and counted it
+    # before the next one opens; the idle timeout (IDLE_TIMEOUT) outlasts the check.
+    deadline = time.monotonic() + 20
+    held = [held_connection(port, deadline) for _ in range(CLIENT_LIMIT)]
     extra = connect(port)
     status, _, body = read_response(extra, time.monotonic() + 10)
     extra.close()
