@@ -48,6 +48,7 @@ struct Flags {
   int port = 8000;
   int parallel = 0;  // 0: from free memory and --ctx (serve/pool_size.h)
   int batch_tokens = ds4::serve::kDefaultBatchTokens;
+  double itl_target_ms = ds4::serve::kDefaultItlTargetMs;
   bool cors = false;
   std::string api_key, api_key_file;
   std::string trace;
@@ -97,6 +98,11 @@ int main(int argc, char** argv) {
                  "token rows of one engine step: a row per decoding request, then prefill chunks "
                  "(at least --parallel)")
       ->check(CLI::Range(1, ds4::Engine::kMaxStepRows))
+      ->capture_default_str();
+  app.add_option("--itl-target-ms", f.itl_target_ms,
+                 "while requests decode, prompt chunks are sized so a step takes about this long "
+                 "(the decoding streams' inter-token latency beside a long prompt); 0: off")
+      ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
   app.add_flag("--cors", f.cors,
                "add Access-Control-Allow-* headers to every response (default: off)");
@@ -280,6 +286,7 @@ int main(int argc, char** argv) {
                                                  .max_queue = f.max_queue,
                                                  .sessions = parallel,
                                                  .batch_tokens = f.batch_tokens,
+                                                 .itl_target_ms = f.itl_target_ms,
                                                  .cache = f.kv,
                                                  .drafting = ds4::app::drafting(f.run)},
                                                 replay.get(), disk.get());

@@ -32,6 +32,10 @@ Result<std::unique_ptr<Scheduler>> Scheduler::start(std::unique_ptr<Engine> engi
         "session needs its row in a step",
         options.batch_tokens, Engine::kMaxStepRows, options.sessions, Engine::kMaxStepRows);
   }
+  if (!(options.itl_target_ms >= 0 && options.itl_target_ms <= 60000)) {
+    return Status::invalid_argument("scheduler: itl_target_ms %g must be within [0, 60000]",
+                                    options.itl_target_ms);
+  }
   if (disk) DS4_TRY(validate(options.cache));
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(engine), tok, options, replay, disk));
   for (int i = 0; i < options.sessions; ++i) {
@@ -60,7 +64,9 @@ Scheduler::Scheduler(std::unique_ptr<Engine> engine, const Tokenizer& tok,
       options_(options),
       replay_(replay),
       disk_(disk),
-      sample_pool_(sample_threads(options.sessions)) {}
+      sample_pool_(sample_threads(options.sessions)),
+      pacer_(options.itl_target_ms / 1e3),
+      quantum_(pacer_.quantum()) {}
 
 Scheduler::~Scheduler() {
   shutdown();
@@ -103,7 +109,8 @@ SchedulerStats Scheduler::stats() const {
           .sessions = options_.sessions,
           .free = options_.sessions - running,
           .steps = steps_.load(),
-          .rows = rows_.load()};
+          .rows = rows_.load(),
+          .prefill_quantum = quantum_.load()};
 }
 
 bool Scheduler::busy() const {

@@ -27,6 +27,7 @@
 #include "gen/generation.h"
 #include "serve/cache_policy.h"
 #include "serve/disk_cache.h"
+#include "serve/prefill_pacer.h"
 #include "serve/prefix_match.h"
 #include "serve/replay_map.h"
 #include "serve/request.h"
@@ -38,6 +39,9 @@ namespace ds4::serve {
 // prefills as fast as before, and a step of the largest budget stays a few hundred ms on a GPU,
 // bounding how long a prefill can hold back the decode rows that share the step.
 inline constexpr int kDefaultBatchTokens = 2048;
+// The default time a step holding decode rows and a prompt chunk aims at (--itl-target-ms): the
+// decoding streams beside a long prompt get a token about this often (prefill_pacer.h).
+inline constexpr double kDefaultItlTargetMs = 100;
 
 struct SchedulerOptions {
   int n_ctx = 32768;                                   // per session
@@ -48,6 +52,9 @@ struct SchedulerOptions {
   // least `sessions` (so every decoding request gets its row and a prefill still advances) and at
   // most Engine::kMaxStepRows.
   int batch_tokens = kDefaultBatchTokens;
+  // While requests decode, the prompt rows of a step are paced so that the step takes about this
+  // long (prefill_pacer.h); 0: a prompt takes what the budget leaves.
+  double itl_target_ms = kDefaultItlTargetMs;
   CachePolicyOptions cache;  // when checkpoints go to the disk cache (used with a DiskCache)
   // MTP drafting (--mtp, --mtp-draft, --mtp-margin; an engine with an MTP file): a request that
   // decodes alone drafts and verifies as the ds4 CLI does (scheduler_draft.cpp says when).
@@ -61,6 +68,7 @@ struct SchedulerStats {
   int free = 0;        // sessions no request runs in (sessions - running)
   uint64_t steps = 0;  // batched engine steps run so far
   uint64_t rows = 0;   // token rows those steps evaluated
+  size_t prefill_quantum = 0;  // prompt rows a step beside decoding requests carries at most now
 };
 
 class Scheduler {
@@ -168,6 +176,7 @@ class Scheduler {
   // Draws the step's tokens side by side: each request has its own logits and random state, and
   // a draw over the 129,280-token vocabulary costs ~0.2 ms, a row of the step.
   base::ThreadPool sample_pool_;
+  PrefillPacer pacer_;  // the prompt rows of a step beside decode rows
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -176,6 +185,7 @@ class Scheduler {
   std::atomic<int> running_{0};
   std::atomic<uint64_t> steps_{0};
   std::atomic<uint64_t> rows_{0};
+  std::atomic<size_t> quantum_{0};  // pacer_.quantum(), for stats()
   std::thread thread_;
 };
 

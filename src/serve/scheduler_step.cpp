@@ -3,9 +3,12 @@
 // shutting-down request ends here, so its rows are gone from this step on), then one decode row
 // per decoding request (its token sampled from its session's logits and streamed before it is
 // evaluated, exactly as a request alone), then prefill chunks in arrival order, each at most
-// --prefill-chunk tokens and together within what the step's token budget has left. A long prompt
-// therefore takes several steps and never holds back the decoding streams for more than one.
+// --prefill-chunk tokens and together within what the step's token budget has left, and, while
+// requests decode, within the pacer's quantum (prefill_pacer.h: the step then takes about
+// --itl-target-ms). A long prompt therefore takes several steps and holds back the decoding
+// streams for about one target step each.
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "serve/scheduler.h"
@@ -69,11 +72,13 @@ void Scheduler::step() {
     entry_slots_.push_back(slot);
     --budget;  // batch_tokens >= sessions: every decode row fits
   }
+  const size_t decode_rows = static_cast<size_t>(options_.batch_tokens) - budget;
+  size_t prompt_budget = pacer_.rows(decode_rows, budget);
   for (Slot* slot : order_) {
     Active* a = slot->active.get();
     if (!a || a->decoding) continue;
     const size_t from = static_cast<size_t>(slot->session->n_tokens());
-    const size_t room = std::min(budget, static_cast<size_t>(options_.prefill_chunk));
+    const size_t room = std::min(prompt_budget, static_cast<size_t>(options_.prefill_chunk));
     if (room == 0 && from < a->prompt.size()) continue;  // the budget is spent: next step
     size_t target = std::min(a->prompt.size(), from + room);
     if (disk_ && target > from) target = chunk_stop(*slot, from, target);
@@ -83,11 +88,16 @@ void Scheduler::step() {
          .tokens = std::span<const TokenId>(a->prompt).subspan(from, target - from)});
     entry_slots_.push_back(slot);
     budget -= target - from;
+    prompt_budget -= target - from;
   }
   if (entries_.empty()) return;
 
   // Entry refusals come back per entry; a whole-step failure sets every entry's status too.
+  const auto started = std::chrono::steady_clock::now();
   (void)engine_->step(entries_);
+  pacer_.observe(decode_rows, static_cast<size_t>(options_.batch_tokens) - budget - decode_rows,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  quantum_.store(pacer_.quantum());
   if (const size_t rows = static_cast<size_t>(options_.batch_tokens) - budget; rows > 0) {
     steps_.fetch_add(1);
     rows_.fetch_add(rows);

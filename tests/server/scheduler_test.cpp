@@ -7,7 +7,8 @@
 // cancelled mid-batch -- produce exactly what each produces alone (greedy and seeded sampling); a
 // continued conversation finds its own session among several; the least recently used idle
 // session is the one replaced; a request cancelled while it waits never takes a session; requests
-// with their own steering scales share no state with others.
+// with their own steering scales share no state with others; a long prompt beside a decoding
+// request is paced (--itl-target-ms) without changing either output.
 #include "serve/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -619,6 +620,60 @@ TEST_F(SchedulerTest, RequestsSteerByTheirOwnScalesAndShareNoState) {
   const auto [unsteered, d5] = run(*plain_again, next, std::nullopt);
   EXPECT_NE(steered, unsteered);
   std::remove(file.c_str());
+}
+
+// Beside a decoding request, a long prompt is cut into the pacer's quanta (a target far below any
+// step's time leaves the minimum); alone, or with pacing off, it is not paced; and what either
+// request produces is what it produces alone.
+TEST_F(SchedulerTest, ALongPromptBesideADecodingRequestIsPacedAndChangesNothing) {
+  std::string words;
+  for (int i = 0; i < 300; ++i) words += "word" + std::to_string(i % 13) + " ";
+  const Request longer = chat(words, 4);
+  ASSERT_GT(longer.prompt.size(), 2 * kFirstPrefillQuantum);
+  const Request decoder = chat("Count slowly", 40);
+  auto open = [&](double itl_target_ms) {
+    auto e = Engine::open({.model_path = DS4_SERVER_MODEL, .threads = 2});
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    auto s = Scheduler::start(
+        std::move(*e), *tok_,
+        {.n_ctx = kCtx, .prefill_chunk = 2048, .sessions = 2, .itl_target_ms = itl_target_ms});
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    return std::move(*s);
+  };
+  struct Run {
+    Event decoder, longer;
+    std::string decoder_text;
+    size_t quantum = 0;
+  };
+  // The decoder first; once its first token is out, the long prompt beside it.
+  auto beside = [&](double itl_target_ms) {
+    auto s = open(itl_target_ms);
+    Run r;
+    auto td = *s->submit(decoder);
+    auto first = td->next(kWait);
+    EXPECT_TRUE(first.has_value());
+    if (first && first->kind == EventKind::kText) r.decoder_text = first->text;
+    r.longer = drain(**s->submit(longer));
+    r.quantum = s->stats().prefill_quantum;
+    r.decoder = drain(*td, &r.decoder_text);
+    return r;
+  };
+  auto plain = open(1e-3);
+  const Event long_alone = drain(**plain->submit(longer));
+  EXPECT_EQ(plain->stats().prefill_quantum, kFirstPrefillQuantum) << "a prompt alone was paced";
+  std::string decoder_alone;
+  const Event d = drain(**plain->submit(decoder), &decoder_alone);
+  ASSERT_TRUE(long_alone.error.is_ok() && d.error.is_ok());
+
+  for (const double target : {1e-3, 0.0}) {
+    SCOPED_TRACE("itl target " + std::to_string(target) + " ms");
+    const Run r = beside(target);
+    ASSERT_EQ(r.decoder.usage.completion_tokens, 40) << "the decoder ended before the prompt";
+    EXPECT_EQ(r.quantum, target > 0 ? kMinPrefillQuantum : kFirstPrefillQuantum);
+    EXPECT_EQ(r.longer.text, long_alone.text);
+    EXPECT_EQ(r.longer.usage.prompt_tokens, long_alone.usage.prompt_tokens);
+    EXPECT_EQ(r.decoder_text, decoder_alone);
+  }
 }
 
 }  // namespace

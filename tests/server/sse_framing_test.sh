@@ -12,13 +12,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$server" --help >"$tmp/help" || fail "--help exit status"
 for want in '--host TEXT=127.0.0.1' '=8000' '--tool-memory-max-ids' '=100000' \
     '--disable-exact-dsml-tool-replay' '--api-key' '--trace' '--prefill-chunk' '--cors' \
-    '--parallel' '--batch-tokens'; do
+    '--parallel' '--batch-tokens' '--itl-target-ms'; do
   grep -qF -- "$want" "$tmp/help" || fail "--help lacks '$want'"
 done
 grep -q 'test-forced-output' "$tmp/help" && fail "the test hook is listed in --help"
 status=0
 "$server" --port nope 2>"$tmp/bad" >/dev/null || status=$?
 [[ $status == 2 && $(wc -l <"$tmp/bad") == 1 ]] || fail "bad flag: status $status, $(cat "$tmp/bad")"
+status=0
+"$server" --itl-target-ms -5 2>"$tmp/bad" >/dev/null || status=$?
+[[ $status == 2 ]] && grep -q -- '--itl-target-ms' "$tmp/bad" || fail "--itl-target-ms -5: status $status, $(cat "$tmp/bad")"
 
 # One session, so the second long request below waits in the queue.
 "$server" -m "$model" --port 0 -t 2 --ctx 8192 --cors --parallel 1 >"$tmp/out" 2>"$tmp/err" &

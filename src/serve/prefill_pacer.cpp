@@ -1,0 +1,26 @@
+// src/serve/prefill_pacer.cpp: see prefill_pacer.h.
+#include "serve/prefill_pacer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ds4::serve {
+
+size_t PrefillPacer::rows(size_t decode_rows, size_t budget) const {
+  if (target_s_ <= 0 || decode_rows == 0) return budget;
+  return std::min(budget, quantum_);
+}
+
+void PrefillPacer::observe(size_t decode_rows, size_t prompt_rows, double seconds) {
+  if (target_s_ <= 0 || decode_rows == 0 || prompt_rows == 0 || !(seconds > 0)) return;
+  // Moved from the rows the step really carried: a prompt's last chunk is shorter than the
+  // quantum, and its step time says little about a full one, so only a step that used the whole
+  // quantum may raise it.
+  const double ratio = std::clamp(target_s_ / seconds, 1.0 / kMaxPrefillQuantumMove,
+                                  kMaxPrefillQuantumMove);
+  if (ratio > 1 && prompt_rows < quantum_) return;
+  const double next = static_cast<double>(prompt_rows) * ratio;
+  quantum_ = std::max(kMinPrefillQuantum, static_cast<size_t>(std::llround(next)));
+}
+
+}  // namespace ds4::serve

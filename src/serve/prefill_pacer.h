@@ -1,0 +1,43 @@
+// src/serve/prefill_pacer.h: how many prompt rows a batched step may carry while other requests
+// are decoding (issue 55: a long prompt must not freeze the streams beside it).
+// A step holding decode rows and a prefill chunk costs about a + b * rows: a for the decode rows,
+// b per prompt row. The pacer keeps a quantum q of prompt rows and, after each step that held
+// both, moves it by the ratio of the target step time to the measured one: q <- q * target / T.
+// Its fixed point is T = target (the decoders get a token every `target` seconds) and it is
+// reached without knowing a or b; where the decode rows alone take the target or more, q falls to
+// kMinPrefillQuantum so the prompt still advances. Steps without decode rows are not paced.
+// Owns: the quantum. Does not own: the clock (the scheduler times its steps) or the step's budget.
+#pragma once
+
+#include <cstddef>
+
+namespace ds4::serve {
+
+// Prompt rows a paced step carries at least: a long prompt still advances however slow the decode
+// rows beside it are (64 rows is a few ms of a GPU prefill, a fraction of one decode step).
+inline constexpr size_t kMinPrefillQuantum = 64;
+// The quantum before the first measurement: a few tens of ms of a GPU prefill at ~4,000 tokens/s.
+inline constexpr size_t kFirstPrefillQuantum = 256;
+// One measurement moves the quantum by this factor at most, so one slow step (a page fault, a
+// preempted thread) cannot collapse it, nor one fast step blow it up.
+inline constexpr double kMaxPrefillQuantumMove = 2.0;
+
+class PrefillPacer {
+ public:
+  // target_s <= 0: no pacing (a prompt takes what the step's budget leaves).
+  explicit PrefillPacer(double target_s) : target_s_(target_s) {}
+
+  // Prompt rows this step may carry: `budget` (what the step's token budget leaves after its
+  // decode rows) when nothing decodes or pacing is off, else the quantum within it.
+  size_t rows(size_t decode_rows, size_t budget) const;
+  // A step ran with these rows and took `seconds`: steps with both decode and prompt rows move
+  // the quantum.
+  void observe(size_t decode_rows, size_t prompt_rows, double seconds);
+  size_t quantum() const { return quantum_; }
+
+ private:
+  double target_s_;
+  size_t quantum_ = kFirstPrefillQuantum;
+};
+
+}  // namespace ds4::serve

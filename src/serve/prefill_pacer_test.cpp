@@ -1,0 +1,69 @@
+// Protects: the prompt rows a step carries beside decoding requests (issue 55: a long prompt must
+// not freeze the streams beside it). Simulated steps of cost a + b * rows: the quantum settles
+// where a step takes the target, from either side; decode rows alone over the target leave the
+// minimum; no decode rows or no target leave the whole budget; short last chunks do not raise it.
+#include "serve/prefill_pacer.h"
+
+#include <gtest/gtest.h>
+
+namespace ds4::serve {
+namespace {
+
+// Runs `steps` paced steps of a simulated machine: `a` seconds for the decode rows, `b` per prompt
+// row. Returns the pacer's quantum after them.
+size_t settle(PrefillPacer& p, double a, double b, int steps, size_t budget = 2000) {
+  for (int i = 0; i < steps; ++i) {
+    const size_t rows = p.rows(4, budget);
+    p.observe(4, rows, a + b * static_cast<double>(rows));
+  }
+  return p.quantum();
+}
+
+TEST(PrefillPacer, SettlesWhereAStepTakesTheTarget) {
+  // An H200-like step: 16 ms of decode rows, 0.25 ms per prompt row; target 100 ms -> 336 rows.
+  PrefillPacer up(0.100);
+  EXPECT_EQ(up.quantum(), kFirstPrefillQuantum);
+  EXPECT_NEAR(static_cast<double>(settle(up, 0.016, 0.00025, 40)), 336, 2);
+  // A slow machine: the first quantum is far too big; it comes down to 84 rows.
+  PrefillPacer down(0.100);
+  EXPECT_NEAR(static_cast<double>(settle(down, 0.016, 0.001, 40)), 84, 2);
+}
+
+TEST(PrefillPacer, DecodeRowsOverTheTargetLeaveTheMinimum) {
+  PrefillPacer p(0.050);
+  EXPECT_EQ(settle(p, 0.080, 0.0001, 20), kMinPrefillQuantum);
+  EXPECT_EQ(p.rows(4, 2000), kMinPrefillQuantum);
+  EXPECT_EQ(p.rows(4, 10), 10u);  // never past the step's budget
+}
+
+TEST(PrefillPacer, NothingDecodingOrNoTargetTakesTheWholeBudget) {
+  PrefillPacer p(0.100);
+  EXPECT_EQ(p.rows(0, 2000), 2000u);
+  p.observe(0, 2000, 5.0);  // a prompt alone: not paced, and it does not move the quantum
+  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
+  PrefillPacer off(0);
+  EXPECT_EQ(off.rows(8, 1500), 1500u);
+  off.observe(8, 1500, 9.0);
+  EXPECT_EQ(off.rows(8, 1500), 1500u);
+}
+
+TEST(PrefillPacer, OneMeasurementMovesTheQuantumByTwoAtMost) {
+  PrefillPacer p(0.100);
+  p.observe(4, kFirstPrefillQuantum, 0.001);  // 100x under the target
+  EXPECT_EQ(p.quantum(), 2 * kFirstPrefillQuantum);
+  p.observe(4, 2 * kFirstPrefillQuantum, 10.0);  // 100x over
+  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
+}
+
+TEST(PrefillPacer, AShortLastChunkDoesNotRaiseTheQuantum) {
+  PrefillPacer p(0.100);
+  p.observe(4, 10, 0.020);  // a prompt's last 10 rows: fast, but says nothing of a full quantum
+  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
+  p.observe(4, 0, 0.020);  // no prompt rows: nothing to learn
+  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
+  p.observe(4, 200, 0.400);  // a slow short chunk does lower it: 200 rows took 4x the target
+  EXPECT_EQ(p.quantum(), 100u);
+}
+
+}  // namespace
+}  // namespace ds4::serve
