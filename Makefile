@@ -52,7 +52,7 @@ ASAN_TARGETS = ds4-gguf ds4-server ds4-loadgen api_test http_test backend_test b
   convert_test cuda_env_switch_test cuda_lane_rules_test disk_cache_test gen_test run_options_test api_key_test \
   gguf_test integration_test kv_test model_unit_test quant_test sampling_test scheduler_test \
   serve_test synth_test tokenizer_test agent_test agent_prompt_test tui_test dist_test eval_test \
-  quality_vectors_test
+  quality_vectors_test loadgen_stats_test
 # build-asan is also the fuzzers' tree (DS4_FUZZ=ON; make fuzz): the modules the fuzzers explore
 # carry libFuzzer's coverage instrumentation besides ASan+UBSan (DS4_FUZZ_COVERAGE_MODULES in
 # CMakeLists.txt), so CI compiles the tree once for both instead of once each. The modules are

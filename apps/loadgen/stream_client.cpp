@@ -14,11 +14,15 @@ using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
+double clock_seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 // Splits the byte stream into SSE events and handles each `data:` payload.
 class SseReader {
  public:
-  SseReader(StreamResult* out, Clock::time_point t0) : out_(out), t0_(t0) {}
+  SseReader(StreamResult* out, Clock::time_point t0, const std::function<void()>* first)
+      : out_(out), t0_(t0), first_(first) {}
 
   void feed(const char* data, size_t n) {
     buf_.append(data, n);
@@ -64,8 +68,10 @@ class SseReader {
          !(*delta)["reasoning_content"].get<std::string>().empty());
     if (!token) return;
     const Clock::time_point now = Clock::now();
+    out_->token_at.push_back(clock_seconds(now));
     if (out_->deltas == 0) {
       out_->ttft_s = seconds(t0_, now);
+      if (*first_) (*first_)();
     } else {
       out_->gaps_s.push_back(seconds(last_, now));
     }
@@ -75,6 +81,7 @@ class SseReader {
 
   StreamResult* out_;
   Clock::time_point t0_, last_;
+  const std::function<void()>* first_;
   std::string buf_;
   bool done_ = false;
 };
@@ -101,7 +108,8 @@ StreamResult run_stream(const StreamRequest& r) {
   req.set_header("Content-Type", "application/json");
   if (!r.api_key.empty()) req.set_header("Authorization", "Bearer " + r.api_key);
   const Clock::time_point t0 = Clock::now();
-  SseReader sse(&out, t0);
+  out.sent_at = clock_seconds(t0);
+  SseReader sse(&out, t0, &r.on_first_token);
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     sse.feed(data, n);
     return true;
@@ -109,7 +117,9 @@ StreamResult run_stream(const StreamRequest& r) {
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   const bool sent = cli.send(req, res, err);
-  out.total_s = seconds(t0, Clock::now());
+  const Clock::time_point end = Clock::now();
+  out.total_s = seconds(t0, end);
+  out.ended_at = clock_seconds(end);
   if (!sent) {
     out.error = "transport: " + httplib::to_string(err);
   } else if (res.status != 200) {

@@ -5,6 +5,7 @@
 // stats.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,12 @@ struct StreamResult {
   double ttft_s = 0;           // request sent -> first reasoning or content delta
   double total_s = 0;          // request sent -> end of the stream
   std::vector<double> gaps_s;  // between consecutive token deltas
-  int deltas = 0;              // chunks carrying reasoning or content
-  int prompt_tokens = 0;       // from the final usage chunk
+  // The same times on the shared clock (seconds of std::chrono::steady_clock since its epoch):
+  // when the request was sent, each token delta, the end of the stream.
+  double sent_at = 0, ended_at = 0;
+  std::vector<double> token_at;
+  int deltas = 0;         // chunks carrying reasoning or content
+  int prompt_tokens = 0;  // from the final usage chunk
   int completion_tokens = 0;
   int cached_tokens = 0;
   std::string finish_reason;
@@ -33,6 +38,7 @@ struct StreamRequest {
   bool thinking = false;  // false: "deepseek-chat" semantics (no reasoning) via thinking=disabled
   std::string reasoning_effort;  // thinking: "max" for the maximum effort, "" for the default
   int timeout_s = 600;
+  std::function<void()> on_first_token;  // called once, from the request's thread; may be empty
 };
 
 StreamResult run_stream(const StreamRequest& r);

@@ -5,7 +5,9 @@
 // both, moves it by the ratio of the target step time to the measured one: q <- q * target / T.
 // Its fixed point is T = target (the decoders get a token every `target` seconds) and it is
 // reached without knowing a or b; where the decode rows alone take the target or more, q falls to
-// kMinPrefillQuantum so the prompt still advances. Steps without decode rows are not paced.
+// kMinPrefillQuantum so the prompt still advances. Steps without decode rows are not paced, but a
+// prompt chunk alone measures b: the quantum is then set to what fills the target with prompt
+// rows (an upper bound, a = 0), so the first paced step after it is not far over the target.
 // Owns: the quantum. Does not own: the clock (the scheduler times its steps) or the step's budget.
 #pragma once
 
@@ -31,11 +33,13 @@ class PrefillPacer {
   // decode rows) when nothing decodes or pacing is off, else the quantum within it.
   size_t rows(size_t decode_rows, size_t budget) const;
   // A step ran with these rows and took `seconds`: steps with both decode and prompt rows move
-  // the quantum.
+  // the quantum; a chunk of kMinPrefillQuantum prompt rows or more alone sets it.
   void observe(size_t decode_rows, size_t prompt_rows, double seconds);
   size_t quantum() const { return quantum_; }
 
  private:
+  // The quantum at most (the engine's step holds fewer rows anyway).
+  static constexpr size_t kMaxQuantum = 1 << 16;
   double target_s_;
   size_t quantum_ = kFirstPrefillQuantum;
 };

@@ -1,7 +1,8 @@
 // Protects: the prompt rows a step carries beside decoding requests (issue 55: a long prompt must
 // not freeze the streams beside it). Simulated steps of cost a + b * rows: the quantum settles
 // where a step takes the target, from either side; decode rows alone over the target leave the
-// minimum; no decode rows or no target leave the whole budget; short last chunks do not raise it.
+// minimum; no decode rows or no target leave the whole budget; a prompt alone sets the quantum
+// that fills the target; short last chunks do not raise it.
 #include "serve/prefill_pacer.h"
 
 #include <gtest/gtest.h>
@@ -39,12 +40,27 @@ TEST(PrefillPacer, DecodeRowsOverTheTargetLeaveTheMinimum) {
 TEST(PrefillPacer, NothingDecodingOrNoTargetTakesTheWholeBudget) {
   PrefillPacer p(0.100);
   EXPECT_EQ(p.rows(0, 2000), 2000u);
-  p.observe(0, 2000, 5.0);  // a prompt alone: not paced, and it does not move the quantum
-  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
   PrefillPacer off(0);
   EXPECT_EQ(off.rows(8, 1500), 1500u);
   off.observe(8, 1500, 9.0);
   EXPECT_EQ(off.rows(8, 1500), 1500u);
+}
+
+TEST(PrefillPacer, APromptAloneSetsTheQuantumThatFillsTheTarget) {
+  // 1,000 rows alone in 2.5 s (a slow CPU): 40 rows fill 100 ms, below the minimum.
+  PrefillPacer slow(0.100);
+  slow.observe(0, 1000, 2.5);
+  EXPECT_EQ(slow.quantum(), kMinPrefillQuantum);
+  // 2,048 rows in 0.5 s: 409.6 rows fill 100 ms; then the paced steps beside 16 ms of decode rows
+  // bring it down to 336 (the SettlesWhereAStepTakesTheTarget machine).
+  PrefillPacer fast(0.100);
+  fast.observe(0, 2048, 0.5);
+  EXPECT_EQ(fast.quantum(), 409u);
+  EXPECT_NEAR(static_cast<double>(settle(fast, 0.016, 0.00025, 40)), 336, 2);
+  // A short prompt alone says nothing.
+  PrefillPacer p(0.100);
+  p.observe(0, kMinPrefillQuantum - 1, 10.0);
+  EXPECT_EQ(p.quantum(), kFirstPrefillQuantum);
 }
 
 TEST(PrefillPacer, OneMeasurementMovesTheQuantumByTwoAtMost) {

@@ -62,12 +62,12 @@ struct SchedulerOptions {
 };
 
 struct SchedulerStats {
-  int queued = 0;      // waiting for a session
-  int running = 0;     // placed in a session (prefilling or decoding)
-  int sessions = 0;    // the pool's size
-  int free = 0;        // sessions no request runs in (sessions - running)
-  uint64_t steps = 0;  // batched engine steps run so far
-  uint64_t rows = 0;   // token rows those steps evaluated
+  int queued = 0;              // waiting for a session
+  int running = 0;             // placed in a session (prefilling or decoding)
+  int sessions = 0;            // the pool's size
+  int free = 0;                // sessions no request runs in (sessions - running)
+  uint64_t steps = 0;          // batched engine steps run so far
+  uint64_t rows = 0;           // token rows those steps evaluated
   size_t prefill_quantum = 0;  // prompt rows a step beside decoding requests carries at most now
 };
 

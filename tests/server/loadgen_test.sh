@@ -2,9 +2,10 @@
 # tests/server/loadgen_test.sh DS4_LOADGEN DS4_SERVER MODEL PROMPT_FILE: ds4-loadgen against the
 # real server on loopback. 3 clients x 2 streaming requests of at most 6 tokens: every request
 # row is ok with 1..6 completion tokens and a positive time to first token, the summary's token
-# total is the rows' sum, and its rates are consistent with it; 64 clients connecting at once are
-# all served; a bad flag is status 2 and an
-# unreachable server makes every request fail with status 1.
+# total is the rows' sum, and its rates are consistent with it; the long-prompt scenario reports
+# consistent rates and, with the server's prefill pacing, bounded gaps; 64 clients connecting at
+# once are all served; a bad flag is status 2 and an unreachable server makes every request fail
+# with status 1.
 set -euo pipefail
 loadgen=$1 server=$2 model=$3 prompt=$4
 tmp=$(mktemp -d)
@@ -42,6 +43,36 @@ assert abs(float(s["aggregate_tokens_per_s"]) - total / float(s["wall_s"])) < 0.
 assert float(s["ttft_p99_ms"]) >= float(s["ttft_p50_ms"]) > 0, s
 assert float(s["itl_p99_ms"]) >= float(s["itl_p50_ms"]) >= 0, s
 print("loadgen rows and summary consistent:", s)
+PY
+# The long-prompt scenario: a ~2,200-token prompt alone, then beside 2 decoding clients. The
+# server paces its prefill (--itl-target-ms, default 100 ms): the clients' gaps while it prefills
+# stay a small part of its whole prefill time (unpaced, one 2,046-row chunk holds them for ~90% of
+# it), and the two measured prefill rates and the decode-phase aggregate are reported.
+"$loadgen" --port "$port" -c 2 -n 60 --prompt-file "$prompt" --prompt-chars 300 \
+  --long-prompt-chars 8000 --csv "$tmp/long.csv" >"$tmp/long.summary" 2>"$tmp/long.err" ||
+  fail "long prompt: status $? $(cat "$tmp/long.err")"
+python3 - "$tmp/long.csv" "$tmp/long.summary" <<'PY'
+import csv, sys
+rows = {r["role"]: r for r in csv.DictReader(open(sys.argv[1]))}
+s = list(csv.DictReader(open(sys.argv[2])))[0]
+alone, beside = rows["long-alone"], rows["long-beside"]
+for r in (alone, beside):
+    assert r["ok"] == "1" and int(r["prompt_tokens"]) > 1500, r
+assert int(beside["cached_tokens"]) < 100, beside  # cut elsewhere: nothing of the first reused
+tokens = int(beside["prompt_tokens"]) - int(beside["cached_tokens"])
+assert int(s["long_prompt_tokens"]) == tokens, (s, beside)
+rate_alone = int(alone["prompt_tokens"]) / (float(alone["ttft_ms"]) / 1e3)
+rate_beside = tokens / (float(beside["ttft_ms"]) / 1e3)
+assert abs(float(s["long_alone_prefill_tokens_per_s"]) - rate_alone) < 0.01 * rate_alone + 0.01, s
+assert abs(float(s["long_beside_prefill_tokens_per_s"]) - rate_beside) < 0.01 * rate_beside + 0.01, s
+assert abs(float(s["long_prefill_ratio"]) - rate_beside / rate_alone) < 0.01, s
+assert s["long_decoders_beside"] == "2", s  # 60 tokens outlast a paced prefill of ~35 steps
+p50, p99 = float(s["itl_during_long_p50_ms"]), float(s["itl_during_long_p99_ms"])
+assert 0 < p50 <= p99 < 0.4 * float(alone["ttft_ms"]), (s, alone["ttft_ms"])
+assert 0 < float(s["decode_phase_s"]) <= float(s["wall_s"]), s
+assert float(s["decode_aggregate_tokens_per_s"]) > 0, s
+print("long prompt beside 2 clients: gaps p99 %.0f ms over a %.0f ms prefill alone, ratio %s" %
+      (p99, float(alone["ttft_ms"]), s["long_prefill_ratio"]))
 PY
 # A burst: 64 clients connect at once (queued: --max-queue 64; far more than
 # httplib's own listen backlog of 5, which made 46 of them fail with "transport: Read"): every

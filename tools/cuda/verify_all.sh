@@ -76,6 +76,8 @@
 #            the files under .devdeps/old swapped in (a rewrite without a switch; probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
+#   longprompt a ~48k-token prompt beside 4 decoding clients, --itl-target-ms 100 and 0
+#            (tools/cuda/long_prompt_bench.sh; issue 55, bench/serving.md)
 #   agent    ds4-agent on Flash q2 (tools/cuda/agent_bench.sh): startup with and without the system
 #            prompt's checkpoint, first tokens, a ~32k-token message's prefill rate beside
 #            ds4-bench's at that frontier, /save, /switch and a rebuild from text (bench/agent.md)
@@ -260,6 +262,10 @@ fi
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
+fi
+if has longprompt; then
+  OUT=$out step longprompt 560 bash tools/cuda/long_prompt_bench.sh
+  tail -12 "$out/longprompt.log"
 fi
 if has agent; then
   OUT=$out step agent 560 bash tools/cuda/agent_bench.sh
