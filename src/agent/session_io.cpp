@@ -88,7 +88,7 @@ Result<WholeSessionFile> read_session_file(const std::string& path, uint64_t max
     return named(path, Status::invalid_file("KVC footer: %s", r->view.tool_map_error.c_str()));
   WholeSessionFile f{.bytes = std::move(r->bytes), .view = {}};
   const kv::KvcChecksums sums = r->view.checksums;
-  auto v = decode_session_file(f.bytes, &sums);
+  auto v = decode_session_file(f.bytes.span(), &sums);
   if (!v.is_ok()) return named(path, v.status());
   f.view = std::move(*v);
   return f;

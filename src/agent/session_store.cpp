@@ -96,16 +96,9 @@ SessionInfo info_of(std::string_view name, const kv::KvcHeader& h, const Session
           .stripped = h.payload_bytes == 0};
 }
 
-// The payload of a whole file, moved to the front of its buffer (no second copy of it).
+// The payload of a whole file (one copy: the file's buffer goes with `f`).
 std::vector<uint8_t> take_payload(WholeSessionFile&& f) {
-  const size_t at = static_cast<size_t>(f.view.payload.data() - f.bytes.data());
-  const size_t n = f.view.payload.size();
-  f.view.payload = {};
-  std::vector<uint8_t> out = std::move(f.bytes);
-  if (n == 0) return {};
-  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(at));
-  out.resize(n);
-  return out;
+  return std::vector<uint8_t>(f.view.payload.begin(), f.view.payload.end());
 }
 
 }  // namespace

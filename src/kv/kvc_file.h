@@ -137,6 +137,15 @@ struct KvcView {
 
 // The 48 header bytes (payload_bytes as given).
 std::vector<uint8_t> encode_kvc_header(const KvcHeader& header);
+// A file's bytes around its payload: the file is head, payload, tail. The payload is hashed where
+// it is (read once, not copied), so a writer can send the three pieces as they are.
+struct KvcFrame {
+  std::vector<uint8_t> head;  // the header, the text length and the text
+  std::vector<uint8_t> tail;  // the KTM section (if any) and the footer
+};
+// Sets payload_bytes from `payload` and the tool-map flag from `tool_map`, as encode_kvc does.
+KvcFrame frame_kvc(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+                   std::span<const ToolMapEntry> tool_map);
 // A whole file, footer included. Sets payload_bytes from `payload` and the tool-map flag from
 // `tool_map`.
 std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,

@@ -371,12 +371,11 @@ std::optional<KvcStore::ReadKvc> KvcStore::compatible_file(const std::string& na
 }
 
 Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
-                                      std::span<const uint8_t> payload,
+                                      std::vector<uint8_t> payload,
                                       std::span<const ToolMapEntry> tool_map) const {
   if (header.created == 0) header.created = o_.now();
   if (header.last_used == 0) header.last_used = header.created;
   PreparedKvc p{.name = sha1_hex(text) + ".kv", .header = header, .text = std::string(text)};
-  std::vector<uint8_t> bytes;
   if (std::optional<ReadKvc> old = compatible_file(p.name, header, text)) {
     // Only the tool-id map changes: the mappings already there stay (their blocks are in the
     // text), the new ones are added.
@@ -387,16 +386,19 @@ Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
     }
     p.header = old->view.header;
     p.kept = true;
-    bytes = encode_kvc(p.header, old->view.text, old->view.payload, map);
+    p.frame = frame_kvc(p.header, old->view.text, old->view.payload, map);
+    p.payload = old->view.payload;
+    p.kept_file = std::move(old->bytes);  // the payload's bytes, which stay where they are
   } else {
-    bytes = encode_kvc(header, text, payload, tool_map);
+    p.frame = frame_kvc(header, text, payload, tool_map);
+    p.new_payload = std::move(payload);
+    p.payload = p.new_payload;
   }
-  if (bytes.size() > o_.budget_bytes)
-    return Status::resource_exhausted("a %zu-byte cache file exceeds the %llu-byte budget",
-                                      bytes.size(),
+  p.bytes = p.frame.head.size() + p.payload.size() + p.frame.tail.size();
+  if (p.bytes > o_.budget_bytes)
+    return Status::resource_exhausted("a %llu-byte cache file exceeds the %llu-byte budget",
+                                      static_cast<unsigned long long>(p.bytes),
                                       static_cast<unsigned long long>(o_.budget_bytes));
-  p.bytes = bytes.size();
-  p.encoded = std::move(bytes);
   p.tmp = path("." + p.name + ".tmp." + std::to_string(::getpid()));
   return p;
 }
@@ -422,7 +424,10 @@ Status KvcStore::write(const PreparedKvc& p) const {
     if (fd.get() < 0) {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
-    st = write_all(fd.get(), p.encoded, p.tmp);
+    for (const std::span<const uint8_t> piece : {std::span<const uint8_t>(p.frame.head), p.payload,
+                                                 std::span<const uint8_t>(p.frame.tail)}) {
+      if (st.is_ok()) st = write_all(fd.get(), piece, p.tmp);
+    }
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())
@@ -464,9 +469,9 @@ Status KvcStore::commit(const PreparedKvc& p) {
   return Status::ok();
 }
 
-Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+Status KvcStore::save(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
                       std::span<const ToolMapEntry> tool_map) {
-  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
+  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, std::move(payload), tool_map));
   DS4_TRY(reserve(p));
   if (Status st = write(p); !st.is_ok()) {
     abandon(p);
@@ -506,7 +511,7 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
                                 static_cast<unsigned long long>(size),
                                 static_cast<unsigned long long>(max_bytes));
   }
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  base::HostBuffer bytes(static_cast<size_t>(size));
   KvcHasher hasher(size);
   size_t got = 0;
   while (got < bytes.size()) {
@@ -523,12 +528,11 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
   }
   KvcChecksums sums = hasher.sums();
   if (!verify && bytes.size() >= kKvcFooterBytes) {
-    if (auto stored = decode_kvc_footer(std::span<const uint8_t>(bytes).last(kKvcFooterBytes));
-        stored.is_ok()) {
+    if (auto stored = decode_kvc_footer(bytes.span().last(kKvcFooterBytes)); stored.is_ok()) {
       sums = *stored;
     }
   }
-  DS4_ASSIGN_OR_RETURN(KvcView view, decode_kvc(bytes, limits, &sums));
+  DS4_ASSIGN_OR_RETURN(KvcView view, decode_kvc(bytes.span(), limits, &sums));
   return ReadKvc(std::move(bytes), std::move(view));
 }
 

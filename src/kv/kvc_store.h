@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/host_buffer.h"
 #include "ds4/status.h"
 #include "kv/kvc_file.h"
 
@@ -66,7 +67,12 @@ struct PreparedKvc {
   std::string name;  // "<sha1>.kv"
   std::string tmp;   // the temporary path: ".<sha1>.kv.tmp.<pid>"
   uint64_t bytes = 0;
-  std::vector<uint8_t> encoded;  // the file's bytes (prepare), written by write()
+  // The file write() writes: frame.head, payload, frame.tail. The payload is the one given to
+  // prepare() (owned here, never copied) or, for a kept file, that file's (its bytes owned here).
+  KvcFrame frame;
+  std::vector<uint8_t> new_payload;
+  base::HostBuffer kept_file;
+  std::span<const uint8_t> payload;  // into new_payload or kept_file
   KvcHeader header;  // the header written (for a kept file: the one it had when prepared)
   std::string text;  // the cache text: commit() devalues the files it continues (§3.6)
   // True when a compatible file of the same name was there (same text, quant admitted, its
@@ -97,17 +103,17 @@ class KvcStore {
   // evicted before the write, so that the directory holds the budget at every moment, the
   // temporary file included. On failure (a full disk, say) the temporary file is removed and
   // every older file is intact.
-  Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
+  Status save(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
   // save() in steps, so that a caller holding a lock around the store need not hold it during
-  // the write: prepare() encodes (it touches neither the index nor any file, and may run while
-  // another thread uses the store under the caller's lock: it reads only the options and the
-  // same-name file); reserve() evicts until the file fits beside everything on disk and holds
-  // its bytes; write() writes and fsyncs the temporary file (no index access: outside the lock);
-  // commit() renames it into place and indexes it. abandon() gives up a reserved file. A failed
-  // step leaves no temporary file and no reservation.
-  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text,
-                              std::span<const uint8_t> payload,
+  // the write: prepare() takes the payload over and frames it (frame_kvc: header, text, tool-id
+  // map, checksums; the payload is not copied); it touches neither the index nor any file, and
+  // may run while another thread uses the store under the caller's lock: it reads only the
+  // options and the same-name file. reserve() evicts until the file fits beside everything on
+  // disk and holds its bytes; write() writes and fsyncs the temporary file (no index access:
+  // outside the lock); commit() renames it into place and indexes it. abandon() gives up a
+  // reserved file. A failed step leaves no temporary file and no reservation.
+  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
                               std::span<const ToolMapEntry> tool_map) const;
   Status reserve(const PreparedKvc& prepared);
   Status write(const PreparedKvc& prepared) const;
@@ -121,9 +127,9 @@ class KvcStore {
   // A file read whole, and its decoding. `view` points into `bytes`, whose buffer a move keeps
   // (so a ReadKvc may be moved, not copied).
   struct ReadKvc {
-    std::vector<uint8_t> bytes;
+    base::HostBuffer bytes;  // the whole file (uninitialised huge-page memory before the read)
     KvcView view;
-    ReadKvc(std::vector<uint8_t> b, KvcView v) : bytes(std::move(b)), view(std::move(v)) {}
+    ReadKvc(base::HostBuffer b, KvcView v) : bytes(std::move(b)), view(std::move(v)) {}
     ReadKvc(ReadKvc&&) = default;
     ReadKvc& operator=(ReadKvc&&) = default;
     ReadKvc(const ReadKvc&) = delete;

@@ -74,7 +74,7 @@ TEST(KvcStore, SavedFilesAreFoundByTheirLongestRenderedPrefix) {
   EXPECT_EQ(hit->header.tokens, 20u);
   auto read = s->read(*hit, prompt);
   ASSERT_TRUE(read.is_ok()) << read.status().to_string();
-  auto v = decode_kvc(read->bytes);
+  auto v = decode_kvc(read->bytes.span());
   ASSERT_TRUE(v.is_ok());
   EXPECT_EQ(v->text, "<bos>system<user>hello");
   EXPECT_EQ(v->payload.size(), 200u);
@@ -386,7 +386,7 @@ TEST(KvcStore, FailedWriteKeepsOlderFilesIntact) {
   ASSERT_TRUE(hit.has_value());
   auto read = after->read(*hit, "replaced!");
   ASSERT_TRUE(read.is_ok());
-  EXPECT_EQ(decode_kvc(read->bytes)->payload.size(), 100u);  // the old file, whole
+  EXPECT_EQ(decode_kvc(read->bytes.span())->payload.size(), 100u);  // the old file, whole
   for (const auto& e : std::filesystem::directory_iterator(tmp.file("kv")))
     EXPECT_EQ(e.path().extension(), ".kv") << e.path();  // no temporary left behind
 }

@@ -154,7 +154,7 @@ void DiskCache::write(SaveJob& job) {
   // The encoding, the write and its fsync happen outside the lock: lookups and tool-id restores go
   // on meanwhile. Only the eviction (before the write: the budget holds at every moment), the
   // rename and the index update hold it.
-  auto prepared = store_.prepare(h, job.text, job.payload, map);
+  auto prepared = store_.prepare(h, job.text, std::move(job.payload), map);
   if (!prepared.is_ok()) {
     st = prepared.status();
   } else {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/host_buffer.h"
 #include "ds4/status.h"
 #include "ds4/tokenizer.h"
 #include "kv/kvc_store.h"
@@ -59,7 +60,7 @@ struct SaveJob {
 // A file found for a prompt, read and framed (kvc_file.h); the payload is not decoded yet.
 struct DiskHit {
   kv::KvcEntry entry;
-  std::vector<uint8_t> file;
+  base::HostBuffer file;
   std::span<const uint8_t> payload;  // into `file`
   std::vector<kv::ToolMapEntry> tool_map;
 };

@@ -1,0 +1,162 @@
+// apps/bench/kvc_session.cpp: see kvc_session.h. Each rep times, one after another:
+//   import   Session::load of the payload (parse, then the backend's copy into the session)
+//   export   Session::save (the backend's copy out, then the payload's encoding)
+//   write    KvcStore::save of that payload (file encoding, checksums, write, fsync, rename)
+//   read     KvcStore::read_file of the file, checksums verified
+//   restart  read + import + one decoded token: the first token after a server restart
+// and reports each step's median and minimum, and the bytes per second of the median.
+#include "kvc_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ds4/engine.h"
+#include "ds4/session.h"
+#include "kv/kvc_store.h"
+#include "kv/snapshot.h"
+#include "model/shape.h"
+
+namespace ds4bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+class Noise {
+ public:
+  float next() {
+    x_ ^= x_ << 13, x_ ^= x_ >> 7, x_ ^= x_ << 17;
+    return static_cast<float>(static_cast<int64_t>(x_ >> 40) - (1 << 23)) / (1 << 23);
+  }
+  void fill(std::vector<float>* v, size_t n) {
+    v->resize(n);
+    for (float& f : *v) f = next();
+  }
+
+ private:
+  uint64_t x_ = 0x2545f4914f6cdd1dull;
+};
+
+// A snapshot of `t` tokens with the sizes `shape` gives them (kv/snapshot.h's rules).
+ds4::kv::Snapshot synthesize(const ds4::model::Shape& s, uint32_t t, uint32_t n_ctx,
+                             uint32_t prefill_chunk) {
+  constexpr size_t kHd = 512, kIhd = 128;
+  Noise noise;
+  ds4::kv::Snapshot snap{
+      .n_ctx = n_ctx, .prefill_chunk = prefill_chunk, .tokens = {}, .logits = {}, .layers = {}};
+  snap.tokens.resize(t);
+  for (uint32_t i = 0; i < t; ++i) snap.tokens[i] = static_cast<int32_t>((i * 7919u) % s.n_vocab);
+  noise.fill(&snap.logits, static_cast<size_t>(s.n_vocab));
+  const uint32_t live = std::min<uint32_t>(t, std::min<uint32_t>(s.n_swa, n_ctx));
+  snap.layers.resize(static_cast<size_t>(s.n_layer));
+  for (int il = 0; il < s.n_layer; ++il) {
+    ds4::backend::LayerState& l = snap.layers[static_cast<size_t>(il)];
+    const int r = s.compress_ratio(il);
+    l.n_tokens = static_cast<int32_t>(t);
+    noise.fill(&l.raw, size_t{live} * kHd);
+    if (r != 0) {
+      const size_t frontier = static_cast<size_t>((r == 4 ? 2 : 1) * r) * s.compressor_width(il);
+      noise.fill(&l.comp, size_t{t / static_cast<uint32_t>(r)} * kHd);
+      noise.fill(&l.comp_kv, frontier);
+      noise.fill(&l.comp_score, frontier);
+    }
+    if (r == 4) {
+      noise.fill(&l.index, size_t{t / 4} * kIhd);
+      noise.fill(&l.index_kv, 8 * 256);
+      noise.fill(&l.index_score, 8 * 256);
+    }
+  }
+  return snap;
+}
+
+struct Step {
+  const char* name;
+  std::vector<double> ms;
+};
+
+int fail(const char* what, const ds4::Status& st) {
+  std::fprintf(stderr, "ds4-kvc-bench: %s: %s\n", what, st.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int run_session_bench(const SessionBenchOptions& o) {
+  ds4::EngineOptions eo{.model_path = o.model, .threads = o.threads};
+  if (o.backend == "cuda") eo.backend = ds4::BackendKind::kCuda;
+  auto engine = ds4::Engine::open(eo);
+  if (!engine.is_ok()) return fail("open", engine.status());
+  const std::optional<ds4::model::Shape> shape = ds4::model::builtin_shape((*engine)->info().shape);
+  if (!shape) {
+    std::fprintf(stderr, "ds4-kvc-bench: unknown shape '%s'\n", (*engine)->info().shape.c_str());
+    return 1;
+  }
+  const ds4::SessionOptions so{.n_ctx = static_cast<int>(o.tokens) + 64};
+  auto session = (*engine)->create_session(so);
+  if (!session.is_ok()) return fail("session", session.status());
+  const std::vector<uint8_t> payload =
+      ds4::kv::encode_snapshot(*shape, synthesize(*shape, o.tokens, static_cast<uint32_t>(so.n_ctx),
+                                                  static_cast<uint32_t>(so.prefill_chunk)));
+  auto store = ds4::kv::KvcStore::open({.dir = o.dir, .budget_bytes = uint64_t{1} << 40});
+  if (!store.is_ok()) return fail("store", store.status());
+  const std::string text = "<｜begin▁of▁sentence｜>ds4-kvc-bench session";
+  const ds4::kv::KvcHeader header{.reason = ds4::kv::SaveReason::kCold,
+                                  .tokens = o.tokens,
+                                  .n_ctx = static_cast<uint32_t>(so.n_ctx)};
+
+  std::vector<Step> steps{{"import (Session::load)", {}},
+                          {"export (Session::save)", {}},
+                          {"write (KvcStore::save)", {}},
+                          {"read (KvcStore::read_file, verified)", {}},
+                          {"restart (read + import + 1 token)", {}}};
+  ds4::Session& s = **session;
+  for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms the allocator and the page cache
+    auto t0 = Clock::now();
+    if (ds4::Status st = s.load(payload); !st.is_ok()) return fail("import", st);
+    const double import_ms = ms_since(t0);
+    t0 = Clock::now();
+    auto saved = s.save();
+    const double export_ms = ms_since(t0);
+    if (!saved.is_ok()) return fail("export", saved.status());
+    t0 = Clock::now();
+    if (ds4::Status st = store->save(header, text, std::move(*saved), {}); !st.is_ok())
+      return fail("write", st);
+    const double write_ms = ms_since(t0);
+    const std::string path = o.dir + "/" + store->entries().at(0).name;
+    double read_ms = 0;
+    {  // the bytes go at the end of the block: the restart reads them again
+      t0 = Clock::now();
+      auto read = ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {});
+      read_ms = ms_since(t0);
+      if (!read.is_ok()) return fail("read", read.status());
+    }
+    t0 = Clock::now();
+    auto again = ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {});
+    if (!again.is_ok()) return fail("read", again.status());
+    if (ds4::Status st = s.load(again->view.payload); !st.is_ok()) return fail("import", st);
+    if (ds4::Status st = s.eval(0); !st.is_ok()) return fail("decode", st);
+    const double restart_ms = ms_since(t0);
+    if (rep < 0) continue;
+    const double got[] = {import_ms, export_ms, write_ms, read_ms, restart_ms};
+    for (size_t i = 0; i < steps.size(); ++i) steps[i].ms.push_back(got[i]);
+  }
+  const double mb = static_cast<double>(payload.size()) / 1e6;
+  std::printf("ds4-kvc-bench session: %s (%s, %s backend), %u tokens, payload %.1f MB, %d reps\n\n",
+              o.model.c_str(), (*engine)->info().shape.c_str(), o.backend.c_str(), o.tokens, mb,
+              o.reps);
+  std::printf("| step | median ms | min ms | GB/s (median) |\n|---|---|---|---|\n");
+  for (Step& st : steps) {
+    std::sort(st.ms.begin(), st.ms.end());
+    const double med = st.ms[st.ms.size() / 2];
+    std::printf("| %s | %.1f | %.1f | %.2f |\n", st.name, med, st.ms.front(), mb / med);
+  }
+  return 0;
+}
+
+}  // namespace ds4bench

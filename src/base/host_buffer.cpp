@@ -1,0 +1,68 @@
+// src/base/host_buffer.cpp: see host_buffer.h.
+#include "base/host_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <new>
+#include <utility>
+
+namespace ds4::base {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+HostBuffer::HostBuffer(size_t n) : size_(n) {
+  if (n < kHugeBytes) {
+    data_ = n == 0 ? nullptr : new uint8_t[n];
+    return;
+  }
+  // Mapped one huge page larger, then trimmed to a 2 MiB-aligned run of whole huge pages.
+  const size_t want = round_up(n, kHugePage);
+  void* raw = ::mmap(nullptr, want + kHugePage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = round_up(base, kHugePage);
+  if (aligned > base) ::munmap(raw, aligned - base);
+  const uintptr_t end = base + want + kHugePage;
+  if (end > aligned + want) ::munmap(reinterpret_cast<void*>(aligned + want), end - aligned - want);
+  data_ = reinterpret_cast<uint8_t*>(aligned);
+  mapped_ = want;
+  // Advice only: a kernel without THP keeps 4 KiB pages, and the buffer works the same.
+  (void)::madvise(data_, mapped_, MADV_HUGEPAGE);
+}
+
+HostBuffer::~HostBuffer() { release(); }
+
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      mapped_(std::exchange(o.mapped_, 0)) {}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    mapped_ = std::exchange(o.mapped_, 0);
+  }
+  return *this;
+}
+
+void HostBuffer::release() {
+  if (data_ == nullptr) return;
+  if (mapped_ != 0) {
+    ::munmap(data_, mapped_);
+  } else {
+    delete[] data_;
+  }
+  data_ = nullptr;
+  size_ = mapped_ = 0;
+}
+
+}  // namespace ds4::base

@@ -1,0 +1,47 @@
+// src/base/host_buffer.h: a large byte buffer whose first touch is cheap (issue 55 item 4: a
+// session's 420 MB state saved and loaded at memory speed). A std::vector<uint8_t> of that size
+// writes zeros over every byte before anyone reads it, on 4 KiB pages: ~100k page faults, then a
+// pass the next copy overwrites. This buffer is left uninitialised and, from kHugeBytes up, is
+// 2 MiB-aligned anonymous memory advised for transparent huge pages (MADV_HUGEPAGE: 512x fewer
+// faults where the kernel's THP mode is "madvise" or "always"; plain pages elsewhere).
+// Owns: its memory (move-only). Does not own: what is written into it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace ds4::base {
+
+class HostBuffer {
+ public:
+  // Buffers this large or larger are mapped with huge pages advised.
+  static constexpr size_t kHugeBytes = size_t{2} << 20;
+
+  HostBuffer() = default;
+  // `n` bytes, not initialised. Throws std::bad_alloc when the memory cannot be had.
+  explicit HostBuffer(size_t n);
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<uint8_t> span() { return {data_, size_}; }
+  std::span<const uint8_t> span() const { return {data_, size_}; }
+  // Drops bytes past `n` from size() (the memory stays until the buffer goes).
+  void shrink(size_t n) {
+    if (n < size_) size_ = n;
+  }
+
+ private:
+  void release();
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes mapped at data_ (0: allocated with new[])
+};
+
+}  // namespace ds4::base
