@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   const Times cached = timed([&] {
     for (int i = 0; i < cache_reps; ++i) sink += ds4::base::checksum64(piece, i);
   });
-  const ds4::base::HostBuffer whole =
+  const ds4::base::ByteBuffer whole =
       std::move(ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {}, false)->bytes);
   std::vector<double> mem_cpu;
   for (int rep = 0; rep < 3; ++rep) {

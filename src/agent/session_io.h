@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "agent/session_file.h"
-#include "base/host_buffer.h"
+#include "base/byte_buffer.h"
 #include "ds4/status.h"
 
 namespace ds4::agent {
 
 // A whole file and its decoding (`view` points into `bytes`, whose buffer a move keeps).
 struct WholeSessionFile {
-  base::HostBuffer bytes;
+  base::ByteBuffer bytes;
   SessionFileView view;
 };
 // Reads and verifies the file at `path` (decode_session_file; checksums hashed as it is read).

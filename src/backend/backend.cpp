@@ -1,6 +1,8 @@
 // src/backend/backend.cpp: the validated front of every op and layout sizes.
 #include "backend/backend.h"
 
+#include <cstring>
+
 #include "base/check.h"
 
 namespace ds4::backend {
@@ -26,14 +28,18 @@ uint64_t SequenceLayout::bytes() const {
   return floats * sizeof(float);
 }
 
-Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state) {
+namespace {
+
+// check_state_fits for either form of a layer's state (both give each part's float count).
+template <typename State>
+Status check_fits(const SequenceLayout& layout, std::span<const State> state) {
   if (state.size() != layout.layers.size()) {
     return Status::invalid_argument("state has %zu layers, the sequence %zu", state.size(),
                                     layout.layers.size());
   }
   const int64_t hd = layout.head_dim, ihd = layout.indexer_head_dim;
   for (size_t il = 0; il < state.size(); ++il) {
-    const LayerState& st = state[il];
+    const State& st = state[il];
     const LayerLayout& l = layout.layers[il];
     const int64_t n_raw = static_cast<int64_t>(st.raw.size()) / hd;
     const int64_t frontier = int64_t{l.frontier_rows} * l.frontier_width;
@@ -56,6 +62,72 @@ Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerSta
     if (!ok) return Status::invalid_argument("layer %zu: state sizes do not fit the layout", il);
   }
   return Status::ok();
+}
+
+std::vector<float> floats_of(const FloatBytes& b) {
+  std::vector<float> out(b.count);
+  if (b.count != 0) std::memcpy(out.data(), b.data, b.count * sizeof(float));
+  return out;
+}
+
+}  // namespace
+
+Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state) {
+  return check_fits(layout, std::span<const LayerState>(state));
+}
+
+Status check_state_fits(const SequenceLayout& layout, std::span<const LayerStateView> state) {
+  return check_fits(layout, state);
+}
+
+LayerState to_state(const LayerStateView& v) {
+  return {.n_tokens = v.n_tokens,
+          .raw = floats_of(v.raw),
+          .comp = floats_of(v.comp),
+          .comp_kv = floats_of(v.comp_kv),
+          .comp_score = floats_of(v.comp_score),
+          .index = floats_of(v.index),
+          .index_kv = floats_of(v.index_kv),
+          .index_score = floats_of(v.index_score)};
+}
+
+LayerStateView view_of(const LayerState& l) {
+  auto of = [](const std::vector<float>& v) {
+    return FloatBytes{.data = reinterpret_cast<const uint8_t*>(v.data()), .count = v.size()};
+  };
+  return {.n_tokens = l.n_tokens,
+          .raw = of(l.raw),
+          .comp = of(l.comp),
+          .comp_kv = of(l.comp_kv),
+          .comp_score = of(l.comp_score),
+          .index = of(l.index),
+          .index_kv = of(l.index_kv),
+          .index_score = of(l.index_score)};
+}
+
+void append_floats(std::vector<uint8_t>* out, const float* p, size_t n) {
+  const auto* b = reinterpret_cast<const uint8_t*>(p);
+  out->insert(out->end(), b, b + n * sizeof(float));
+}
+
+void append_layer_state(std::vector<uint8_t>* out, const LayerState& l) {
+  for (const std::vector<float>* part :
+       {&l.raw, &l.comp, &l.comp_kv, &l.comp_score, &l.index, &l.index_kv, &l.index_score}) {
+    append_floats(out, part->data(), part->size());
+  }
+}
+
+Status Backend::export_sequence_append(int seq, std::vector<uint8_t>* out) const {
+  DS4_ASSIGN_OR_RETURN(std::vector<LayerState> layers, export_sequence(seq));
+  for (const LayerState& l : layers) append_layer_state(out, l);
+  return Status::ok();
+}
+
+Status Backend::import_sequence_view(int seq, std::span<const LayerStateView> state) {
+  std::vector<LayerState> layers;
+  layers.reserve(state.size());
+  for (const LayerStateView& v : state) layers.push_back(to_state(v));
+  return import_sequence(seq, layers);
 }
 
 namespace {

@@ -101,10 +101,37 @@ struct LayerState {
   std::vector<float> index_kv, index_score;
 };
 
+// Floats where they lie in a byte buffer, not necessarily aligned (a session payload inside a
+// file buffer starts anywhere): read with memcpy.
+struct FloatBytes {
+  const uint8_t* data = nullptr;
+  size_t count = 0;  // floats
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+};
+
+// A LayerState where it lies in a payload (issue 55 item 4: import reads it in place, no copy).
+struct LayerStateView {
+  int32_t n_tokens = 0;
+  FloatBytes raw, comp, comp_kv, comp_score, index, index_kv, index_score;
+};
+
+// The layer's parts copied out of the buffer, and a view of a LayerState's own parts.
+LayerState to_state(const LayerStateView& v);
+LayerStateView view_of(const LayerState& l);
+
+// Appends a layer's parts to a payload in the DSV4 payload's order (kv/snapshot.h, model.md
+// §5.3): raw rows, compressed rows, compressor frontier kv and score, indexer rows, indexer
+// frontier kv and score (empty parts add nothing). Every writer of layer state uses this order.
+void append_layer_state(std::vector<uint8_t>* out, const LayerState& l);
+// The same for one part (a backend appending from its own memory).
+void append_floats(std::vector<uint8_t>* out, const float* p, size_t n);
+
 // Whether `state` (one entry per layer) fits `layout`: row counts within capacity, whole rows,
 // frontier tensors of the right size, nothing for the parts a layer kind does not have. Backends
 // call it before touching a sequence, so a bad import changes nothing.
 Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state);
+Status check_state_fits(const SequenceLayout& layout, std::span<const LayerStateView> state);
 
 struct HcWeights {
   Weight fn;     // [n_hc * n_embd] -> mix outputs
@@ -175,6 +202,12 @@ class Backend {
   virtual Result<std::vector<LayerState>> export_sequence(int seq) const = 0;
   // Replaces the state; validates sizes against the layout first, so a failure changes nothing.
   virtual Status import_sequence(int seq, const std::vector<LayerState>& state) = 0;
+  // The same two without a LayerState in between (a session's save and load, issue 55 item 4):
+  // the layers appended to `out` in payload order (append_layer_state's), and the state read
+  // from where a payload holds it. These defaults go through the two above; a backend that
+  // copies straight between its memory and the payload overrides them.
+  virtual Status export_sequence_append(int seq, std::vector<uint8_t>* out) const;
+  virtual Status import_sequence_view(int seq, std::span<const LayerStateView> state);
   // Speculation: from mark_sequence on, the backend keeps what each appended row changes, so that
   // rewind_sequence(seq, n) brings the sequence back exactly to its first n tokens (n at least its
   // count at the mark); settle_sequence keeps the state as it is and drops the record. A backend

@@ -59,6 +59,12 @@ class DiagnosticBackend final : public Backend {
   Status import_sequence(int seq, const std::vector<LayerState>& state) override {
     return inner_->import_sequence(seq, state);
   }
+  Status export_sequence_append(int seq, std::vector<uint8_t>* out) const override {
+    return inner_->export_sequence_append(seq, out);
+  }
+  Status import_sequence_view(int seq, std::span<const LayerStateView> state) override {
+    return inner_->import_sequence_view(seq, state);
+  }
   Status mark_sequence(int seq) override { return inner_->mark_sequence(seq); }
   Status rewind_sequence(int seq, int n_tokens) override {
     return inner_->rewind_sequence(seq, n_tokens);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/read_file.h"
 #include "engine/session_impl.h"
 #include "kv/snapshot.h"
@@ -262,6 +263,17 @@ Result<std::vector<uint8_t>> Session::save() const {
         s.engine->range.begin, s.engine->range.end - 1);
   }
   if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
+  if (s.engine->whole_model()) {
+    // Straight into the payload: the backend appends its layers where begin_snapshot stops.
+    const auto n_ctx = static_cast<uint32_t>(s.options.n_ctx);
+    const std::span<const int32_t> tokens(s.tokens.data(), s.tokens.size());
+    std::vector<uint8_t> out = kv::begin_snapshot(
+        s.engine->shape, n_ctx, static_cast<uint32_t>(s.options.prefill_chunk), tokens, s.logits);
+    DS4_TRY(s.engine->backend->export_sequence_append(s.seq, &out));
+    DS4_CHECK(out.size() ==
+              kv::snapshot_bytes(s.engine->shape, n_ctx, static_cast<uint32_t>(tokens.size())));
+    return out;
+  }
   kv::Snapshot snap;
   snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   snap.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
@@ -312,6 +324,16 @@ Status Session::load(std::span<const uint8_t> payload) {
   kv::LoadTarget target;
   target.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
+  if (s.engine->whole_model()) {
+    // Read where the payload holds it: the backend copies the layers in, nothing in between.
+    DS4_ASSIGN_OR_RETURN(kv::SnapshotView view,
+                         kv::view_snapshot(payload, s.engine->shape, target));
+    DS4_TRY(s.engine->backend->import_sequence_view(s.seq, view.layers));
+    s.mtp.live = false;  // the MTP block's window is not in a snapshot (below)
+    s.tokens.assign(view.tokens.begin(), view.tokens.end());
+    s.logits = std::move(view.logits);
+    return Status::ok();
+  }
   DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
   DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
   // The MTP block's window is not in a snapshot: it starts again after the loaded context.

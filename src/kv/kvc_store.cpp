@@ -511,7 +511,7 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
                                 static_cast<unsigned long long>(size),
                                 static_cast<unsigned long long>(max_bytes));
   }
-  base::HostBuffer bytes(static_cast<size_t>(size));
+  base::ByteBuffer bytes(static_cast<size_t>(size));
   KvcHasher hasher(size);
   size_t got = 0;
   while (got < bytes.size()) {

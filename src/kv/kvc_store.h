@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/host_buffer.h"
+#include "base/byte_buffer.h"
 #include "ds4/status.h"
 #include "kv/kvc_file.h"
 
@@ -71,7 +71,7 @@ struct PreparedKvc {
   // prepare() (owned here, never copied) or, for a kept file, that file's (its bytes owned here).
   KvcFrame frame;
   std::vector<uint8_t> new_payload;
-  base::HostBuffer kept_file;
+  base::ByteBuffer kept_file;
   std::span<const uint8_t> payload;  // into new_payload or kept_file
   KvcHeader header;  // the header written (for a kept file: the one it had when prepared)
   std::string text;  // the cache text: commit() devalues the files it continues (§3.6)
@@ -127,9 +127,9 @@ class KvcStore {
   // A file read whole, and its decoding. `view` points into `bytes`, whose buffer a move keeps
   // (so a ReadKvc may be moved, not copied).
   struct ReadKvc {
-    base::HostBuffer bytes;  // the whole file (uninitialised huge-page memory before the read)
+    base::ByteBuffer bytes;  // the whole file (uninitialised huge-page memory before the read)
     KvcView view;
-    ReadKvc(base::HostBuffer b, KvcView v) : bytes(std::move(b)), view(std::move(v)) {}
+    ReadKvc(base::ByteBuffer b, KvcView v) : bytes(std::move(b)), view(std::move(v)) {}
     ReadKvc(ReadKvc&&) = default;
     ReadKvc& operator=(ReadKvc&&) = default;
     ReadKvc(const ReadKvc&) = delete;

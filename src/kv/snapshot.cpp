@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/byte_buffer.h"
 #include "base/check.h"
 
 namespace ds4::kv {
@@ -57,9 +58,16 @@ class Parser {
   }
   // n floats; fails (without allocating) when fewer bytes remain.
   bool floats(uint64_t n, std::vector<float>* v) {
+    backend::FloatBytes where;
+    if (!view(n, &where)) return false;
+    v->resize(where.count);
+    if (n != 0) std::memcpy(v->data(), where.data, n * sizeof(float));
+    return true;
+  }
+  // n floats where they lie; fails when fewer bytes remain.
+  bool view(uint64_t n, backend::FloatBytes* v) {
     if (n > left() / sizeof(float)) return false;
-    v->resize(static_cast<size_t>(n));
-    if (n != 0) std::memcpy(v->data(), b_.data() + at_, n * sizeof(float));
+    *v = {.data = b_.data() + at_, .count = static_cast<size_t>(n)};
     at_ += n * sizeof(float);
     return true;
   }
@@ -73,34 +81,20 @@ Status truncated(const Parser& p, const char* what) {
   return Status::invalid_file("snapshot truncated in %s at byte %zu", what, p.offset());
 }
 
-// One layer's rows in the payload's order.
-void write_layer(Writer& w, const model::Shape& s, int il, const backend::LayerState& l) {
-  w.floats(l.raw);
-  if (s.compress_ratio(il) != 0) {
-    w.floats(l.comp);
-    w.floats(l.comp_kv);
-    w.floats(l.comp_score);
-  }
-  if (s.compress_ratio(il) == 4) {
-    w.floats(l.index);
-    w.floats(l.index_kv);
-    w.floats(l.index_score);
-  }
-}
-
-// One layer of `t` tokens with `live` raw rows, `n_comp` / `n_index` rows; false when cut.
-bool read_layer(Parser& p, const model::Shape& s, int il, uint32_t t, uint32_t live,
-                uint32_t n_comp, uint32_t n_index, backend::LayerState* l) {
+// One layer of `t` tokens with `live` raw rows, `n_comp` / `n_index` rows, where it lies, in the
+// payload's order (backend::append_layer_state's); false when cut.
+bool view_layer(Parser& p, const model::Shape& s, int il, uint32_t t, uint32_t live,
+                uint32_t n_comp, uint32_t n_index, backend::LayerStateView* l) {
   l->n_tokens = static_cast<int32_t>(t);
   const uint64_t frontier = frontier_floats(s, il);
-  bool ok = p.floats(uint64_t{live} * kHd, &l->raw);
+  bool ok = p.view(uint64_t{live} * kHd, &l->raw);
   if (ok && s.compress_ratio(il) != 0) {
-    ok = p.floats(uint64_t{n_comp} * kHd, &l->comp) && p.floats(frontier, &l->comp_kv) &&
-         p.floats(frontier, &l->comp_score);
+    ok = p.view(uint64_t{n_comp} * kHd, &l->comp) && p.view(frontier, &l->comp_kv) &&
+         p.view(frontier, &l->comp_score);
   }
   if (ok && s.compress_ratio(il) == 4) {
-    ok = p.floats(uint64_t{n_index} * kIhd, &l->index) && p.floats(8 * 256, &l->index_kv) &&
-         p.floats(8 * 256, &l->index_score);
+    ok = p.view(uint64_t{n_index} * kIhd, &l->index) && p.view(8 * 256, &l->index_kv) &&
+         p.view(8 * 256, &l->index_score);
   }
   return ok;
 }
@@ -115,6 +109,18 @@ uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap) {
                  l.index.size() + l.index_kv.size() + l.index_score.size());
   }
   return n;
+}
+
+uint64_t snapshot_bytes(const model::Shape& s, uint32_t n_ctx, uint32_t t) {
+  const uint64_t live = std::min(t, raw_window(s, n_ctx));
+  uint64_t floats = uint64_t{t} + static_cast<uint64_t>(s.n_vocab) + 2ull * s.n_layer;
+  for (int il = 0; il < s.n_layer; ++il) {
+    const int r = s.compress_ratio(il);
+    floats += live * kHd;
+    if (r != 0) floats += uint64_t{t / static_cast<uint32_t>(r)} * kHd + 2 * frontier_floats(s, il);
+    if (r == 4) floats += uint64_t{t / 4} * kIhd + 2 * 8 * 256;
+  }
+  return 4ull * kHeaderFields + 4 * floats;
 }
 
 namespace {
@@ -143,26 +149,41 @@ void check_consistent(const model::Shape& s, const Snapshot& snap, uint32_t live
 
 }  // namespace
 
-std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
-  const auto t = static_cast<uint32_t>(snap.tokens.size());
-  const uint32_t window = raw_window(s, snap.n_ctx);
-  const uint32_t live = std::min(t, window);
-  check_consistent(s, snap, live);
+std::vector<uint8_t> begin_snapshot(const model::Shape& s, uint32_t n_ctx, uint32_t prefill_chunk,
+                                    std::span<const int32_t> tokens,
+                                    std::span<const float> logits) {
+  const auto t = static_cast<uint32_t>(tokens.size());
+  DS4_CHECK(t >= 1 && t < n_ctx);
+  DS4_CHECK(static_cast<int>(logits.size()) == s.n_vocab);
+  for (int32_t tok : tokens) DS4_CHECK(tok >= 0 && tok < s.n_vocab);
+  const uint32_t window = raw_window(s, n_ctx);
+  const uint64_t total = snapshot_bytes(s, n_ctx, t);
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(snapshot_bytes(s, snap)));
+  out.reserve(static_cast<size_t>(total));
+  base::advise_huge_pages(out.data(), out.capacity());
   Writer w(out);
-  for (uint32_t v : {kSnapshotMagic, kSnapshotVersion, snap.n_ctx, snap.prefill_chunk, window,
-                     window, comp_capacity(s, snap.n_ctx), t, static_cast<uint32_t>(s.n_layer),
-                     uint32_t{kHd}, uint32_t{kIhd}, static_cast<uint32_t>(s.n_vocab), live}) {
+  for (uint32_t v : {kSnapshotMagic, kSnapshotVersion, n_ctx, prefill_chunk, window, window,
+                     comp_capacity(s, n_ctx), t, static_cast<uint32_t>(s.n_layer), uint32_t{kHd},
+                     uint32_t{kIhd}, static_cast<uint32_t>(s.n_vocab), std::min(t, window)}) {
     w.u32(v);
   }
-  w.bytes(snap.tokens.data(), snap.tokens.size() * sizeof(int32_t));
-  w.floats(snap.logits);
-  for (const backend::LayerState& l : snap.layers)
-    w.u32(static_cast<uint32_t>(l.comp.size() / kHd));
-  for (const backend::LayerState& l : snap.layers)
-    w.u32(static_cast<uint32_t>(l.index.size() / kIhd));
-  for (int il = 0; il < s.n_layer; ++il) write_layer(w, s, il, snap.layers[il]);
+  w.bytes(tokens.data(), tokens.size() * sizeof(int32_t));
+  w.bytes(logits.data(), logits.size() * sizeof(float));
+  for (int il = 0; il < s.n_layer; ++il) {
+    const int r = s.compress_ratio(il);
+    w.u32(r == 0 ? 0 : t / static_cast<uint32_t>(r));
+  }
+  for (int il = 0; il < s.n_layer; ++il) w.u32(s.compress_ratio(il) == 4 ? t / 4 : 0);
+  return out;
+}
+
+std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
+  const auto t = static_cast<uint32_t>(snap.tokens.size());
+  check_consistent(s, snap, std::min(t, raw_window(s, snap.n_ctx)));
+  std::vector<uint8_t> out =
+      begin_snapshot(s, snap.n_ctx, snap.prefill_chunk, snap.tokens, snap.logits);
+  for (const backend::LayerState& l : snap.layers) backend::append_layer_state(&out, l);
+  DS4_CHECK(out.size() == snapshot_bytes(s, snap.n_ctx, t));
   return out;
 }
 
@@ -186,8 +207,8 @@ Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes) {
   return h[7];
 }
 
-Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& s,
-                                 const LoadTarget& target) {
+Result<SnapshotView> view_snapshot(std::span<const uint8_t> bytes, const model::Shape& s,
+                                   const LoadTarget& target) {
   Parser p(bytes);
   uint32_t h[kHeaderFields];
   if (Status st = read_header(p, h); !st.is_ok()) return st;
@@ -198,7 +219,7 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
         "%d layers, vocab %d)",
         h[8], h[9], h[10], h[11], s.n_layer, s.n_vocab);
   }
-  Snapshot snap;
+  SnapshotView snap;
   snap.n_ctx = h[2];
   snap.prefill_chunk = h[3];
   const uint32_t t = h[7];
@@ -256,13 +277,26 @@ Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Sh
   }
   snap.layers.resize(s.n_layer);
   for (int il = 0; il < s.n_layer; ++il) {
-    if (!read_layer(p, s, il, t, live, n_comp[il], n_index[il], &snap.layers[il])) {
+    if (!view_layer(p, s, il, t, live, n_comp[il], n_index[il], &snap.layers[il])) {
       return truncated(p, "the layer state");
     }
   }
   if (p.left() != 0) {
     return Status::invalid_file("payload has %zu trailing bytes after the last layer", p.left());
   }
+  return snap;
+}
+
+Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& s,
+                                 const LoadTarget& target) {
+  DS4_ASSIGN_OR_RETURN(SnapshotView v, view_snapshot(bytes, s, target));
+  Snapshot snap{.n_ctx = v.n_ctx,
+                .prefill_chunk = v.prefill_chunk,
+                .tokens = std::move(v.tokens),
+                .logits = std::move(v.logits),
+                .layers = {}};
+  snap.layers.reserve(v.layers.size());
+  for (const backend::LayerStateView& l : v.layers) snap.layers.push_back(backend::to_state(l));
   return snap;
 }
 
@@ -276,7 +310,7 @@ std::vector<uint8_t> encode_shard(const model::Shape& s, const Shard& shard) {
     w.u32(v);
   }
   for (uint32_t il = shard.first; il <= shard.last; ++il) {
-    write_layer(w, s, static_cast<int>(il), shard.layers[il - shard.first]);
+    backend::append_layer_state(&out, shard.layers[il - shard.first]);
   }
   return out;
 }
@@ -314,10 +348,12 @@ Result<Shard> decode_shard(std::span<const uint8_t> bytes, const model::Shape& s
   shard.layers.resize(shard.last - shard.first + 1);
   for (uint32_t il = shard.first; il <= shard.last; ++il) {
     const int r = s.compress_ratio(static_cast<int>(il));
-    if (!read_layer(p, s, static_cast<int>(il), t, live, r == 0 ? 0 : t / static_cast<uint32_t>(r),
-                    r == 4 ? t / 4 : 0, &shard.layers[il - shard.first])) {
+    backend::LayerStateView v;
+    if (!view_layer(p, s, static_cast<int>(il), t, live, r == 0 ? 0 : t / static_cast<uint32_t>(r),
+                    r == 4 ? t / 4 : 0, &v)) {
       return truncated(p, "the shard's layer state");
     }
+    shard.layers[il - shard.first] = backend::to_state(v);
   }
   if (p.left() != 0) return Status::invalid_file("shard has %zu trailing bytes", p.left());
   return shard;

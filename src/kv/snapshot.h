@@ -34,13 +34,33 @@ struct LoadTarget {
 
 // Serialises a snapshot (its sizes must already be consistent with `shape`; checked).
 std::vector<uint8_t> encode_snapshot(const model::Shape& shape, const Snapshot& snap);
-// Exact payload size of a snapshot.
+// Exact payload size of a snapshot, and of any snapshot of `t` tokens at context `n_ctx`.
 uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap);
+uint64_t snapshot_bytes(const model::Shape& shape, uint32_t n_ctx, uint32_t t);
+// A payload up to its layers (header, token ids, logits, row counts), with room reserved for the
+// layers (huge pages advised), which the caller appends in payload order
+// (backend::append_layer_state's, or Backend::export_sequence_append) to exactly
+// snapshot_bytes(shape, n_ctx, tokens.size()) bytes. The sizes are checked.
+std::vector<uint8_t> begin_snapshot(const model::Shape& shape, uint32_t n_ctx,
+                                    uint32_t prefill_chunk, std::span<const int32_t> tokens,
+                                    std::span<const float> logits);
 // The token count a payload declares (header field 7), once its magic and version are checked:
 // what a caller compares with another record of it before the payload goes into a session.
 Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes);
+// A payload's layers where they lie (a session's load reads them in place, issue 55 item 4).
+struct SnapshotView {
+  uint32_t n_ctx = 0;
+  uint32_t prefill_chunk = 0;
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+  std::vector<backend::LayerStateView> layers;  // into the payload's bytes
+};
 // Parses and validates a payload for a session of `shape` and `target` settings. Errors name the
-// offending field; nothing is allocated beyond what the payload's length can hold.
+// offending field; nothing is allocated beyond what the payload's length can hold. The view's
+// layers point into `bytes`, which must outlive them.
+Result<SnapshotView> view_snapshot(std::span<const uint8_t> bytes, const model::Shape& shape,
+                                   const LoadTarget& target);
+// The same checks, the layers copied out.
 Result<Snapshot> decode_snapshot(std::span<const uint8_t> bytes, const model::Shape& shape,
                                  const LoadTarget& target);
 

@@ -232,6 +232,7 @@ TEST(Snapshot, RoundTripIsExactForTiny) {
     const Snapshot snap = make_snapshot(model::kTiny, c.t, c.ctx, kChunk, c.t);
     const std::vector<uint8_t> bytes = encode_snapshot(model::kTiny, snap);
     EXPECT_EQ(bytes.size(), snapshot_bytes(model::kTiny, snap));
+    EXPECT_EQ(bytes.size(), snapshot_bytes(model::kTiny, c.ctx, c.t));
     EXPECT_EQ(bytes.size(), sections_of(model::kTiny, c.t, c.ctx).end);
     EXPECT_TRUE(bytes == spec_encode(model::kTiny, snap)) << "layout differs from model.md §5.3";
     auto r = decode_snapshot(bytes, model::kTiny, {c.ctx, kChunk});
@@ -252,6 +253,38 @@ TEST(Snapshot, RoundTripIsExactForSmall) {
   auto r = decode_snapshot(bytes, model::kSmall, {256, 64});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   expect_equal(*r, snap);
+}
+
+TEST(Snapshot, AViewReadsTheLayersWhereTheyLieAtAnyAlignment) {
+  const Snapshot snap = make_snapshot(model::kSmall, 130, 256, 64, 9);
+  const std::vector<uint8_t> bytes = encode_snapshot(model::kSmall, snap);
+  for (const size_t lead : {size_t{0}, size_t{1}, size_t{3}}) {
+    SCOPED_TRACE("payload at offset " + std::to_string(lead));
+    std::vector<uint8_t> buf(lead + bytes.size());
+    std::copy(bytes.begin(), bytes.end(), buf.begin() + static_cast<ptrdiff_t>(lead));
+    const std::span<const uint8_t> in = std::span<const uint8_t>(buf).subspan(lead);
+    auto v = view_snapshot(in, model::kSmall, {256, 64});
+    ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+    EXPECT_EQ(v->tokens, snap.tokens);
+    EXPECT_TRUE(same_bits(v->logits, snap.logits));
+    ASSERT_EQ(v->layers.size(), snap.layers.size());
+    const size_t end = sections_of(model::kSmall, 130, 256).end;
+    for (size_t il = 0; il < snap.layers.size(); ++il) {
+      const backend::LayerStateView& l = v->layers[il];
+      for (const backend::FloatBytes* part :
+           {&l.raw, &l.comp, &l.comp_kv, &l.comp_score, &l.index, &l.index_kv, &l.index_score}) {
+        if (part->empty()) continue;
+        EXPECT_GE(part->data, in.data());  // in place: inside the caller's bytes
+        EXPECT_LE(part->data + 4 * part->count, in.data() + end);
+      }
+      const backend::LayerState got = backend::to_state(l);
+      const backend::LayerState& want = snap.layers[il];
+      EXPECT_TRUE(same_bits(got.raw, want.raw) && same_bits(got.comp, want.comp) &&
+                  same_bits(got.comp_kv, want.comp_kv) && same_bits(got.index, want.index) &&
+                  same_bits(got.index_score, want.index_score))
+          << "layer " << il;
+    }
+  }
 }
 
 TEST(Snapshot, HeaderFieldsSitAtTheirOffsets) {

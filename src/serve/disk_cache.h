@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/host_buffer.h"
+#include "base/byte_buffer.h"
 #include "ds4/status.h"
 #include "ds4/tokenizer.h"
 #include "kv/kvc_store.h"
@@ -60,7 +60,7 @@ struct SaveJob {
 // A file found for a prompt, read and framed (kvc_file.h); the payload is not decoded yet.
 struct DiskHit {
   kv::KvcEntry entry;
-  base::HostBuffer file;
+  base::ByteBuffer file;
   std::span<const uint8_t> payload;  // into `file`
   std::vector<kv::ToolMapEntry> tool_map;
 };

@@ -107,6 +107,15 @@ TEST_F(SessionTest, SnapshotThenLoadThenContinueEqualsNeverSaving) {
   auto again = b->save();
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, *saved) << "load then save must reproduce the payload byte for byte";
+  {
+    // A payload inside a file buffer starts anywhere: loaded from an odd address (the layers are
+    // read where they lie), it is the same session.
+    std::vector<uint8_t> odd(saved->size() + 3);
+    std::copy(saved->begin(), saved->end(), odd.begin() + 3);
+    auto d = new_session(*engine_);
+    ASSERT_TRUE(d->load(std::span<const uint8_t>(odd).subspan(3)).is_ok());
+    EXPECT_EQ(*d->save(), *saved);
+  }
   for (int k = 0; k < 12; ++k) {
     const TokenId t = argmax_of(a->logits());
     ASSERT_TRUE(a->eval(t).is_ok());

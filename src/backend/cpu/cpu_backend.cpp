@@ -125,35 +125,93 @@ void CpuBackend::settle_sequence(int seq) {
   }
 }
 
+namespace {
+
+// A frontier pair appended with its unused rows normalised (a copy: the live state keeps them).
+void append_frontier(std::vector<uint8_t>* out, const std::vector<float>& kv,
+                     const std::vector<float>& score, int ratio, int width, int n_tokens) {
+  std::vector<float> k = kv, s = score;
+  normalise_unused_rows(k, s, ratio, width, n_tokens);
+  append_floats(out, k.data(), k.size());
+  append_floats(out, s.data(), s.size());
+}
+
+// One layer in payload order (append_layer_state's), straight from the cache.
+void append_layer(const LayerCache& c, int hd, int ihd, std::vector<uint8_t>* out) {
+  const size_t row = static_cast<size_t>(hd);
+  for (int i = 0; i < c.n_raw; ++i) {
+    append_floats(out, c.raw.data() + static_cast<size_t>((c.raw_head + i) % c.lay.raw_cap) * row,
+                  row);
+  }
+  if (c.lay.ratio != 0) {
+    append_floats(out, c.comp.data(), static_cast<size_t>(c.n_comp) * row);
+    append_frontier(out, c.comp_kv, c.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
+  }
+  if (c.lay.ratio == 4) {
+    append_floats(out, c.index.data(), static_cast<size_t>(c.n_index) * ihd);
+    append_frontier(out, c.index_kv, c.index_score, 4, 256, c.n_tokens);
+  }
+}
+
+void copy_in(std::vector<float>& to, const FloatBytes& from) {
+  if (from.count != 0) std::memcpy(to.data(), from.data, from.count * sizeof(float));
+}
+
+}  // namespace
+
+Status CpuBackend::export_sequence_append(int seq, std::vector<uint8_t>* out) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  const Sequence& s = *it->second;
+  for (const LayerCache& c : s.layers)
+    append_layer(c, s.layout.head_dim, s.layout.indexer_head_dim, out);
+  return Status::ok();
+}
+
 Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const Sequence& s = *it->second;
   const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
   std::vector<LayerState> out(s.layers.size());
+  std::vector<uint8_t> bytes;
   for (size_t il = 0; il < s.layers.size(); ++il) {
     const LayerCache& c = s.layers[il];
-    LayerState& st = out[il];
-    st.n_tokens = c.n_tokens;
-    st.raw = raw_ring_in_order(c.raw.data(), c.raw_head, c.n_raw, c.lay.raw_cap, hd);
+    bytes.clear();
+    append_layer(c, hd, ihd, &bytes);
+    // The parts in the order append_layer wrote them.
+    const uint8_t* p = bytes.data();
+    auto take = [&](size_t n) {
+      const FloatBytes part{.data = p, .count = n};
+      p += n * sizeof(float);
+      return part;
+    };
+    LayerStateView v{.n_tokens = c.n_tokens};
+    v.raw = take(static_cast<size_t>(c.n_raw) * hd);
     if (c.lay.ratio != 0) {
-      st.comp.assign(c.comp.begin(), c.comp.begin() + int64_t{c.n_comp} * hd);
-      st.comp_kv = c.comp_kv;
-      st.comp_score = c.comp_score;
-      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width,
-                            c.n_tokens);
+      v.comp = take(static_cast<size_t>(c.n_comp) * hd);
+      v.comp_kv = take(c.comp_kv.size());
+      v.comp_score = take(c.comp_score.size());
     }
     if (c.lay.ratio == 4) {
-      st.index.assign(c.index.begin(), c.index.begin() + int64_t{c.n_index} * ihd);
-      st.index_kv = c.index_kv;
-      st.index_score = c.index_score;
-      normalise_unused_rows(st.index_kv, st.index_score, 4, 256, c.n_tokens);
+      v.index = take(static_cast<size_t>(c.n_index) * ihd);
+      v.index_kv = take(c.index_kv.size());
+      v.index_score = take(c.index_score.size());
     }
+    DS4_CHECK(p == bytes.data() + bytes.size());
+    out[il] = to_state(v);
   }
   return out;
 }
 
 Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
+  std::vector<LayerStateView> views;
+  views.reserve(state.size());
+  for (const LayerState& l : state) views.push_back(view_of(l));
+  return import_sequence_view(seq, views);
+}
+
+Status CpuBackend::import_sequence_view(int seq, std::span<const LayerStateView> state) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   Sequence& s = *it->second;
@@ -161,23 +219,23 @@ Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state
   // Validated first, so a failure leaves the sequence untouched.
   DS4_TRY(check_state_fits(s.layout, state));
   for (size_t il = 0; il < state.size(); ++il) {
-    const LayerState& st = state[il];
+    const LayerStateView& st = state[il];
     LayerCache& c = s.layers[il];
     reset_layer(c);
     c.n_tokens = st.n_tokens;
-    c.n_raw = static_cast<int>(st.raw.size() / hd);
-    std::copy(st.raw.begin(), st.raw.end(), c.raw.begin());
+    c.n_raw = static_cast<int>(static_cast<int64_t>(st.raw.count) / hd);
+    copy_in(c.raw, st.raw);
     if (c.lay.ratio != 0) {
-      c.n_comp = static_cast<int>(st.comp.size() / hd);
-      std::copy(st.comp.begin(), st.comp.end(), c.comp.begin());
-      c.comp_kv = st.comp_kv;
-      c.comp_score = st.comp_score;
+      c.n_comp = static_cast<int>(static_cast<int64_t>(st.comp.count) / hd);
+      copy_in(c.comp, st.comp);
+      copy_in(c.comp_kv, st.comp_kv);
+      copy_in(c.comp_score, st.comp_score);
     }
     if (c.lay.ratio == 4) {
-      c.n_index = static_cast<int>(st.index.size() / ihd);
-      std::copy(st.index.begin(), st.index.end(), c.index.begin());
-      c.index_kv = st.index_kv;
-      c.index_score = st.index_score;
+      c.n_index = static_cast<int>(static_cast<int64_t>(st.index.count) / ihd);
+      copy_in(c.index, st.index);
+      copy_in(c.index_kv, st.index_kv);
+      copy_in(c.index_score, st.index_score);
     }
   }
   return Status::ok();

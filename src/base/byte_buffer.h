@@ -1,4 +1,4 @@
-// src/base/host_buffer.h: a large byte buffer whose first touch is cheap (issue 55 item 4: a
+// src/base/byte_buffer.h: a large byte buffer whose first touch is cheap (issue 55 item 4: a
 // session's 420 MB state saved and loaded at memory speed). A std::vector<uint8_t> of that size
 // writes zeros over every byte before anyone reads it, on 4 KiB pages: ~100k page faults, then a
 // pass the next copy overwrites. This buffer is left uninitialised and, from kHugeBytes up, is
@@ -13,19 +13,24 @@
 
 namespace ds4::base {
 
-class HostBuffer {
+// Advises transparent huge pages for the whole 2 MiB pages inside [p, p + n) (memory not yet
+// touched, such as a large vector's fresh reserve(): its first touch then faults 2 MiB at a time).
+// Advice only: nothing happens for smaller ranges or where the kernel has no THP.
+void advise_huge_pages(void* p, size_t n);
+
+class ByteBuffer {
  public:
   // Buffers this large or larger are mapped with huge pages advised.
   static constexpr size_t kHugeBytes = size_t{2} << 20;
 
-  HostBuffer() = default;
+  ByteBuffer() = default;
   // `n` bytes, not initialised. Throws std::bad_alloc when the memory cannot be had.
-  explicit HostBuffer(size_t n);
-  ~HostBuffer();
-  HostBuffer(HostBuffer&& o) noexcept;
-  HostBuffer& operator=(HostBuffer&& o) noexcept;
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
+  explicit ByteBuffer(size_t n);
+  ~ByteBuffer();
+  ByteBuffer(ByteBuffer&& o) noexcept;
+  ByteBuffer& operator=(ByteBuffer&& o) noexcept;
+  ByteBuffer(const ByteBuffer&) = delete;
+  ByteBuffer& operator=(const ByteBuffer&) = delete;
 
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }

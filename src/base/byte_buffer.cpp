@@ -1,5 +1,5 @@
-// src/base/host_buffer.cpp: see host_buffer.h.
-#include "base/host_buffer.h"
+// src/base/byte_buffer.cpp: see byte_buffer.h.
+#include "base/byte_buffer.h"
 
 #include <sys/mman.h>
 
@@ -16,7 +16,15 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-HostBuffer::HostBuffer(size_t n) : size_(n) {
+void advise_huge_pages(void* p, size_t n) {
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = round_up(begin, kHugePage);
+  const uintptr_t last = (begin + n) / kHugePage * kHugePage;
+  if (p == nullptr || last <= first) return;
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+ByteBuffer::ByteBuffer(size_t n) : size_(n) {
   if (n < kHugeBytes) {
     data_ = n == 0 ? nullptr : new uint8_t[n];
     return;
@@ -37,14 +45,14 @@ HostBuffer::HostBuffer(size_t n) : size_(n) {
   (void)::madvise(data_, mapped_, MADV_HUGEPAGE);
 }
 
-HostBuffer::~HostBuffer() { release(); }
+ByteBuffer::~ByteBuffer() { release(); }
 
-HostBuffer::HostBuffer(HostBuffer&& o) noexcept
+ByteBuffer::ByteBuffer(ByteBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       size_(std::exchange(o.size_, 0)),
       mapped_(std::exchange(o.mapped_, 0)) {}
 
-HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
   if (this != &o) {
     release();
     data_ = std::exchange(o.data_, nullptr);
@@ -54,7 +62,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   return *this;
 }
 
-void HostBuffer::release() {
+void ByteBuffer::release() {
   if (data_ == nullptr) return;
   if (mapped_ != 0) {
     ::munmap(data_, mapped_);

@@ -1,0 +1,67 @@
+// Protects: ByteBuffer, the uninitialised large buffer of the session save / load path: small and
+// huge sizes hold every byte written, huge ones are 2 MiB-aligned, moves hand the memory over
+// (the moved-from buffer is empty), shrink only lowers the size.
+#include "base/byte_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace ds4::base {
+namespace {
+
+void fill_and_check(ByteBuffer& b) {
+  for (size_t i = 0; i < b.size(); ++i) b.data()[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b.data()[i], static_cast<uint8_t>(i * 131 + 7));
+}
+
+TEST(ByteBuffer, SmallAndHugeSizesHoldTheirBytes) {
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{4095}, ByteBuffer::kHugeBytes - 1,
+                         ByteBuffer::kHugeBytes, ByteBuffer::kHugeBytes * 3 + 12345}) {
+    SCOPED_TRACE(n);
+    ByteBuffer b(n);
+    EXPECT_EQ(b.size(), n);
+    EXPECT_EQ(b.span().size(), n);
+    fill_and_check(b);
+    if (n >= ByteBuffer::kHugeBytes) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % ByteBuffer::kHugeBytes, 0u);
+    }
+  }
+}
+
+TEST(ByteBuffer, HugePageAdviceTakesAnyRange) {
+  // Advice on memory not yet touched, on ranges with no whole huge page, and none at all: the
+  // bytes behave the same either way.
+  std::vector<uint8_t> v;
+  v.reserve(3 * ByteBuffer::kHugeBytes + 100);
+  advise_huge_pages(v.data(), v.capacity());
+  v.assign(v.capacity(), 7);
+  EXPECT_EQ(v[v.size() - 1], 7);
+  advise_huge_pages(v.data() + 1, 10);
+  advise_huge_pages(nullptr, 0);
+  advise_huge_pages(v.data(), 0);
+}
+
+TEST(ByteBuffer, MovesHandTheMemoryOver) {
+  ByteBuffer a(ByteBuffer::kHugeBytes + 10);
+  fill_and_check(a);
+  const uint8_t* p = a.data();
+  ByteBuffer b(std::move(a));
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state
+  EXPECT_EQ(a.size(), 0u);
+  ByteBuffer c(100);
+  c = std::move(b);
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(c.size(), ByteBuffer::kHugeBytes + 10);
+  fill_and_check(c);
+  c.shrink(5);
+  EXPECT_EQ(c.size(), 5u);
+  c.shrink(50);
+  EXPECT_EQ(c.size(), 5u);
+}
+
+}  // namespace
+}  // namespace ds4::base
