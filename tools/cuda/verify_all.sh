@@ -78,6 +78,8 @@
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
 #   longprompt a ~48k-token prompt beside 4 decoding clients, --itl-target-ms 100 and 0
 #            (tools/cuda/long_prompt_bench.sh; issue 55, bench/serving.md)
+#   kvsave   a 29k-token Flash q2 session saved to and loaded from /dev/shm on CUDA, step by step
+#            (tools/cuda/kv_save_bench.sh: ds4-kvc-bench --model; issue 55 item 4, bench/kvcache.md)
 #   agent    ds4-agent on Flash q2 (tools/cuda/agent_bench.sh): startup with and without the system
 #            prompt's checkpoint, first tokens, a ~32k-token message's prefill rate beside
 #            ds4-bench's at that frontier, /save, /switch and a rebuild from text (bench/agent.md)
@@ -262,6 +264,10 @@ fi
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
+fi
+if has kvsave; then
+  OUT=$out step kvsave 400 bash tools/cuda/kv_save_bench.sh
+  tail -20 "$out/kvsave.log"
 fi
 if has longprompt; then
   OUT=$out step longprompt 560 bash tools/cuda/long_prompt_bench.sh
