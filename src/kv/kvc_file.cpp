@@ -131,34 +131,49 @@ std::vector<uint8_t> encode_tool_map(std::span<const ToolMapEntry> tool_map) {
 
 }  // namespace
 
-KvcFrame frame_kvc(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-                   std::span<const ToolMapEntry> tool_map) {
-  header.payload_bytes = payload.size();
-  header.flags = static_cast<uint8_t>((header.flags & ~kKvcToolMapFlag) |
-                                      (tool_map.empty() ? 0 : kKvcToolMapFlag));
-  KvcFrame f{.head = encode_kvc_header(header), .tail = encode_tool_map(tool_map)};
-  put_u32(&f.head, static_cast<uint32_t>(text.size()));
-  f.head.insert(f.head.end(), text.begin(), text.end());
-  KvcHasher hasher(f.head.size() + payload.size() + f.tail.size() + kKvcFooterBytes);
-  hasher.update(f.head);
-  hasher.update(payload);  // in place: the payload is read once, never copied
-  hasher.update(f.tail);
-  const KvcChecksums sums = hasher.sums();
-  f.tail.insert(f.tail.end(), kFooterMagic, kFooterMagic + 4);
-  put_u32(&f.tail, 0);
-  put_u64(&f.tail, sums.body);
-  put_u64(&f.tail, sums.tool_map);
-  return f;
+KvcWriter::KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_bytes,
+                     std::span<const ToolMapEntry> tool_map)
+    : head_([&] {
+        header.payload_bytes = payload_bytes;
+        header.flags = static_cast<uint8_t>((header.flags & ~kKvcToolMapFlag) |
+                                            (tool_map.empty() ? 0 : kKvcToolMapFlag));
+        std::vector<uint8_t> h = encode_kvc_header(header);
+        put_u32(&h, static_cast<uint32_t>(text.size()));
+        h.insert(h.end(), text.begin(), text.end());
+        return h;
+      }()),
+      map_(encode_tool_map(tool_map)),
+      file_bytes_(head_.size() + payload_bytes + map_.size() + kKvcFooterBytes),
+      hasher_(file_bytes_) {
+  hasher_.update(head_);
+}
+
+void KvcWriter::payload(std::span<const uint8_t> piece) { hasher_.update(piece); }
+
+std::vector<uint8_t> KvcWriter::tail() {
+  hasher_.update(map_);
+  const KvcChecksums sums = hasher_.sums();
+  std::vector<uint8_t> t = map_;
+  t.insert(t.end(), kFooterMagic, kFooterMagic + 4);
+  put_u32(&t, 0);
+  put_u64(&t, sums.body);
+  put_u64(&t, sums.tool_map);
+  return t;
 }
 
 std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,
                                 std::span<const uint8_t> payload,
                                 std::span<const ToolMapEntry> tool_map) {
-  KvcFrame f = frame_kvc(header, text, payload, tool_map);
-  std::vector<uint8_t> out = std::move(f.head);
-  out.reserve(out.size() + payload.size() + f.tail.size());
-  out.insert(out.end(), payload.begin(), payload.end());
-  out.insert(out.end(), f.tail.begin(), f.tail.end());
+  KvcWriter w(header, text, payload.size(), tool_map);
+  std::vector<uint8_t> out = w.head();
+  out.reserve(static_cast<size_t>(w.file_bytes()));
+  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+    out.insert(out.end(), piece.begin(), piece.end());
+    w.payload(std::span<const uint8_t>(out).last(piece.size()));  // hashed while in the cache
+  }
+  const std::vector<uint8_t> t = w.tail();
+  out.insert(out.end(), t.begin(), t.end());
   return out;
 }
 

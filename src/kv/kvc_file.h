@@ -137,15 +137,27 @@ struct KvcView {
 
 // The 48 header bytes (payload_bytes as given).
 std::vector<uint8_t> encode_kvc_header(const KvcHeader& header);
-// A file's bytes around its payload: the file is head, payload, tail. The payload is hashed where
-// it is (read once, not copied), so a writer can send the three pieces as they are.
-struct KvcFrame {
-  std::vector<uint8_t> head;  // the header, the text length and the text
-  std::vector<uint8_t> tail;  // the KTM section (if any) and the footer
+// A file made in order without holding it: head() (the header, the text length and the text),
+// then the payload through payload() in pieces, each hashed as it passes (a writer hashes a piece
+// and writes it while it is in the cache: the payload is never copied, and read from memory once),
+// then tail() (the KTM section, if any, and the footer with both sums). Sets payload_bytes and the
+// tool-map flag as encode_kvc does.
+class KvcWriter {
+ public:
+  KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_bytes,
+            std::span<const ToolMapEntry> tool_map);
+  const std::vector<uint8_t>& head() const { return head_; }
+  void payload(std::span<const uint8_t> piece);
+  std::vector<uint8_t> tail();  // once payload_bytes bytes went through payload()
+  uint64_t file_bytes() const { return file_bytes_; }
+
+ private:
+  std::vector<uint8_t> head_, map_;
+  uint64_t file_bytes_;
+  KvcHasher hasher_;
 };
-// Sets payload_bytes from `payload` and the tool-map flag from `tool_map`, as encode_kvc does.
-KvcFrame frame_kvc(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-                   std::span<const ToolMapEntry> tool_map);
+// Pieces of this size keep a piece and its copy in a core's L2 while it is hashed and written.
+inline constexpr size_t kKvcWritePieceBytes = size_t{256} << 10;
 // A whole file, footer included. Sets payload_bytes from `payload` and the tool-map flag from
 // `tool_map`.
 std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,

@@ -386,15 +386,15 @@ Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
     }
     p.header = old->view.header;
     p.kept = true;
-    p.frame = frame_kvc(p.header, old->view.text, old->view.payload, map);
+    p.tool_map = std::move(map);
     p.payload = old->view.payload;
     p.kept_file = std::move(old->bytes);  // the payload's bytes, which stay where they are
   } else {
-    p.frame = frame_kvc(header, text, payload, tool_map);
+    p.tool_map.assign(tool_map.begin(), tool_map.end());
     p.new_payload = std::move(payload);
     p.payload = p.new_payload;
   }
-  p.bytes = p.frame.head.size() + p.payload.size() + p.frame.tail.size();
+  p.bytes = KvcWriter(p.header, p.text, p.payload.size(), p.tool_map).file_bytes();
   if (p.bytes > o_.budget_bytes)
     return Status::resource_exhausted("a %llu-byte cache file exceeds the %llu-byte budget",
                                       static_cast<unsigned long long>(p.bytes),
@@ -424,10 +424,16 @@ Status KvcStore::write(const PreparedKvc& p) const {
     if (fd.get() < 0) {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
-    for (const std::span<const uint8_t> piece : {std::span<const uint8_t>(p.frame.head), p.payload,
-                                                 std::span<const uint8_t>(p.frame.tail)}) {
-      if (st.is_ok()) st = write_all(fd.get(), piece, p.tmp);
+    // Each piece of the payload is hashed, then written while it is still in the cache.
+    KvcWriter w(p.header, p.text, p.payload.size(), p.tool_map);
+    st = write_all(fd.get(), w.head(), p.tmp);
+    for (size_t at = 0; st.is_ok() && at < p.payload.size(); at += kKvcWritePieceBytes) {
+      const auto piece =
+          p.payload.subspan(at, std::min(kKvcWritePieceBytes, p.payload.size() - at));
+      w.payload(piece);
+      st = write_all(fd.get(), piece, p.tmp);
     }
+    if (st.is_ok()) st = write_all(fd.get(), w.tail(), p.tmp);
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())

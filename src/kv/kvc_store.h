@@ -67,9 +67,10 @@ struct PreparedKvc {
   std::string name;  // "<sha1>.kv"
   std::string tmp;   // the temporary path: ".<sha1>.kv.tmp.<pid>"
   uint64_t bytes = 0;
-  // The file write() writes: frame.head, payload, frame.tail. The payload is the one given to
-  // prepare() (owned here, never copied) or, for a kept file, that file's (its bytes owned here).
-  KvcFrame frame;
+  // The file write() writes (KvcWriter): the header (`header` with the payload's size), the text,
+  // the payload, the tool-id map and the footer. The payload is the one given to prepare() (owned
+  // here, never copied) or, for a kept file, that file's (its bytes owned here).
+  std::vector<ToolMapEntry> tool_map;
   std::vector<uint8_t> new_payload;
   base::ByteBuffer kept_file;
   std::span<const uint8_t> payload;  // into new_payload or kept_file
@@ -106,8 +107,8 @@ class KvcStore {
   Status save(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
   // save() in steps, so that a caller holding a lock around the store need not hold it during
-  // the write: prepare() takes the payload over and frames it (frame_kvc: header, text, tool-id
-  // map, checksums; the payload is not copied); it touches neither the index nor any file, and
+  // the write: prepare() takes the payload over (it is never copied: write() hashes each piece
+  // and writes it, KvcWriter); it touches neither the index nor any file, and
   // may run while another thread uses the store under the caller's lock: it reads only the
   // options and the same-name file. reserve() evicts until the file fits beside everything on
   // disk and holds its bytes; write() writes and fsyncs the temporary file (no index access:
