@@ -122,13 +122,18 @@ Result<SessionRecord> decode_session_record(std::string_view text) {
   return r;
 }
 
-Result<std::vector<uint8_t>> encode_session_file(kv::KvcHeader header, const SessionRecord& record,
-                                                 std::span<const uint8_t> payload) {
-  DS4_ASSIGN_OR_RETURN(const std::string text, encode_session_record(record));
+Result<SessionFileFrame> frame_session_file(kv::KvcHeader header, const SessionRecord& record) {
+  DS4_ASSIGN_OR_RETURN(std::string text, encode_session_record(record));
   if (text.size() > std::numeric_limits<uint32_t>::max())
     return Status::invalid_argument("session transcript of %zu bytes", record.transcript.size());
   header.flags = static_cast<uint8_t>((header.flags | kv::kKvcAgentFlag) & ~kv::kKvcToolMapFlag);
-  return kv::encode_kvc(header, text, payload, {});
+  return SessionFileFrame{.header = header, .text = std::move(text)};
+}
+
+Result<std::vector<uint8_t>> encode_session_file(kv::KvcHeader header, const SessionRecord& record,
+                                                 std::span<const uint8_t> payload) {
+  DS4_ASSIGN_OR_RETURN(const SessionFileFrame f, frame_session_file(header, record));
+  return kv::encode_kvc(f.header, f.text, payload, {});
 }
 
 Result<SessionRecord> check_session_head(const kv::KvcHeader& h, std::string_view text) {

@@ -51,8 +51,15 @@ Result<std::string> encode_session_record(const SessionRecord& record);
 // everything after the second '\n' is the transcript. Errors are invalid_file, naming the part.
 Result<SessionRecord> decode_session_record(std::string_view text);
 
-// A whole session file: `header` as given (its reason, tokens, n_ctx, times, quant, model) with
-// the agent flag set and the tool-id map flag clear; payload_bytes comes from `payload`.
+// What a session file holds besides its payload: `header` as given (its reason, tokens, n_ctx,
+// times, quant, model) with the agent flag set and the tool-id map flag clear, and the record's
+// text. kv::KvcWriter makes the file from it and the payload (session_io.h writes it so).
+struct SessionFileFrame {
+  kv::KvcHeader header;
+  std::string text;
+};
+Result<SessionFileFrame> frame_session_file(kv::KvcHeader header, const SessionRecord& record);
+// A whole session file in memory (payload_bytes from `payload`).
 Result<std::vector<uint8_t>> encode_session_file(kv::KvcHeader header, const SessionRecord& record,
                                                  std::span<const uint8_t> payload);
 

@@ -142,27 +142,26 @@ Result<SessionFileHead> read_session_head(const std::string& path, uint64_t max_
   return out;
 }
 
+uint64_t session_file_bytes(const SessionFileFrame& frame, uint64_t payload_bytes) {
+  return kv::KvcWriter(frame.header, frame.text, payload_bytes, {}).file_bytes();
+}
+
 Status write_session_file(const std::string& dir, std::string_view name,
-                          std::span<const uint8_t> bytes,
+                          const SessionFileFrame& frame, std::span<const uint8_t> payload,
                           const std::function<void(size_t, size_t)>& hook) {
   const std::string final_path = dir + "/" + std::string(name);
   const std::string tmp = dir + "/." + std::string(name) + ".tmp." + std::to_string(::getpid());
   TempGuard guard(tmp);
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (fd.get() < 0) return Status::io_error("create '%s': %s", tmp.c_str(), std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const size_t want = std::min(kSessionWritePieceBytes, bytes.size() - done);
-    size_t piece = 0;
-    while (piece < want) {
-      const ssize_t w = ::write(fd.get(), bytes.data() + done + piece, want - piece);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return Status::io_error("write '%s': %s", tmp.c_str(), std::strerror(errno));
-      piece += static_cast<size_t>(w);
-    }
-    done += piece;
-    if (hook) hook(done, bytes.size());
+  kv::KvcWriter w(frame.header, frame.text, payload.size(), {});
+  std::function<void(uint64_t, uint64_t)> progress;
+  if (hook) {
+    progress = [&hook](uint64_t written, uint64_t total) {
+      hook(static_cast<size_t>(written), static_cast<size_t>(total));
+    };
   }
+  DS4_TRY(kv::write_kvc(fd.get(), tmp, w, payload, progress));
   if (::fsync(fd.get()) != 0)
     return Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
   if (::close(fd.release()) != 0)

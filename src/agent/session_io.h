@@ -45,13 +45,15 @@ Result<SessionFileHead> read_session_head(const std::string& path, uint64_t max_
 // The KVC header alone (the first 48 bytes), decoded.
 Result<kv::KvcHeader> read_kvc_header(const std::string& path);
 
-// Writes `bytes` to "DIR/.NAME.tmp.PID" in pieces (calling `hook`, if any, after each with the
-// bytes written so far and the total), fsyncs it, renames it to "DIR/NAME" and fsyncs DIR. On any
-// failure, or an exception from the hook, the temporary file is removed and DIR/NAME is as it was.
+// The size of the file `frame` and a payload of `payload_bytes` make.
+uint64_t session_file_bytes(const SessionFileFrame& frame, uint64_t payload_bytes);
+// Writes the file of `frame` and `payload` to "DIR/.NAME.tmp.PID" (kv::write_kvc: the payload is
+// never copied; `hook`, if any, is called after each piece with the bytes written so far and the
+// total), fsyncs it, renames it to "DIR/NAME" and fsyncs DIR. On any failure, or an exception from
+// the hook, the temporary file is removed and DIR/NAME is as it was.
 Status write_session_file(const std::string& dir, std::string_view name,
-                          std::span<const uint8_t> bytes,
+                          const SessionFileFrame& frame, std::span<const uint8_t> payload,
                           const std::function<void(size_t, size_t)>& hook);
-inline constexpr size_t kSessionWritePieceBytes = size_t{256} << 10;
 
 // Sets the header's last use (bytes 32-39, which the checksum reads as zero) in place.
 Status rewrite_last_used(const std::string& path, uint64_t last_used);

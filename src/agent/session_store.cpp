@@ -199,12 +199,12 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
                         .model = o_.model.fingerprint,
                         .transcript_tokens = tokens,
                         .transcript = std::string(transcript)};
-  DS4_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, encode_session_file(h, r, payload));
-  if (bytes.size() > o_.max_file_bytes)
-    return Status::resource_exhausted("a %zu-byte session file exceeds the %llu-byte limit",
-                                      bytes.size(),
+  DS4_ASSIGN_OR_RETURN(const SessionFileFrame f, frame_session_file(h, r));
+  if (const uint64_t bytes = session_file_bytes(f, payload.size()); bytes > o_.max_file_bytes)
+    return Status::resource_exhausted("a %llu-byte session file exceeds the %llu-byte limit",
+                                      static_cast<unsigned long long>(bytes),
                                       static_cast<unsigned long long>(o_.max_file_bytes));
-  return write_session_file(o_.dir, session_id(meta.title, meta.created) + ".kv", bytes,
+  return write_session_file(o_.dir, session_id(meta.title, meta.created) + ".kv", f, payload,
                             o_.write_hook);
 }
 
@@ -267,8 +267,8 @@ Status SessionStore::strip(std::string_view id,
   h.tokens = tokens;
   SessionRecord r = std::move(f.view.record);
   r.transcript_tokens = tokens;
-  DS4_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, encode_session_file(h, r, {}));
-  return write_session_file(o_.dir, name, bytes, o_.write_hook);
+  DS4_ASSIGN_OR_RETURN(const SessionFileFrame stripped, frame_session_file(h, r));
+  return write_session_file(o_.dir, name, stripped, {}, o_.write_hook);
 }
 
 Result<std::vector<uint8_t>> SessionStore::load_system(std::string_view system_text,
@@ -313,12 +313,12 @@ Status SessionStore::save_system(std::string_view system_text, uint32_t tokens, 
                         .model = o_.model.fingerprint,
                         .transcript_tokens = tokens,
                         .transcript = std::string(system_text)};
-  DS4_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, encode_session_file(h, r, payload));
-  if (bytes.size() > o_.max_file_bytes)
-    return Status::resource_exhausted("a %zu-byte checkpoint exceeds the %llu-byte limit",
-                                      bytes.size(),
+  DS4_ASSIGN_OR_RETURN(const SessionFileFrame f, frame_session_file(h, r));
+  if (const uint64_t bytes = session_file_bytes(f, payload.size()); bytes > o_.max_file_bytes)
+    return Status::resource_exhausted("a %llu-byte checkpoint exceeds the %llu-byte limit",
+                                      static_cast<unsigned long long>(bytes),
                                       static_cast<unsigned long long>(o_.max_file_bytes));
-  return write_session_file(o_.dir, kSystemFileName, bytes, o_.write_hook);
+  return write_session_file(o_.dir, kSystemFileName, f, payload, o_.write_hook);
 }
 
 }  // namespace ds4::agent

@@ -68,6 +68,29 @@ Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path
 
 using base::Fd;
 
+}  // namespace
+
+Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
+                 const std::function<void(uint64_t, uint64_t)>& progress) {
+  const uint64_t total = w.file_bytes();
+  uint64_t written = 0;
+  auto put = [&](std::span<const uint8_t> bytes) {
+    DS4_TRY(write_all(fd, bytes, path));
+    written += bytes.size();
+    if (progress) progress(written, total);
+    return Status::ok();
+  };
+  DS4_TRY(put(w.head()));
+  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+    w.payload(piece);  // hashed, then written while it is still in the cache
+    DS4_TRY(put(piece));
+  }
+  return put(w.tail());
+}
+
+namespace {
+
 uint32_t le32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
@@ -424,16 +447,8 @@ Status KvcStore::write(const PreparedKvc& p) const {
     if (fd.get() < 0) {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
-    // Each piece of the payload is hashed, then written while it is still in the cache.
     KvcWriter w(p.header, p.text, p.payload.size(), p.tool_map);
-    st = write_all(fd.get(), w.head(), p.tmp);
-    for (size_t at = 0; st.is_ok() && at < p.payload.size(); at += kKvcWritePieceBytes) {
-      const auto piece =
-          p.payload.subspan(at, std::min(kKvcWritePieceBytes, p.payload.size() - at));
-      w.payload(piece);
-      st = write_all(fd.get(), piece, p.tmp);
-    }
-    if (st.is_ok()) st = write_all(fd.get(), w.tail(), p.tmp);
+    st = write_kvc(fd.get(), p.tmp, w, p.payload, {});
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())

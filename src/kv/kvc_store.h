@@ -25,6 +25,13 @@ namespace ds4::kv {
 // SHA-1 of `bytes` as 40 lowercase hex digits (OpenSSL's libcrypto).
 std::string sha1_hex(std::string_view bytes);
 
+// Writes a whole KVC file to `fd` through `w` (made for `payload`'s size): the head, each
+// kKvcWritePieceBytes piece of the payload hashed and then written while it is in the cache, the
+// tail. `progress` (may be empty) gets the bytes written so far and the file's size after each
+// piece. Errors: io_error naming `path`. The one writer of KVC files (the store's and ds4-agent's).
+Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
+                 const std::function<void(uint64_t written, uint64_t total)>& progress);
+
 struct KvcStoreOptions {
   std::string dir;
   uint64_t budget_bytes = uint64_t{8192} << 20;  // --kv-disk-space-mb, default 8192
