@@ -279,8 +279,9 @@ Result<std::vector<uint8_t>> Session::save() const {
   snap.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
   snap.tokens.assign(s.tokens.begin(), s.tokens.end());
   snap.logits = s.logits;
+  // A distributed engine's payload: its own layers, and the tail's gathered from the workers.
   DS4_ASSIGN_OR_RETURN(snap.layers, s.engine->backend->export_sequence(s.seq));
-  if (!s.engine->whole_model()) DS4_TRY(s.gather_tail_layers(&snap));
+  DS4_TRY(s.gather_tail_layers(&snap));
   return kv::encode_snapshot(s.engine->shape, snap);
 }
 
@@ -324,18 +325,9 @@ Status Session::load(std::span<const uint8_t> payload) {
   kv::LoadTarget target;
   target.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   target.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
-  if (s.engine->whole_model()) {
-    // Read where the payload holds it: the backend copies the layers in, nothing in between.
-    DS4_ASSIGN_OR_RETURN(kv::SnapshotView view,
-                         kv::view_snapshot(payload, s.engine->shape, target));
-    DS4_TRY(s.engine->backend->import_sequence_view(s.seq, view.layers));
-    s.mtp.live = false;  // the MTP block's window is not in a snapshot (below)
-    s.tokens.assign(view.tokens.begin(), view.tokens.end());
-    s.logits = std::move(view.logits);
-    return Status::ok();
-  }
-  DS4_ASSIGN_OR_RETURN(kv::Snapshot snap, kv::decode_snapshot(payload, s.engine->shape, target));
-  DS4_TRY(s.engine->backend->import_sequence(s.seq, snap.layers));
+  // Read where the payload holds it: the backend copies the layers in, nothing in between.
+  DS4_ASSIGN_OR_RETURN(kv::SnapshotView snap, kv::view_snapshot(payload, s.engine->shape, target));
+  DS4_TRY(s.engine->backend->import_sequence_view(s.seq, snap.layers));
   // The MTP block's window is not in a snapshot: it starts again after the loaded context.
   s.mtp.live = false;
   if (!s.engine->whole_model()) {
@@ -347,7 +339,8 @@ Status Session::load(std::span<const uint8_t> payload) {
                           .n_tokens = static_cast<uint32_t>(snap.tokens.size()),
                           .n_ctx = snap.n_ctx,
                           .prefill_chunk = snap.prefill_chunk};
-          for (int il = first; il <= last; ++il) shard.layers.push_back(snap.layers[il]);
+          for (int il = first; il <= last; ++il)
+            shard.layers.push_back(backend::to_state(snap.layers[il]));
           return kv::encode_shard(s.engine->shape, shard);
         });
     if (!st.is_ok()) {
