@@ -5,6 +5,8 @@
 #include <cinttypes>
 #include <cstring>
 
+#include "base/check.h"
+
 namespace ds4::kv {
 namespace {
 
@@ -148,32 +150,35 @@ KvcWriter::KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_b
   hasher_.update(head_);
 }
 
-void KvcWriter::payload(std::span<const uint8_t> piece) { hasher_.update(piece); }
-
-std::vector<uint8_t> KvcWriter::tail() {
+Status KvcWriter::stream(std::span<const uint8_t> payload,
+                         const std::function<Status(std::span<const uint8_t>)>& put) {
+  DS4_CHECK(head_.size() + payload.size() + map_.size() + kKvcFooterBytes == file_bytes_);
+  DS4_TRY(put(head_));
+  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+    hasher_.update(piece);  // hashed, then handed over while it is still in the cache
+    DS4_TRY(put(piece));
+  }
   hasher_.update(map_);
   const KvcChecksums sums = hasher_.sums();
-  std::vector<uint8_t> t = map_;
-  t.insert(t.end(), kFooterMagic, kFooterMagic + 4);
-  put_u32(&t, 0);
-  put_u64(&t, sums.body);
-  put_u64(&t, sums.tool_map);
-  return t;
+  std::vector<uint8_t> tail = map_;
+  tail.insert(tail.end(), kFooterMagic, kFooterMagic + 4);
+  put_u32(&tail, 0);
+  put_u64(&tail, sums.body);
+  put_u64(&tail, sums.tool_map);
+  return put(tail);
 }
 
 std::vector<uint8_t> encode_kvc(KvcHeader header, std::string_view text,
                                 std::span<const uint8_t> payload,
                                 std::span<const ToolMapEntry> tool_map) {
   KvcWriter w(header, text, payload.size(), tool_map);
-  std::vector<uint8_t> out = w.head();
+  std::vector<uint8_t> out;
   out.reserve(static_cast<size_t>(w.file_bytes()));
-  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
-    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
-    out.insert(out.end(), piece.begin(), piece.end());
-    w.payload(std::span<const uint8_t>(out).last(piece.size()));  // hashed while in the cache
-  }
-  const std::vector<uint8_t> t = w.tail();
-  out.insert(out.end(), t.begin(), t.end());
+  (void)w.stream(payload, [&](std::span<const uint8_t> bytes) {
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    return Status::ok();
+  });
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -137,19 +138,19 @@ struct KvcView {
 
 // The 48 header bytes (payload_bytes as given).
 std::vector<uint8_t> encode_kvc_header(const KvcHeader& header);
-// A file made in order without holding it: head() (the header, the text length and the text),
-// then the payload through payload() in pieces, each hashed as it passes (a writer hashes a piece
-// and writes it while it is in the cache: the payload is never copied, and read from memory once),
-// then tail() (the KTM section, if any, and the footer with both sums). Sets payload_bytes and the
-// tool-map flag as encode_kvc does.
+// A file made in order without holding it: stream() hands `put` the head (the header, the text
+// length and the text), then the payload in kKvcWritePieceBytes pieces, each hashed just before
+// it is handed over (so the writer's copy reads it from the cache: the payload is never copied
+// here, and read from memory once), then the tail (the KTM section, if any, and the footer with
+// both sums). Sets payload_bytes and the tool-map flag as encode_kvc does.
 class KvcWriter {
  public:
   KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_bytes,
             std::span<const ToolMapEntry> tool_map);
-  const std::vector<uint8_t>& head() const { return head_; }
-  void payload(std::span<const uint8_t> piece);
-  std::vector<uint8_t> tail();  // once payload_bytes bytes went through payload()
   uint64_t file_bytes() const { return file_bytes_; }
+  // Once, with the payload of payload_bytes bytes; stops at the first error `put` returns.
+  Status stream(std::span<const uint8_t> payload,
+                const std::function<Status(std::span<const uint8_t>)>& put);
 
  private:
   std::vector<uint8_t> head_, map_;

@@ -74,19 +74,12 @@ Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const 
                  const std::function<void(uint64_t, uint64_t)>& progress) {
   const uint64_t total = w.file_bytes();
   uint64_t written = 0;
-  auto put = [&](std::span<const uint8_t> bytes) {
+  return w.stream(payload, [&](std::span<const uint8_t> bytes) {
     DS4_TRY(write_all(fd, bytes, path));
     written += bytes.size();
     if (progress) progress(written, total);
     return Status::ok();
-  };
-  DS4_TRY(put(w.head()));
-  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
-    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
-    w.payload(piece);  // hashed, then written while it is still in the cache
-    DS4_TRY(put(piece));
-  }
-  return put(w.tail());
+  });
 }
 
 namespace {
