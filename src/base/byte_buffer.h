@@ -37,10 +37,6 @@ class ByteBuffer {
   size_t size() const { return size_; }
   std::span<uint8_t> span() { return {data_, size_}; }
   std::span<const uint8_t> span() const { return {data_, size_}; }
-  // Drops bytes past `n` from size() (the memory stays until the buffer goes).
-  void shrink(size_t n) {
-    if (n < size_) size_ = n;
-  }
 
  private:
   void release();

@@ -1,6 +1,6 @@
 // Protects: ByteBuffer, the uninitialised large buffer of the session save / load path: small and
 // huge sizes hold every byte written, huge ones are 2 MiB-aligned, moves hand the memory over
-// (the moved-from buffer is empty), shrink only lowers the size.
+// (the moved-from buffer is empty).
 #include "base/byte_buffer.h"
 
 #include <gtest/gtest.h>
@@ -57,10 +57,6 @@ TEST(ByteBuffer, MovesHandTheMemoryOver) {
   EXPECT_EQ(c.data(), p);
   EXPECT_EQ(c.size(), ByteBuffer::kHugeBytes + 10);
   fill_and_check(c);
-  c.shrink(5);
-  EXPECT_EQ(c.size(), 5u);
-  c.shrink(50);
-  EXPECT_EQ(c.size(), 5u);
 }
 
 }  // namespace
