@@ -18,6 +18,7 @@
 #include "ds4/session.h"
 #include "kv/kvc_store.h"
 #include "kv/snapshot.h"
+#include "model/forward.h"
 #include "model/shape.h"
 
 namespace ds4bench {
@@ -44,32 +45,35 @@ class Noise {
   uint64_t x_ = 0x2545f4914f6cdd1dull;
 };
 
-// A snapshot of `t` tokens with the sizes `shape` gives them (kv/snapshot.h's rules).
+// A snapshot of `t` tokens with the sizes the session's layout gives them (model::sequence_layout,
+// what the engine allocates: live raw rows, compressed and indexer rows, frontiers).
 ds4::kv::Snapshot synthesize(const ds4::model::Shape& s, uint32_t t, uint32_t n_ctx,
                              uint32_t prefill_chunk) {
-  constexpr size_t kHd = 512, kIhd = 128;
+  const ds4::backend::SequenceLayout layout =
+      ds4::model::sequence_layout(s, static_cast<int>(n_ctx));
+  const size_t hd = static_cast<size_t>(layout.head_dim);
+  const size_t ihd = static_cast<size_t>(layout.indexer_head_dim);
   Noise noise;
   ds4::kv::Snapshot snap{
       .n_ctx = n_ctx, .prefill_chunk = prefill_chunk, .tokens = {}, .logits = {}, .layers = {}};
   snap.tokens.resize(t);
   for (uint32_t i = 0; i < t; ++i) snap.tokens[i] = static_cast<int32_t>((i * 7919u) % s.n_vocab);
   noise.fill(&snap.logits, static_cast<size_t>(s.n_vocab));
-  const uint32_t live = std::min<uint32_t>(t, std::min<uint32_t>(s.n_swa, n_ctx));
-  snap.layers.resize(static_cast<size_t>(s.n_layer));
-  for (int il = 0; il < s.n_layer; ++il) {
-    ds4::backend::LayerState& l = snap.layers[static_cast<size_t>(il)];
-    const int r = s.compress_ratio(il);
+  snap.layers.resize(layout.layers.size());
+  for (size_t il = 0; il < layout.layers.size(); ++il) {
+    const ds4::backend::LayerLayout& lay = layout.layers[il];
+    ds4::backend::LayerState& l = snap.layers[il];
     l.n_tokens = static_cast<int32_t>(t);
-    noise.fill(&l.raw, size_t{live} * kHd);
-    if (r != 0) {
-      const size_t frontier = static_cast<size_t>((r == 4 ? 2 : 1) * r) * s.compressor_width(il);
-      noise.fill(&l.comp, size_t{t / static_cast<uint32_t>(r)} * kHd);
+    noise.fill(&l.raw, std::min<size_t>(t, static_cast<size_t>(lay.raw_cap)) * hd);
+    if (lay.ratio != 0) {
+      const size_t frontier = static_cast<size_t>(lay.frontier_rows) * lay.frontier_width;
+      noise.fill(&l.comp, size_t{t / static_cast<uint32_t>(lay.ratio)} * hd);
       noise.fill(&l.comp_kv, frontier);
       noise.fill(&l.comp_score, frontier);
     }
-    if (r == 4) {
-      noise.fill(&l.index, size_t{t / 4} * kIhd);
-      noise.fill(&l.index_kv, 8 * 256);
+    if (lay.ratio == 4) {
+      noise.fill(&l.index, size_t{t / 4} * ihd);
+      noise.fill(&l.index_kv, 8 * 256);  // the indexer frontier, [8][256] (backend/frontier.h)
       noise.fill(&l.index_score, 8 * 256);
     }
   }
