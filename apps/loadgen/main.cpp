@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
   if (long_chars > 0) all.insert(all.end(), {&long_alone, &long_beside});
   for (const Row* row : all) {
     const StreamResult& r = row->r;
+    const std::vector<double> gaps = r.gaps();
     const bool client = row->client < clients;
     const double gen_s = r.total_s - r.ttft_s;
     // Decode rate after the first token: the tokens past the first over the time they took.
@@ -221,7 +222,7 @@ int main(int argc, char** argv) {
       ++failed;
     } else if (client) {
       ttft.push_back(r.ttft_s * 1e3);
-      for (double g : r.gaps_s) itl.push_back(g * 1e3);
+      for (double g : gaps) itl.push_back(g * 1e3);
       per_stream.push_back(rate);
       total_tokens += r.completion_tokens;
       phases.push_back({.tokens = r.token_at, .end = r.ended_at});
@@ -229,9 +230,8 @@ int main(int argc, char** argv) {
     if (csv != nullptr)
       std::fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%.3f,%.4f,%.2f,%.3f,%.3f,%s,%s\n", row->role,
                    row->client, row->request, r.ok ? 1 : 0, r.prompt_tokens, r.cached_tokens,
-                   r.completion_tokens, r.ttft_s * 1e3, r.total_s, rate,
-                   percentile(r.gaps_s, 50) * 1e3, percentile(r.gaps_s, 99) * 1e3,
-                   r.finish_reason.c_str(), csv_field(r.error).c_str());
+                   r.completion_tokens, r.ttft_s * 1e3, r.total_s, rate, percentile(gaps, 50) * 1e3,
+                   percentile(gaps, 99) * 1e3, r.finish_reason.c_str(), csv_field(r.error).c_str());
   }
   if (csv != nullptr) std::fclose(csv);
 

@@ -69,18 +69,14 @@ class SseReader {
     if (!token) return;
     const Clock::time_point now = Clock::now();
     out_->token_at.push_back(clock_seconds(now));
-    if (out_->deltas == 0) {
+    if (out_->token_at.size() == 1) {
       out_->ttft_s = seconds(t0_, now);
       if (*first_) (*first_)();
-    } else {
-      out_->gaps_s.push_back(seconds(last_, now));
     }
-    last_ = now;
-    ++out_->deltas;
   }
 
   StreamResult* out_;
-  Clock::time_point t0_, last_;
+  Clock::time_point t0_;
   const std::function<void()>* first_;
   std::string buf_;
   bool done_ = false;

@@ -13,19 +13,24 @@ namespace ds4::loadgen {
 
 struct StreamResult {
   bool ok = false;
-  std::string error;           // why not ok: transport, HTTP status, an error event
-  double ttft_s = 0;           // request sent -> first reasoning or content delta
-  double total_s = 0;          // request sent -> end of the stream
-  std::vector<double> gaps_s;  // between consecutive token deltas
+  std::string error;   // why not ok: transport, HTTP status, an error event
+  double ttft_s = 0;   // request sent -> first reasoning or content delta
+  double total_s = 0;  // request sent -> end of the stream
   // The same times on the shared clock (seconds of std::chrono::steady_clock since its epoch):
-  // when the request was sent, each token delta, the end of the stream.
+  // when the request was sent, each chunk carrying reasoning or content, the end of the stream.
   double sent_at = 0, ended_at = 0;
   std::vector<double> token_at;
-  int deltas = 0;         // chunks carrying reasoning or content
   int prompt_tokens = 0;  // from the final usage chunk
   int completion_tokens = 0;
   int cached_tokens = 0;
   std::string finish_reason;
+
+  // Seconds between consecutive token deltas.
+  std::vector<double> gaps() const {
+    std::vector<double> out;
+    for (size_t k = 1; k < token_at.size(); ++k) out.push_back(token_at[k] - token_at[k - 1]);
+    return out;
+  }
 };
 
 struct StreamRequest {
