@@ -242,8 +242,11 @@ int main(int argc, char** argv) {
     const StreamResult& b = long_beside.r;
     const double from = b.sent_at, to = b.sent_at + b.ttft_s;
     const std::vector<double> gaps = ds4::loadgen::gaps_within(phases, from, to);
-    int through = 0;  // clients still decoding when the long prompt's first token came
-    for (const DecodeTimes& p : phases) through += !p.tokens.empty() && p.end >= to;
+    // Clients decoding when the long prompt's first token came: a client's requests run one after
+    // another, so the phases open at that moment are one per client.
+    int through = 0;
+    for (const DecodeTimes& p : phases)
+      through += !p.tokens.empty() && p.tokens.front() <= to && p.end >= to;
     if (through < clients)
       std::fprintf(stderr,
                    "ds4-loadgen: %d of %d clients ended before the long prompt's first token: "
