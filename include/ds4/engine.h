@@ -177,6 +177,16 @@ struct StepEntry {
   int kept = 0;   // out: the tokens appended (all of them for a plain append; 0 when refused)
 };
 
+// One draw of Engine::pick.
+struct PickEntry {
+  const Session* session = nullptr;
+  SamplingParams params;
+  Rng* rng = nullptr;  // the request's generator, advanced as Session::sample advances it
+  TokenId token = 0;   // out
+};
+// Runs task(0) .. task(n - 1), in any order, possibly at once (a caller's thread pool).
+using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t)>& task)>;
+
 class Engine {
  public:
   // Rows one step may hold in all (the largest prefill chunk a session may have).
@@ -231,6 +241,15 @@ class Engine {
   // its tokens alone (bit for bit on the CPU backend). A failed rewind resets that session and
   // sets its status.
   Status step(std::span<StepEntry> entries);
+
+  // Each entry's next token drawn from its session's logits: on the CPU backend the token and
+  // generator state of Session::sample, bit for bit. Where the backend picks tokens (CUDA), the
+  // greedy and whole-vocabulary draws (top_k <= 0, top_p 1) of all entries run there in one launch
+  // and only the tokens come back; such a draw equals the host's except where the uniform falls
+  // within float rounding of the boundary between two tokens (the device sums the weights in
+  // another order). Other draws run on the host, on `parallel_for` when given. Every entry's
+  // session must be of this engine (a caller bug otherwise); a session without logits gives 0.
+  void pick(std::span<PickEntry> entries, const ParallelFor& parallel_for = {});
 
   struct Impl;
 

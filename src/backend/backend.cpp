@@ -2,6 +2,7 @@
 #include "backend/backend.h"
 
 #include <cstring>
+#include <string>
 
 #include "base/check.h"
 
@@ -105,6 +106,36 @@ LayerStateView view_of(const LayerState& l) {
           .index_score = of(l.index_score)};
 }
 
+PartCounts part_counts(const LayerLayout& l, int head_dim, int indexer_head_dim, int n_raw,
+                       int n_comp, int n_index) {
+  const auto hd = static_cast<size_t>(head_dim), ihd = static_cast<size_t>(indexer_head_dim);
+  const size_t frontier = static_cast<size_t>(l.frontier_rows) * l.frontier_width;
+  const bool comp = l.ratio != 0, index = l.ratio == 4;
+  return {static_cast<size_t>(n_raw) * hd,
+          comp ? static_cast<size_t>(n_comp) * hd : 0,
+          comp ? frontier : 0,
+          comp ? frontier : 0,
+          index ? static_cast<size_t>(n_index) * ihd : 0,
+          index ? size_t{8 * 256} : 0,
+          index ? size_t{8 * 256} : 0};
+}
+
+LayerStateView take_layer_view(const uint8_t** p, int32_t n_tokens, const PartCounts& counts) {
+  std::array<FloatBytes, 7> parts;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i] = FloatBytes{.data = *p, .count = counts[i]};
+    *p += counts[i] * sizeof(float);
+  }
+  return {.n_tokens = n_tokens,
+          .raw = parts[0],
+          .comp = parts[1],
+          .comp_kv = parts[2],
+          .comp_score = parts[3],
+          .index = parts[4],
+          .index_kv = parts[5],
+          .index_score = parts[6]};
+}
+
 void append_floats(std::vector<uint8_t>* out, const float* p, size_t n) {
   const auto* b = reinterpret_cast<const uint8_t*>(p);
   out->insert(out->end(), b, b + n * sizeof(float));
@@ -121,6 +152,11 @@ Status Backend::export_sequence_append(int seq, std::vector<uint8_t>* out) const
   DS4_ASSIGN_OR_RETURN(std::vector<LayerState> layers, export_sequence(seq));
   for (const LayerState& l : layers) append_layer_state(out, l);
   return Status::ok();
+}
+
+void Backend::pick_tokens(std::span<const PickRow> /*rows*/, std::span<Picked> /*out*/) {
+  DS4_CHECK_MSG(false, "the %s backend picks no tokens (picks_tokens() is false)",
+                std::string(name()).c_str());
 }
 
 Status Backend::import_sequence_view(int seq, std::span<const LayerStateView> state) {

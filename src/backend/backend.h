@@ -120,6 +120,14 @@ struct LayerStateView {
 LayerState to_state(const LayerStateView& v);
 LayerStateView view_of(const LayerState& l);
 
+// A layer's parts' float counts in payload order: raw, comp, comp_kv, comp_score, index,
+// index_kv, index_score (zero for the parts the layer's kind does not have).
+using PartCounts = std::array<size_t, 7>;
+PartCounts part_counts(const LayerLayout& l, int head_dim, int indexer_head_dim, int n_raw,
+                       int n_comp, int n_index);
+// The view of a layer whose parts lie back to back from *p, which moves past them.
+LayerStateView take_layer_view(const uint8_t** p, int32_t n_tokens, const PartCounts& counts);
+
 // Appends a layer's parts to a payload in the DSV4 payload's order (kv/snapshot.h, model.md
 // §5.3): raw rows, compressed rows, compressor frontier kv and score, indexer rows, indexer
 // frontier kv and score (empty parts add nothing). Every writer of layer state uses this order.
@@ -132,6 +140,21 @@ void append_floats(std::vector<uint8_t>* out, const float* p, size_t n);
 // call it before touching a sequence, so a bad import changes nothing.
 Status check_state_fits(const SequenceLayout& layout, const std::vector<LayerState>& state);
 Status check_state_fits(const SequenceLayout& layout, std::span<const LayerStateView> state);
+
+// A next-token pick on the backend (Engine::pick, issue 55): from one row of logits in backend
+// memory, the argmax when temperature is not above 0, else the host sampler's whole-vocabulary
+// draw (sampling.h: temperature and min_p; draws with top-k or top-p stay on the host) at
+// `uniform`, which the host draws from the request's generator.
+struct PickRow {
+  Act logits;  // [1][n_vocab]
+  float temperature = 0.0f;
+  float min_p = 0.0f;  // as the sampler uses it (not below 0)
+  float uniform = 0.0f;
+};
+struct Picked {
+  int32_t token = 0;
+  bool drew = false;  // whether the uniform was used (not for the argmax or with no finite logit)
+};
 
 struct HcWeights {
   Weight fn;     // [n_hc * n_embd] -> mix outputs
@@ -223,6 +246,11 @@ class Backend {
   // device's for a GPU) still free for new ones; nullopt when the backend cannot tell. A sizing
   // hint (the server's default pool), never a promise: create_sequence is the real check.
   virtual std::optional<uint64_t> free_memory_bytes() const { return std::nullopt; }
+  // Whether pick_tokens runs here: a device backend keeps the logits where a pass leaves them and
+  // sends back only the picked tokens; the engine draws on the host otherwise.
+  virtual bool picks_tokens() const { return false; }
+  // out[i] for rows[i], all in one go (a caller bug where picks_tokens() is false).
+  virtual void pick_tokens(std::span<const PickRow> rows, std::span<Picked> out);
   // An observer of what the ops compute (ds4/observer.h; not owned, null: none). A backend that
   // cannot report says so.
   virtual Status set_observer(Observer* /*observer*/) {

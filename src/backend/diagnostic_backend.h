@@ -71,6 +71,10 @@ class DiagnosticBackend final : public Backend {
   }
   void settle_sequence(int seq) override { inner_->settle_sequence(seq); }
   std::optional<uint64_t> free_memory_bytes() const override { return inner_->free_memory_bytes(); }
+  bool picks_tokens() const override { return inner_->picks_tokens(); }
+  void pick_tokens(std::span<const PickRow> rows, std::span<Picked> out) override {
+    inner_->pick_tokens(rows, out);
+  }
   Status set_observer(Observer* observer) override { return inner_->set_observer(observer); }
   void begin_step(std::span<const RowTag> rows) override { inner_->begin_step(rows); }
   void end_step() override { inner_->end_step(); }

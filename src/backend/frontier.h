@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace ds4::backend {
@@ -18,14 +19,18 @@ inline void reset_frontier_rows(std::vector<float>& kv, std::vector<float>& scor
             kFrontierEmptyScore);
 }
 
-// Ratio 4 keeps rows 0..3 (previous window) and 4..4+rem-1; ratio 128 keeps rows 0..rem-1.
-inline void normalise_unused_rows(std::vector<float>& kv, std::vector<float>& score, int ratio,
-                                  int width, int n_tokens) {
+// The rows of a frontier pair that hold nothing after n_tokens set empty, where the pair lies in
+// a payload (any alignment; rows of `width` floats, kv at `kv` and score at `score`): ratio 4
+// keeps rows 0..3 (previous window) and 4..4+rem-1, ratio 128 rows 0..rem-1.
+inline void normalise_unused_rows(uint8_t* kv, uint8_t* score, int ratio, int width, int n_tokens) {
   const int rem = n_tokens % ratio;
-  if (ratio == 4) {
-    reset_frontier_rows(kv, score, 4 + rem, 8, width);
-  } else {
-    reset_frontier_rows(kv, score, rem, ratio, width);
+  const int begin = ratio == 4 ? 4 + rem : rem, end = ratio == 4 ? 8 : ratio;
+  const size_t row = sizeof(float) * static_cast<size_t>(width);
+  std::vector<float> zeros(static_cast<size_t>(width), 0.0f);
+  std::vector<float> empty(static_cast<size_t>(width), kFrontierEmptyScore);
+  for (int r = begin; r < end; ++r) {
+    std::memcpy(kv + static_cast<size_t>(r) * row, zeros.data(), row);
+    std::memcpy(score + static_cast<size_t>(r) * row, empty.data(), row);
   }
 }
 

@@ -22,15 +22,6 @@ int raw_ring_push(int* head, int* n, int cap) {
   return slot;
 }
 
-std::vector<float> raw_ring_in_order(const float* ring, int head, int n, int cap, int width) {
-  std::vector<float> out(static_cast<size_t>(n) * width);
-  for (int i = 0; i < n; ++i) {
-    const float* src = ring + static_cast<size_t>((head + i) % cap) * width;
-    std::copy(src, src + width, out.begin() + static_cast<ptrdiff_t>(i) * width);
-  }
-  return out;
-}
-
 void select_top_k(const float* scores, int n, int k, std::vector<int32_t>* order,
                   std::vector<int32_t>* out) {
   DS4_CHECK(k > 0 && k < n);

@@ -18,9 +18,6 @@ void check_row_continues(int il, int state_ratio, int layer_ratio, int state_tok
 // Slot of the ring (capacity cap) the new row goes to; when full, the oldest row is dropped.
 int raw_ring_push(int* head, int* n, int cap);
 
-// The n live rows (width floats each) of a ring, oldest (at head) first.
-std::vector<float> raw_ring_in_order(const float* ring, int head, int n, int cap, int width);
-
 // The k best of scores[0..n) (k < n), ties to the lower index, in ascending index order.
 // `order` is scratch.
 void select_top_k(const float* scores, int n, int k, std::vector<int32_t>* order,

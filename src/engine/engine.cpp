@@ -257,6 +257,7 @@ Result<std::unique_ptr<Session>> Engine::create_session(const SessionOptions& op
   auto s = std::make_unique<Session::Impl>();
   s->engine = impl_.get();
   s->seq = seq;
+  s->logits = NextLogits(impl_->backend.get());
   if (impl_->mtp) {
     const int mtp_seq = impl_->next_seq++;
     const Status made = impl_->backend->create_sequence(

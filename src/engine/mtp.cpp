@@ -134,7 +134,7 @@ Result<int> Session::step_greedy(int max_drafts, float margin) {
   Impl& s = *impl_;
   DS4_TRY(s.whole_model());
   if (s.logits.empty()) return Status::unavailable("no logits yet: append tokens first");
-  std::vector<TokenId> run{argmax(s.logits)};
+  std::vector<TokenId> run{argmax(s.logits.host())};
   if (max_drafts > 0 && can_draft()) {
     DS4_ASSIGN_OR_RETURN(std::vector<TokenId> drafts,
                          s.mtp_draft(run[0], std::min(max_drafts, 16), margin));

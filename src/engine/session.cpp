@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/read_file.h"
+#include "engine/pick.h"
 #include "engine/session_impl.h"
 #include "kv/snapshot.h"
 
@@ -22,7 +23,7 @@ Session::~Session() {
 int Session::n_ctx() const { return impl_->options.n_ctx; }
 int Session::n_tokens() const { return static_cast<int>(impl_->tokens.size()); }
 std::span<const TokenId> Session::tokens() const { return impl_->tokens; }
-std::span<const float> Session::logits() const { return impl_->logits; }
+std::span<const float> Session::logits() const { return impl_->logits.host(); }
 uint64_t Session::state_bytes() const {
   return model::sequence_layout(impl_->engine->shape, impl_->options.n_ctx).bytes();
 }
@@ -89,11 +90,7 @@ Result<EvalStats> Session::Impl::append(std::span<const TokenId> t,
     engine->forward->run(rows, want, out);
     mtp_advance(static_cast<int>(tokens.size() - rows.size()), static_cast<int>(rows.size()));
     if (all_logits != nullptr) engine->backend->download(out, all_logits->data() + begin * n_vocab);
-    if (end == t.size()) {
-      logits.resize(static_cast<size_t>(n_vocab));
-      const backend::Act last{out.row(out.rows - 1), 1, n_vocab};
-      engine->backend->download(last, logits.data());
-    }
+    if (end == t.size()) logits.take(backend::Act{out.row(out.rows - 1), 1, n_vocab});
     engine->pace(unit);
   }
   stats.evaluated = static_cast<int>(t.size());
@@ -141,7 +138,7 @@ Result<EvalStats> Session::Impl::append_through_tail(std::span<const TokenId> t)
     if (!r.is_ok()) {
       failed = r.status();
     } else if (in_flight == 0) {
-      logits = std::move(r).value();
+      logits.assign(std::move(r).value());
     }
   }
   if (!failed.is_ok()) {
@@ -181,7 +178,6 @@ Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> 
   }
   std::vector<float> out(range.head ? 0 : t.size() * width);
   if (t.empty()) return out;
-  const int n_vocab = e.shape.n_vocab;
   const size_t chunk = static_cast<size_t>(options.prefill_chunk);
   std::vector<backend::RowTag> rows;
   for (size_t begin = 0; begin < t.size(); begin += chunk) {
@@ -200,9 +196,9 @@ Result<std::vector<float>> Session::Impl::append_slice(std::span<const TokenId> 
     e.forward->run_range(rows, range, range.begin > 0 ? hidden_in.data() + begin * width : nullptr,
                          want, head_out, range.head ? nullptr : out.data() + begin * width);
     if (!want.empty()) {
-      logits.resize(static_cast<size_t>(n_vocab));
-      e.backend->download(head_out, logits.data());
-      out = logits;
+      logits.take(head_out);
+      const std::span<const float> host = logits.host();
+      out.assign(host.begin(), host.end());
     }
     e.pace(unit);
   }
@@ -248,11 +244,14 @@ Status Session::rewind(int n_tokens) {
 
 std::vector<TokenLogprob> Session::top_logprobs(int k) const {
   if (impl_->logits.empty()) return {};
-  return ds4::top_logprobs(impl_->logits, k);
+  return ds4::top_logprobs(impl_->logits.host(), k);
 }
 
 TokenId Session::sample(const SamplingParams& params, Rng& rng) const {
-  return ds4::sample(impl_->logits, params, rng);
+  PickEntry e{.session = this, .params = params, .rng = &rng};
+  const Session::Impl* const self = impl_.get();
+  pick_tokens(*self->engine, std::span(&self, 1), std::span(&e, 1), {});
+  return e.token;
 }
 
 Result<std::vector<uint8_t>> Session::save() const {
@@ -267,8 +266,9 @@ Result<std::vector<uint8_t>> Session::save() const {
     // Straight into the payload: the backend appends its layers where begin_snapshot stops.
     const auto n_ctx = static_cast<uint32_t>(s.options.n_ctx);
     const std::span<const int32_t> tokens(s.tokens.data(), s.tokens.size());
-    std::vector<uint8_t> out = kv::begin_snapshot(
-        s.engine->shape, n_ctx, static_cast<uint32_t>(s.options.prefill_chunk), tokens, s.logits);
+    std::vector<uint8_t> out =
+        kv::begin_snapshot(s.engine->shape, n_ctx, static_cast<uint32_t>(s.options.prefill_chunk),
+                           tokens, s.logits.host());
     DS4_TRY(s.engine->backend->export_sequence_append(s.seq, &out));
     DS4_CHECK(out.size() ==
               kv::snapshot_bytes(s.engine->shape, n_ctx, static_cast<uint32_t>(tokens.size())));
@@ -278,7 +278,8 @@ Result<std::vector<uint8_t>> Session::save() const {
   snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
   snap.prefill_chunk = static_cast<uint32_t>(s.options.prefill_chunk);
   snap.tokens.assign(s.tokens.begin(), s.tokens.end());
-  snap.logits = s.logits;
+  const std::span<const float> logits = s.logits.host();
+  snap.logits.assign(logits.begin(), logits.end());
   // A distributed engine's payload: its own layers, and the tail's gathered from the workers.
   DS4_ASSIGN_OR_RETURN(snap.layers, s.engine->backend->export_sequence(s.seq));
   DS4_TRY(s.gather_tail_layers(&snap));
@@ -350,7 +351,7 @@ Status Session::load(std::span<const uint8_t> payload) {
     s.tail_fresh = false;
   }
   s.tokens.assign(snap.tokens.begin(), snap.tokens.end());
-  s.logits = std::move(snap.logits);
+  s.logits.assign(std::move(snap.logits));
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include "ds4/session.h"
 #include "engine/engine_impl.h"
+#include "engine/next_logits.h"
 #include "kv/snapshot.h"
 
 namespace ds4 {
@@ -15,9 +16,9 @@ struct Session::Impl {
   SessionOptions options;
   Steering steering;  // the scales of the next passes (Session::set_steering)
   std::vector<TokenId> tokens;
-  std::vector<float> logits;
-  uint64_t tail_session = 0;  // this session's timeline id in the engine's LayerTail
-  bool tail_fresh = true;     // the tail's timeline starts again at the next span
+  NextLogits logits{nullptr};  // bound to the engine's backend at creation
+  uint64_t tail_session = 0;   // this session's timeline id in the engine's LayerTail
+  bool tail_fresh = true;      // the tail's timeline starts again at the next span
   // The MTP block's state (model.md §8.1), with an MTP file: its row of position p pairs the hidden
   // state of p with token p + 1, so the last position waits for its next token (pending).
   struct Mtp {

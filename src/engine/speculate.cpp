@@ -8,7 +8,7 @@ namespace ds4 {
 
 Result<int> Session::verify_greedy(std::span<const TokenId> drafts) {
   if (drafts.empty() || impl_->logits.empty()) return 0;
-  if (drafts[0] != argmax(impl_->logits)) {  // the first draft is not what greedy decodes
+  if (drafts[0] != argmax(impl_->logits.host())) {  // the first draft is not what greedy decodes
     DS4_TRY(impl_->whole_model());
     DS4_TRY(impl_->check_tokens(drafts, impl_->tokens.size()));
     return 0;
@@ -66,7 +66,7 @@ Result<int> Session::Impl::keep_verified(std::span<const TokenId> run, int32_t p
   }
   tokens.insert(tokens.end(), run.begin(), run.begin() + kept);
   const std::span<const float> last = logits_after(kept - 1);
-  logits.assign(last.begin(), last.end());
+  logits.assign(last);
   return kept;
 }
 

@@ -120,8 +120,7 @@ Status Engine::step(std::span<StepEntry> entries) {
       en.kept = kept.is_ok() ? *kept : 0;
     } else {
       s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
-      s.logits.resize(static_cast<size_t>(n_vocab));
-      e.backend->download(backend::Act{out.row(logit_row++), 1, n_vocab}, s.logits.data());
+      s.logits.take(backend::Act{out.row(logit_row++), 1, n_vocab});
       en.kept = n;
     }
     if (en.kept > 0) {

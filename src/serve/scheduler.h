@@ -121,7 +121,8 @@ class Scheduler {
   void step();
   // A decoding request's next token, in three parts: what it needs (the disk checkpoint before
   // decode, the generation core's draw: its sampling parameters or a forced token), the model's
-  // sample (for every request of the step at once, on sample_pool_), then taking the token
+  // draw (Engine::pick for every request of the step at once: on the device where the backend
+  // picks tokens, else on sample_pool_), then taking the token
   // (false: the request finished instead).
   struct Draw {
     Slot* slot;
@@ -173,8 +174,9 @@ class Scheduler {
   std::vector<StepEntry> entries_;  // this step's engine entries ...
   std::vector<Slot*> entry_slots_;  // ... and the slot of each
   std::vector<Draw> draws_;         // this step's decoding requests
-  // Draws the step's tokens side by side: each request has its own logits and random state, and
-  // a draw over the 129,280-token vocabulary costs ~0.2 ms, a row of the step.
+  std::vector<PickEntry> picks_;    // ... the model's draws among them
+  // Host draws side by side: each request has its own logits and random state, and a draw over
+  // the 129,280-token vocabulary costs ~0.2 ms on the host, a row of the step.
   base::ThreadPool sample_pool_;
   PrefillPacer pacer_;  // the prompt rows of a step beside decode rows
 

@@ -46,10 +46,18 @@ void Scheduler::step() {
       before_decode(*slot);  // its token was taken in the step before, without a draw
     }
   }
-  sample_pool_.parallel_for(static_cast<int64_t>(draws_.size()), [this](int64_t i) {
-    Draw& d = draws_[static_cast<size_t>(i)];
-    if (!d.draw.forced) d.sampled = d.slot->session->sample(d.draw.params, d.slot->active->rng);
+  picks_.clear();
+  for (const Draw& d : draws_) {
+    if (d.draw.forced) continue;
+    picks_.push_back(
+        {.session = d.slot->session.get(), .params = d.draw.params, .rng = &d.slot->active->rng});
+  }
+  engine_->pick(picks_, [this](int64_t n, const std::function<void(int64_t)>& task) {
+    sample_pool_.parallel_for(n, task);
   });
+  for (size_t i = 0, k = 0; i < draws_.size(); ++i) {
+    if (!draws_[i].draw.forced) draws_[i].sampled = picks_[k++].token;
+  }
   size_t budget = static_cast<size_t>(options_.batch_tokens);
   // The rows the step can give drafts: batch_tokens >= sessions leaves every decode row one.
   size_t spare = budget > decoding ? budget - decoding : 0;

@@ -2,7 +2,7 @@
 // alone, the batched decode step of one row per sequence run twice, and speculative verification.
 // The Hugging Face and CPU-vs-CUDA gates are in cuda_gates_test.cpp. Every case skips where no GPU
 // (or no CUDA build) is available; on the GPU machine `tools/cuda/verify_all.sh gtest` runs them
-// (ctest -L cuda).
+// (ctest -L cuda). Session state to and from the device: cuda_session_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>

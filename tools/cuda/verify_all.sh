@@ -9,7 +9,8 @@
 #            the logs). The steps below run parts of it:
 #   kernels  backend_cuda_test (planar dots bit-exact, cuBLAS products within tolerance,
 #            routing, top-k, attention)
-#   spectest model_cuda_test's CudaBackend cases: batched sessions and speculative verification
+#   spectest model_cuda_test's CudaBackend and CudaSessionState cases: batched sessions,
+#            speculative verification, a session's state saved and loaded on CUDA
 #   spec     ds4-bench --spec-replay 2,3,4,5 on Flash q2 at 2k and 8k, GEN_TOKENS (default 64)
 #            per frontier: plain decode beside verification of N drafts per step, every draft the
 #            model's own token (issue 51's replay mode), and --mtp with a synthesized Flash MTP
@@ -66,6 +67,8 @@
 #            tokens decode GEN_TOKENS (default 32) steps together, then replay their probes with
 #            K rows per session and step (batched verification at acceptance 100%): where drafting
 #            stops paying as the batch grows (issue 51, bench/mtp.md)
+#   multipicks multi's steps with DS4_CUDA_PICKS=0 (logits downloaded, picks on the host): the A/B
+#            of the device picks (Engine::pick) beside `multi` (MULTI and GEN_TOKENS alike)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   opcost   what each backend op costs in place in a Flash q2 decode step at 2k: ds4-bench with
 #            each op's work issued twice per call (--repeat-op; OPS, default hc_pre, hc_post, moe,
@@ -199,7 +202,8 @@ cuda_ctest() {
 export -f cuda_ctest
 has gtest && step gtest 500 cuda_ctest gtest && tail -12 "$out/gtest.log"
 has kernels && step kernels 120 build-dev/tests/backend_cuda_test && tail -3 "$out/kernels.log"
-has spectest && step spectest 300 cuda_ctest spectest -R 'CudaBackend' && tail -12 "$out/spectest.log"
+has spectest && step spectest 300 cuda_ctest spectest -R 'CudaBackend|CudaSessionState' &&
+  tail -12 "$out/spectest.log"
 has quantized && step quantized 300 cuda_ctest quantized -R 'CudaQuantizedFile' &&
   tail -12 "$out/quantized.log"
 has steering && step steering 300 cuda_ctest steering -R 'CudaSteering|CudaObserver' &&
@@ -409,6 +413,7 @@ multi_with() {
     -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
+has multipicks && step multipicks 300 multi_with DS4_CUDA_PICKS 0 && tail -6 "$out/multipicks.log"
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"

@@ -127,13 +127,14 @@ void CpuBackend::settle_sequence(int seq) {
 
 namespace {
 
-// A frontier pair appended with its unused rows normalised (a copy: the live state keeps them).
+// A frontier pair appended with its unused rows normalised there (the live state keeps them).
 void append_frontier(std::vector<uint8_t>* out, const std::vector<float>& kv,
                      const std::vector<float>& score, int ratio, int width, int n_tokens) {
-  std::vector<float> k = kv, s = score;
-  normalise_unused_rows(k, s, ratio, width, n_tokens);
-  append_floats(out, k.data(), k.size());
-  append_floats(out, s.data(), s.size());
+  const size_t at = out->size();
+  append_floats(out, kv.data(), kv.size());
+  append_floats(out, score.data(), score.size());
+  normalise_unused_rows(out->data() + at, out->data() + at + kv.size() * sizeof(float), ratio,
+                        width, n_tokens);
 }
 
 // One layer in payload order (append_layer_state's), straight from the cache.
@@ -179,25 +180,9 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
     const LayerCache& c = s.layers[il];
     bytes.clear();
     append_layer(c, hd, ihd, &bytes);
-    // The parts in the order append_layer wrote them.
     const uint8_t* p = bytes.data();
-    auto take = [&](size_t n) {
-      const FloatBytes part{.data = p, .count = n};
-      p += n * sizeof(float);
-      return part;
-    };
-    LayerStateView v{.n_tokens = c.n_tokens};
-    v.raw = take(static_cast<size_t>(c.n_raw) * hd);
-    if (c.lay.ratio != 0) {
-      v.comp = take(static_cast<size_t>(c.n_comp) * hd);
-      v.comp_kv = take(c.comp_kv.size());
-      v.comp_score = take(c.comp_score.size());
-    }
-    if (c.lay.ratio == 4) {
-      v.index = take(static_cast<size_t>(c.n_index) * ihd);
-      v.index_kv = take(c.index_kv.size());
-      v.index_score = take(c.index_score.size());
-    }
+    const LayerStateView v =
+        take_layer_view(&p, c.n_tokens, part_counts(c.lay, hd, ihd, c.n_raw, c.n_comp, c.n_index));
     DS4_CHECK(p == bytes.data() + bytes.size());
     out[il] = to_state(v);
   }

@@ -14,8 +14,8 @@
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 #include "backend/cuda/kernels/matmul_q.cuh"
+#include "backend/cuda/kernels/pick.cuh"
 #include "backend/frontier.h"
-#include "backend/row_rules.h"
 
 namespace ds4::backend::cuda {
 namespace {
@@ -39,13 +39,6 @@ void upload_floats(const DeviceMemory& dst, const std::vector<float>& src) {
     DS4_CUDA_CHECK(
         cudaMemcpy(dst.get(), src.data(), src.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
-}
-
-std::vector<float> download_floats(const DeviceMemory& src, size_t n) {
-  std::vector<float> v(n);
-  if (n != 0)
-    DS4_CUDA_CHECK(cudaMemcpy(v.data(), src.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
-  return v;
 }
 
 void empty_frontier(const DeviceMemory& kv, const DeviceMemory& score, int rows, int width) {
@@ -120,6 +113,7 @@ void PinnedInts::reserve(size_t n) {
 
 CudaBackend::CudaBackend(const Options& options) : options_(options) {
   DS4_CUDA_CHECK(cudaStreamCreate(&stream_));
+  picks_ = env_switch("DS4_CUDA_PICKS", true);
   main_lane_.stream = stream_;
   if (options_.blas) blas_ = std::make_unique<BlasProducts>();
 }
@@ -411,74 +405,28 @@ void CudaBackend::reset_sequence(int seq) {
   last_step_rows_ = 0;
 }
 
-Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
-  auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
-  const DeviceSequence& s = *it->second;
-  const size_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
-  DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  std::vector<LayerState> out(s.layers.size());
-  for (size_t il = 0; il < s.layers.size(); ++il) {
-    const DeviceLayer& c = s.layers[il];
-    LayerState& st = out[il];
-    st.n_tokens = c.n_tokens;
-    const std::vector<float> ring = download_floats(c.raw, size_t(c.ring_cap) * hd);
-    const int n_raw = std::min(c.lay.raw_cap, c.n_tokens);
-    st.raw = raw_ring_in_order(ring.data(), (c.n_tokens - n_raw) % c.ring_cap, n_raw, c.ring_cap,
-                               static_cast<int>(hd));
-    if (c.lay.ratio != 0) {
-      st.comp = download_floats(c.comp, size_t(c.n_comp) * hd);
-      const size_t f = size_t(c.lay.frontier_rows) * c.lay.frontier_width;
-      st.comp_kv = download_floats(c.comp_kv, f);
-      st.comp_score = download_floats(c.comp_score, f);
-      normalise_unused_rows(st.comp_kv, st.comp_score, c.lay.ratio, c.lay.frontier_width,
-                            c.n_tokens);
-    }
-    if (c.lay.ratio == 4) {
-      st.index = download_floats(c.index, size_t(c.n_index) * ihd);
-      st.index_kv = download_floats(c.index_kv, 8 * 256);
-      st.index_score = download_floats(c.index_score, 8 * 256);
-      normalise_unused_rows(st.index_kv, st.index_score, 4, 256, c.n_tokens);
-    }
+void CudaBackend::pick_tokens(std::span<const PickRow> rows, std::span<Picked> out) {
+  DS4_CHECK(out.size() == rows.size());
+  if (rows.empty()) return;
+  const int64_t n_vocab = rows[0].logits.cols;
+  std::vector<PickRowArgs> args(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PickRow& r = rows[i];
+    DS4_CHECK(r.logits.rows == 1 && r.logits.cols == n_vocab && r.logits.data != nullptr);
+    args[i] = {r.logits.data, r.temperature, r.min_p, r.uniform};
   }
-  return out;
-}
-
-Status CudaBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
-  auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
-  DeviceSequence& s = *it->second;
-  const size_t hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
-  DS4_TRY(check_state_fits(s.layout, state));  // before anything changes
+  std::vector<PickResult> res(rows.size());
+  grow(pick_args_, args.size() * sizeof(PickRowArgs));
+  grow(pick_out_, res.size() * sizeof(PickResult));
+  const auto n = static_cast<int>(rows.size());
+  DS4_CUDA_CHECK(cudaMemcpyAsync(pick_args_.get(), args.data(), args.size() * sizeof(PickRowArgs),
+                                 cudaMemcpyHostToDevice, stream_));
+  launch_pick(static_cast<const PickRowArgs*>(pick_args_.get()), n, static_cast<int>(n_vocab),
+              static_cast<PickResult*>(pick_out_.get()), stream_);
+  DS4_CUDA_CHECK(cudaMemcpyAsync(res.data(), pick_out_.get(), res.size() * sizeof(PickResult),
+                                 cudaMemcpyDeviceToHost, stream_));
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  for (size_t il = 0; il < state.size(); ++il) {
-    const LayerState& st = state[il];
-    DeviceLayer& c = s.layers[il];
-    reset_layer(c);
-    c.n_tokens = st.n_tokens;
-    const int n_raw = static_cast<int>(st.raw.size() / hd);  // the last n_raw positions
-    DS4_CHECK(n_raw <= c.lay.raw_cap && n_raw <= c.n_tokens);
-    std::vector<float> ring(size_t(c.ring_cap) * hd, 0.0f);
-    for (int i = 0; i < n_raw; ++i) {
-      const int slot = (c.n_tokens - n_raw + i) % c.ring_cap;
-      std::copy_n(st.raw.begin() + static_cast<ptrdiff_t>(i * hd), hd,
-                  ring.begin() + static_cast<ptrdiff_t>(size_t(slot) * hd));
-    }
-    upload_floats(c.raw, ring);
-    if (c.lay.ratio != 0) {
-      c.n_comp = static_cast<int>(st.comp.size() / hd);
-      upload_floats(c.comp, st.comp);
-      upload_floats(c.comp_kv, st.comp_kv);
-      upload_floats(c.comp_score, st.comp_score);
-    }
-    if (c.lay.ratio == 4) {
-      c.n_index = static_cast<int>(st.index.size() / ihd);
-      upload_floats(c.index, st.index);
-      upload_floats(c.index_kv, st.index_kv);
-      upload_floats(c.index_score, st.index_score);
-    }
-  }
-  return Status::ok();
+  for (size_t i = 0; i < rows.size(); ++i) out[i] = {res[i].token, res[i].drew != 0};
 }
 
 void CudaBackend::do_download(Act src, float* host) {

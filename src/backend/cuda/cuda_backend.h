@@ -110,14 +110,21 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   // The device memory still free (cudaMemGetInfo), for the server's default session pool.
   std::optional<uint64_t> free_memory_bytes() const override;
+  // Picks on the device (kernels/pick.cuh): one launch for all rows, only the tokens come back.
+  // DS4_CUDA_PICKS=0 leaves them to the host (the A/B of issue 55's device picks).
+  bool picks_tokens() const override { return picks_; }
+  void pick_tokens(std::span<const PickRow> rows, std::span<Picked> out) override;
   Result<Weight> upload(const Weight& host) override;
   std::unique_ptr<Buffer> alloc(int64_t n_floats) override;
 
   Status create_sequence(int seq, const SequenceLayout& layout) override;
   void drop_sequence(int seq) override;
   void reset_sequence(int seq) override;
+  // The state's copies (session_io.cpp): straight between the device and the payload.
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
+  Status export_sequence_append(int seq, std::vector<uint8_t>* out) const override;
+  Status import_sequence_view(int seq, std::span<const LayerStateView> state) override;
   // Marking costs no device work: the verification's compressor launches log what a rewind
   // needs (CompressorLane::mark); a rewind launches one kernel per compressor lane.
   Status mark_sequence(int seq) override;
@@ -259,6 +266,8 @@ class CudaBackend final : public Backend {
   std::vector<DeviceMemory> weights_;
   std::map<int, std::unique_ptr<DeviceSequence>> seqs_;
   DeviceMemory staging_;  // upload staging for tensors that are repacked on the device
+  bool picks_ = true;
+  DeviceMemory pick_args_, pick_out_;  // pick_tokens' rows and results on the device
   DeviceMemory row_tokens_;
   std::vector<int32_t> row_tokens_host_;
   PinnedInts row_tokens_pinned_;  // a recorded step's token ids
