@@ -136,6 +136,13 @@ LayerStateView take_layer_view(const uint8_t** p, int32_t n_tokens, const PartCo
           .index_score = parts[6]};
 }
 
+std::vector<LayerStateView> views_of(const std::vector<LayerState>& state) {
+  std::vector<LayerStateView> views;
+  views.reserve(state.size());
+  for (const LayerState& l : state) views.push_back(view_of(l));
+  return views;
+}
+
 void append_floats(std::vector<uint8_t>* out, const float* p, size_t n) {
   const auto* b = reinterpret_cast<const uint8_t*>(p);
   out->insert(out->end(), b, b + n * sizeof(float));

@@ -119,6 +119,7 @@ struct LayerStateView {
 // The layer's parts copied out of the buffer, and a view of a LayerState's own parts.
 LayerState to_state(const LayerStateView& v);
 LayerStateView view_of(const LayerState& l);
+std::vector<LayerStateView> views_of(const std::vector<LayerState>& state);
 
 // A layer's parts' float counts in payload order: raw, comp, comp_kv, comp_score, index,
 // index_kv, index_score (zero for the parts the layer's kind does not have).

@@ -190,10 +190,7 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
 }
 
 Status CpuBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
-  std::vector<LayerStateView> views;
-  views.reserve(state.size());
-  for (const LayerState& l : state) views.push_back(view_of(l));
-  return import_sequence_view(seq, views);
+  return import_sequence_view(seq, views_of(state));
 }
 
 Status CpuBackend::import_sequence_view(int seq, std::span<const LayerStateView> state) {

@@ -156,10 +156,7 @@ Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
 }
 
 Status CudaBackend::import_sequence(int seq, const std::vector<LayerState>& state) {
-  std::vector<LayerStateView> views;
-  views.reserve(state.size());
-  for (const LayerState& l : state) views.push_back(view_of(l));
-  return import_sequence_view(seq, views);
+  return import_sequence_view(seq, views_of(state));
 }
 
 }  // namespace ds4::backend::cuda
