@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "batch_driver.h"
@@ -182,6 +184,61 @@ TEST_F(BatchStepTest, DecodeRowsOfManySessionsMatchEval) {
       EXPECT_EQ(batched[i]->tokens().back(), alone[i]->tokens().back());
     }
   }
+}
+
+// Engine::pick on the CPU backend: every entry's token and generator state are those of the
+// host sampler on the session's logits, for each rule (greedy, whole vocabulary, top-k, top-p,
+// a NaN temperature), with and without a parallel_for; a session with no logits gives 0.
+TEST_F(BatchStepTest, PicksAreTheSamplersDrawsOfEachSession) {
+  std::vector<std::unique_ptr<Session>> ss;
+  std::vector<StepEntry> entries;
+  std::vector<TokenId> next;
+  for (int i = 0; i < 3; ++i) {
+    ss.push_back(session());
+    ASSERT_TRUE(ss.back()->append(test_prompt(6 + i, 30 + i)).is_ok());
+    next.push_back(argmax_of(ss.back()->logits()));
+  }
+  for (size_t i = 0; i < ss.size(); ++i) {
+    entries.push_back({.session = ss[i].get(), .tokens = std::span(&next[i], 1)});
+  }
+  ASSERT_TRUE(engine_->step(entries).is_ok());
+  auto empty = session();
+  const std::vector<SamplingParams> rules = {
+      {.temperature = 0.0f},
+      {.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.05f},
+      {.temperature = 0.7f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
+      {.temperature = 0.8f, .top_k = 20, .top_p = 1.0f, .min_p = 0.05f},
+      {.temperature = 1.2f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f},
+      {.temperature = std::nanf(""), .top_k = 0, .top_p = 1.0f, .min_p = 0.05f}};
+  int calls = 0;
+  const ParallelFor inline_pool = [&calls](int64_t n, const std::function<void(int64_t)>& task) {
+    ++calls;
+    for (int64_t k = n - 1; k >= 0; --k) task(k);  // another order than the plain loop's
+  };
+  for (bool pooled : {false, true}) {
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      std::vector<Rng> got, want;
+      std::vector<PickEntry> picks;
+      for (size_t r = 0; r < rules.size(); ++r) {
+        for (const Session* s : {ss[0].get(), ss[1].get(), ss[2].get(), empty.get()}) {
+          got.emplace_back(seed * 100 + picks.size());
+          want.emplace_back(seed * 100 + picks.size());
+          picks.push_back({.session = s, .params = rules[r]});
+        }
+      }
+      for (size_t k = 0; k < picks.size(); ++k) picks[k].rng = &got[k];
+      engine_->pick(picks, pooled ? inline_pool : ParallelFor{});
+      for (size_t k = 0; k < picks.size(); ++k) {
+        const TokenId host = sample(picks[k].session->logits(), picks[k].params, want[k]);
+        EXPECT_EQ(picks[k].token, host) << "pick " << k;
+        EXPECT_EQ(got[k].state(), want[k].state()) << "pick " << k;
+        if (picks[k].session == empty.get()) {
+          EXPECT_EQ(picks[k].token, 0);
+        }
+      }
+    }
+  }
+  EXPECT_GT(calls, 0);
 }
 
 }  // namespace
