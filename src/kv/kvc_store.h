@@ -149,7 +149,10 @@ class KvcStore {
   // invalid_file; an error reading it (io_error) leaves it in place.
   Result<ReadKvc> read(const KvcEntry& entry, std::string_view rendered);
   // The file at `path` read whole (at most `max_bytes`) in pieces of kReadPieceBytes, each hashed
-  // right after it is read, then decoded and its checksums compared. With verify = false the
+  // right after it is read, then decoded and its checksums compared. A file of kParallelReadBytes
+  // or more on a machine of more than two cores is read by read_threads() threads at once, each a
+  // range (reads of one file run side by side where its writes do not), then hashed from memory.
+  // With verify = false the
   // hashing is skipped and the footer's sums are taken as they are: only the framing is checked
   // (ds4-kvc-bench times the load both ways). Errors: io_error (open, read), invalid_file (the
   // file does not decode, or is larger than max_bytes).
@@ -158,6 +161,9 @@ class KvcStore {
   // 256 KiB: whole blocks of the checksum (base::kChecksumBlockBytes), so they are hashed where
   // they lie, and few enough bytes to be still in the core's cache when they are hashed.
   static constexpr size_t kReadPieceBytes = size_t{256} << 10;
+  static constexpr size_t kParallelReadBytes = size_t{32} << 20;
+  // Half the cores, at most 8; DS4_KVC_READ_THREADS=N (1-64) sets it (1: one reader).
+  static int read_threads();
 
   // After a load: hits + 1 and last use = now, rewritten in the file's header.
   Status touch(const std::string& name);

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -265,34 +266,43 @@ TEST(KvcStore, DamagedFilesAreRemovedWithOneLogLine) {
   }
 }
 
-// A file of many read pieces, the last one short: hashed piece by piece as it is read, it loads
-// (verified or framing only), and a flipped byte in its first, a middle or its last piece is
-// caught.
+// A file of many read pieces, the last one short, past kParallelReadBytes: read by one thread
+// (hashed piece by piece as it is read) or by several side by side (DS4_KVC_READ_THREADS 3 and 7:
+// ranges that end mid-file and a last one of a short piece), it loads (verified or framing only),
+// and a flipped byte in its first, a middle or its last piece is caught.
 TEST(KvcStore, AFileOfManyPiecesIsHashedAsItIsRead) {
   TempDir tmp;
   std::vector<std::string> logs;
   const std::string dir = tmp.file("kv");
   auto s = KvcStore::open(options(dir, 1 << 30, &logs));
-  std::vector<uint8_t> big(19 * KvcStore::kReadPieceBytes + 12345);
+  std::vector<uint8_t> big(130 * KvcStore::kReadPieceBytes + 12345);
+  ASSERT_GE(big.size(), KvcStore::kParallelReadBytes);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
   ASSERT_TRUE(s->save(header(9), "<bos>big", big, {}).is_ok());
   const std::string path = dir + "/" + sha1_hex("<bos>big") + ".kv";
-  for (const bool verify : {true, false}) {
-    auto r = KvcStore::read_file(path, 1 << 30, {}, verify);
-    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    EXPECT_TRUE(std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
+  for (const char* threads : {"1", "3", "7"}) {
+    SCOPED_TRACE(threads);
+    setenv("DS4_KVC_READ_THREADS", threads, 1);
+    ASSERT_EQ(KvcStore::read_threads(), std::atoi(threads));
+    for (const bool verify : {true, false}) {
+      auto r = KvcStore::read_file(path, 1 << 30, {}, verify);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      EXPECT_TRUE(
+          std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
+    }
+    for (const size_t at : {size_t{100}, big.size() / 2, big.size() - 1}) {
+      std::vector<uint8_t> f = gguf::testing::read_bytes(path);
+      f[kvc_payload_offset(8) + at] ^= 0x80;
+      const std::string damaged = dir + "/damaged";
+      std::ofstream(damaged, std::ios::binary | std::ios::trunc)
+          .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
+      auto r = KvcStore::read_file(damaged, 1 << 30, {});
+      ASSERT_FALSE(r.is_ok()) << at;
+      EXPECT_NE(r.status().message().find("checksum mismatch"), std::string::npos) << at;
+      EXPECT_TRUE(KvcStore::read_file(damaged, 1 << 30, {}, false).is_ok()) << at;
+    }
   }
-  for (const size_t at : {size_t{100}, big.size() / 2, big.size() - 1}) {
-    std::vector<uint8_t> f = gguf::testing::read_bytes(path);
-    f[kvc_payload_offset(8) + at] ^= 0x80;
-    const std::string damaged = dir + "/damaged";
-    std::ofstream(damaged, std::ios::binary | std::ios::trunc)
-        .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
-    auto r = KvcStore::read_file(damaged, 1 << 30, {});
-    ASSERT_FALSE(r.is_ok()) << at;
-    EXPECT_NE(r.status().message().find("checksum mismatch"), std::string::npos) << at;
-    EXPECT_TRUE(KvcStore::read_file(damaged, 1 << 30, {}, false).is_ok()) << at;
-  }
+  unsetenv("DS4_KVC_READ_THREADS");
 }
 
 // A newer build's file (version 3) may be sound and that build may share the directory: it is left
