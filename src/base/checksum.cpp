@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "base/check.h"
 #include "base/checksum_kernels.h"
 #include "base/cpu_features.h"
 
@@ -116,6 +117,18 @@ void Checksum::update(std::span<const uint8_t> bytes) {
     bytes = bytes.subspan(kChecksumBlockBytes);
   }
   partial_.assign(bytes.begin(), bytes.end());
+}
+
+void Checksum::add_blocks(std::span<const uint64_t> digests) {
+  DS4_CHECK(partial_.empty());
+  for (uint64_t d : digests) state_ = mix(state_ ^ d);
+  blocks_ += digests.size();
+  total_ += digests.size() * kChecksumBlockBytes;
+}
+
+uint64_t checksum_block(std::span<const uint8_t> block, uint64_t seed, uint64_t index) {
+  DS4_CHECK(block.size() <= kChecksumBlockBytes);
+  return block_digest(block.data(), block.size(), seed, index);
 }
 
 uint64_t Checksum::digest() const {

@@ -42,6 +42,12 @@ class Checksum {
   // The checksum of everything fed so far (the state is unchanged: more may follow).
   uint64_t digest() const;
   uint64_t bytes() const { return total_; }
+  // update() of whole blocks hashed apart (threads over one buffer): the digests of the next
+  // blocks, each of kChecksumBlockBytes, by checksum_block() under this stream's seed at indexes
+  // blocks(), blocks() + 1, ... Only where nothing partial is pending (at_block_boundary()).
+  void add_blocks(std::span<const uint64_t> digests);
+  uint64_t blocks() const { return blocks_; }
+  bool at_block_boundary() const { return partial_.empty(); }
 
  private:
   void add_block(const uint8_t* data, size_t n);
@@ -52,6 +58,9 @@ class Checksum {
   uint64_t total_ = 0;
   std::vector<uint8_t> partial_;  // the start of a block not yet complete
 };
+
+// The digest of block `index` of a stream under `seed` (at most kChecksumBlockBytes bytes).
+uint64_t checksum_block(std::span<const uint8_t> block, uint64_t seed, uint64_t index);
 
 // The checksum of `bytes` in one call.
 uint64_t checksum64(std::span<const uint8_t> bytes, uint64_t seed = 0);

@@ -86,6 +86,27 @@ TEST(Checksum, AnySplitGivesTheOneShotDigest) {
   }
 }
 
+// Blocks hashed apart (checksum_block at their indexes) and added as digests continue the stream
+// exactly as update() of their bytes would, after a first block fed as bytes and before a tail.
+TEST(Checksum, BlocksHashedApartGiveTheStreamDigest) {
+  const size_t block = kChecksumBlockBytes;
+  const auto data = random_bytes(6 * block + 777, 11);
+  Checksum c(9);
+  c.update(std::span(data).first(block));
+  ASSERT_TRUE(c.at_block_boundary());
+  std::vector<uint64_t> digests;
+  for (uint64_t i = 1; i < 6; ++i) {
+    digests.push_back(checksum_block(std::span(data).subspan(i * block, block), 9, i));
+  }
+  c.add_blocks(digests);
+  EXPECT_EQ(c.blocks(), 6u);
+  EXPECT_EQ(c.bytes(), 6 * block);
+  EXPECT_EQ(c.digest(), checksum64(std::span(data).first(6 * block), 9));
+  c.update(std::span(data).subspan(6 * block));
+  EXPECT_EQ(c.digest(), checksum64(data, 9));
+  EXPECT_NE(checksum_block(std::span(data).subspan(block, block), 9, 2), digests[0]);  // placed
+}
+
 TEST(Checksum, DamageChangesTheDigest) {
   const auto data = random_bytes(300, 11);
   std::set<uint64_t> seen = {checksum64(data)};

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "base/check.h"
 
@@ -214,6 +216,30 @@ void KvcHasher::update(std::span<const uint8_t> piece) {
     at_ += take;
     piece = piece.subspan(take);
   }
+}
+
+void KvcHasher::update_side_by_side(std::span<const uint8_t> file, size_t threads) {
+  DS4_CHECK(at_ == 0 && file.size() == file_bytes_ && threads >= 1);
+  const size_t block = base::kChecksumBlockBytes;
+  update(file.first(std::min(file.size(), block)));  // the lead, masked, and the first block
+  if (at_ < body_end_ && body_.at_block_boundary()) {
+    const uint64_t first = body_.blocks(), end = body_end_ / block * block;
+    const size_t n = end > at_ ? static_cast<size_t>((end - at_) / block) : 0;
+    std::vector<uint64_t> digests(n);
+    std::vector<std::thread> hashers;
+    for (size_t t = 0; t < std::min(threads, n); ++t) {
+      hashers.emplace_back([&, t] {
+        for (size_t i = t; i < n; i += threads) {
+          digests[i] =
+              base::checksum_block(file.subspan(at_ + i * block, block), kKvcBodySeed, first + i);
+        }
+      });
+    }
+    for (std::thread& h : hashers) h.join();
+    body_.add_blocks(digests);
+    at_ += n * block;
+  }
+  update(file.subspan(static_cast<size_t>(at_)));
 }
 
 KvcChecksums KvcHasher::sums() const { return {.body = body_.digest(), .tool_map = map_.digest()}; }

@@ -92,6 +92,9 @@ class KvcHasher {
  public:
   explicit KvcHasher(uint64_t file_bytes);
   void update(std::span<const uint8_t> piece);
+  // update() of the whole file at once (nothing fed before), the body's whole blocks after the
+  // first hashed by `threads` threads side by side: the same sums.
+  void update_side_by_side(std::span<const uint8_t> file, size_t threads);
   KvcChecksums sums() const;  // once all file_bytes bytes were fed
 
  private:

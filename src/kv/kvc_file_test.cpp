@@ -236,6 +236,28 @@ TEST(KvcFile, TheHasherTakesAnyPieces) {
             std::string::npos);
 }
 
+// The whole file hashed with the body's blocks spread over threads gives the sums of update():
+// payloads ending inside the first block, on a block boundary and past several; a file that is
+// not a KVC file at all (its lead's lengths are garbage) too.
+TEST(KvcFile, TheHasherSpreadOverThreadsGivesTheSameSums) {
+  const size_t block = base::kChecksumBlockBytes;
+  std::mt19937 rng(3);
+  for (const size_t n : {size_t{100}, block - 200, 4 * block, 9 * block + 4321}) {
+    std::vector<uint8_t> payload(n);
+    for (auto& b : payload) b = static_cast<uint8_t>(rng());
+    std::vector<std::vector<uint8_t>> files = {encode_kvc(header(), "some text", payload, kMap),
+                                               encode_kvc(header(), "t", payload, {}), payload};
+    for (const std::vector<uint8_t>& f : files) {
+      const KvcChecksums want = kvc_checksums(f);
+      for (const size_t threads : {size_t{1}, size_t{2}, size_t{3}, size_t{8}}) {
+        KvcHasher h(f.size());
+        h.update_side_by_side(f, threads);
+        EXPECT_EQ(h.sums(), want) << n << " bytes, " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(KvcFile, MalformedToolMapKeepsTheEntriesBeforeIt) {
   const std::vector<uint8_t> good = encode_kvc(header(), "text", kPayload, kMap);
   // Cut inside the second entry (the footer resealed over the shorter map).

@@ -568,10 +568,8 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
   const size_t threads = size >= kParallelReadBytes ? static_cast<size_t>(read_threads()) : 1;
   if (threads > 1) {
     DS4_TRY(read_side_by_side(fd.get(), bytes.span(), threads, p));
-    // From memory now (a third of the speed of hashing in the cache), on one core.
-    for (size_t at = 0; verify && at < bytes.size(); at += kReadPieceBytes) {
-      hasher.update(bytes.span().subspan(at, std::min(kReadPieceBytes, bytes.size() - at)));
-    }
+    // From memory now (a third of the speed of hashing in the cache), as many threads.
+    if (verify) hasher.update_side_by_side(bytes.span(), threads);
   }
   size_t got = threads > 1 ? bytes.size() : 0;
   while (got < bytes.size()) {

@@ -151,7 +151,8 @@ class KvcStore {
   // The file at `path` read whole (at most `max_bytes`) in pieces of kReadPieceBytes, each hashed
   // right after it is read, then decoded and its checksums compared. A file of kParallelReadBytes
   // or more on a machine of more than two cores is read by read_threads() threads at once, each a
-  // range (reads of one file run side by side where its writes do not), then hashed from memory.
+  // range (reads of one file run side by side where its writes do not), then hashed from memory
+  // by as many threads (KvcHasher::update_side_by_side).
   // With verify = false the
   // hashing is skipped and the footer's sums are taken as they are: only the framing is checked
   // (ds4-kvc-bench times the load both ways). Errors: io_error (open, read), invalid_file (the
