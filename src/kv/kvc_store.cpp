@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -71,8 +72,24 @@ Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path
 
 using base::Fd;
 
-// Reads all of `out` from fd (its file offset 0 on) with `threads` threads, each a range of whole
-// read pieces: io_error on a failed read, invalid_file when the file ends early.
+// Reads bytes [begin, end) of fd (file offsets) into out at the same offsets, at most a read piece
+// per pread, handing each piece read to `after` (when given): io_error on a failed read,
+// invalid_file when the file ends early.
+Status read_range(int fd, std::span<uint8_t> out, size_t begin, size_t end, const std::string& p,
+                  const std::function<void(std::span<const uint8_t>)>& after = {}) {
+  for (size_t got = begin; got < end;) {
+    const size_t want = std::min(KvcStore::kReadPieceBytes, end - got);
+    const ssize_t r = ::pread(fd, out.data() + got, want, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno));
+    if (r == 0) return Status::invalid_file("it was cut short while it was read");
+    if (after) after(out.subspan(got, static_cast<size_t>(r)));
+    got += static_cast<size_t>(r);
+  }
+  return Status::ok();
+}
+
+// Reads all of `out` from fd with `threads` threads, each a range of whole read pieces.
 Status read_side_by_side(int fd, std::span<uint8_t> out, size_t threads, const std::string& p) {
   const size_t piece = KvcStore::kReadPieceBytes;
   const size_t per = (out.size() / threads + piece - 1) / piece * piece;
@@ -80,18 +97,8 @@ Status read_side_by_side(int fd, std::span<uint8_t> out, size_t threads, const s
   std::vector<std::thread> readers;
   for (size_t t = 0; t < threads; ++t) {
     readers.emplace_back([&, t] {
-      const size_t end = std::min(out.size(), (t + 1) * per);
-      for (size_t got = std::min(out.size(), t * per); got < end;) {
-        const size_t want = std::min(piece, end - got);
-        const ssize_t r = ::pread(fd, out.data() + got, want, static_cast<off_t>(got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-          status[t] = r < 0 ? Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno))
-                            : Status::invalid_file("it was cut short while it was read");
-          return;
-        }
-        got += static_cast<size_t>(r);
-      }
+      status[t] = read_range(fd, out, std::min(out.size(), t * per),
+                             std::min(out.size(), (t + 1) * per), p);
     });
   }
   for (std::thread& r : readers) r.join();
@@ -570,19 +577,15 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
     DS4_TRY(read_side_by_side(fd.get(), bytes.span(), threads, p));
     // From memory now (a third of the speed of hashing in the cache), as many threads.
     if (verify) hasher.update_side_by_side(bytes.span(), threads);
-  }
-  size_t got = threads > 1 ? bytes.size() : 0;
-  while (got < bytes.size()) {
-    const size_t want = std::min(kReadPieceBytes, bytes.size() - got);
-    const ssize_t r = ::pread(fd.get(), bytes.data() + got, want, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno));
-    if (r == 0) return Status::invalid_file("it was cut short while it was read");
-    // Hashed now, while these bytes are in the cache: a second pass over the file would fetch it
-    // from memory at a third of the speed. (A helper thread hashing behind the reads cost more
-    // than this on the 2-core machine of bench/kvcache.md: the bytes had to cross to its core.)
-    if (verify) hasher.update(std::span<const uint8_t>(bytes.data() + got, static_cast<size_t>(r)));
-    got += static_cast<size_t>(r);
+  } else {
+    // Each piece hashed right after its read, while it is in the cache: a second pass over the
+    // file would fetch it from memory at a third of the speed. (A helper thread hashing behind
+    // the reads cost more than this on the 2-core machine of bench/kvcache.md: the bytes had to
+    // cross to its core.)
+    DS4_TRY(
+        read_range(fd.get(), bytes.span(), 0, bytes.size(), p, [&](std::span<const uint8_t> piece) {
+          if (verify) hasher.update(piece);
+        }));
   }
   KvcChecksums sums = hasher.sums();
   if (!verify && bytes.size() >= kKvcFooterBytes) {
