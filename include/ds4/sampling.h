@@ -36,6 +36,16 @@ class Rng {
 
 inline constexpr float kNegInf = -1.0e30f;  // logits at or below this are "minus infinity"
 
+// How sample() draws under `params`, with top_p and min_p as it uses them: greedy (the argmax:
+// temperature not above 0, NaN too), the whole vocabulary (no top-k, top_p 1: temperature and
+// min_p alone; Engine::pick makes these two on a device too), or a sorted candidate list.
+struct DrawRule {
+  enum Kind { kGreedy, kWholeVocabulary, kSorted } kind;
+  float top_p;  // outside (0, 1]: 1
+  float min_p;  // below 0: 0
+};
+DrawRule draw_rule(const SamplingParams& params);
+
 // Index of the largest logit, lowest index on ties; 0 when every logit is <= kNegInf or NaN.
 TokenId argmax(std::span<const float> logits);
 

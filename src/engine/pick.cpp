@@ -3,23 +3,11 @@
 // draw used none (no finite logit), so the generator advances exactly as Session::sample's.
 #include "engine/pick.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "base/check.h"
 
 namespace ds4 {
-namespace {
-
-bool greedy(const SamplingParams& p) { return !(p.temperature > 0.0f); }
-
-// The draws the device makes: greedy, or over the whole vocabulary (sampler.cpp's weights()).
-bool device_rule(const SamplingParams& p) {
-  const float top_p = (p.top_p > 0.0f && p.top_p <= 1.0f) ? p.top_p : 1.0f;
-  return greedy(p) || (p.top_k <= 0 && top_p >= 1.0f);
-}
-
-}  // namespace
 
 void pick_tokens(Engine::Impl& e, std::span<const Session::Impl* const> sessions,
                  std::span<PickEntry> entries, const ParallelFor& parallel_for) {
@@ -27,21 +15,23 @@ void pick_tokens(Engine::Impl& e, std::span<const Session::Impl* const> sessions
   std::vector<backend::PickRow> rows;
   std::vector<size_t> on_device, on_host;
   std::vector<Rng> before;
+  std::vector<bool> greedy;
   const bool device = e.backend->picks_tokens();
   for (size_t i = 0; i < entries.size(); ++i) {
     PickEntry& en = entries[i];
     DS4_CHECK(en.rng != nullptr && sessions[i]->engine == &e);
     const backend::Act* row = device ? sessions[i]->logits.device() : nullptr;
-    if (row == nullptr || !device_rule(en.params)) {
+    const DrawRule rule = draw_rule(en.params);
+    if (row == nullptr || rule.kind == DrawRule::kSorted) {  // the device makes the other two
       on_host.push_back(i);
       continue;
     }
     before.push_back(*en.rng);
-    const float u = greedy(en.params) ? 0.0f : en.rng->uniform();
+    greedy.push_back(rule.kind == DrawRule::kGreedy);
     rows.push_back({.logits = *row,
-                    .temperature = en.params.temperature,
-                    .min_p = std::max(en.params.min_p, 0.0f),
-                    .uniform = u});
+                    .temperature = greedy.back() ? 0.0f : en.params.temperature,
+                    .min_p = rule.min_p,
+                    .uniform = greedy.back() ? 0.0f : en.rng->uniform()});
     on_device.push_back(i);
   }
   if (!rows.empty()) {
@@ -50,7 +40,7 @@ void pick_tokens(Engine::Impl& e, std::span<const Session::Impl* const> sessions
     for (size_t k = 0; k < rows.size(); ++k) {
       PickEntry& en = entries[on_device[k]];
       en.token = out[k].token;
-      if (!greedy(en.params) && !out[k].drew) *en.rng = before[k];  // no uniform used
+      if (!greedy[k] && !out[k].drew) *en.rng = before[k];  // no uniform used
     }
   }
   // The host copies first, one after another (downloads on the backend's stream), then the draws.

@@ -114,9 +114,9 @@ Weights full_vocab_weights(std::span<const float> logits, float t, float min_p) 
 
 // The weights sample() draws from with non-greedy `params`.
 Weights weights(std::span<const float> logits, const SamplingParams& params) {
-  const float top_p = (params.top_p > 0.0f && params.top_p <= 1.0f) ? params.top_p : 1.0f;
-  const float min_p = std::max(params.min_p, 0.0f);
-  if (params.top_k <= 0 && top_p >= 1.0f)
+  const DrawRule rule = draw_rule(params);
+  const float top_p = rule.top_p, min_p = rule.min_p;
+  if (rule.kind == DrawRule::kWholeVocabulary)
     return full_vocab_weights(logits, params.temperature, min_p);
   std::vector<Cand> c;
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -137,6 +137,14 @@ Weights weights(std::span<const float> logits, const SamplingParams& params) {
 }
 
 }  // namespace
+
+DrawRule draw_rule(const SamplingParams& params) {
+  const float top_p = (params.top_p > 0.0f && params.top_p <= 1.0f) ? params.top_p : 1.0f;
+  const float min_p = std::max(params.min_p, 0.0f);
+  if (!(params.temperature > 0.0f)) return {DrawRule::kGreedy, top_p, min_p};
+  if (params.top_k <= 0 && top_p >= 1.0f) return {DrawRule::kWholeVocabulary, top_p, min_p};
+  return {DrawRule::kSorted, top_p, min_p};
+}
 
 uint64_t Rng::next() {
   uint64_t x = state_;
@@ -161,7 +169,7 @@ TokenId argmax(std::span<const float> logits) {
 
 TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng& rng) {
   if (logits.empty()) return 0;
-  if (!(params.temperature > 0.0f)) return argmax(logits);
+  if (draw_rule(params).kind == DrawRule::kGreedy) return argmax(logits);
   const Weights d = weights(logits, params);
   if (d.kept.empty()) return d.fallback;  // nothing finite: no uniform drawn, as before
   return draw(d, rng);
@@ -170,7 +178,7 @@ TokenId sample(std::span<const float> logits, const SamplingParams& params, Rng&
 TokenId sample_draft(std::span<const float> logits, const SamplingParams& params, TokenId draft,
                      Rng& rng) {
   if (logits.empty()) return 0;
-  if (!(params.temperature > 0.0f)) return argmax(logits);
+  if (draw_rule(params).kind == DrawRule::kGreedy) return argmax(logits);
   Weights d = weights(logits, params);
   if (d.kept.empty()) return d.fallback;
   auto it = std::find_if(d.kept.begin(), d.kept.end(),
