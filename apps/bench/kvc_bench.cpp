@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     for (const bool verify : {true, false}) {
       ds4::Status st;
       const Times t = timed([&] {
-        auto r = ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {}, verify);
+        auto r = ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {}, {.verify = verify});
         st = r.status();
       });
       if (!st.is_ok()) {
@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
   const Times cached = timed([&] {
     for (int i = 0; i < cache_reps; ++i) sink += ds4::base::checksum64(piece, i);
   });
-  const ds4::base::ByteBuffer whole =
-      std::move(ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {}, false)->bytes);
+  const ds4::base::ByteBuffer whole = std::move(
+      ds4::kv::KvcStore::read_file(path, uint64_t{1} << 40, {}, {.verify = false})->bytes);
   std::vector<double> mem_cpu;
   for (int rep = 0; rep < 3; ++rep) {
     mem_cpu.push_back(timed([&] { sink += ds4::kv::kvc_checksums(whole.span()).body; }).cpu_ms);

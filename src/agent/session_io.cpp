@@ -161,7 +161,8 @@ Status write_session_file(const std::string& dir, std::string_view name,
       hook(static_cast<size_t>(written), static_cast<size_t>(total));
     };
   }
-  DS4_TRY(kv::write_kvc(fd.get(), tmp, w, payload, progress));
+  DS4_TRY(kv::write_kvc(fd.get(), tmp, w, payload, progress,
+                        kv::KvcStore::threads_for(w.file_bytes())));
   if (::fsync(fd.get()) != 0)
     return Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
   if (::close(fd.release()) != 0)

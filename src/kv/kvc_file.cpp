@@ -2,6 +2,7 @@
 #include "kv/kvc_file.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstring>
 #include <thread>
@@ -153,13 +154,48 @@ KvcWriter::KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_b
 }
 
 Status KvcWriter::stream(std::span<const uint8_t> payload,
-                         const std::function<Status(std::span<const uint8_t>)>& put) {
+                         const std::function<Status(std::span<const uint8_t>)>& put,
+                         size_t hash_threads) {
   DS4_CHECK(head_.size() + payload.size() + map_.size() + kKvcFooterBytes == file_bytes_);
   DS4_TRY(put(head_));
-  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
-    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
-    hasher_.update(piece);  // hashed, then handed over while it is still in the cache
-    DS4_TRY(put(piece));
+  if (hash_threads > 1) {
+    // The payload up to the body's first block boundary by update(); its whole blocks after that
+    // by the helpers, block i by helper i % helpers, while the pieces go out.
+    const size_t block = base::kChecksumBlockBytes, head = head_.size();
+    const size_t lead = std::min(payload.size(), (block - hasher_.at() % block) % block);
+    hasher_.update(payload.first(lead));
+    const KvcHasher::Range apart = hasher_.apart();
+    std::vector<uint64_t> digests(apart.blocks());
+    const size_t helpers = std::min(hash_threads - 1, digests.size());
+    std::atomic<bool> stop{false};
+    {
+      std::vector<std::jthread> hashers;
+      for (size_t t = 0; t < helpers; ++t) {
+        hashers.emplace_back([&, t] {
+          for (size_t i = t; i < digests.size() && !stop.load(std::memory_order_relaxed);
+               i += helpers) {
+            const uint64_t o = apart.begin + i * block;
+            hasher_.hash_apart(o, payload.subspan(static_cast<size_t>(o) - head, block), digests);
+          }
+        });
+      }
+      for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+        if (Status st =
+                put(payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at)));
+            !st.is_ok()) {
+          stop = true;
+          return st;  // the helpers stop and are joined on the way out
+        }
+      }
+    }
+    hasher_.add_apart(digests);
+    hasher_.update(payload.subspan(static_cast<size_t>(hasher_.at()) - head));
+  } else {
+    for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+      const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+      hasher_.update(piece);  // hashed, then handed over while it is still in the cache
+      DS4_TRY(put(piece));
+    }
   }
   hasher_.update(map_);
   const KvcChecksums sums = hasher_.sums();
@@ -218,28 +254,33 @@ void KvcHasher::update(std::span<const uint8_t> piece) {
   }
 }
 
-void KvcHasher::update_side_by_side(std::span<const uint8_t> file, size_t threads) {
-  DS4_CHECK(at_ == 0 && file.size() == file_bytes_ && threads >= 1);
+KvcHasher::Range KvcHasher::apart() const {
   const size_t block = base::kChecksumBlockBytes;
-  update(file.first(std::min(file.size(), block)));  // the lead, masked, and the first block
-  if (at_ < body_end_ && body_.at_block_boundary()) {
-    const uint64_t first = body_.blocks(), end = body_end_ / block * block;
-    const size_t n = end > at_ ? static_cast<size_t>((end - at_) / block) : 0;
-    std::vector<uint64_t> digests(n);
-    std::vector<std::thread> hashers;
-    for (size_t t = 0; t < std::min(threads, n); ++t) {
-      hashers.emplace_back([&, t] {
-        for (size_t i = t; i < n; i += threads) {
-          digests[i] =
-              base::checksum_block(file.subspan(at_ + i * block, block), kKvcBodySeed, first + i);
-        }
-      });
-    }
-    for (std::thread& h : hashers) h.join();
-    body_.add_blocks(digests);
-    at_ += n * block;
+  if (at_ < kLead || at_ >= body_end_ || !body_.at_block_boundary()) return {at_, at_};
+  return {at_, std::max(at_, body_end_ / block * block)};
+}
+
+void KvcHasher::hash_apart(uint64_t offset, std::span<const uint8_t> bytes,
+                           std::span<uint64_t> digests) const {
+  const size_t block = base::kChecksumBlockBytes;
+  const Range r = apart();
+  DS4_CHECK(digests.size() == r.blocks());
+  // The first block boundary of the range at or after `offset`, up to the last that ends in bytes.
+  const uint64_t from = std::max(r.begin, offset), to = std::min(r.end, offset + bytes.size());
+  for (uint64_t o = r.begin + (from - r.begin + block - 1) / block * block; o + block <= to;
+       o += block) {
+    const uint64_t i = (o - r.begin) / block;
+    digests[i] =
+        base::checksum_block(bytes.subspan(o - offset, block), kKvcBodySeed, body_.blocks() + i);
   }
-  update(file.subspan(static_cast<size_t>(at_)));
+}
+
+void KvcHasher::add_apart(std::span<const uint64_t> digests) {
+  const Range r = apart();
+  DS4_CHECK(digests.size() == r.blocks());
+  if (digests.empty()) return;
+  body_.add_blocks(digests);
+  at_ = r.end;
 }
 
 KvcChecksums KvcHasher::sums() const { return {.body = body_.digest(), .tool_map = map_.digest()}; }

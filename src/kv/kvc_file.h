@@ -92,10 +92,24 @@ class KvcHasher {
  public:
   explicit KvcHasher(uint64_t file_bytes);
   void update(std::span<const uint8_t> piece);
-  // update() of the whole file at once (nothing fed before), the body's whole blocks after the
-  // first hashed by `threads` threads side by side: the same sums.
-  void update_side_by_side(std::span<const uint8_t> file, size_t threads);
-  KvcChecksums sums() const;  // once all file_bytes bytes were fed
+  KvcChecksums sums() const;           // once all file_bytes bytes were fed
+  uint64_t at() const { return at_; }  // the file offset update() takes next
+
+  // The body hashed by several threads. Once update() has fed the lead (the header and the text
+  // length) and stopped on a block boundary, the body's whole blocks from at() on, the file range
+  // apart(), may be hashed by any thread in any order (hash_apart: a block's digest does not
+  // depend on the others); add_apart() then takes their digests in file order and update() goes
+  // on from apart().end. Elsewhere apart() is empty (begin == end == at()).
+  struct Range {
+    uint64_t begin = 0, end = 0;  // file offsets; whole blocks of base::kChecksumBlockBytes
+    size_t blocks() const { return static_cast<size_t>((end - begin) / base::kChecksumBlockBytes); }
+  };
+  Range apart() const;
+  // The digests of the blocks of apart() that lie whole in `bytes` (the file's bytes from
+  // `offset`), each into digests[its index in apart()]. Safe from several threads at once.
+  void hash_apart(uint64_t offset, std::span<const uint8_t> bytes,
+                  std::span<uint64_t> digests) const;
+  void add_apart(std::span<const uint64_t> digests);  // all apart().blocks() of them
 
  private:
   static constexpr size_t kLead = kKvcHeaderBytes + 4;  // the header and the text length
@@ -151,9 +165,13 @@ class KvcWriter {
   KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_bytes,
             std::span<const ToolMapEntry> tool_map);
   uint64_t file_bytes() const { return file_bytes_; }
-  // Once, with the payload of payload_bytes bytes; stops at the first error `put` returns.
+  // Once, with the payload of payload_bytes bytes; stops at the first error `put` returns. With
+  // hash_threads > 1 the payload is hashed by hash_threads - 1 helper threads (from memory,
+  // while `put` takes it piece by piece) instead of piece by piece before each put: the same
+  // bytes, sooner where put is slower than hashing (a tmpfs write) and cores are idle.
   Status stream(std::span<const uint8_t> payload,
-                const std::function<Status(std::span<const uint8_t>)>& put);
+                const std::function<Status(std::span<const uint8_t>)>& put,
+                size_t hash_threads = 1);
 
  private:
   std::vector<uint8_t> head_, map_;

@@ -236,10 +236,11 @@ TEST(KvcFile, TheHasherTakesAnyPieces) {
             std::string::npos);
 }
 
-// The whole file hashed with the body's blocks spread over threads gives the sums of update():
-// payloads ending inside the first block, on a block boundary and past several; a file that is
-// not a KVC file at all (its lead's lengths are garbage) too.
-TEST(KvcFile, TheHasherSpreadOverThreadsGivesTheSameSums) {
+// The body's blocks hashed apart, in pieces of odd sizes and out of order (as the readers of
+// several threads hash them), give the sums of update(): payloads ending inside the first block,
+// on a block boundary and past several; with and without a tool map; and a file that is not a
+// KVC file at all (its lead's lengths are garbage: nothing is hashed apart).
+TEST(KvcFile, BlocksHashedApartGiveTheSameSums) {
   const size_t block = base::kChecksumBlockBytes;
   std::mt19937 rng(3);
   for (const size_t n : {size_t{100}, block - 200, 4 * block, 9 * block + 4321}) {
@@ -249,10 +250,74 @@ TEST(KvcFile, TheHasherSpreadOverThreadsGivesTheSameSums) {
                                                encode_kvc(header(), "t", payload, {}), payload};
     for (const std::vector<uint8_t>& f : files) {
       const KvcChecksums want = kvc_checksums(f);
-      for (const size_t threads : {size_t{1}, size_t{2}, size_t{3}, size_t{8}}) {
+      for (const size_t lead : {block, 3 * block, size_t{2 * block + 7}}) {
+        SCOPED_TRACE(::testing::Message() << n << " bytes, lead " << lead);
+        const std::span<const uint8_t> file(f);
         KvcHasher h(f.size());
-        h.update_side_by_side(f, threads);
-        EXPECT_EQ(h.sums(), want) << n << " bytes, " << threads << " threads";
+        h.update(file.first(std::min(f.size(), lead)));
+        const KvcHasher::Range r = h.apart();
+        EXPECT_EQ(r.begin, h.at());
+        if (r.blocks() > 0) {
+          EXPECT_EQ(h.at() % block, 0u);
+        }
+        // Pieces of 1.5 blocks from the end back to the lead: each block hashed where it lies
+        // whole in a piece; the blocks cut by two pieces by a second pass of whole blocks.
+        std::vector<uint64_t> digests(r.blocks(), 0);
+        for (uint64_t end = f.size(); end > h.at();) {
+          const uint64_t begin =
+              std::max<uint64_t>(h.at(), end > block * 3 / 2 ? end - block * 3 / 2 : 0);
+          h.hash_apart(begin, file.subspan(begin, end - begin), digests);
+          end = begin;
+        }
+        for (uint64_t o = r.begin; o < r.end; o += 2 * block) {
+          if (digests[(o - r.begin) / block] == 0) h.hash_apart(o, file.subspan(o, block), digests);
+        }
+        for (uint64_t o = r.begin + block; o < r.end; o += 2 * block) {
+          if (digests[(o - r.begin) / block] == 0) h.hash_apart(o, file.subspan(o, block), digests);
+        }
+        h.add_apart(digests);
+        EXPECT_EQ(h.at(), r.end);
+        h.update(file.subspan(h.at()));
+        EXPECT_EQ(h.sums(), want);
+      }
+    }
+  }
+}
+
+// KvcWriter::stream with helpers hashing the payload writes the bytes of the one-thread stream;
+// a put that fails mid-payload ends it with that error (the helpers stopped and joined).
+TEST(KvcFile, HelpersHashingTheStreamGiveTheSameFile) {
+  const size_t block = base::kChecksumBlockBytes;
+  std::mt19937 rng(5);
+  for (const size_t n : {size_t{10}, 3 * block, 17 * block + 999}) {
+    std::vector<uint8_t> payload(n);
+    for (auto& b : payload) b = static_cast<uint8_t>(rng());
+    for (const std::string& text : {std::string("a text"), std::string(block + 5, 'x')}) {
+      const std::vector<uint8_t> want = encode_kvc(header(), text, payload, kMap);
+      for (const size_t threads : {size_t{2}, size_t{3}, size_t{8}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << n << " bytes, text " << text.size() << ", " << threads << " threads");
+        KvcWriter w(header(), text, payload.size(), kMap);
+        std::vector<uint8_t> got;
+        ASSERT_TRUE(w.stream(
+                         payload,
+                         [&](std::span<const uint8_t> b) {
+                           got.insert(got.end(), b.begin(), b.end());
+                           return Status::ok();
+                         },
+                         threads)
+                        .is_ok());
+        EXPECT_EQ(got, want);
+        KvcWriter failing(header(), text, payload.size(), kMap);
+        int puts = 0;
+        const Status st = failing.stream(
+            payload,
+            [&](std::span<const uint8_t>) {
+              return ++puts == 2 ? Status::io_error("disk full") : Status::ok();
+            },
+            threads);
+        EXPECT_EQ(st.code(), StatusCode::kIoError);
+        EXPECT_EQ(puts, 2);
       }
     }
   }

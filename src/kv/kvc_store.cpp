@@ -72,36 +72,43 @@ Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path
 
 using base::Fd;
 
-// Reads bytes [begin, end) of fd (file offsets) into out at the same offsets, at most a read piece
-// per pread, handing each piece read to `after` (when given): io_error on a failed read,
-// invalid_file when the file ends early.
+// Reads bytes [begin, end) of fd (file offsets) into out at the same offsets, a read piece at a
+// time (short reads completed), handing each piece to `after` (when given) with its offset:
+// io_error on a failed read, invalid_file when the file ends early.
+using Piece = std::function<void(uint64_t offset, std::span<const uint8_t> piece)>;
 Status read_range(int fd, std::span<uint8_t> out, size_t begin, size_t end, const std::string& p,
-                  const std::function<void(std::span<const uint8_t>)>& after = {}) {
-  for (size_t got = begin; got < end;) {
-    const size_t want = std::min(KvcStore::kReadPieceBytes, end - got);
-    const ssize_t r = ::pread(fd, out.data() + got, want, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno));
-    if (r == 0) return Status::invalid_file("it was cut short while it was read");
-    if (after) after(out.subspan(got, static_cast<size_t>(r)));
-    got += static_cast<size_t>(r);
+                  const Piece& after) {
+  for (size_t at = begin; at < end;) {
+    const size_t want = std::min(KvcStore::kReadPieceBytes, end - at);
+    for (size_t got = 0; got < want;) {
+      const ssize_t r =
+          ::pread(fd, out.data() + at + got, want - got, static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Status::io_error("read '%s': %s", p.c_str(), std::strerror(errno));
+      if (r == 0) return Status::invalid_file("it was cut short while it was read");
+      got += static_cast<size_t>(r);
+    }
+    if (after) after(at, out.subspan(at, want));
+    at += want;
   }
   return Status::ok();
 }
 
-// Reads all of `out` from fd with `threads` threads, each a range of whole read pieces.
-Status read_side_by_side(int fd, std::span<uint8_t> out, size_t threads, const std::string& p) {
+// Reads out[begin..] from fd with `threads` threads, each a range of whole read pieces.
+Status read_side_by_side(int fd, std::span<uint8_t> out, size_t begin, size_t threads,
+                         const std::string& p, const Piece& after) {
   const size_t piece = KvcStore::kReadPieceBytes;
-  const size_t per = (out.size() / threads + piece - 1) / piece * piece;
+  const size_t per = ((out.size() - begin) / threads + piece - 1) / piece * piece;
   std::vector<Status> status(threads);
-  std::vector<std::thread> readers;
-  for (size_t t = 0; t < threads; ++t) {
-    readers.emplace_back([&, t] {
-      status[t] = read_range(fd, out, std::min(out.size(), t * per),
-                             std::min(out.size(), (t + 1) * per), p);
-    });
+  {
+    std::vector<std::jthread> readers;
+    for (size_t t = 0; t < threads; ++t) {
+      readers.emplace_back([&, t] {
+        status[t] = read_range(fd, out, std::min(out.size(), begin + t * per),
+                               std::min(out.size(), begin + (t + 1) * per), p, after);
+      });
+    }
   }
-  for (std::thread& r : readers) r.join();
   for (Status& s : status) DS4_TRY(std::move(s));
   return Status::ok();
 }
@@ -109,15 +116,18 @@ Status read_side_by_side(int fd, std::span<uint8_t> out, size_t threads, const s
 }  // namespace
 
 Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
-                 const std::function<void(uint64_t, uint64_t)>& progress) {
+                 const std::function<void(uint64_t, uint64_t)>& progress, size_t threads) {
   const uint64_t total = w.file_bytes();
   uint64_t written = 0;
-  return w.stream(payload, [&](std::span<const uint8_t> bytes) {
-    DS4_TRY(write_all(fd, bytes, path));
-    written += bytes.size();
-    if (progress) progress(written, total);
-    return Status::ok();
-  });
+  return w.stream(
+      payload,
+      [&](std::span<const uint8_t> bytes) {
+        DS4_TRY(write_all(fd, bytes, path));
+        written += bytes.size();
+        if (progress) progress(written, total);
+        return Status::ok();
+      },
+      threads);
 }
 
 namespace {
@@ -479,7 +489,7 @@ Status KvcStore::write(const PreparedKvc& p) const {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
     KvcWriter w(p.header, p.text, p.payload.size(), p.tool_map);
-    st = write_kvc(fd.get(), p.tmp, w, p.payload, {});
+    st = write_kvc(fd.get(), p.tmp, w, p.payload, {}, threads_for(p.bytes));
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())
@@ -550,15 +560,15 @@ std::optional<KvcEntry> KvcStore::find(std::string_view rendered, const KvcQuery
   return *best;
 }
 
-int KvcStore::read_threads() {
-  if (const char* v = std::getenv("DS4_KVC_READ_THREADS"); v != nullptr) {
-    return std::clamp(std::atoi(v), 1, 64);
+size_t KvcStore::io_threads() {
+  if (const char* v = std::getenv("DS4_KVC_THREADS"); v != nullptr) {
+    return static_cast<size_t>(std::clamp(std::atoi(v), 1, 64));
   }
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
+  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
 }
 
 Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max_bytes,
-                                              const KvcLimits& limits, bool verify) {
+                                              const KvcLimits& limits, KvcReadOptions o) {
   static_assert(kReadPieceBytes % base::kChecksumBlockBytes == 0);
   Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
@@ -572,23 +582,33 @@ Result<KvcStore::ReadKvc> KvcStore::read_file(const std::string& p, uint64_t max
   }
   base::ByteBuffer bytes(static_cast<size_t>(size));
   KvcHasher hasher(size);
-  const size_t threads = size >= kParallelReadBytes ? static_cast<size_t>(read_threads()) : 1;
-  if (threads > 1) {
-    DS4_TRY(read_side_by_side(fd.get(), bytes.span(), threads, p));
-    // From memory now (a third of the speed of hashing in the cache), as many threads.
-    if (verify) hasher.update_side_by_side(bytes.span(), threads);
+  // Each piece hashed right after its read, while it is in the cache: a second pass over the
+  // file would fetch it from memory at a third of the speed. (A helper thread hashing behind the
+  // reads cost more than this on the 2-core machine of bench/kvcache.md: the bytes had to cross to
+  // its core.)
+  const Piece hash = [&](uint64_t, std::span<const uint8_t> piece) {
+    if (o.verify) hasher.update(piece);
+  };
+  const size_t threads = o.threads != 0 ? o.threads : threads_for(size);
+  if (threads <= 1) {
+    DS4_TRY(read_range(fd.get(), bytes.span(), 0, bytes.size(), p, hash));
   } else {
-    // Each piece hashed right after its read, while it is in the cache: a second pass over the
-    // file would fetch it from memory at a third of the speed. (A helper thread hashing behind
-    // the reads cost more than this on the 2-core machine of bench/kvcache.md: the bytes had to
-    // cross to its core.)
-    DS4_TRY(
-        read_range(fd.get(), bytes.span(), 0, bytes.size(), p, [&](std::span<const uint8_t> piece) {
-          if (verify) hasher.update(piece);
-        }));
+    const size_t first = std::min(bytes.size(), kReadPieceBytes);
+    DS4_TRY(read_range(fd.get(), bytes.span(), 0, first, p, hash));
+    // The body's whole blocks are hashed by the thread that reads them, the rest (a block cut
+    // by the body's end, the tool map) after the join.
+    std::vector<uint64_t> digests(o.verify ? hasher.apart().blocks() : 0);
+    DS4_TRY(read_side_by_side(fd.get(), bytes.span(), first, threads, p,
+                              [&](uint64_t offset, std::span<const uint8_t> piece) {
+                                if (o.verify) hasher.hash_apart(offset, piece, digests);
+                              }));
+    if (o.verify) {
+      hasher.add_apart(digests);
+      hasher.update(bytes.span().subspan(static_cast<size_t>(hasher.at())));
+    }
   }
   KvcChecksums sums = hasher.sums();
-  if (!verify && bytes.size() >= kKvcFooterBytes) {
+  if (!o.verify && bytes.size() >= kKvcFooterBytes) {
     if (auto stored = decode_kvc_footer(bytes.span().last(kKvcFooterBytes)); stored.is_ok()) {
       sums = *stored;
     }

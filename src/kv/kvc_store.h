@@ -26,11 +26,22 @@ namespace ds4::kv {
 std::string sha1_hex(std::string_view bytes);
 
 // Writes a whole KVC file to `fd` through `w` (made for `payload`'s size): the head, each
-// kKvcWritePieceBytes piece of the payload hashed and then written while it is in the cache, the
-// tail. `progress` (may be empty) gets the bytes written so far and the file's size after each
-// piece. Errors: io_error naming `path`. The one writer of KVC files (the store's and ds4-agent's).
+// kKvcWritePieceBytes piece of the payload hashed and then written while it is in the cache (with
+// threads > 1: written while threads - 1 helpers hash it, KvcWriter::stream), the tail.
+// `progress` (may be empty) gets the bytes written so far and the file's size after each piece.
+// Errors: io_error naming `path`. The one writer of KVC files (the store's and ds4-agent's).
 Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
-                 const std::function<void(uint64_t written, uint64_t total)>& progress);
+                 const std::function<void(uint64_t written, uint64_t total)>& progress,
+                 size_t threads = 1);
+
+// How a KVC file is read (KvcStore::read_file).
+struct KvcReadOptions {
+  // false: the hashing is skipped and the footer's sums are taken as they are, only the framing
+  // is checked (ds4-kvc-bench times the load both ways).
+  bool verify = true;
+  // Threads that read (and hash) the file side by side; 0: KvcStore::threads_for(its size).
+  size_t threads = 0;
+};
 
 struct KvcStoreOptions {
   std::string dir;
@@ -149,22 +160,24 @@ class KvcStore {
   // invalid_file; an error reading it (io_error) leaves it in place.
   Result<ReadKvc> read(const KvcEntry& entry, std::string_view rendered);
   // The file at `path` read whole (at most `max_bytes`) in pieces of kReadPieceBytes, each hashed
-  // right after it is read, then decoded and its checksums compared. A file of kParallelReadBytes
-  // or more on a machine of more than two cores is read by read_threads() threads at once, each a
-  // range (reads of one file run side by side where its writes do not), then hashed from memory
-  // by as many threads (KvcHasher::update_side_by_side).
-  // With verify = false the
-  // hashing is skipped and the footer's sums are taken as they are: only the framing is checked
-  // (ds4-kvc-bench times the load both ways). Errors: io_error (open, read), invalid_file (the
-  // file does not decode, or is larger than max_bytes).
+  // right after it is read, then decoded and its checksums compared. With several threads
+  // (KvcReadOptions::threads) the first piece is read alone (the header says where the body
+  // ends), then each thread reads a range of the rest and hashes the body's blocks of each piece
+  // right after reading it (KvcHasher::hash_apart): reads of one file run side by side where its
+  // writes do not. Errors: io_error (open, read), invalid_file (the file does not decode, or is
+  // larger than max_bytes).
   static Result<ReadKvc> read_file(const std::string& path, uint64_t max_bytes,
-                                   const KvcLimits& limits, bool verify = true);
+                                   const KvcLimits& limits, KvcReadOptions o = {});
   // 256 KiB: whole blocks of the checksum (base::kChecksumBlockBytes), so they are hashed where
   // they lie, and few enough bytes to be still in the core's cache when they are hashed.
   static constexpr size_t kReadPieceBytes = size_t{256} << 10;
-  static constexpr size_t kParallelReadBytes = size_t{32} << 20;
-  // Half the cores, at most 8; DS4_KVC_READ_THREADS=N (1-64) sets it (1: one reader).
-  static int read_threads();
+  // Files of 32 MiB or more are read, and hashed while they are written, by io_threads() threads.
+  static constexpr uint64_t kParallelBytes = uint64_t{32} << 20;
+  // Half the cores, at most 8; DS4_KVC_THREADS=N (1-64) sets it (1: one thread).
+  static size_t io_threads();
+  static size_t threads_for(uint64_t file_bytes) {
+    return file_bytes >= kParallelBytes ? io_threads() : 1;
+  }
 
   // After a load: hits + 1 and last use = now, rewritten in the file's header.
   Status touch(const std::string& name);

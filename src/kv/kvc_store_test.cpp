@@ -266,43 +266,77 @@ TEST(KvcStore, DamagedFilesAreRemovedWithOneLogLine) {
   }
 }
 
-// A file of many read pieces, the last one short, past kParallelReadBytes: read by one thread
-// (hashed piece by piece as it is read) or by several side by side (DS4_KVC_READ_THREADS 3 and 7:
-// ranges that end mid-file and a last one of a short piece), it loads (verified or framing only),
-// and a flipped byte in its first, a middle or its last piece is caught.
+// A file of many read pieces, the last one short: read by one thread (hashed piece by piece as
+// it is read) or by several side by side (3 and 7: ranges that end mid-file and a last one of a
+// short piece), it loads (verified or framing only), and a flipped byte in its first, a middle or
+// its last piece, or in its tool map, is caught.
 TEST(KvcStore, AFileOfManyPiecesIsHashedAsItIsRead) {
   TempDir tmp;
   std::vector<std::string> logs;
   const std::string dir = tmp.file("kv");
   auto s = KvcStore::open(options(dir, 1 << 30, &logs));
-  std::vector<uint8_t> big(130 * KvcStore::kReadPieceBytes + 12345);
-  ASSERT_GE(big.size(), KvcStore::kParallelReadBytes);
+  std::vector<uint8_t> big(21 * KvcStore::kReadPieceBytes + 12345);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
-  ASSERT_TRUE(s->save(header(9), "<bos>big", big, {}).is_ok());
+  const std::vector<ToolMapEntry> map = {{"call_1", "<dsml>a block</dsml>"}};
+  ASSERT_TRUE(s->save(header(9), "<bos>big", big, map).is_ok());
   const std::string path = dir + "/" + sha1_hex("<bos>big") + ".kv";
-  for (const char* threads : {"1", "3", "7"}) {
+  const std::vector<uint8_t> file = gguf::testing::read_bytes(path);
+  const size_t map_at = kvc_payload_offset(8) + big.size();
+  for (const size_t threads : {size_t{1}, size_t{3}, size_t{7}}) {
     SCOPED_TRACE(threads);
-    setenv("DS4_KVC_READ_THREADS", threads, 1);
-    ASSERT_EQ(KvcStore::read_threads(), std::atoi(threads));
     for (const bool verify : {true, false}) {
-      auto r = KvcStore::read_file(path, 1 << 30, {}, verify);
+      auto r = KvcStore::read_file(path, 1 << 30, {}, {.verify = verify, .threads = threads});
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       EXPECT_TRUE(
           std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
+      EXPECT_EQ(r->view.tool_map, map);
     }
-    for (const size_t at : {size_t{100}, big.size() / 2, big.size() - 1}) {
-      std::vector<uint8_t> f = gguf::testing::read_bytes(path);
-      f[kvc_payload_offset(8) + at] ^= 0x80;
+    for (const size_t at : {kvc_payload_offset(8) + 100, kvc_payload_offset(8) + big.size() / 2,
+                            map_at - 1, map_at + 3}) {
+      std::vector<uint8_t> f = file;
+      f[at] ^= 0x80;
       const std::string damaged = dir + "/damaged";
       std::ofstream(damaged, std::ios::binary | std::ios::trunc)
           .write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
-      auto r = KvcStore::read_file(damaged, 1 << 30, {});
-      ASSERT_FALSE(r.is_ok()) << at;
-      EXPECT_NE(r.status().message().find("checksum mismatch"), std::string::npos) << at;
-      EXPECT_TRUE(KvcStore::read_file(damaged, 1 << 30, {}, false).is_ok()) << at;
+      auto r = KvcStore::read_file(damaged, 1 << 30, {}, {.threads = threads});
+      if (at < map_at) {
+        ASSERT_FALSE(r.is_ok()) << at;
+        EXPECT_NE(r.status().message().find("checksum mismatch"), std::string::npos) << at;
+      } else {
+        // A damaged tool map loses the map, not the file (features.md §3.1).
+        ASSERT_TRUE(r.is_ok()) << at;
+        EXPECT_TRUE(r->view.tool_map.empty()) << at;
+      }
+      EXPECT_TRUE(
+          KvcStore::read_file(damaged, 1 << 30, {}, {.verify = false, .threads = threads}).is_ok())
+          << at;
     }
   }
-  unsetenv("DS4_KVC_READ_THREADS");
+}
+
+// A file of kParallelBytes or more is hashed by helpers as it is written and read by io_threads()
+// threads (DS4_KVC_THREADS): the store saves it and loads it back whole.
+TEST(KvcStore, ALargeFileIsWrittenAndReadByThreads) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto s = KvcStore::open(options(dir, uint64_t{1} << 30, &logs));
+  std::vector<uint8_t> big(KvcStore::kParallelBytes + 4321);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 40503u >> 7);
+  setenv("DS4_KVC_THREADS", "3", 1);
+  EXPECT_EQ(KvcStore::io_threads(), 3u);
+  EXPECT_EQ(KvcStore::threads_for(KvcStore::kParallelBytes - 1), 1u);
+  EXPECT_EQ(KvcStore::threads_for(KvcStore::kParallelBytes), 3u);
+  ASSERT_TRUE(s->save(header(9), "<bos>large", big, {}).is_ok());
+  const std::string path = dir + "/" + sha1_hex("<bos>large") + ".kv";
+  const std::vector<uint8_t> file = gguf::testing::read_bytes(path);
+  auto footer = decode_kvc_footer(std::span(file).last(kKvcFooterBytes));
+  ASSERT_TRUE(footer.is_ok());
+  EXPECT_EQ(kvc_checksums(file), *footer);
+  auto r = KvcStore::read_file(path, uint64_t{1} << 30, {});
+  unsetenv("DS4_KVC_THREADS");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
 }
 
 // A newer build's file (version 3) may be sound and that build may share the directory: it is left
