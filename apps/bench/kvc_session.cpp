@@ -16,9 +16,11 @@
 
 #include "ds4/engine.h"
 #include "ds4/session.h"
+#include "gguf/reader.h"
 #include "kv/kvc_store.h"
 #include "kv/snapshot.h"
 #include "model/forward.h"
+#include "model/hparams.h"
 #include "model/shape.h"
 
 namespace ds4bench {
@@ -97,11 +99,11 @@ int run_session_bench(const SessionBenchOptions& o) {
   if (o.backend == "cuda") eo.backend = ds4::BackendKind::kCuda;
   auto engine = ds4::Engine::open(eo);
   if (!engine.is_ok()) return fail("open", engine.status());
-  const std::optional<ds4::model::Shape> shape = ds4::model::builtin_shape((*engine)->info().shape);
-  if (!shape) {
-    std::fprintf(stderr, "ds4-kvc-bench: unknown shape '%s'\n", (*engine)->info().shape.c_str());
-    return 1;
-  }
+  // The file's own dimensions (a shape cut to its first layers is no builtin one).
+  auto file = ds4::gguf::Reader::open(o.model);
+  if (!file.is_ok()) return fail("open", file.status());
+  auto shape = ds4::model::shape_from_metadata(*file);
+  if (!shape.is_ok()) return fail("shape", shape.status());
   const ds4::SessionOptions so{.n_ctx = static_cast<int>(o.tokens) + 64};
   auto session = (*engine)->create_session(so);
   if (!session.is_ok()) return fail("session", session.status());

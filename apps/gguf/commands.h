@@ -59,6 +59,7 @@ struct SynthCmdOptions {
   bool decisive_routing = false;
   bool decisive = false;  // routing, indexer and sampling
   int branch_shift = -1;  // -1: the decisive law's default
+  int n_layer = 0;        // 0: the shape's own; else its first n_layer layers as a test shape
 };
 int run_synth(const SynthCmdOptions& opts);
 

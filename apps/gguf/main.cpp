@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
                    "scale the sublayers' output projections by 2^-N (default: 0, or "
                    "the decisive law's with --decisive)")
       ->check(CLI::Range(0, 16));
+  synth_cmd
+      ->add_option("--n-layer", synth.n_layer,
+                   "only the shape's first N layers, declared as a test shape (a Flash-wide file "
+                   "that fits a smaller GPU)")
+      ->check(CLI::Range(1, 128));
   synth_cmd->add_option("-t,--threads", synth.threads, "threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
 

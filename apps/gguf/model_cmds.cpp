@@ -1,5 +1,7 @@
 // apps/gguf/model_cmds.cpp: `ds4-gguf check FILE` and `ds4-gguf synth ...`.
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "apps/gguf/commands.h"
 #include "gguf/reader.h"
@@ -64,6 +66,24 @@ int run_synth(const SynthCmdOptions& opts) {
   const auto recipe = recipe_arg("synth", opts.quant);
   if (!recipe) return 2;
   s.shape = *shape;
+  // A shape cut to its first layers is no published shape: it carries a test-shape name, which
+  // the loader takes as a custom shape of these dimensions.
+  const std::string cut_name = opts.shape + "-" + std::to_string(opts.n_layer) + "-layers";
+  if (opts.n_layer > 0) {
+    if (opts.n_layer > shape->n_layer) {
+      std::fprintf(stderr, "ds4-gguf synth: --n-layer %d exceeds the %s shape's %d layers\n",
+                   opts.n_layer, opts.shape.c_str(), shape->n_layer);
+      return 2;
+    }
+    if (opts.mtp) {
+      std::fprintf(stderr, "ds4-gguf synth: --n-layer writes main models only (no --mtp)\n");
+      return 2;
+    }
+    s.shape.n_layer = opts.n_layer;
+    s.shape.n_hash_layer = std::min(s.shape.n_hash_layer, opts.n_layer);
+    s.shape.kind = model::ShapeKind::kTest;
+    s.shape.name = cut_name;
+  }
   s.recipe = *recipe;
   s.seed = opts.seed;
   s.vocab_gguf = opts.vocab;

@@ -70,6 +70,23 @@ check "traffic unknown shape exits 2" test $? -eq 2
 "$bin" traffic --ctx 0 2>/dev/null
 check "traffic bad --ctx exits 2" test $? -eq 2
 
+# synth --n-layer: the shape's first N layers as a test shape that check accepts; usage errors.
+"$bin" synth --shape small --quant q2 --seed 1 --n-layer 3 --vocab "$vocab" -o "$tmp/cut.gguf" \
+  >/dev/null 2>&1
+check "synth --n-layer 3 exits 0" test $? -eq 0
+"$bin" check "$tmp/cut.gguf" >"$tmp/cut.check" 2>&1
+check "check accepts the cut shape" test $? -eq 0
+check "the cut shape is a test shape" grep -q "test shape 'custom'" "$tmp/cut.check"
+"$bin" info "$tmp/cut.gguf" >"$tmp/cut.info" 2>&1
+check "the cut shape has 3 blocks" grep -qE "block_count +u32 +3$" "$tmp/cut.info"
+check "the cut shape is named" grep -q "small-3-layers" "$tmp/cut.info"
+"$bin" synth --shape small --n-layer 9 --vocab "$vocab" -o "$tmp/bad.gguf" 2>"$tmp/bad.err"
+check "synth --n-layer past the shape exits 2" test $? -eq 2
+check "synth --n-layer past the shape names both" grep -q "exceeds the small shape's 8 layers" \
+  "$tmp/bad.err"
+"$bin" synth --shape small --n-layer 2 --mtp --vocab "$vocab" -o "$tmp/bad.gguf" 2>/dev/null
+check "synth --n-layer --mtp exits 2" test $? -eq 2
+
 # split (docs/distributed.md, "Slice files"): two slice files that `check` accepts as slices, and
 # the --layers usage errors (features.md §10.2), each exit 2 with one line and no file left.
 m="$tmp/tiny-q2.gguf"

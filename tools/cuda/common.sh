@@ -6,12 +6,14 @@
 #                         DS4_TESTS=ON with GoogleTest carried in .devdeps/lib and .devdeps/include,
 #                         the ds4_vocab test fixture copying .devdeps/ds4-vocab.gguf) and build the
 #                         targets; output on stdout/stderr
-#   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB) into
-#                         $DS4_FLASH when it is missing; ds4-gguf prints the time it took
+#   ds4_flash_model       synthesize the Flash q2 file (published layout, 86.7 GB; FLASH_LAYERS
+#                         cuts it) into $DS4_FLASH when it is missing; ds4-gguf prints the time
 #   serve_tools_build NAME  ds4_build of the serving tools (ds4-server, ds4-loadgen, ds4-gguf;
 #                         LD_LIBRARY_PATH then finds .devdeps/serve), its output into
 #                         $out/NAME-build.log and its tail on failure
-DS4_FLASH=${DS4_FLASH:-/dev/shm/flash-q2.gguf}  # another file (the decisive one of compat.sh) by name
+# FLASH_LAYERS=N: the Flash q2 file cut to its first N layers (ds4-gguf synth --n-layer; ~1.9 GB
+# a layer, so 30 fit an 80 GB H100 beside 32 sessions), for the Flash steps where no H200 is lent.
+DS4_FLASH=${DS4_FLASH:-/dev/shm/flash-q2${FLASH_LAYERS:+-${FLASH_LAYERS}l}.gguf}  # another file (the decisive one of compat.sh) by name
 
 ds4_build() {
   local dir=${BUILD_DIR:-build-dev} serve=() tests=()
@@ -42,5 +44,5 @@ ds4_flash_mtp() {
 
 ds4_flash_model() {
   [[ -s $DS4_FLASH ]] || build-dev/bin/ds4-gguf synth --shape flash --quant q2 --seed 1 \
-    --vocab .devdeps/ds4-vocab.gguf -o "$DS4_FLASH"
+    ${FLASH_LAYERS:+--n-layer "$FLASH_LAYERS"} --vocab .devdeps/ds4-vocab.gguf -o "$DS4_FLASH"
 }
