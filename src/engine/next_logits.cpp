@@ -5,7 +5,7 @@
 
 namespace ds4 {
 
-void NextLogits::take(backend::Act row) {
+void NextLogits::take(backend::Act row, bool wait) {
   DS4_CHECK(row.rows == 1);
   if (!backend_->picks_tokens()) {  // the host draws: the copy it reads, at once
     host_.resize(static_cast<size_t>(row.cols));
@@ -19,7 +19,7 @@ void NextLogits::take(backend::Act row) {
   }
   backend_->copy(row, act_);
   // Returns with the pass done, as the download did: callers time steps and pace by them.
-  backend_->wait_idle();
+  if (wait) backend_->wait_idle();
   where_ = Where::kDevice;
 }
 

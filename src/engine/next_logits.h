@@ -20,9 +20,10 @@ class NextLogits {
 
   bool empty() const { return where_ == Where::kNone; }
   void clear() { where_ = Where::kNone; }
-  // The logits are row `row` ([1][n_vocab]) of a pass's output in backend memory (returns once
-  // the backend's queued work is done).
-  void take(backend::Act row);
+  // The logits are row `row` ([1][n_vocab]) of a pass's output in backend memory. Returns once
+  // the backend's queued work is done, or with wait = false at once: the caller then waits for
+  // the backend before anything reads them (Engine::step, one wait for all its sessions' rows).
+  void take(backend::Act row, bool wait = true);
   // The logits are these host floats (a loaded snapshot, a verification's kept row).
   void assign(std::span<const float> host);
   void assign(std::vector<float>&& host);

@@ -120,7 +120,7 @@ Status Engine::step(std::span<StepEntry> entries) {
       en.kept = kept.is_ok() ? *kept : 0;
     } else {
       s.tokens.insert(s.tokens.end(), en.tokens.begin(), en.tokens.end());
-      s.logits.take(backend::Act{out.row(logit_row++), 1, n_vocab});
+      s.logits.take(backend::Act{out.row(logit_row++), 1, n_vocab}, /*wait=*/false);
       en.kept = n;
     }
     if (en.kept > 0) {
@@ -129,6 +129,7 @@ Status Engine::step(std::span<StepEntry> entries) {
     }
     r0 += n;
   }
+  e.backend->wait_idle();  // the rows the logits took are copied: the step's pass is done
   if (e.mtp) e.advance_mtp(mtp_rows);
   e.pace(unit);
   return Status::ok();
