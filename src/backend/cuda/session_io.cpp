@@ -137,19 +137,24 @@ Status CudaBackend::import_sequence_view(int seq, std::span<const LayerStateView
     }
   }
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  // The host bytes every part lies in (one payload: parts in order, a layer after another).
+  // The host bytes every part lies in: one range in a payload (parts in order, a layer after
+  // another), locked only then; parts in separate allocations (import_sequence's LayerStates)
+  // could span other memory between them, and are copied from pageable memory.
   const uint8_t* lo = nullptr;
   const uint8_t* hi = nullptr;
+  size_t total = 0;
   for (const LayerStateView& st : state) {
     for (const FloatBytes* f : {&st.raw, &st.comp, &st.comp_kv, &st.comp_score, &st.index,
                                 &st.index_kv, &st.index_score}) {
       if (f->count == 0) continue;
       lo = lo == nullptr ? f->data : std::min(lo, f->data);
       hi = std::max(hi, f->data + sizeof(float) * f->count);
+      total += sizeof(float) * f->count;
     }
   }
-  const PinnedRange pinned(lo, static_cast<size_t>(hi - lo));
-  // From pageable memory: each copy is staged by the driver before the call returns.
+  const auto span = static_cast<size_t>(hi - lo);
+  const PinnedRange pinned(lo, span <= total + total / 64 ? span : 0);
+  // From pageable memory (unless locked): each copy is staged by the driver before it returns.
   auto upload = [this](void* device, const uint8_t* host, size_t bytes) {
     if (bytes != 0) {
       DS4_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
