@@ -120,6 +120,10 @@ struct LayerStateView {
 LayerState to_state(const LayerStateView& v);
 LayerStateView view_of(const LayerState& l);
 std::vector<LayerStateView> views_of(const std::vector<LayerState>& state);
+// A view's parts in payload order: raw, comp, comp_kv, comp_score, index, index_kv, index_score.
+inline std::array<const FloatBytes*, 7> parts_of(const LayerStateView& v) {
+  return {&v.raw, &v.comp, &v.comp_kv, &v.comp_score, &v.index, &v.index_kv, &v.index_score};
+}
 
 // A layer's parts' float counts in payload order: raw, comp, comp_kv, comp_score, index,
 // index_kv, index_score (zero for the parts the layer's kind does not have).

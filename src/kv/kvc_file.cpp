@@ -158,44 +158,40 @@ Status KvcWriter::stream(std::span<const uint8_t> payload,
                          size_t hash_threads) {
   DS4_CHECK(head_.size() + payload.size() + map_.size() + kKvcFooterBytes == file_bytes_);
   DS4_TRY(put(head_));
-  if (hash_threads > 1) {
-    // The payload up to the body's first block boundary by update(); its whole blocks after that
-    // by the helpers, block i by helper i % helpers, while the pieces go out.
-    const size_t block = base::kChecksumBlockBytes, head = head_.size();
-    const size_t lead = std::min(payload.size(), (block - hasher_.at() % block) % block);
-    hasher_.update(payload.first(lead));
-    const KvcHasher::Range apart = hasher_.apart();
-    std::vector<uint64_t> digests(apart.blocks());
-    const size_t helpers = std::min(hash_threads - 1, digests.size());
-    std::atomic<bool> stop{false};
-    {
-      std::vector<std::jthread> hashers;
-      for (size_t t = 0; t < helpers; ++t) {
-        hashers.emplace_back([&, t] {
-          for (size_t i = t; i < digests.size() && !stop.load(std::memory_order_relaxed);
-               i += helpers) {
-            const uint64_t o = apart.begin + i * block;
-            hasher_.hash_apart(o, payload.subspan(static_cast<size_t>(o) - head, block), digests);
-          }
-        });
+  // One thread: each piece hashed, then handed over while it is still in the cache. Several: the
+  // payload up to the body's first block boundary by update(), its whole blocks after that by
+  // hash_threads - 1 helpers (block i by helper i % helpers) while the pieces go out, the rest
+  // after them.
+  const bool helped = hash_threads > 1;
+  const size_t block = base::kChecksumBlockBytes, head = head_.size();
+  if (helped)
+    hasher_.update(payload.first(std::min(payload.size(), (block - head % block) % block)));
+  const KvcHasher::Range apart = helped ? hasher_.apart() : KvcHasher::Range{};
+  std::vector<uint64_t> digests(apart.blocks());
+  const size_t helpers = helped ? std::min(hash_threads - 1, digests.size()) : 0;
+  std::atomic<bool> stop{false};
+  std::vector<std::jthread> hashers;  // stopped and joined on the way out of an error
+  for (size_t t = 0; t < helpers; ++t) {
+    hashers.emplace_back([&, t] {
+      for (size_t i = t; i < digests.size() && !stop.load(std::memory_order_relaxed);
+           i += helpers) {
+        const uint64_t o = apart.begin + i * block;
+        hasher_.hash_apart(o, payload.subspan(static_cast<size_t>(o) - head, block), digests);
       }
-      for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
-        if (Status st =
-                put(payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at)));
-            !st.is_ok()) {
-          stop = true;
-          return st;  // the helpers stop and are joined on the way out
-        }
-      }
+    });
+  }
+  for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
+    const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+    if (!helped) hasher_.update(piece);
+    if (Status st = put(piece); !st.is_ok()) {
+      stop = true;
+      return st;
     }
+  }
+  if (helped) {
+    hashers.clear();  // joined: every digest is in
     hasher_.add_apart(digests);
     hasher_.update(payload.subspan(static_cast<size_t>(hasher_.at()) - head));
-  } else {
-    for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
-      const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
-      hasher_.update(piece);  // hashed, then handed over while it is still in the cache
-      DS4_TRY(put(piece));
-    }
   }
   hasher_.update(map_);
   const KvcChecksums sums = hasher_.sums();

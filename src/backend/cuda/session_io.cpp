@@ -144,8 +144,7 @@ Status CudaBackend::import_sequence_view(int seq, std::span<const LayerStateView
   const uint8_t* hi = nullptr;
   size_t total = 0;
   for (const LayerStateView& st : state) {
-    for (const FloatBytes* f : {&st.raw, &st.comp, &st.comp_kv, &st.comp_score, &st.index,
-                                &st.index_kv, &st.index_score}) {
+    for (const FloatBytes* f : parts_of(st)) {
       if (f->count == 0) continue;
       lo = lo == nullptr ? f->data : std::min(lo, f->data);
       hi = std::max(hi, f->data + sizeof(float) * f->count);
@@ -176,10 +175,9 @@ Status CudaBackend::import_sequence_view(int seq, std::span<const LayerStateView
       raw += bytes;
     }
     const std::array<const DeviceMemory*, 6> parts = parts_after_raw(c);
-    const std::array<const FloatBytes*, 6> from = {&st.comp,  &st.comp_kv,  &st.comp_score,
-                                                   &st.index, &st.index_kv, &st.index_score};
+    const std::array<const FloatBytes*, 7> from = parts_of(st);
     for (size_t i = 0; i < parts.size(); ++i) {
-      upload(parts[i]->get(), from[i]->data, sizeof(float) * from[i]->count);
+      upload(parts[i]->get(), from[i + 1]->data, sizeof(float) * from[i + 1]->count);
     }
   }
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));
