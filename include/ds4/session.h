@@ -122,6 +122,13 @@ class Session {
 
   // DSV4 payload (version 2): tokens, next-token logits, every layer's live state.
   Result<std::vector<uint8_t>> save() const;
+  // The same payload written over `out`, which must be exactly save_bytes() long (memory the
+  // caller reuses across saves: a 29k-token Flash session is ~420 MB, and fresh memory costs its
+  // page faults and zero fill on every save). Errors: an empty session, a layer slice without a
+  // whole snapshot, `out` of another size (nothing written then).
+  Status save_to(std::span<uint8_t> out) const;
+  // The size of the payload save() and save_to() give now (0 for an empty session).
+  uint64_t save_bytes() const;
   // Restores a payload written by save() for the same model and context settings. Errors (the
   // session is unchanged): bad magic/version, another model's shape, a larger context or another
   // prefill chunk, inconsistent row counts, truncated or trailing bytes.

@@ -155,10 +155,21 @@ void append_layer_state(std::vector<uint8_t>* out, const LayerState& l) {
   }
 }
 
-Status Backend::export_sequence_append(int seq, std::vector<uint8_t>* out) const {
-  DS4_ASSIGN_OR_RETURN(std::vector<LayerState> layers, export_sequence(seq));
-  for (const LayerState& l : layers) append_layer_state(out, l);
+Status copy_layers_into(std::span<const uint8_t> layers, std::span<uint8_t> out) {
+  if (layers.size() != out.size()) {
+    return Status::invalid_argument(
+        "the payload has room for %zu bytes of layer state, the sequence holds %zu", out.size(),
+        layers.size());
+  }
+  if (!layers.empty()) std::memcpy(out.data(), layers.data(), layers.size());
   return Status::ok();
+}
+
+Status Backend::export_sequence_into(int seq, std::span<uint8_t> out) const {
+  DS4_ASSIGN_OR_RETURN(std::vector<LayerState> layers, export_sequence(seq));
+  std::vector<uint8_t> bytes;
+  for (const LayerState& l : layers) append_layer_state(&bytes, l);
+  return copy_layers_into(bytes, out);
 }
 
 void Backend::pick_tokens(std::span<const PickRow> /*rows*/, std::span<Picked> /*out*/) {

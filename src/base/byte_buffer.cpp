@@ -24,7 +24,7 @@ void advise_huge_pages(void* p, size_t n) {
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
-ByteBuffer::ByteBuffer(size_t n) : size_(n) {
+ByteBuffer::ByteBuffer(size_t n) : size_(n), capacity_(n) {
   if (n < kHugeBytes) {
     data_ = n == 0 ? nullptr : new uint8_t[n];
     return;
@@ -41,6 +41,7 @@ ByteBuffer::ByteBuffer(size_t n) : size_(n) {
   if (end > aligned + want) ::munmap(reinterpret_cast<void*>(aligned + want), end - aligned - want);
   data_ = reinterpret_cast<uint8_t*>(aligned);
   mapped_ = want;
+  capacity_ = want;
   // Advice only: a kernel without THP keeps 4 KiB pages, and the buffer works the same.
   (void)::madvise(data_, mapped_, MADV_HUGEPAGE);
 }
@@ -50,6 +51,7 @@ ByteBuffer::~ByteBuffer() { release(); }
 ByteBuffer::ByteBuffer(ByteBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)),
       size_(std::exchange(o.size_, 0)),
+      capacity_(std::exchange(o.capacity_, 0)),
       mapped_(std::exchange(o.mapped_, 0)) {}
 
 ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
@@ -57,6 +59,7 @@ ByteBuffer& ByteBuffer::operator=(ByteBuffer&& o) noexcept {
     release();
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    capacity_ = std::exchange(o.capacity_, 0);
     mapped_ = std::exchange(o.mapped_, 0);
   }
   return *this;
@@ -70,7 +73,13 @@ void ByteBuffer::release() {
     delete[] data_;
   }
   data_ = nullptr;
-  size_ = mapped_ = 0;
+  size_ = capacity_ = mapped_ = 0;
+}
+
+bool ByteBuffer::resize_within(size_t n) {
+  if (n > capacity_) return false;
+  size_ = n;
+  return true;
 }
 
 }  // namespace ds4::base

@@ -32,6 +32,13 @@ class ByteBuffer {
   ByteBuffer(const ByteBuffer&) = delete;
   ByteBuffer& operator=(const ByteBuffer&) = delete;
 
+  // Bytes the buffer can hold without a new allocation (>= size()).
+  size_t capacity() const { return capacity_; }
+  // Makes the buffer `n` bytes long if it can hold them (its bytes are kept), for reusing one
+  // buffer across payloads of varying size: its pages are already faulted in. False (nothing
+  // changed) when n > capacity().
+  bool resize_within(size_t n);
+
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
@@ -42,6 +49,7 @@ class ByteBuffer {
   void release();
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0;
   size_t mapped_ = 0;  // bytes mapped at data_ (0: allocated with new[])
 };
 

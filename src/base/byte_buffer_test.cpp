@@ -57,6 +57,26 @@ TEST(ByteBuffer, MovesHandTheMemoryOver) {
   EXPECT_EQ(c.data(), p);
   EXPECT_EQ(c.size(), ByteBuffer::kHugeBytes + 10);
   fill_and_check(c);
+  EXPECT_EQ(c.capacity(), 2 * ByteBuffer::kHugeBytes);  // whole huge pages
+  EXPECT_EQ(a.capacity(), 0u);  // NOLINT(bugprone-use-after-move): the moved-from state
+}
+
+TEST(ByteBuffer, ResizesWithinItsCapacityKeepingItsBytes) {
+  for (size_t n : {size_t{1000}, ByteBuffer::kHugeBytes + 10}) {
+    ByteBuffer b(n);
+    fill_and_check(b);
+    const uint8_t* p = b.data();
+    const uint8_t first = b.data()[0];
+    ASSERT_TRUE(b.resize_within(n / 2));
+    EXPECT_EQ(b.size(), n / 2);
+    EXPECT_EQ(b.data(), p);
+    EXPECT_EQ(b.data()[0], first);
+    ASSERT_TRUE(b.resize_within(b.capacity()));
+    EXPECT_EQ(b.size(), b.capacity());
+    EXPECT_FALSE(b.resize_within(b.capacity() + 1));  // unchanged
+    EXPECT_EQ(b.size(), b.capacity());
+    fill_and_check(b);
+  }
 }
 
 }  // namespace

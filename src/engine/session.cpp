@@ -254,7 +254,20 @@ TokenId Session::sample(const SamplingParams& params, Rng& rng) const {
   return e.token;
 }
 
+uint64_t Session::save_bytes() const {
+  const Impl& s = *impl_;
+  if (s.tokens.empty()) return 0;
+  return kv::snapshot_bytes(s.engine->shape, static_cast<uint32_t>(s.options.n_ctx),
+                            static_cast<uint32_t>(s.tokens.size()));
+}
+
 Result<std::vector<uint8_t>> Session::save() const {
+  std::vector<uint8_t> out(static_cast<size_t>(save_bytes()));
+  DS4_TRY(save_to(out));
+  return out;
+}
+
+Status Session::save_to(std::span<uint8_t> out) const {
   const Impl& s = *impl_;
   if (!s.engine->whole_model() && !s.engine->gives_logits()) {
     return Status::invalid_argument(
@@ -262,17 +275,21 @@ Result<std::vector<uint8_t>> Session::save() const {
         s.engine->range.begin, s.engine->range.end - 1);
   }
   if (s.tokens.empty()) return Status::invalid_argument("an empty session has nothing to save");
+  if (out.size() != save_bytes()) {
+    return Status::invalid_argument("a payload of %zu bytes for a snapshot of %llu", out.size(),
+                                    static_cast<unsigned long long>(save_bytes()));
+  }
   if (s.engine->whole_model()) {
-    // Straight into the payload: the backend appends its layers where begin_snapshot stops.
-    const auto n_ctx = static_cast<uint32_t>(s.options.n_ctx);
-    const std::span<const int32_t> tokens(s.tokens.data(), s.tokens.size());
-    std::vector<uint8_t> out =
-        kv::begin_snapshot(s.engine->shape, n_ctx, static_cast<uint32_t>(s.options.prefill_chunk),
-                           tokens, s.logits.host());
-    DS4_TRY(s.engine->backend->export_sequence_append(s.seq, &out));
-    DS4_CHECK(out.size() ==
-              kv::snapshot_bytes(s.engine->shape, n_ctx, static_cast<uint32_t>(tokens.size())));
-    return out;
+    // Straight into the payload: the head here, the backend's layers right after it.
+    std::vector<uint8_t> head;
+    kv::append_snapshot_head(&head, s.engine->shape, static_cast<uint32_t>(s.options.n_ctx),
+                             static_cast<uint32_t>(s.options.prefill_chunk),
+                             std::span<const int32_t>(s.tokens.data(), s.tokens.size()),
+                             s.logits.host());
+    DS4_CHECK(head.size() <= out.size());
+    DS4_TRY(s.engine->backend->export_sequence_into(s.seq, out.subspan(head.size())));
+    std::memcpy(out.data(), head.data(), head.size());
+    return Status::ok();
   }
   kv::Snapshot snap;
   snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
@@ -283,7 +300,10 @@ Result<std::vector<uint8_t>> Session::save() const {
   // A distributed engine's payload: its own layers, and the tail's gathered from the workers.
   DS4_ASSIGN_OR_RETURN(snap.layers, s.engine->backend->export_sequence(s.seq));
   DS4_TRY(s.gather_tail_layers(&snap));
-  return kv::encode_snapshot(s.engine->shape, snap);
+  const std::vector<uint8_t> bytes = kv::encode_snapshot(s.engine->shape, snap);
+  DS4_CHECK(bytes.size() == out.size());
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return Status::ok();
 }
 
 // The tail's layers of the session, shard by shard, into `snap` (whose local layers are set).

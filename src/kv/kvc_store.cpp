@@ -435,7 +435,7 @@ std::optional<KvcStore::ReadKvc> KvcStore::compatible_file(const std::string& na
 }
 
 Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
-                                      std::vector<uint8_t> payload,
+                                      std::span<const uint8_t> payload,
                                       std::span<const ToolMapEntry> tool_map) const {
   if (header.created == 0) header.created = o_.now();
   if (header.last_used == 0) header.last_used = header.created;
@@ -455,8 +455,7 @@ Result<PreparedKvc> KvcStore::prepare(KvcHeader header, std::string_view text,
     p.kept_file = std::move(old->bytes);  // the payload's bytes, which stay where they are
   } else {
     p.tool_map.assign(tool_map.begin(), tool_map.end());
-    p.new_payload = std::move(payload);
-    p.payload = p.new_payload;
+    p.payload = payload;
   }
   p.bytes = KvcWriter(p.header, p.text, p.payload.size(), p.tool_map).file_bytes();
   if (p.bytes > o_.budget_bytes)
@@ -531,9 +530,9 @@ Status KvcStore::commit(const PreparedKvc& p) {
   return Status::ok();
 }
 
-Status KvcStore::save(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
+Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
                       std::span<const ToolMapEntry> tool_map) {
-  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, std::move(payload), tool_map));
+  DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
   DS4_TRY(reserve(p));
   if (Status st = write(p); !st.is_ok()) {
     abandon(p);

@@ -86,12 +86,12 @@ struct PreparedKvc {
   std::string tmp;   // the temporary path: ".<sha1>.kv.tmp.<pid>"
   uint64_t bytes = 0;
   // The file write() writes (KvcWriter): the header (`header` with the payload's size), the text,
-  // the payload, the tool-id map and the footer. The payload is the one given to prepare() (owned
-  // here, never copied) or, for a kept file, that file's (its bytes owned here).
+  // the payload, the tool-id map and the footer. The payload is the one given to prepare() (the
+  // caller's memory, never copied, which must outlive the write) or, for a kept file, that file's
+  // (its bytes owned here).
   std::vector<ToolMapEntry> tool_map;
-  std::vector<uint8_t> new_payload;
   base::ByteBuffer kept_file;
-  std::span<const uint8_t> payload;  // into new_payload or kept_file
+  std::span<const uint8_t> payload;  // the caller's payload or into kept_file
   KvcHeader header;  // the header written (for a kept file: the one it had when prepared)
   std::string text;  // the cache text: commit() devalues the files it continues (§3.6)
   // True when a compatible file of the same name was there (same text, quant admitted, its
@@ -122,17 +122,18 @@ class KvcStore {
   // evicted before the write, so that the directory holds the budget at every moment, the
   // temporary file included. On failure (a full disk, say) the temporary file is removed and
   // every older file is intact.
-  Status save(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
+  Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
               std::span<const ToolMapEntry> tool_map);
   // save() in steps, so that a caller holding a lock around the store need not hold it during
-  // the write: prepare() takes the payload over (it is never copied: write() hashes each piece
-  // and writes it, KvcWriter); it touches neither the index nor any file, and
-  // may run while another thread uses the store under the caller's lock: it reads only the
-  // options and the same-name file. reserve() evicts until the file fits beside everything on
+  // the write: prepare() refers to the payload, which must outlive write() (it is never copied:
+  // write() hashes each piece and writes it, KvcWriter); it touches neither the index nor any
+  // file, and may run while another thread uses the store under the caller's lock: it reads only
+  // the options and the same-name file. reserve() evicts until the file fits beside everything on
   // disk and holds its bytes; write() writes and fsyncs the temporary file (no index access:
   // outside the lock); commit() renames it into place and indexes it. abandon() gives up a
   // reserved file. A failed step leaves no temporary file and no reservation.
-  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text, std::vector<uint8_t> payload,
+  Result<PreparedKvc> prepare(KvcHeader header, std::string_view text,
+                              std::span<const uint8_t> payload,
                               std::span<const ToolMapEntry> tool_map) const;
   Status reserve(const PreparedKvc& prepared);
   Status write(const PreparedKvc& prepared) const;

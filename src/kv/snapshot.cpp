@@ -126,7 +126,7 @@ namespace {
 
 // Sizes a consistent snapshot of `t` tokens must have (the decoder's rules); a violation is a bug
 // in the caller, so it aborts instead of writing a file that would not load.
-// (The token count, token ids and logits are begin_snapshot's checks.)
+// (The token count, token ids and logits are append_snapshot_head's checks.)
 void check_consistent(const model::Shape& s, const Snapshot& snap, uint32_t live) {
   const auto t = static_cast<uint32_t>(snap.tokens.size());
   DS4_CHECK(static_cast<int>(snap.layers.size()) == s.n_layer);
@@ -146,19 +146,15 @@ void check_consistent(const model::Shape& s, const Snapshot& snap, uint32_t live
 
 }  // namespace
 
-std::vector<uint8_t> begin_snapshot(const model::Shape& s, uint32_t n_ctx, uint32_t prefill_chunk,
-                                    std::span<const int32_t> tokens,
-                                    std::span<const float> logits) {
+void append_snapshot_head(std::vector<uint8_t>* out, const model::Shape& s, uint32_t n_ctx,
+                          uint32_t prefill_chunk, std::span<const int32_t> tokens,
+                          std::span<const float> logits) {
   const auto t = static_cast<uint32_t>(tokens.size());
   DS4_CHECK(t >= 1 && t < n_ctx);
   DS4_CHECK(static_cast<int>(logits.size()) == s.n_vocab);
   for (int32_t tok : tokens) DS4_CHECK(tok >= 0 && tok < s.n_vocab);
   const uint32_t window = raw_window(s, n_ctx);
-  const uint64_t total = snapshot_bytes(s, n_ctx, t);
-  std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(total));
-  base::advise_huge_pages(out.data(), out.capacity());
-  Writer w(out);
+  Writer w(*out);
   for (uint32_t v : {kSnapshotMagic, kSnapshotVersion, n_ctx, prefill_chunk, window, window,
                      comp_capacity(s, n_ctx), t, static_cast<uint32_t>(s.n_layer), uint32_t{kHd},
                      uint32_t{kIhd}, static_cast<uint32_t>(s.n_vocab), std::min(t, window)}) {
@@ -171,13 +167,14 @@ std::vector<uint8_t> begin_snapshot(const model::Shape& s, uint32_t n_ctx, uint3
     w.u32(r == 0 ? 0 : t / static_cast<uint32_t>(r));
   }
   for (int il = 0; il < s.n_layer; ++il) w.u32(s.compress_ratio(il) == 4 ? t / 4 : 0);
-  return out;
 }
 
 std::vector<uint8_t> encode_snapshot(const model::Shape& s, const Snapshot& snap) {
   const auto t = static_cast<uint32_t>(snap.tokens.size());
-  std::vector<uint8_t> out =
-      begin_snapshot(s, snap.n_ctx, snap.prefill_chunk, snap.tokens, snap.logits);
+  std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(snapshot_bytes(s, snap.n_ctx, t)));
+  base::advise_huge_pages(out.data(), out.capacity());
+  append_snapshot_head(&out, s, snap.n_ctx, snap.prefill_chunk, snap.tokens, snap.logits);
   check_consistent(s, snap, std::min(t, raw_window(s, snap.n_ctx)));
   for (const backend::LayerState& l : snap.layers) backend::append_layer_state(&out, l);
   DS4_CHECK(out.size() == snapshot_bytes(s, snap.n_ctx, t));

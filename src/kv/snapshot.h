@@ -37,13 +37,11 @@ std::vector<uint8_t> encode_snapshot(const model::Shape& shape, const Snapshot& 
 // Exact payload size of a snapshot, and of any snapshot of `t` tokens at context `n_ctx`.
 uint64_t snapshot_bytes(const model::Shape& shape, const Snapshot& snap);
 uint64_t snapshot_bytes(const model::Shape& shape, uint32_t n_ctx, uint32_t t);
-// A payload up to its layers (header, token ids, logits, row counts), with room reserved for the
-// layers (huge pages advised), which the caller appends in payload order
-// (backend::append_layer_state's, or Backend::export_sequence_append) to exactly
-// snapshot_bytes(shape, n_ctx, tokens.size()) bytes. The sizes are checked.
-std::vector<uint8_t> begin_snapshot(const model::Shape& shape, uint32_t n_ctx,
-                                    uint32_t prefill_chunk, std::span<const int32_t> tokens,
-                                    std::span<const float> logits);
+// The payload up to its layers (header, token ids, logits, row counts) appended to `out`: the
+// head that Session::save_to writes before the backend's layers (Backend::export_sequence_into).
+void append_snapshot_head(std::vector<uint8_t>* out, const model::Shape& shape, uint32_t n_ctx,
+                          uint32_t prefill_chunk, std::span<const int32_t> tokens,
+                          std::span<const float> logits);
 // The token count a payload declares (header field 7), once its magic and version are checked:
 // what a caller compares with another record of it before the payload goes into a session.
 Result<uint32_t> snapshot_tokens(std::span<const uint8_t> bytes);

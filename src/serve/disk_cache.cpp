@@ -66,7 +66,7 @@ DiskCache::~DiskCache() {
 void DiskCache::log(const std::string& line) const { o_.log(line); }
 
 bool DiskCache::save(SaveJob job) {
-  if (job.tokens < o_.query.min_tokens || job.payload.empty()) return false;
+  if (job.tokens < o_.query.min_tokens || job.payload.size() == 0) return false;
   {
     std::lock_guard lock(mu_);
     const bool fits =
@@ -80,10 +80,25 @@ bool DiskCache::save(SaveJob job) {
       return true;
     }
     ++dropped_;
+    keep_spare(&job.payload);
   }
   log("kv cache: not saving a " + std::string(reason_name(job.reason)) + " checkpoint of " +
       std::to_string(job.tokens) + " tokens: the disk writer is behind");
   return false;
+}
+
+base::ByteBuffer DiskCache::payload_buffer(size_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    if (spare_.resize_within(bytes)) return std::move(spare_);
+  }
+  return base::ByteBuffer(bytes);
+}
+
+void DiskCache::keep_spare(base::ByteBuffer* b) {
+  if (b->capacity() >= spare_.capacity() && b->capacity() <= o_.max_pending_bytes) {
+    spare_ = std::move(*b);
+  }
 }
 
 void DiskCache::flush() {
@@ -110,6 +125,7 @@ void DiskCache::run() {
       bookkeep(job);
     }
     lock.lock();
+    keep_spare(&job.save.payload);
     writing_ = false;
     if (queue_.empty()) idle_cv_.notify_all();
   }
@@ -154,7 +170,7 @@ void DiskCache::write(SaveJob& job) {
   // The encoding, the write and its fsync happen outside the lock: lookups and tool-id restores go
   // on meanwhile. Only the eviction (before the write: the budget holds at every moment), the
   // rename and the index update hold it.
-  auto prepared = store_.prepare(h, job.text, std::move(job.payload), map);
+  auto prepared = store_.prepare(h, job.text, job.payload.span(), map);
   if (!prepared.is_ok()) {
     st = prepared.status();
   } else {

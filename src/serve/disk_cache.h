@@ -53,8 +53,8 @@ struct SaveJob {
   uint32_t tokens = 0;
   std::vector<TokenId> token_ids;  // used when `text` is empty
   std::string text;
-  uint8_t key_flag = 0;  // 0, kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag (with text)
-  std::vector<uint8_t> payload;
+  uint8_t key_flag = 0;      // 0, kv::kKvcResponsesTextFlag or kv::kKvcThinkingTextFlag (with text)
+  base::ByteBuffer payload;  // from payload_buffer()
 };
 
 // A file found for a prompt, read and framed (kvc_file.h); the payload is not decoded yet.
@@ -87,6 +87,12 @@ class DiskCache {
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
 
+  // A buffer of `bytes` bytes for a checkpoint's payload (the scheduler's Session::save_to): the
+  // one the writer kept from an earlier checkpoint when it can hold them, else a new one. A kept
+  // buffer has its pages faulted in and written, so a save then costs its copies alone (issue 55
+  // item 4: the zero fill and page faults of a fresh 400 MB buffer were most of a save's export).
+  // The writer keeps one buffer, the largest it has written (up to max_pending_bytes).
+  base::ByteBuffer payload_buffer(size_t bytes);
   // Queues a checkpoint for the writer (returns at once). False when it was dropped: below the
   // minimum, or the writer already has max_pending waiting.
   bool save(SaveJob job);
@@ -127,6 +133,7 @@ class DiskCache {
   void bookkeep(const Job& job);
   void push(Job job);  // a touch or a removal (never dropped)
   void remember(std::span<const kv::ToolMapEntry> entries);
+  void keep_spare(base::ByteBuffer* b);  // under mu_: *b becomes spare_ if it is the larger
 
   DiskCacheOptions o_;
   ReplayMap* replay_;
@@ -144,6 +151,7 @@ class DiskCache {
   bool writing_ = false;                      // guarded by mu_
   bool stop_ = false;                         // guarded by mu_
   int saved_ = 0, failed_ = 0, dropped_ = 0;  // guarded by mu_
+  base::ByteBuffer spare_;                    // guarded by mu_: kept for payload_buffer()
   std::thread thread_;
 };
 

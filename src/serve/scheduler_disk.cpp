@@ -123,12 +123,12 @@ void Scheduler::save_checkpoint(Slot& slot, kv::SaveReason reason) {
   if (n > slot.last_stored) slot.last_stored = n;
   // The one copy the scheduler thread makes (only the session's owner may read its state); the
   // writer decodes the tokens into the cache text and does all the file I/O.
-  auto payload = s.save();
-  if (!payload.is_ok()) {
-    disk_->log("kv cache: cannot copy the session out: " + payload.status().to_string());
+  base::ByteBuffer payload = disk_->payload_buffer(static_cast<size_t>(s.save_bytes()));
+  if (Status st = s.save_to(payload.span()); !st.is_ok()) {
+    disk_->log("kv cache: cannot copy the session out: " + st.to_string());
     return;
   }
-  SaveJob job{.reason = reason, .tokens = static_cast<uint32_t>(n), .payload = std::move(*payload)};
+  SaveJob job{.reason = reason, .tokens = static_cast<uint32_t>(n), .payload = std::move(payload)};
   const bool bound = (reason == kv::SaveReason::kEvict || reason == kv::SaveReason::kShutdown) &&
                      !slot.visible.empty() && slot.visible_at == n;
   if (bound) {

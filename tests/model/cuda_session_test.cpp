@@ -29,10 +29,15 @@ std::vector<float> as_floats(std::span<const uint8_t> bytes) {
   return f;
 }
 
+// save()'s payload, checked against save_to over memory that held other bytes.
 std::vector<uint8_t> saved(const Session& s) {
   auto bytes = s.save();
   EXPECT_TRUE(bytes.is_ok()) << bytes.status().message();
-  return bytes.is_ok() ? *bytes : std::vector<uint8_t>{};
+  if (!bytes.is_ok()) return {};
+  std::vector<uint8_t> over(bytes->size(), uint8_t{0xC3});
+  EXPECT_TRUE(s.save_to(over).is_ok());
+  EXPECT_EQ(over, *bytes) << "save_to differs from save";
+  return *bytes;
 }
 
 // A new session of `engine` loaded from `payload` placed at an odd address.

@@ -3,6 +3,7 @@
 // bit, sync evaluates only new tokens, rewind and snapshots are exact, bad input changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -129,6 +130,41 @@ TEST_F(SessionTest, SnapshotThenLoadThenContinueEqualsNeverSaving) {
   auto c = new_session(*engine_, 2048, 64);
   ASSERT_TRUE(c->load_file(path).is_ok());
   EXPECT_TRUE(same_bits(a->logits(), c->logits()));
+}
+
+// save_to writes save()'s payload over memory reused from an earlier, larger save (what the
+// server's disk cache does), whatever that memory held; a span of another size is refused before
+// anything is written.
+TEST_F(SessionTest, SaveToWritesTheSavePayloadOverReusedMemory) {
+  auto s = new_session(*engine_);
+  EXPECT_EQ(s->save_bytes(), 0u);
+  std::vector<uint8_t> none;
+  EXPECT_EQ(s->save_to(none).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s->append(test_prompt(40, 3)).is_ok());
+  auto big = s->save();
+  ASSERT_TRUE(big.is_ok());
+  ASSERT_EQ(s->save_bytes(), big->size());
+  ASSERT_TRUE(s->rewind(17).is_ok());  // fewer tokens: a smaller payload
+  auto small = s->save();
+  ASSERT_TRUE(small.is_ok());
+  ASSERT_EQ(s->save_bytes(), small->size());
+  ASSERT_LT(small->size(), big->size());
+
+  std::vector<uint8_t> reused = *big;  // an earlier payload's bytes underneath
+  const std::span<uint8_t> out = std::span<uint8_t>(reused).first(small->size());
+  ASSERT_TRUE(s->save_to(out).is_ok());
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), small->begin()));
+  std::fill(reused.begin(), reused.end(), uint8_t{0xA5});
+  ASSERT_TRUE(s->save_to(out).is_ok());
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), small->begin()));
+
+  for (size_t n : {small->size() - 1, small->size() + 1}) {
+    std::fill(reused.begin(), reused.end(), uint8_t{0x5A});
+    const Status st = s->save_to(std::span<uint8_t>(reused).first(n));
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << n;
+    EXPECT_TRUE(std::all_of(reused.begin(), reused.end(), [](uint8_t b) { return b == 0x5A; }))
+        << "a refused save_to wrote into the buffer";
+  }
 }
 
 TEST_F(SessionTest, SnapshotPayloadFollowsTheSpecifiedLayout) {

@@ -489,5 +489,52 @@ TEST_F(DiskCacheTest, AHitsBookkeepingIsDoneByTheWriter) {
   stop();
 }
 
+// The writer keeps the payload buffer of the checkpoint it wrote, and the next checkpoint's
+// payload goes into it (a 400 MB session's save then pays no page faults or zero fill; issue 55
+// item 4): same memory while it can hold the bytes, a new buffer when it cannot. Every file holds
+// the bytes its checkpoint was given.
+TEST_F(DiskCacheTest, TheWritersPayloadBufferServesTheNextCheckpoint) {
+  DiskCacheOptions o{.dir = dir_.file("kv"), .query = {.min_tokens = 32, .n_ctx = kCtx}};
+  auto d = DiskCache::open(std::move(o), &replay_, *tok_);
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+  DiskCache& disk = **d;
+  const std::vector<TokenId> ids = tok_->encode(system_, SpecialTokens::kRecognize);
+  ASSERT_GE(ids.size(), 40u);
+  auto checkpoint = [&](size_t bytes, uint8_t fill, size_t n_ids) {
+    base::ByteBuffer b = disk.payload_buffer(bytes);
+    EXPECT_EQ(b.size(), bytes);
+    std::fill(b.data(), b.data() + b.size(), fill);
+    const uint8_t* at = b.data();
+    EXPECT_TRUE(
+        disk.save(SaveJob{.reason = kv::SaveReason::kCold,
+                          .tokens = static_cast<uint32_t>(n_ids),
+                          .token_ids = std::vector<TokenId>(ids.begin(), ids.begin() + n_ids),
+                          .payload = std::move(b)}));
+    disk.flush();
+    return at;
+  };
+  const size_t big = 3 * base::ByteBuffer::kHugeBytes;
+  const uint8_t* first = checkpoint(big, 0x11, 34);
+  EXPECT_EQ(checkpoint(big - 1000, 0x22, 35), first) << "the written buffer is reused";
+  EXPECT_EQ(checkpoint(big, 0x33, 36), first) << "its capacity, not its last size, counts";
+  const uint8_t* larger = checkpoint(2 * big, 0x44, 37);
+  EXPECT_EQ(checkpoint(100, 0x55, 38), larger) << "the larger buffer is the one kept";
+  // Each file holds its own checkpoint's bytes.
+  std::vector<std::pair<size_t, uint8_t>> got;
+  for (const File& f : files(dir_.file("kv"))) {
+    const auto bytes = gguf::testing::read_bytes(dir_.file("kv") + "/" + f.name);
+    auto v = kv::decode_kvc(bytes);
+    ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+    ASSERT_FALSE(v->payload.empty());
+    EXPECT_TRUE(std::all_of(v->payload.begin(), v->payload.end(),
+                            [&](uint8_t b) { return b == v->payload[0]; }));
+    got.emplace_back(v->payload.size(), v->payload[0]);
+  }
+  std::sort(got.begin(), got.end());
+  const std::vector<std::pair<size_t, uint8_t>> want{
+      {100, 0x55}, {big - 1000, 0x22}, {big, 0x11}, {big, 0x33}, {2 * big, 0x44}};
+  EXPECT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace ds4::serve

@@ -160,13 +160,14 @@ void copy_in(std::vector<float>& to, const FloatBytes& from) {
 
 }  // namespace
 
-Status CpuBackend::export_sequence_append(int seq, std::vector<uint8_t>* out) const {
+Status CpuBackend::export_sequence_into(int seq, std::span<uint8_t> out) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const Sequence& s = *it->second;
+  std::vector<uint8_t> bytes;
   for (const LayerCache& c : s.layers)
-    append_layer(c, s.layout.head_dim, s.layout.indexer_head_dim, out);
-  return Status::ok();
+    append_layer(c, s.layout.head_dim, s.layout.indexer_head_dim, &bytes);
+  return copy_layers_into(bytes, out);
 }
 
 Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {

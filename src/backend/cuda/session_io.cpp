@@ -1,5 +1,5 @@
 // src/backend/cuda/session_io.cpp: a sequence's state out of and into device memory (snapshots,
-// issue 55 item 4). Export appends each layer's parts to the payload in its order straight from
+// issue 55 item 4). Export writes each layer's parts into the payload in its order straight from
 // where they lie on the device (the raw ring in at most two runs, oldest row first), import copies
 // them from where they lie in the payload: one copy per part (two for a wrapped ring), with no
 // host copy of the state in between, the payload page-locked meanwhile (PinnedRange). Page-locked
@@ -10,6 +10,7 @@
 // equal bytes.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
 
 #include "backend/cuda/check.h"
@@ -79,14 +80,14 @@ struct FrontierAt {
 
 }  // namespace
 
-Status CudaBackend::export_sequence_append(int seq, std::vector<uint8_t>* out) const {
+Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const DeviceSequence& s = *it->second;
   const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
   std::vector<HostCopy> pieces;
   std::vector<FrontierAt> frontiers;
-  size_t at = out->size();
+  size_t at = 0;
   for (const DeviceLayer& c : s.layers) {
     const int n_raw = live_raw(c);
     const PartCounts n = part_counts(c.lay, hd, ihd, n_raw, c.n_comp, c.n_index);
@@ -108,17 +109,20 @@ Status CudaBackend::export_sequence_append(int seq, std::vector<uint8_t>* out) c
     }
     if (c.lay.ratio == 4) frontiers.push_back({part_at[4], part_at[5], 4, 256, c.n_tokens});
   }
+  if (at != out.size()) {
+    return Status::invalid_argument(
+        "the payload has room for %zu bytes of layer state, the sequence holds %zu", out.size(),
+        at);
+  }
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the state the queued work writes
-  size_t to = out->size();
-  out->resize(at);
-  const PinnedRange pinned(out->data() + to, at - to);
+  const PinnedRange pinned(out.data(), out.size());
+  size_t to = 0;
   for (const HostCopy& p : pieces) {
-    DS4_CUDA_CHECK(cudaMemcpy(out->data() + to, p.device, p.bytes, cudaMemcpyDeviceToHost));
+    DS4_CUDA_CHECK(cudaMemcpy(out.data() + to, p.device, p.bytes, cudaMemcpyDeviceToHost));
     to += p.bytes;
   }
-  DS4_CHECK(out->size() == at);
   for (const FrontierAt& f : frontiers) {
-    normalise_unused_rows(out->data() + f.kv, out->data() + f.score, f.ratio, f.width, f.n_tokens);
+    normalise_unused_rows(out.data() + f.kv, out.data() + f.score, f.ratio, f.width, f.n_tokens);
   }
   return Status::ok();
 }
@@ -185,16 +189,23 @@ Status CudaBackend::import_sequence_view(int seq, std::span<const LayerStateView
 }
 
 Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
-  std::vector<uint8_t> bytes;
-  DS4_TRY(export_sequence_append(seq, &bytes));
-  const DeviceSequence& s = *seqs_.at(seq);
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
+  const DeviceSequence& s = *it->second;
+  std::vector<PartCounts> counts;
+  size_t total = 0;
+  for (const DeviceLayer& c : s.layers) {
+    counts.push_back(part_counts(c.lay, s.layout.head_dim, s.layout.indexer_head_dim, live_raw(c),
+                                 c.n_comp, c.n_index));
+    for (size_t n : counts.back()) total += sizeof(float) * n;
+  }
+  std::vector<uint8_t> bytes(total);
+  DS4_TRY(export_sequence_into(seq, bytes));
   std::vector<LayerState> out;
   out.reserve(s.layers.size());
   const uint8_t* p = bytes.data();
-  for (const DeviceLayer& c : s.layers) {
-    const PartCounts n = part_counts(c.lay, s.layout.head_dim, s.layout.indexer_head_dim,
-                                     live_raw(c), c.n_comp, c.n_index);
-    out.push_back(to_state(take_layer_view(&p, c.n_tokens, n)));
+  for (size_t il = 0; il < s.layers.size(); ++il) {
+    out.push_back(to_state(take_layer_view(&p, s.layers[il].n_tokens, counts[il])));
   }
   DS4_CHECK(p == bytes.data() + bytes.size());
   return out;
