@@ -28,6 +28,9 @@
 #   filldec       fill's sections in the decode run, for the decode kernels that bound latency
 #                 (HC pre-step, attention, routing, IQ2_XXS rows; KREGEX, KERNELS default 10):
 #                 $OUT/ncu-filldec.csv.
+#   fillmulti     fill's sections in multi's step for the kernels that bound a batched step (the
+#                 routed-expert rows, the dense Q8_0 tensor-core products; KREGEX, KERNELS
+#                 default 8): $OUT/ncu-fillmulti.csv.
 #   multi         one decode step of SESSIONS (default 16) sessions batched together, each at
 #                 2,048 tokens of its own slice of the fixture text (ds4-bench --sessions):
 #                 $OUT/ncu-multi.csv.
@@ -44,9 +47,10 @@ if [[ $mode == deep ]]; then
   metrics[1]=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed.sum
   metrics[1]+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_bytes.sum
   metrics+=(--launch-count "${KERNELS:-100}")
-elif [[ $mode == fill || $mode == fillchunk || $mode == filldec ]]; then
+elif [[ $mode == fill || $mode == fillchunk || $mode == filldec || $mode == fillmulti ]]; then
   kregex='imma_kernel|matmul_float|hc_pre|attention_s|indexer_scores' kernels=8
   [[ $mode == filldec ]] && kregex='hc_pre|attention_s|route_kernel|FmtIq2Xxs' kernels=10
+  [[ $mode == fillmulti ]] && kregex='planar_rows_kernel|q8_mma_kernel' kernels=8
   metrics=(--section SpeedOfLight --section WarpStateStats --section Occupancy
     --kernel-name-base demangled --kernel-name "regex:${KREGEX:-$kregex}"
     --launch-skip "${LSKIP:-0}" --launch-count "${KERNELS:-$kernels}" --csv --page raw
@@ -73,13 +77,13 @@ else
   n=4
 fi
 ncu --version | tail -1
-if [[ $mode == multi ]]; then
+if [[ $mode == multi || $mode == fillmulti ]]; then
   DS4_CUDA_PROFILE_STEPS=1 ncu --profile-from-start off --clock-control none --cache-control none \
     "${metrics[@]}" build-dev/bin/ds4-bench -m "$model" --backend cuda \
     --prompt-file .devdeps/promessi_sposi.txt --sessions "${SESSIONS:-16}" --ctx-start 2048 -n 2 \
     > "$out/profile_out.txt" 2> "$out/profile_err.txt" || { tail "$out/profile_err.txt"; exit 1; }
   tail -2 "$out/profile_err.txt"
-  wc -l "$out/ncu-multi.csv"
+  wc -l "$out/ncu-$mode.csv"
   exit 0
 fi
 ncu "${range[@]}" --clock-control none --cache-control none "${metrics[@]}" \

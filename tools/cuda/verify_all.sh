@@ -69,6 +69,8 @@
 #            stops paying as the batch grows (issue 51, bench/mtp.md)
 #   multipicks multi's steps with DS4_CUDA_PICKS=0 (logits downloaded, picks on the host): the A/B
 #            of the device picks (Engine::pick) beside `multi` (MULTI and GEN_TOKENS alike)
+#   fillmulti fill's sections (speed of light, warp stalls, occupancy) for the routed-expert rows
+#            and dense Q8_0 tensor-core kernels of profmulti's step (KREGEX, KERNELS)
 #   profmulti per-kernel GPU times (ncu) of one decode step of SESSIONS (default 16) sessions
 #   opcost   what each backend op costs in place in a Flash q2 decode step at 2k: ds4-bench with
 #            each op's work issued twice per call (--repeat-op; OPS, default hc_pre, hc_post, moe,
@@ -414,6 +416,10 @@ multi_with() {
 }
 export -f multi_with
 has multipicks && step multipicks 300 multi_with DS4_CUDA_PICKS 0 && tail -6 "$out/multipicks.log"
+if has fillmulti; then
+  OUT=$out step fillmulti 300 bash tools/cuda/profile_flash.sh fillmulti
+  tail -3 "$out/fillmulti.log"
+fi
 if has profmulti; then
   OUT=$out step profmulti 300 bash tools/cuda/profile_flash.sh multi
   tail -3 "$out/profmulti.log"
