@@ -124,9 +124,11 @@ class Session {
   Result<std::vector<uint8_t>> save() const;
   // The same payload written over `out`, which must be exactly save_bytes() long (memory the
   // caller reuses across saves: a 29k-token Flash session is ~420 MB, and fresh memory costs its
-  // page faults and zero fill on every save). Errors: an empty session, a layer slice without a
-  // whole snapshot, `out` of another size (nothing written then).
-  Status save_to(std::span<uint8_t> out) const;
+  // page faults and zero fill on every save). `ready` (may be empty) is told each time more of
+  // out's leading bytes are final (a count that only grows, last out.size() on success), so
+  // another thread may write them to a file meanwhile. Errors: an empty session, a layer slice
+  // without a whole snapshot, `out` of another size (nothing written then).
+  Status save_to(std::span<uint8_t> out, const std::function<void(size_t)>& ready = {}) const;
   // The size of the payload save() and save_to() give now (0 for an empty session).
   uint64_t save_bytes() const;
   // Restores a payload written by save() for the same model and context settings. Errors (the

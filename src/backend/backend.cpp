@@ -143,9 +143,25 @@ std::vector<LayerStateView> views_of(const std::vector<LayerState>& state) {
   return views;
 }
 
+namespace {
+
 void append_floats(std::vector<uint8_t>* out, const float* p, size_t n) {
   const auto* b = reinterpret_cast<const uint8_t*>(p);
   out->insert(out->end(), b, b + n * sizeof(float));
+}
+
+// `layers` copied over `out` when the sizes agree (export_sequence_into's contract).
+Status copy_layers_into(std::span<const uint8_t> layers, std::span<uint8_t> out) {
+  if (layers.size() != out.size()) return layers_size_mismatch(out.size(), layers.size());
+  if (!layers.empty()) std::memcpy(out.data(), layers.data(), layers.size());
+  return Status::ok();
+}
+
+}  // namespace
+
+Status layers_size_mismatch(size_t room, size_t holds) {
+  return Status::invalid_argument(
+      "the payload has room for %zu bytes of layer state, the sequence holds %zu", room, holds);
 }
 
 void append_layer_state(std::vector<uint8_t>* out, const LayerState& l) {
@@ -155,21 +171,14 @@ void append_layer_state(std::vector<uint8_t>* out, const LayerState& l) {
   }
 }
 
-Status copy_layers_into(std::span<const uint8_t> layers, std::span<uint8_t> out) {
-  if (layers.size() != out.size()) {
-    return Status::invalid_argument(
-        "the payload has room for %zu bytes of layer state, the sequence holds %zu", out.size(),
-        layers.size());
-  }
-  if (!layers.empty()) std::memcpy(out.data(), layers.data(), layers.size());
-  return Status::ok();
-}
-
-Status Backend::export_sequence_into(int seq, std::span<uint8_t> out) const {
+Status Backend::export_sequence_into(int seq, std::span<uint8_t> out,
+                                     const std::function<void(size_t)>& done) const {
   DS4_ASSIGN_OR_RETURN(std::vector<LayerState> layers, export_sequence(seq));
   std::vector<uint8_t> bytes;
   for (const LayerState& l : layers) append_layer_state(&bytes, l);
-  return copy_layers_into(bytes, out);
+  DS4_TRY(copy_layers_into(bytes, out));
+  if (done) done(out.size());
+  return Status::ok();
 }
 
 void Backend::pick_tokens(std::span<const PickRow> /*rows*/, std::span<Picked> /*out*/) {

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -137,11 +138,8 @@ LayerStateView take_layer_view(const uint8_t** p, int32_t n_tokens, const PartCo
 // §5.3): raw rows, compressed rows, compressor frontier kv and score, indexer rows, indexer
 // frontier kv and score (empty parts add nothing). Every writer of layer state uses this order.
 void append_layer_state(std::vector<uint8_t>* out, const LayerState& l);
-// The same for one part (a backend appending from its own memory).
-void append_floats(std::vector<uint8_t>* out, const float* p, size_t n);
-// `layers` (a sequence's layers in payload order) copied over `out` when the sizes agree
-// (export_sequence_into's contract), else an invalid_argument error naming both sizes.
-Status copy_layers_into(std::span<const uint8_t> layers, std::span<uint8_t> out);
+// export_sequence_into's error for an `out` of `room` bytes where the layers hold `holds`.
+Status layers_size_mismatch(size_t room, size_t holds);
 
 // Whether `state` (one entry per layer) fits `layout`: row counts within capacity, whole rows,
 // frontier tensors of the right size, nothing for the parts a layer kind does not have. Backends
@@ -235,10 +233,13 @@ class Backend {
   virtual Status import_sequence(int seq, const std::vector<LayerState>& state) = 0;
   // The same two without a LayerState in between (a session's save and load, issue 55 item 4):
   // the layers written over `out` in payload order (append_layer_state's; `out` is exactly their
-  // size, else an invalid_argument error and nothing written), and the state read from where a
-  // payload holds it. These defaults go through the two above; a backend that copies straight
-  // between its memory and the payload overrides them.
-  virtual Status export_sequence_into(int seq, std::span<uint8_t> out) const;
+  // size, else an invalid_argument error and nothing written), `done` (may be empty) told each
+  // time more of out's leading bytes are final (a count that only grows, last out.size()), so a
+  // file writer may take them meanwhile; and the state read from where a payload holds it. These
+  // defaults go through the two above; a backend that copies straight between its memory and the
+  // payload overrides them.
+  virtual Status export_sequence_into(int seq, std::span<uint8_t> out,
+                                      const std::function<void(size_t)>& done) const;
   virtual Status import_sequence_view(int seq, std::span<const LayerStateView> state);
   // Speculation: from mark_sequence on, the backend keeps what each appended row changes, so that
   // rewind_sequence(seq, n) brings the sequence back exactly to its first n tokens (n at least its

@@ -59,8 +59,9 @@ class DiagnosticBackend final : public Backend {
   Status import_sequence(int seq, const std::vector<LayerState>& state) override {
     return inner_->import_sequence(seq, state);
   }
-  Status export_sequence_into(int seq, std::span<uint8_t> out) const override {
-    return inner_->export_sequence_into(seq, out);
+  Status export_sequence_into(int seq, std::span<uint8_t> out,
+                              const std::function<void(size_t)>& done) const override {
+    return inner_->export_sequence_into(seq, out, done);
   }
   Status import_sequence_view(int seq, std::span<const LayerStateView> state) override {
     return inner_->import_sequence_view(seq, state);

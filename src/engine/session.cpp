@@ -267,7 +267,7 @@ Result<std::vector<uint8_t>> Session::save() const {
   return out;
 }
 
-Status Session::save_to(std::span<uint8_t> out) const {
+Status Session::save_to(std::span<uint8_t> out, const std::function<void(size_t)>& ready) const {
   const Impl& s = *impl_;
   if (!s.engine->whole_model() && !s.engine->gives_logits()) {
     return Status::invalid_argument(
@@ -287,9 +287,12 @@ Status Session::save_to(std::span<uint8_t> out) const {
                              std::span<const int32_t>(s.tokens.data(), s.tokens.size()),
                              s.logits.host());
     DS4_CHECK(head.size() <= out.size());
-    DS4_TRY(s.engine->backend->export_sequence_into(s.seq, out.subspan(head.size())));
     std::memcpy(out.data(), head.data(), head.size());
-    return Status::ok();
+    if (ready) ready(head.size());
+    const size_t at = head.size();
+    return s.engine->backend->export_sequence_into(s.seq, out.subspan(at), [&](size_t n) {
+      if (ready) ready(at + n);
+    });
   }
   kv::Snapshot snap;
   snap.n_ctx = static_cast<uint32_t>(s.options.n_ctx);
@@ -303,6 +306,7 @@ Status Session::save_to(std::span<uint8_t> out) const {
   const std::vector<uint8_t> bytes = kv::encode_snapshot(s.engine->shape, snap);
   DS4_CHECK(bytes.size() == out.size());
   std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (ready) ready(out.size());
   return Status::ok();
 }
 

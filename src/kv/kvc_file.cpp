@@ -155,8 +155,13 @@ KvcWriter::KvcWriter(KvcHeader header, std::string_view text, uint64_t payload_b
 
 Status KvcWriter::stream(std::span<const uint8_t> payload,
                          const std::function<Status(std::span<const uint8_t>)>& put,
-                         size_t hash_threads) {
+                         size_t hash_threads, const base::ReadyBytes* ready) {
   DS4_CHECK(head_.size() + payload.size() + map_.size() + kKvcFooterBytes == file_bytes_);
+  DS4_CHECK(ready == nullptr || ready->total() == payload.size());
+  // Whether the payload's first `end` bytes are final (always, without a producer).
+  auto have = [&](size_t end) { return ready == nullptr || ready->wait(end); };
+  const Status unfinished =
+      Status::unavailable("the payload was not finished: its producer failed");
   DS4_TRY(put(head_));
   // One thread: each piece hashed, then handed over while it is still in the cache. Several: the
   // payload up to the body's first block boundary by update(), its whole blocks after that by
@@ -164,24 +169,36 @@ Status KvcWriter::stream(std::span<const uint8_t> payload,
   // after them.
   const bool helped = hash_threads > 1;
   const size_t block = base::kChecksumBlockBytes, head = head_.size();
-  if (helped)
-    hasher_.update(payload.first(std::min(payload.size(), (block - head % block) % block)));
+  if (helped) {
+    const size_t lead = std::min(payload.size(), (block - head % block) % block);
+    if (!have(lead)) return unfinished;
+    hasher_.update(payload.first(lead));
+  }
   const KvcHasher::Range apart = helped ? hasher_.apart() : KvcHasher::Range{};
   std::vector<uint64_t> digests(apart.blocks());
   const size_t helpers = helped ? std::min(hash_threads - 1, digests.size()) : 0;
-  std::atomic<bool> stop{false};
+  std::atomic<bool> stop{false}, unhashed{false};
   std::vector<std::jthread> hashers;  // stopped and joined on the way out of an error
   for (size_t t = 0; t < helpers; ++t) {
     hashers.emplace_back([&, t] {
       for (size_t i = t; i < digests.size() && !stop.load(std::memory_order_relaxed);
            i += helpers) {
         const uint64_t o = apart.begin + i * block;
-        hasher_.hash_apart(o, payload.subspan(static_cast<size_t>(o) - head, block), digests);
+        const size_t from = static_cast<size_t>(o) - head;
+        if (!have(from + block)) {  // the producer failed: no sums from this stream
+          unhashed = true;
+          return;
+        }
+        hasher_.hash_apart(o, payload.subspan(from, block), digests);
       }
     });
   }
   for (size_t at = 0; at < payload.size(); at += kKvcWritePieceBytes) {
     const auto piece = payload.subspan(at, std::min(kKvcWritePieceBytes, payload.size() - at));
+    if (!have(at + piece.size())) {
+      stop = true;
+      return unfinished;
+    }
     if (!helped) hasher_.update(piece);
     if (Status st = put(piece); !st.is_ok()) {
       stop = true;
@@ -189,7 +206,8 @@ Status KvcWriter::stream(std::span<const uint8_t> payload,
     }
   }
   if (helped) {
-    hashers.clear();  // joined: every digest is in
+    hashers.clear();  // joined: every digest is in, unless the producer failed
+    if (unhashed) return unfinished;
     hasher_.add_apart(digests);
     hasher_.update(payload.subspan(static_cast<size_t>(hasher_.at()) - head));
   }

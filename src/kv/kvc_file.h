@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/checksum.h"
+#include "base/ready_bytes.h"
 #include "ds4/status.h"
 
 namespace ds4::kv {
@@ -168,10 +169,13 @@ class KvcWriter {
   // Once, with the payload of payload_bytes bytes; stops at the first error `put` returns. With
   // hash_threads > 1 the payload is hashed by hash_threads - 1 helper threads (from memory,
   // while `put` takes it piece by piece) instead of piece by piece before each put: the same
-  // bytes, sooner where put is slower than hashing (a tmpfs write) and cores are idle.
+  // bytes, sooner where put is slower than hashing (a tmpfs write) and cores are idle. With
+  // `ready` (its total the payload's size) each part of the payload is hashed and handed over
+  // once its producer has published it: a payload still being filled (an export from the device)
+  // goes out as it comes; a producer's failure stops the stream with an unavailable error.
   Status stream(std::span<const uint8_t> payload,
-                const std::function<Status(std::span<const uint8_t>)>& put,
-                size_t hash_threads = 1);
+                const std::function<Status(std::span<const uint8_t>)>& put, size_t hash_threads = 1,
+                const base::ReadyBytes* ready = nullptr);
 
  private:
   std::vector<uint8_t> head_, map_;

@@ -10,9 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 namespace ds4::kv {
 namespace {
@@ -320,6 +323,63 @@ TEST(KvcFile, HelpersHashingTheStreamGiveTheSameFile) {
         EXPECT_EQ(puts, 2);
       }
     }
+  }
+}
+
+// A payload still being filled by another thread (a session's export) streams as it is published:
+// the same file as from a finished payload, with one or several hashing threads (a part read
+// before it was published would still hold the 0xEE filler, and its bytes and sums would differ).
+// A producer that fails stops the stream with unavailable, whatever threads wait.
+TEST(KvcFile, APayloadStillBeingFilledStreamsAsItIsPublished) {
+  const size_t block = base::kChecksumBlockBytes;
+  std::mt19937 rng(9);
+  const size_t n = 9 * block + 12345;  // several 256 KiB pieces and checksum blocks
+  std::vector<uint8_t> final_bytes(n);
+  for (auto& b : final_bytes) b = static_cast<uint8_t>(rng());
+  const std::vector<uint8_t> want = encode_kvc(header(), "a text", final_bytes, kMap);
+  for (const size_t threads : {size_t{1}, size_t{3}}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    std::vector<uint8_t> payload(n, 0xEE);  // filled part by part below
+    base::ReadyBytes ready(n);
+    std::thread producer([&] {
+      for (size_t at = 0; at < n; at += 40000) {
+        const size_t end = std::min(n, at + 40000);
+        std::copy(final_bytes.begin() + at, final_bytes.begin() + end, payload.begin() + at);
+        ready.publish(end);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+    KvcWriter w(header(), "a text", n, kMap);
+    std::vector<uint8_t> got;
+    const Status st = w.stream(
+        payload,
+        [&](std::span<const uint8_t> b) {
+          got.insert(got.end(), b.begin(), b.end());
+          return Status::ok();
+        },
+        threads, &ready);
+    producer.join();
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_EQ(got, want);
+
+    base::ReadyBytes failing(n);
+    std::thread quitter([&] {
+      failing.publish(3 * block);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      failing.fail();
+    });
+    KvcWriter w2(header(), "a text", n, kMap);
+    size_t handed = 0;
+    const Status st2 = w2.stream(
+        final_bytes,
+        [&](std::span<const uint8_t> b) {
+          handed += b.size();
+          return Status::ok();
+        },
+        threads, &failing);
+    quitter.join();
+    EXPECT_EQ(st2.code(), StatusCode::kUnavailable) << st2.to_string();
+    EXPECT_LT(handed, n);  // the tail never went out
   }
 }
 

@@ -116,7 +116,8 @@ Status read_side_by_side(int fd, std::span<uint8_t> out, size_t begin, size_t th
 }  // namespace
 
 Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
-                 const std::function<void(uint64_t, uint64_t)>& progress, size_t threads) {
+                 const std::function<void(uint64_t, uint64_t)>& progress, size_t threads,
+                 const base::ReadyBytes* ready) {
   const uint64_t total = w.file_bytes();
   uint64_t written = 0;
   return w.stream(
@@ -127,7 +128,7 @@ Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const 
         if (progress) progress(written, total);
         return Status::ok();
       },
-      threads);
+      threads, ready);
 }
 
 namespace {
@@ -480,7 +481,7 @@ Status KvcStore::reserve(const PreparedKvc& p) {
   return Status::ok();
 }
 
-Status KvcStore::write(const PreparedKvc& p) const {
+Status KvcStore::write(const PreparedKvc& p, const base::ReadyBytes* ready) const {
   Status st;
   {
     Fd fd(::open(p.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -488,7 +489,9 @@ Status KvcStore::write(const PreparedKvc& p) const {
       return Status::io_error("create '%s': %s", p.tmp.c_str(), std::strerror(errno));
     }
     KvcWriter w(p.header, p.text, p.payload.size(), p.tool_map);
-    st = write_kvc(fd.get(), p.tmp, w, p.payload, {}, threads_for(p.bytes));
+    // A kept file's payload is that file's, final already.
+    st = write_kvc(fd.get(), p.tmp, w, p.payload, {}, threads_for(p.bytes),
+                   p.kept ? nullptr : ready);
     if (st.is_ok() && ::fsync(fd.get()) != 0)
       st = Status::io_error("fsync '%s': %s", p.tmp.c_str(), std::strerror(errno));
     if (::close(fd.release()) != 0 && st.is_ok())
@@ -531,10 +534,10 @@ Status KvcStore::commit(const PreparedKvc& p) {
 }
 
 Status KvcStore::save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-                      std::span<const ToolMapEntry> tool_map) {
+                      std::span<const ToolMapEntry> tool_map, const base::ReadyBytes* ready) {
   DS4_ASSIGN_OR_RETURN(PreparedKvc p, prepare(header, text, payload, tool_map));
   DS4_TRY(reserve(p));
-  if (Status st = write(p); !st.is_ok()) {
+  if (Status st = write(p, ready); !st.is_ok()) {
     abandon(p);
     return st;
   }
@@ -679,6 +682,20 @@ std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string
     }
   }
   return out;
+}
+
+Status save_while_filling(KvcStore& store, KvcHeader header, std::string_view text,
+                          std::span<uint8_t> payload, std::span<const ToolMapEntry> tool_map,
+                          const std::function<Status(const std::function<void(size_t)>&)>& fill) {
+  base::ReadyBytes ready(payload.size());
+  Status saved;
+  std::thread writer([&] { saved = store.save(header, text, payload, tool_map, &ready); });
+  Status filled = fill([&](size_t n) { ready.publish(n); });
+  if (filled.is_ok()) ready.publish(payload.size());  // a fill that said nothing: all of it
+  if (!filled.is_ok()) ready.fail();
+  writer.join();
+  DS4_TRY(std::move(filled));
+  return saved;
 }
 
 }  // namespace ds4::kv

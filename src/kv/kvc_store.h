@@ -30,9 +30,10 @@ std::string sha1_hex(std::string_view bytes);
 // threads > 1: written while threads - 1 helpers hash it, KvcWriter::stream), the tail.
 // `progress` (may be empty) gets the bytes written so far and the file's size after each piece.
 // Errors: io_error naming `path`. The one writer of KVC files (the store's and ds4-agent's).
+// `ready`: the payload is still being filled by another thread (KvcWriter::stream).
 Status write_kvc(int fd, const std::string& path, KvcWriter& w, std::span<const uint8_t> payload,
                  const std::function<void(uint64_t written, uint64_t total)>& progress,
-                 size_t threads = 1);
+                 size_t threads = 1, const base::ReadyBytes* ready = nullptr);
 
 // How a KVC file is read (KvcStore::read_file).
 struct KvcReadOptions {
@@ -122,8 +123,10 @@ class KvcStore {
   // evicted before the write, so that the directory holds the budget at every moment, the
   // temporary file included. On failure (a full disk, say) the temporary file is removed and
   // every older file is intact.
+  // With `ready`, the payload is still being filled by another thread (a session's export): each
+  // piece is written once published; a producer's failure fails the save (no file is left).
   Status save(KvcHeader header, std::string_view text, std::span<const uint8_t> payload,
-              std::span<const ToolMapEntry> tool_map);
+              std::span<const ToolMapEntry> tool_map, const base::ReadyBytes* ready = nullptr);
   // save() in steps, so that a caller holding a lock around the store need not hold it during
   // the write: prepare() refers to the payload, which must outlive write() (it is never copied:
   // write() hashes each piece and writes it, KvcWriter); it touches neither the index nor any
@@ -136,7 +139,7 @@ class KvcStore {
                               std::span<const uint8_t> payload,
                               std::span<const ToolMapEntry> tool_map) const;
   Status reserve(const PreparedKvc& prepared);
-  Status write(const PreparedKvc& prepared) const;
+  Status write(const PreparedKvc& prepared, const base::ReadyBytes* ready = nullptr) const;
   Status commit(const PreparedKvc& prepared);
   void abandon(const PreparedKvc& prepared);
 
@@ -231,5 +234,15 @@ class KvcStore {
   uint64_t foreign_tmp_bytes_ = 0;
   size_t foreign_tmp_files_ = 0;
 };
+
+// A save whose payload is produced meanwhile (issue 55 item 4: a session's export from the device
+// beside the file's write): `fill` runs on the calling thread, writing the payload over `payload`
+// and calling its argument with the count of leading bytes that are final; store.save runs on
+// a helper thread and writes each piece once it is final, so the save takes about the longer of
+// the two instead of their sum. Returns fill's error first, then the save's; on either, no file
+// is left.
+Status save_while_filling(KvcStore& store, KvcHeader header, std::string_view text,
+                          std::span<uint8_t> payload, std::span<const ToolMapEntry> tool_map,
+                          const std::function<Status(const std::function<void(size_t)>&)>& fill);
 
 }  // namespace ds4::kv

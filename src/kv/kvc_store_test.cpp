@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "gguf/test_util.h"
 
@@ -339,6 +341,92 @@ TEST(KvcStore, ALargeFileIsWrittenAndReadByThreads) {
   EXPECT_TRUE(std::equal(r->view.payload.begin(), r->view.payload.end(), big.begin(), big.end()));
 }
 
+// A save whose payload another thread is still filling (a session's export beside the write): the
+// file is the one a finished payload gives; a producer that fails leaves no file, no temporary
+// file and no entry, and the files already there stay.
+TEST(KvcStore, APayloadStillBeingFilledIsSavedAsItComesOrNotAtAll) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto s = KvcStore::open(options(dir, uint64_t{1} << 30, &logs));
+  ASSERT_TRUE(s->save(header(9), "<bos>before", payload(100), {}).is_ok());
+  std::vector<uint8_t> want(KvcStore::kParallelBytes + 777);  // the threaded write path too
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint8_t>(i * 2654435761u >> 11);
+  for (const char* threads : {"1", "3"}) {
+    SCOPED_TRACE(threads);
+    setenv("DS4_KVC_THREADS", threads, 1);
+    std::vector<uint8_t> filling(want.size(), 0);
+    base::ReadyBytes ready(filling.size());
+    std::thread producer([&] {
+      for (size_t at = 0; at < want.size(); at += size_t{3} << 20) {
+        const size_t end = std::min(want.size(), at + (size_t{3} << 20));
+        std::copy(want.begin() + at, want.begin() + end, filling.begin() + at);
+        ready.publish(end);
+      }
+    });
+    const std::string text = std::string("<bos>filled ") + threads;
+    const Status st = s->save(header(9), text, filling, {}, &ready);
+    producer.join();
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    auto r = KvcStore::read_file(dir + "/" + sha1_hex(text) + ".kv", uint64_t{1} << 30, {});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_TRUE(
+        std::equal(r->view.payload.begin(), r->view.payload.end(), want.begin(), want.end()));
+
+    base::ReadyBytes failing(want.size());
+    std::thread quitter([&] {
+      failing.publish(want.size() / 3);
+      failing.fail();
+    });
+    const Status bad = s->save(header(9), "<bos>unfinished", want, {}, &failing);
+    quitter.join();
+    EXPECT_EQ(bad.code(), StatusCode::kUnavailable) << bad.to_string();
+  }
+  unsetenv("DS4_KVC_THREADS");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expect{sha1_hex("<bos>before") + ".kv",
+                                  sha1_hex("<bos>filled 1") + ".kv",
+                                  sha1_hex("<bos>filled 3") + ".kv"};
+  std::sort(expect.begin(), expect.end());
+  EXPECT_EQ(names, expect) << "no temporary or unfinished file is left";
+  EXPECT_EQ(s->entries().size(), 3u);
+}
+
+// save_while_filling: the fill on the caller's thread, the write beside it; the fill's error wins
+// and leaves no file.
+TEST(KvcStore, SaveWhileFillingWritesWhatTheFillProduces) {
+  TempDir tmp;
+  std::vector<std::string> logs;
+  const std::string dir = tmp.file("kv");
+  auto s = KvcStore::open(options(dir, uint64_t{1} << 30, &logs));
+  std::vector<uint8_t> want(5 << 20);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<uint8_t>(i * 40503u >> 9);
+  std::vector<uint8_t> buf(want.size(), 0x11);
+  auto fill_until = [&](size_t stop) {
+    return [&, stop](const std::function<void(size_t)>& ready) {
+      for (size_t at = 0; at < want.size(); at += 100000) {
+        if (at >= stop) return Status::io_error("the device went away");
+        const size_t end = std::min(want.size(), at + 100000);
+        std::copy(want.begin() + at, want.begin() + end, buf.begin() + at);
+        ready(end);
+      }
+      return Status::ok();
+    };
+  };
+  ASSERT_TRUE(
+      save_while_filling(*s, header(9), "<bos>filled", buf, {}, fill_until(want.size())).is_ok());
+  auto r = KvcStore::read_file(dir + "/" + sha1_hex("<bos>filled") + ".kv", uint64_t{1} << 30, {});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(std::equal(r->view.payload.begin(), r->view.payload.end(), want.begin(), want.end()));
+  const Status bad = save_while_filling(*s, header(9), "<bos>broken", buf, {}, fill_until(2 << 20));
+  EXPECT_EQ(bad.code(), StatusCode::kIoError) << bad.to_string();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + sha1_hex("<bos>broken") + ".kv"));
+  EXPECT_EQ(s->entries().size(), 1u);
+}
+
 // A newer build's file (version 3) may be sound and that build may share the directory: it is left
 // alone, logged once however often the directory is rescanned, and never used.
 TEST(KvcStore, ANewerVersionIsLeftAlone) {
@@ -455,7 +543,8 @@ TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
   std::vector<std::string> logs;
   auto s = KvcStore::open(options(tmp.file("kv"), 1 << 20, &logs));
   ASSERT_TRUE(s.is_ok());
-  auto p = s->prepare(header(9), "<bos>prepared", payload(64), {});
+  const std::vector<uint8_t> bytes = payload(64);  // prepare() refers to it until the write
+  auto p = s->prepare(header(9), "<bos>prepared", bytes, {});
   ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   EXPECT_FALSE(std::filesystem::exists(p->tmp));  // prepare() only encodes
   ASSERT_TRUE(s->reserve(*p).is_ok());
@@ -474,7 +563,7 @@ TEST(KvcStore, PrepareWritesOnlyATemporaryFileAndCommitPutsItInPlace) {
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->name, p->name);
   // An abandoned save leaves nothing and gives its room back.
-  auto q = s->prepare(header(9), "<bos>abandoned", payload(64), {});
+  auto q = s->prepare(header(9), "<bos>abandoned", bytes, {});
   ASSERT_TRUE(q.is_ok() && s->reserve(*q).is_ok() && s->write(*q).is_ok());
   s->abandon(*q);
   EXPECT_FALSE(std::filesystem::exists(q->tmp));
@@ -503,7 +592,8 @@ TEST(KvcStore, TheBudgetHoldsWhileANewFileIsWritten) {
     ASSERT_TRUE(s->save(header(9), "text " + std::to_string(i), payload(1000), {}).is_ok());
   }
   ASSERT_EQ(dir_bytes(dir), 3 * one);  // full
-  auto p = s->prepare(header(9), "text 3", payload(1000), {});
+  const std::vector<uint8_t> bytes = payload(1000);  // prepare() refers to it until the write
+  auto p = s->prepare(header(9), "text 3", bytes, {});
   ASSERT_TRUE(p.is_ok());
   ASSERT_TRUE(s->reserve(*p).is_ok());
   ASSERT_TRUE(s->write(*p).is_ok());

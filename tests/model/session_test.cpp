@@ -155,8 +155,21 @@ TEST_F(SessionTest, SaveToWritesTheSavePayloadOverReusedMemory) {
   ASSERT_TRUE(s->save_to(out).is_ok());
   EXPECT_TRUE(std::equal(out.begin(), out.end(), small->begin()));
   std::fill(reused.begin(), reused.end(), uint8_t{0xA5});
-  ASSERT_TRUE(s->save_to(out).is_ok());
+  // What the ready callback announces is final when announced: the counts grow, the first is the
+  // head (tokens and logits, before the backend's layers), the last the whole payload.
+  std::vector<size_t> counts;
+  ASSERT_TRUE(s->save_to(out, [&](size_t n) {
+                 ASSERT_LE(n, out.size());
+                 EXPECT_TRUE(std::equal(out.begin(), out.begin() + static_cast<ptrdiff_t>(n),
+                                        small->begin()))
+                     << "bytes announced at " << n << " are not the payload's";
+                 counts.push_back(n);
+               }).is_ok());
   EXPECT_TRUE(std::equal(out.begin(), out.end(), small->begin()));
+  ASSERT_GE(counts.size(), 2u);
+  EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
+  EXPECT_LT(counts.front(), out.size());
+  EXPECT_EQ(counts.back(), out.size());
 
   for (size_t n : {small->size() - 1, small->size() + 1}) {
     std::fill(reused.begin(), reused.end(), uint8_t{0x5A});

@@ -127,30 +127,48 @@ void CpuBackend::settle_sequence(int seq) {
 
 namespace {
 
-// A frontier pair appended with its unused rows normalised there (the live state keeps them).
-void append_frontier(std::vector<uint8_t>* out, const std::vector<float>& kv,
-                     const std::vector<float>& score, int ratio, int width, int n_tokens) {
-  const size_t at = out->size();
-  append_floats(out, kv.data(), kv.size());
-  append_floats(out, score.data(), score.size());
-  normalise_unused_rows(out->data() + at, out->data() + at + kv.size() * sizeof(float), ratio,
-                        width, n_tokens);
+// Floats written one part after another over a payload's bytes.
+struct PayloadCursor {
+  uint8_t* at;
+  uint8_t* floats(const float* p, size_t n) {
+    uint8_t* to = at;
+    if (n != 0) std::memcpy(to, p, n * sizeof(float));
+    at += n * sizeof(float);
+    return to;
+  }
+};
+
+// A frontier pair written with its unused rows normalised there (the live state keeps them).
+void write_frontier(PayloadCursor* out, const std::vector<float>& kv,
+                    const std::vector<float>& score, int ratio, int width, int n_tokens) {
+  uint8_t* k = out->floats(kv.data(), kv.size());
+  uint8_t* s = out->floats(score.data(), score.size());
+  normalise_unused_rows(k, s, ratio, width, n_tokens);
 }
 
-// One layer in payload order (append_layer_state's), straight from the cache.
-void append_layer(const LayerCache& c, int hd, int ihd, std::vector<uint8_t>* out) {
+PartCounts layer_counts(const LayerCache& c, int hd, int ihd) {
+  return part_counts(c.lay, hd, ihd, c.n_raw, c.n_comp, c.n_index);
+}
+size_t layer_bytes(const LayerCache& c, int hd, int ihd) {
+  size_t n = 0;
+  for (size_t k : layer_counts(c, hd, ihd)) n += k;
+  return n * sizeof(float);
+}
+
+// One layer in payload order (append_layer_state's), straight from the cache: layer_bytes() at
+// out->at.
+void write_layer(const LayerCache& c, int hd, int ihd, PayloadCursor* out) {
   const size_t row = static_cast<size_t>(hd);
   for (int i = 0; i < c.n_raw; ++i) {
-    append_floats(out, c.raw.data() + static_cast<size_t>((c.raw_head + i) % c.lay.raw_cap) * row,
-                  row);
+    out->floats(c.raw.data() + static_cast<size_t>((c.raw_head + i) % c.lay.raw_cap) * row, row);
   }
   if (c.lay.ratio != 0) {
-    append_floats(out, c.comp.data(), static_cast<size_t>(c.n_comp) * row);
-    append_frontier(out, c.comp_kv, c.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
+    out->floats(c.comp.data(), static_cast<size_t>(c.n_comp) * row);
+    write_frontier(out, c.comp_kv, c.comp_score, c.lay.ratio, c.lay.frontier_width, c.n_tokens);
   }
   if (c.lay.ratio == 4) {
-    append_floats(out, c.index.data(), static_cast<size_t>(c.n_index) * ihd);
-    append_frontier(out, c.index_kv, c.index_score, 4, 256, c.n_tokens);
+    out->floats(c.index.data(), static_cast<size_t>(c.n_index) * ihd);
+    write_frontier(out, c.index_kv, c.index_score, 4, 256, c.n_tokens);
   }
 }
 
@@ -160,14 +178,22 @@ void copy_in(std::vector<float>& to, const FloatBytes& from) {
 
 }  // namespace
 
-Status CpuBackend::export_sequence_into(int seq, std::span<uint8_t> out) const {
+Status CpuBackend::export_sequence_into(int seq, std::span<uint8_t> out,
+                                        const std::function<void(size_t)>& done) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const Sequence& s = *it->second;
-  std::vector<uint8_t> bytes;
-  for (const LayerCache& c : s.layers)
-    append_layer(c, s.layout.head_dim, s.layout.indexer_head_dim, &bytes);
-  return copy_layers_into(bytes, out);
+  const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  size_t total = 0;
+  for (const LayerCache& c : s.layers) total += layer_bytes(c, hd, ihd);
+  if (total != out.size()) return layers_size_mismatch(out.size(), total);
+  PayloadCursor cursor{out.data()};
+  for (const LayerCache& c : s.layers) {
+    write_layer(c, hd, ihd, &cursor);
+    if (done) done(static_cast<size_t>(cursor.at - out.data()));
+  }
+  DS4_CHECK(cursor.at == out.data() + out.size());
+  return Status::ok();
 }
 
 Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
@@ -179,12 +205,12 @@ Result<std::vector<LayerState>> CpuBackend::export_sequence(int seq) const {
   std::vector<uint8_t> bytes;
   for (size_t il = 0; il < s.layers.size(); ++il) {
     const LayerCache& c = s.layers[il];
-    bytes.clear();
-    append_layer(c, hd, ihd, &bytes);
+    bytes.resize(layer_bytes(c, hd, ihd));
+    PayloadCursor cursor{bytes.data()};
+    write_layer(c, hd, ihd, &cursor);
     const uint8_t* p = bytes.data();
-    const LayerStateView v =
-        take_layer_view(&p, c.n_tokens, part_counts(c.lay, hd, ihd, c.n_raw, c.n_comp, c.n_index));
-    DS4_CHECK(p == bytes.data() + bytes.size());
+    const LayerStateView v = take_layer_view(&p, c.n_tokens, layer_counts(c, hd, ihd));
+    DS4_CHECK(p == bytes.data() + bytes.size() && cursor.at == p);
     out[il] = to_state(v);
   }
   return out;

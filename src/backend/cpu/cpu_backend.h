@@ -51,7 +51,8 @@ class CpuBackend final : public Backend {
   void reset_sequence(int seq) override;
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
-  Status export_sequence_into(int seq, std::span<uint8_t> out) const override;
+  Status export_sequence_into(int seq, std::span<uint8_t> out,
+                              const std::function<void(size_t)>& done) const override;
   Status import_sequence_view(int seq, std::span<const LayerStateView> state) override;
   Status mark_sequence(int seq) override;
   Status rewind_sequence(int seq, int n_tokens) override;

@@ -123,7 +123,8 @@ class CudaBackend final : public Backend {
   // The state's copies (session_io.cpp): straight between the device and the payload.
   Result<std::vector<LayerState>> export_sequence(int seq) const override;
   Status import_sequence(int seq, const std::vector<LayerState>& state) override;
-  Status export_sequence_into(int seq, std::span<uint8_t> out) const override;
+  Status export_sequence_into(int seq, std::span<uint8_t> out,
+                              const std::function<void(size_t)>& done) const override;
   Status import_sequence_view(int seq, std::span<const LayerStateView> state) override;
   // Marking costs no device work: the verification's compressor launches log what a rewind
   // needs (CompressorLane::mark); a rewind launches one kernel per compressor lane.

@@ -10,6 +10,7 @@
 // equal bytes.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -80,13 +81,20 @@ struct FrontierAt {
 
 }  // namespace
 
-Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out) const {
+Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out,
+                                         const std::function<void(size_t)>& done) const {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const DeviceSequence& s = *it->second;
   const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
   std::vector<HostCopy> pieces;
   std::vector<FrontierAt> frontiers;
+  // Where each layer's pieces and frontiers end, and its last byte: its bytes are final once
+  // they are copied and its frontiers normalised (done).
+  struct LayerEnd {
+    size_t pieces, frontiers, bytes;
+  };
+  std::vector<LayerEnd> ends;
   size_t at = 0;
   for (const DeviceLayer& c : s.layers) {
     const int n_raw = live_raw(c);
@@ -108,21 +116,23 @@ Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out) const 
       frontiers.push_back({part_at[1], part_at[2], c.lay.ratio, c.lay.frontier_width, c.n_tokens});
     }
     if (c.lay.ratio == 4) frontiers.push_back({part_at[4], part_at[5], 4, 256, c.n_tokens});
+    ends.push_back({pieces.size(), frontiers.size(), at});
   }
-  if (at != out.size()) {
-    return Status::invalid_argument(
-        "the payload has room for %zu bytes of layer state, the sequence holds %zu", out.size(),
-        at);
-  }
+  if (at != out.size()) return layers_size_mismatch(out.size(), at);
   DS4_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the state the queued work writes
   const PinnedRange pinned(out.data(), out.size());
-  size_t to = 0;
-  for (const HostCopy& p : pieces) {
-    DS4_CUDA_CHECK(cudaMemcpy(out.data() + to, p.device, p.bytes, cudaMemcpyDeviceToHost));
-    to += p.bytes;
-  }
-  for (const FrontierAt& f : frontiers) {
-    normalise_unused_rows(out.data() + f.kv, out.data() + f.score, f.ratio, f.width, f.n_tokens);
+  size_t to = 0, piece = 0, frontier = 0;
+  for (const LayerEnd& e : ends) {
+    for (; piece < e.pieces; ++piece) {
+      const HostCopy& p = pieces[piece];
+      DS4_CUDA_CHECK(cudaMemcpy(out.data() + to, p.device, p.bytes, cudaMemcpyDeviceToHost));
+      to += p.bytes;
+    }
+    for (; frontier < e.frontiers; ++frontier) {
+      const FrontierAt& f = frontiers[frontier];
+      normalise_unused_rows(out.data() + f.kv, out.data() + f.score, f.ratio, f.width, f.n_tokens);
+    }
+    if (done) done(e.bytes);
   }
   return Status::ok();
 }
@@ -200,7 +210,7 @@ Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
     for (size_t n : counts.back()) total += sizeof(float) * n;
   }
   std::vector<uint8_t> bytes(total);
-  DS4_TRY(export_sequence_into(seq, bytes));
+  DS4_TRY(export_sequence_into(seq, bytes, {}));
   std::vector<LayerState> out;
   out.reserve(s.layers.size());
   const uint8_t* p = bytes.data();
