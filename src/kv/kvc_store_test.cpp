@@ -591,7 +591,7 @@ TEST(KvcStore, TheBudgetHoldsWhileANewFileIsWritten) {
   for (int i = 1; i < 3; ++i) {
     ASSERT_TRUE(s->save(header(9), "text " + std::to_string(i), payload(1000), {}).is_ok());
   }
-  ASSERT_EQ(dir_bytes(dir), 3 * one);  // full
+  ASSERT_EQ(dir_bytes(dir), 3 * one);                // full
   const std::vector<uint8_t> bytes = payload(1000);  // prepare() refers to it until the write
   auto p = s->prepare(header(9), "text 3", bytes, {});
   ASSERT_TRUE(p.is_ok());
