@@ -691,8 +691,11 @@ Status save_while_filling(KvcStore& store, KvcHeader header, std::string_view te
   Status saved;
   std::thread writer([&] { saved = store.save(header, text, payload, tool_map, &ready); });
   Status filled = fill([&](size_t n) { ready.publish(n); });
-  if (filled.is_ok()) ready.publish(payload.size());  // a fill that said nothing: all of it
-  if (!filled.is_ok()) ready.fail();
+  if (filled.is_ok()) {
+    ready.publish(payload.size());  // a fill that said nothing: all of it
+  } else {
+    ready.fail();
+  }
   writer.join();
   DS4_TRY(std::move(filled));
   return saved;
