@@ -73,6 +73,7 @@ struct PlanarArgs {
   bool stage_x;  // the rows / slots kernels: copy the activation rows into shared memory first
   bool slot_groups_in_x;  // planar_slots_kernel: blockIdx.x is the slot group, blockIdx.y the rows
   ProductParts parts;     // planar_rows_kernel: several matrices in one launch (n >= 2)
+  int passes = 1;         // planar_rows_kernel: passes of kThreads / lanes rows per CTA
 };
 
 // The matrix a rows-kernel CTA works on: the launch's, or its part's (ProductParts), and the
@@ -211,6 +212,7 @@ template <class F, int kLanes>
 __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
+  constexpr int kPassRows = kThreads / kLanes;  // output rows of one pass
   const int slot = static_cast<int>(blockIdx.y);
   // A dense product's first weight loads go out before the wait (launch.cuh); a routed one
   // learns its expert from the routing kernel before it.
@@ -220,10 +222,14 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   if (e < 0 || e >= a.n_matrices) __trap();  // a routing bug: fail loudly, never read wild
   const CtaMatrix m = cta_matrix(a);
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  const int64_t o_raw = (m.cta * kThreads + threadIdx.x) / kLanes;
+  const int passes = a.passes;
+  const int64_t cta_row0 = m.cta * passes * kPassRows;  // the CTA's first output row
+  auto row_at = [&](int p) {
+    return cta_row0 + int64_t{p} * kPassRows + static_cast<int>(threadIdx.x) / kLanes;
+  };
   // Rows past the end compute row out - 1 again (every lane of a warp must reach the shuffles).
-  const int64_t o = o_raw < m.out ? o_raw : m.out - 1;
-  const int64_t blk0 = (static_cast<int64_t>(e) * m.mat_rows + o) * a.nb;
+  auto clamp_row = [&](int64_t r) { return r < m.out ? r : m.out - 1; };
+  int64_t blk0 = (static_cast<int64_t>(e) * m.mat_rows + clamp_row(row_at(0))) * a.nb;
   auto load = [&](int b) {
     typename F::W w{};
     if (b < a.nb) w = F::load(m.body + (blk0 + b) * F::kBody, m.aux + (blk0 + b) * F::kAux);
@@ -233,34 +239,44 @@ __global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs 
   if (!routed) await_predecessor();
   allow_successor();
   const int64_t xr = a.rows != nullptr ? a.rows[slot] : slot;
-  const uint8_t* x = a.enc + xr * a.enc_row_bytes + (o / a.rows_per_group) * a.enc_group_bytes;
+  const uint8_t* x_row = a.enc + xr * a.enc_row_bytes;
   if (a.stage_x) {
-    const int64_t first_row = m.cta * (kThreads / kLanes);
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(
-        a.enc + xr * a.enc_row_bytes + (first_row / a.rows_per_group) * a.enc_group_bytes);
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(x_row + (cta_row0 / a.rows_per_group) *
+                                                                        a.enc_group_bytes);
     uint32_t* dst = reinterpret_cast<uint32_t*>(x_stage);
     const int words = a.nb * (F::kXBytes / 4);
     for (int i = static_cast<int>(threadIdx.x); i < words; i += kThreads) dst[i] = src[i];
-    x = x_stage;
     __syncthreads();  // a.stage_x is the same for the whole CTA
   }
   const Iq2Lookup tables = shared_tables.load();
   using Term = typename F::Term;
-  auto term = [&](const typename F::W& w, int b) {
-    return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
-  };
-  float acc = 0.0f;
-  for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
-    const int ba = b0 + lane, bb = b0 + kLanes + lane;
-    const Term t0 = term(wa, ba);
-    const Term t1 = term(wb, bb);
-    if (b0 + 2 * kLanes < a.nb) wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
-    if (ba < a.nb) acc = planar::add_term(acc, t0);
-    if (bb < a.nb) acc = planar::add_term(acc, t1);
-  }
+  // Pass p: the rows cta_row0 + p * kPassRows ..; the first loads of pass p + 1 are issued
+  // during the last round of pass p.
+  for (int p = 0; p < passes && cta_row0 + int64_t{p} * kPassRows < m.out; ++p) {
+    const int64_t o_raw = row_at(p);
+    const int64_t o = clamp_row(o_raw);
+    const uint8_t* x = a.stage_x ? x_stage : x_row + (o / a.rows_per_group) * a.enc_group_bytes;
+    auto term = [&](const typename F::W& w, int b) {
+      return b < a.nb ? F::term(w, x + int64_t{b} * F::kXBytes, tables) : Term{};
+    };
+    float acc = 0.0f;
+    for (int b0 = 0; b0 < a.nb; b0 += 2 * kLanes) {
+      const int ba = b0 + lane, bb = b0 + kLanes + lane;
+      const Term t0 = term(wa, ba);
+      const Term t1 = term(wb, bb);
+      if (b0 + 2 * kLanes < a.nb) {
+        wa = load(ba + 2 * kLanes), wb = load(bb + 2 * kLanes);
+      } else if (p + 1 < passes) {
+        blk0 = (static_cast<int64_t>(e) * m.mat_rows + clamp_row(row_at(p + 1))) * a.nb;
+        wa = load(lane), wb = load(kLanes + lane);
+      }
+      if (ba < a.nb) acc = planar::add_term(acc, t0);
+      if (bb < a.nb) acc = planar::add_term(acc, t1);
+    }
 #pragma unroll
-  for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0 && o_raw < m.out) m.y[slot * a.y_stride + o] = F::finish(acc);
+    for (int off = kLanes / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0 && o_raw < m.out) m.y[slot * a.y_stride + o] = F::finish(acc);
+  }
 }
 
 // kSlots (2, 4 or 8) slots of one matrix per CTA (a batched decode step of a few sessions),
@@ -400,6 +416,16 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // the H200, 4 decoded Flash q2 faster than 1. Fewer than 8 lanes for rows of few blocks (Flash's
 // routed IQ2_XXS 16-block and Q2_K 8-block rows) lost their A/B: 4 lanes decoded more slowly.
 constexpr int kRowsBlocksPerLane = 4;
+// A rows-kernel CTA takes up to kRowsMaxPasses passes of kThreads / lanes rows while the launch
+// keeps kRowsMinCtas CTAs (about one wave: 132 SMs x 4 resident CTAs of the routed formats). The
+// routed expert launches of a batched decode step (6 slots a session) are the ones that reach
+// several passes: a CTA of one pass staged its activation row and the IQ2 tables for 1-2 blocks
+// a lane. H100, Flash q2 cut to 30 layers, ds4-bench --sessions at 2k, p50 step: 4 / 8 / 16 / 32
+// sessions 11.89 / 17.74 / 29.48 / 46.64 ms against 12.43 / 18.82 / 31.57 / 51.50 with one pass;
+// 1 session (768 CTAs) unchanged. At most 4 or 16 passes measured alike; a minimum of 256 CTAs
+// slowed 4 sessions (12.50 ms: 384 CTAs, under a wave).
+constexpr int kRowsMaxPasses = 8;
+constexpr int64_t kRowsMinCtas = 512;
 // Products of one matrix of 2 .. kSlotsMaxSlots slots take planar_slots_kernel (CTAs of up to 8
 // slots); more take the tensor cores (planar_uses_imma) or the tile kernel. On the H200, Flash q2
 // decode steps of 8 and 16 sessions (ds4-bench --sessions) were faster on the slots kernel, steps
@@ -426,8 +452,21 @@ int64_t planar_body_bytes(GgufType t) {
 int rows_lanes(int nb) {
   return nb >= 32 * kRowsBlocksPerLane ? 32 : (nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
 }
-// CTAs of the rows and slots kernels for out rows of lanes lanes each.
-int64_t rows_ctas(int64_t out, int lanes) { return (out * lanes + kThreads - 1) / kThreads; }
+// CTAs of the rows and slots kernels for out rows of lanes lanes each, passes rows kernel passes
+// per CTA.
+int64_t rows_ctas(int64_t out, int lanes, int passes = 1) {
+  const int64_t rows_per_cta = int64_t{kThreads / lanes} * passes;
+  return (out + rows_per_cta - 1) / rows_per_cta;
+}
+// Passes per rows-kernel CTA for a launch of ctas_one_pass x n_slots CTAs at one pass: the most
+// (a power of two up to kRowsMaxPasses) that leave at least kRowsMinCtas CTAs. Each pass after
+// the first reuses the CTA's staged activation row and IQ2 tables and has its weights' loads
+// issued during the previous pass.
+int rows_passes(int64_t ctas_one_pass, int64_t n_slots) {
+  int p = 1;
+  while (p * 2 <= kRowsMaxPasses && ctas_one_pass * n_slots / (p * 2) >= kRowsMinCtas) p *= 2;
+  return p;
+}
 
 // go(std::integral_constant<int, lanes>) for the lanes of rows_lanes.
 template <class G>
@@ -445,7 +484,7 @@ void by_lanes(int lanes, G go) {
 // Whether the activation rows (x_bytes per CTA) can be staged in shared memory: the CTA's rows
 // share one row group and the rows fit the default shared memory.
 bool stageable(const PlanarArgs& a, int lanes, int64_t x_bytes) {
-  return a.rows_per_group % (kThreads / lanes) == 0 && x_bytes <= kMaxStagedBytes &&
+  return a.rows_per_group % ((kThreads / lanes) * a.passes) == 0 && x_bytes <= kMaxStagedBytes &&
          aligned_to(a.enc, 4) && a.enc_row_bytes % 4 == 0 && a.enc_group_bytes % 4 == 0;
 }
 
@@ -472,7 +511,8 @@ void launch_planar(const Weight& w, PlanarArgs a, cudaStream_t stream) {
   const int64_t ctas = rows_ctas(a.out, lanes);
   DS4_CHECK_MSG(a.out > 0 && ctas <= INT_MAX, "planar matmul: %d slots, %d rows", a.n_slots, a.out);
   if (a.groups.order == nullptr && (a.experts != nullptr || a.n_slots == 1)) {
-    launch_rows<F>(a, ctas, stream);
+    a.passes = rows_passes(ctas, a.n_slots);
+    launch_rows<F>(a, rows_ctas(a.out, lanes, a.passes), stream);
     return;
   }
   // A few slots of one matrix (a batched decode step of a few sessions): planar_slots_kernel,
@@ -583,6 +623,13 @@ SlotGroups launch_group_slots(const int32_t* experts, int64_t n_slots, int n_mat
   return g;
 }
 
+int planar_rows_passes(const Weight& w, int64_t n_slots) {
+  DS4_CHECK_MSG(has_planar_layout(w.type), "planar matmul: unsupported type");
+  const int64_t nb = w.ne[0] / gguf::type_info(static_cast<uint32_t>(w.type))->block_elems;
+  DS4_CHECK(nb > 0 && nb <= INT_MAX);
+  return rows_passes(rows_ctas(w.ne[1], rows_lanes(static_cast<int>(nb))), n_slots);
+}
+
 bool planar_uses_imma(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                       PlanarPath path) {
   if (path == PlanarPath::kScalar || !imma_has_format(w.type) || (experts && !grouped))
@@ -665,6 +712,9 @@ bool launch_matmul_planar_parts(std::span<const Weight* const> w, std::span<floa
   a.rows_per_group = 1 << 30;  // one output group per part: every CTA's rows share it
   const int lanes = rows_lanes(a.nb);
   a.parts.n = static_cast<int>(n);
+  int64_t ctas_one_pass = 0;
+  for (const Weight* wi : w) ctas_one_pass += rows_ctas(wi->ne[1], lanes);
+  a.passes = rows_passes(ctas_one_pass, n_slots);
   int64_t ctas = 0;
   for (size_t p = 0; p < n; ++p) {
     const Weight& wp = *w[p];
@@ -674,7 +724,7 @@ bool launch_matmul_planar_parts(std::span<const Weight* const> w, std::span<floa
     a.parts.aux[p] = a.parts.w[p] + wp.ne[1] * wp.ne[2] * a.nb * planar_body_bytes(wp.type);
     a.parts.y[p] = y[p];
     a.parts.out[p] = static_cast<int>(wp.ne[1]);
-    ctas += rows_ctas(wp.ne[1], lanes);
+    ctas += rows_ctas(wp.ne[1], lanes, a.passes);
   }
   a.parts.first[n] = static_cast<int>(std::min<int64_t>(ctas, INT_MAX));
   switch (w0.type) {

@@ -96,6 +96,12 @@ bool planar_uses_q8_mma(const Weight& w, int64_t n_slots, int groups, bool exper
 bool planar_sums_reordered(const Weight& w, int64_t n_slots, int groups, bool experts, bool grouped,
                            PlanarPath path);
 
+// Passes of the rows kernel per CTA (each pass kernel threads / lanes output rows of one slot)
+// for a product of w with n_slots slots, one matrix or expert slots without groups: more than 1
+// only where the launch keeps about a wave of CTAs (matmul_planar.cu). A row's sum is the same
+// at any number of passes.
+int planar_rows_passes(const Weight& w, int64_t n_slots);
+
 // The expert whose groups contain group g, given each expert's first group (group_first[e],
 // non-decreasing, n_matrices + 1 entries, g < group_first[n_matrices]): a binary search.
 __host__ __device__ inline int group_expert(const int32_t* group_first, int n_matrices, int g) {

@@ -678,6 +678,13 @@ TEST(CudaMatmulQ, EncodeEdgeCases) {
 // warps per row chosen per part); F32: matrices of few rows (the CTA-per-row kernel); planar
 // Q8_0 / Q2_K / IQ2_XXS (8 and 32 lanes per row): one slot, and the gate / up pair of an expert
 // stack with expert slots.
+// n slots' experts, slot j of expert (5 j + 3) % n_mat: every expert used when n >= n_mat.
+std::vector<int32_t> spread_experts(int n, int n_mat) {
+  std::vector<int32_t> e(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) e[static_cast<size_t>(j)] = (5 * j + 3) % n_mat;
+  return e;
+}
+
 TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   const uint32_t seed = fresh_seed();
@@ -689,6 +696,7 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
     std::vector<int64_t> outs;
     int64_t n_mat;
     std::vector<int32_t> experts;  // empty: one slot of matrix 0
+    bool random_blocks = false;    // Case::random_blocks (IQ2_XXS rows are slow to quantize)
   };
   const std::vector<PartsCase> cases = {
       {GgufType::kF16, 1024, {1536, 256, 64, 256, 1024}, 1, {}},  // 2, 8, 8, 8 and 4 warps per row
@@ -697,6 +705,9 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
       {GgufType::kQ8_0, 1024, {40, 96, 201}, 1, {}},
       {GgufType::kIQ2_XXS, 1024, {64, 64}, 4, {2, 0, 3}},
       {GgufType::kQ2_K, 512, {40, 40}, 3, {1, 1, 2, 0}},
+      // 48 expert slots of Flash's gate and up shapes (a tail row CTA in the first): the rows
+      // kernel takes several passes per CTA, the parts another count than each alone.
+      {GgufType::kIQ2_XXS, 4096, {2000, 2048}, 8, spread_experts(48, 8), true},
   };
   for (const PartsCase& pc : cases) {
     const std::string what = std::string(gguf::to_string(pc.t)) + " parts of " +
@@ -718,7 +729,8 @@ TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
     std::vector<DeviceBuffer> stored, packed, alone, together;
     std::vector<Weight> weights(pc.outs.size());
     for (size_t p = 0; p < pc.outs.size(); ++p) {
-      const Case c{"parts", pc.cols, pc.outs[p], n_slots, n_slots, 1, pc.n_mat};
+      Case c{"parts", pc.cols, pc.outs[p], n_slots, n_slots, 1, pc.n_mat};
+      c.random_blocks = pc.random_blocks;
       const std::vector<uint8_t> w = make_weights(pc.t, c, rng);
       stored.push_back(to_device(w));
       Weight& wt = weights[p];
@@ -853,6 +865,72 @@ TEST(CudaMatmulQ, FewSlotsGiveEachSlotTheBitsOfItsRowAlone) {
             << gguf::to_string(sc.t) << " " << sc.cols << " x " << sc.out << ": slot " << j
             << " of " << n << " differs from its row alone (seed " << seed << ")";
       }
+    }
+  }
+}
+
+// A batched decode step's routed products (6 expert slots per session) have the rows kernel take
+// several passes of rows per CTA (planar_rows_passes); each slot must still get the bits of its
+// row launched alone (one pass), the CTAs' tail rows (out not a multiple of a CTA's rows)
+// included.
+TEST(CudaMatmulQ, RoutedRowsInPassesGiveEachSlotTheBitsOfItsRowAlone) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const uint32_t seed = fresh_seed();
+  std::printf("  rows in passes: seed %u\n", seed);
+  std::mt19937 rng(seed);
+  struct PassCase {
+    GgufType t;
+    int64_t cols, out, n_mat, n_slots;
+  };
+  const std::vector<PassCase> cases = {
+      {GgufType::kIQ2_XXS, 4096, 2000, 8, 48},  // Flash's gate / up rows, 8 sessions
+      {GgufType::kQ2_K, 2048, 4100, 8, 96},     // its down rows (a tail), 16 sessions
+      {GgufType::kQ8_0, 4096, 300, 4, 200},
+  };
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const PassCase& pc : cases) {
+    const std::string what = std::string(gguf::to_string(pc.t)) + " " + std::to_string(pc.cols) +
+                             " x " + std::to_string(pc.out) + ", seed " + std::to_string(seed);
+    Case c{"passes", pc.cols, pc.out, pc.n_slots, pc.n_slots, 1, pc.n_mat};
+    c.random_blocks = true;
+    const std::vector<uint8_t> w = make_weights(pc.t, c, rng);
+    const DeviceBuffer stored = to_device(w);
+    DeviceBuffer packed(w.size());
+    launch_pack_planar(pc.t, stored.get(), static_cast<int64_t>(w.size()) / gguf::block_bytes(pc.t),
+                       packed.get(), nullptr);
+    Weight wt;
+    wt.data = packed.get();
+    wt.type = pc.t;
+    wt.ne = {pc.cols, pc.out, pc.n_mat};
+    wt.layout = kLayoutPlanar;
+    EXPECT_GT(planar_rows_passes(wt, pc.n_slots), 1) << what;
+    EXPECT_EQ(planar_rows_passes(wt, 1), 1) << what;
+    std::vector<float> x(static_cast<size_t>(pc.n_slots * pc.cols));
+    for (float& v : x) v = normal(rng);
+    const DeviceBuffer dx = to_device(x);
+    const int64_t enc_row_bytes = encoded_row_bytes(pc.t, pc.cols);
+    DeviceBuffer denc(static_cast<size_t>(pc.n_slots * enc_row_bytes));
+    launch_encode_rows(pc.t, dx.get<float>(), pc.n_slots, pc.cols, pc.cols, denc.get(), nullptr);
+    const std::vector<int32_t> experts =
+        spread_experts(static_cast<int>(pc.n_slots), static_cast<int>(pc.n_mat));
+    const DeviceBuffer dexperts = to_device(experts);
+    const size_t row_bytes = static_cast<size_t>(pc.out) * sizeof(float);
+    DeviceBuffer y(static_cast<size_t>(pc.n_slots) * row_bytes);
+    launch_matmul(wt, denc.get(), enc_row_bytes, dexperts.get<int32_t>(), nullptr, pc.n_slots, 1,
+                  y.get<float>(), pc.out, nullptr);
+    DS4_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint8_t> got(static_cast<size_t>(pc.n_slots) * row_bytes);
+    y.download(got.data(), got.size());
+    DeviceBuffer y1(row_bytes);
+    std::vector<uint8_t> alone(row_bytes);
+    for (int64_t j = 0; j < pc.n_slots; ++j) {
+      launch_matmul(wt, denc.get<uint8_t>() + j * enc_row_bytes, enc_row_bytes,
+                    dexperts.get<int32_t>() + j, nullptr, 1, 1, y1.get<float>(), pc.out, nullptr);
+      DS4_CUDA_CHECK(cudaDeviceSynchronize());
+      y1.download(alone.data(), row_bytes);
+      EXPECT_EQ(
+          std::memcmp(got.data() + j * static_cast<int64_t>(row_bytes), alone.data(), row_bytes), 0)
+          << what << ": slot " << j << " of " << pc.n_slots << " differs from its row alone";
     }
   }
 }
