@@ -198,6 +198,18 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
+// Resident CTAs per SM the rows kernel is compiled for (__launch_bounds__; 0: no bound), per
+// format: the pass loop (kRowsMaxPasses) took the routed formats to 79 (IQ2_XXS) and 99 (Q2_K)
+// registers, 3 and 2 CTAs per SM; bounded to 4 and 3 CTAs (64 registers with a 28-byte spill, 79
+// without). Flash q2 cut to 30 layers on an H100, 16 / 32 sessions at 2k, p50 in one call: 28.59
+// / 45.29 ms against 32.04 / 52.49 with the routed formats unbounded (both at 4: 29.66 at 16);
+// in that build the other formats had a bound of 1, which raises Q8_0 from 47 registers to 64 and
+// Q4_K from 126 to 196, so they keep no bound.
+template <class F>
+inline constexpr int kRowsCtasPerSm = std::is_same_v<F, FmtIq2Xxs>
+                                          ? 4
+                                          : (std::is_same_v<F, FmtQ2K> ? 3 : 0);
+
 // One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
 // row: lane l forms and sums the terms of blocks l, l + kLanes, .. (its 16-byte loads of
 // neighbouring blocks coalesce across the lanes), and a butterfly over the row's lanes adds the
@@ -209,7 +221,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 // into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
 // bank conflicts), which from global memory costs a cache line per lane and load.
 template <class F, int kLanes>
-__global__ void __launch_bounds__(kThreads) planar_rows_kernel(const PlanarArgs a) {
+__global__ void __launch_bounds__(kThreads, kRowsCtasPerSm<F>)
+    planar_rows_kernel(const PlanarArgs a) {
   extern __shared__ __align__(16) uint8_t x_stage[];
   __shared__ SharedTables<F> shared_tables;
   constexpr int kPassRows = kThreads / kLanes;  // output rows of one pass
