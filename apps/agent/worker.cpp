@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <thread>
 
 #include "agent/history.h"
+#include "base/byte_buffer.h"
 
 namespace ds4::agent_app {
 namespace {
@@ -222,13 +224,16 @@ void Worker::save() {
   if (created_ == 0) return fe_.note("nothing to save yet: the session has no turn");
   fe_.saving();
   Status st = loop_->flush();
-  Result<std::vector<uint8_t>> payload =
-      st.is_ok() ? session_->save() : Result<std::vector<uint8_t>>(st);
-  if (!payload.is_ok()) return fe_.problem("save failed: " + payload.status().message(), false);
+  if (!st.is_ok()) return fe_.problem("save failed: " + st.message(), false);
+  // The payload is written to the file while the session's export fills it (no zero fill, the
+  // export's time behind the write).
+  base::ByteBuffer payload(static_cast<size_t>(session_->save_bytes()));
   const std::vector<TokenId>& t = loop_->transcript();
   st = store_->save({.title = title_, .created = created_}, tok_.decode(t),
                     static_cast<uint32_t>(t.size()), static_cast<uint32_t>(session_->n_ctx()),
-                    *payload);
+                    payload.span(), [&](const std::function<void(size_t)>& publish) {
+                      return session_->save_to(payload.span(), publish);
+                    });
   if (!st.is_ok()) return fe_.problem("save failed: " + st.message(), false);
   dirty_ = false;
   fe_.note("saved session " + short_id(id()) + " (" + std::to_string(t.size()) + " tokens)");

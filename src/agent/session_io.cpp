@@ -148,7 +148,9 @@ uint64_t session_file_bytes(const SessionFileFrame& frame, uint64_t payload_byte
 
 Status write_session_file(const std::string& dir, std::string_view name,
                           const SessionFileFrame& frame, std::span<const uint8_t> payload,
-                          const std::function<void(size_t, size_t)>& hook) {
+                          const std::function<void(size_t, size_t)>& hook,
+                          const base::ReadyBytes* ready,
+                          const std::function<Status()>& before_commit) {
   const std::string final_path = dir + "/" + std::string(name);
   const std::string tmp = dir + "/." + std::string(name) + ".tmp." + std::to_string(::getpid());
   TempGuard guard(tmp);
@@ -162,11 +164,12 @@ Status write_session_file(const std::string& dir, std::string_view name,
     };
   }
   DS4_TRY(kv::write_kvc(fd.get(), tmp, w, payload, progress,
-                        kv::KvcStore::threads_for(w.file_bytes())));
+                        kv::KvcStore::threads_for(w.file_bytes()), ready));
   if (::fsync(fd.get()) != 0)
     return Status::io_error("fsync '%s': %s", tmp.c_str(), std::strerror(errno));
   if (::close(fd.release()) != 0)
     return Status::io_error("close '%s': %s", tmp.c_str(), std::strerror(errno));
+  if (before_commit) DS4_TRY(before_commit());
   if (::rename(tmp.c_str(), final_path.c_str()) != 0)
     return Status::io_error("rename '%s': %s", tmp.c_str(), std::strerror(errno));
   guard.disarm();

@@ -18,6 +18,7 @@
 
 #include "agent/session_file.h"
 #include "base/byte_buffer.h"
+#include "base/ready_bytes.h"
 #include "ds4/status.h"
 
 namespace ds4::agent {
@@ -50,10 +51,15 @@ uint64_t session_file_bytes(const SessionFileFrame& frame, uint64_t payload_byte
 // Writes the file of `frame` and `payload` to "DIR/.NAME.tmp.PID" (kv::write_kvc: the payload is
 // never copied; `hook`, if any, is called after each piece with the bytes written so far and the
 // total), fsyncs it, renames it to "DIR/NAME" and fsyncs DIR. On any failure, or an exception from
-// the hook, the temporary file is removed and DIR/NAME is as it was.
+// the hook, the temporary file is removed and DIR/NAME is as it was. With `ready`, another thread
+// is still filling the payload: each piece is written once final, and a fill that fails fails the
+// write. `before_commit` (may be empty) runs after the fsync, before the rename: its error leaves
+// DIR/NAME as it was too.
 Status write_session_file(const std::string& dir, std::string_view name,
                           const SessionFileFrame& frame, std::span<const uint8_t> payload,
-                          const std::function<void(size_t, size_t)>& hook);
+                          const std::function<void(size_t, size_t)>& hook,
+                          const base::ReadyBytes* ready = nullptr,
+                          const std::function<Status()>& before_commit = {});
 
 // Sets the header's last use (bytes 32-39, which the checksum reads as zero) in place.
 Status rewrite_last_used(const std::string& path, uint64_t last_used);

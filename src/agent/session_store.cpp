@@ -12,6 +12,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <future>
+#include <thread>
 
 #include "agent/session_io.h"
 #include "kv/snapshot.h"
@@ -179,14 +182,23 @@ Result<std::string> SessionStore::resolve(std::string_view prefix) const {
 
 Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, uint32_t tokens,
                           uint32_t n_ctx, std::span<const uint8_t> payload) {
+  return save(meta, transcript, tokens, n_ctx, payload, {});
+}
+
+Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, uint32_t tokens,
+                          uint32_t n_ctx, std::span<const uint8_t> payload,
+                          const PayloadFill& fill) {
   if (meta.created == 0) return Status::invalid_argument("a session's creation time is not set");
   if (tokens == 0) return Status::invalid_argument("a session of 0 tokens is not saved");
-  if (!payload.empty()) {
+  auto check_payload = [&]() -> Status {
+    if (payload.empty()) return Status::ok();
     DS4_ASSIGN_OR_RETURN(const uint32_t held, kv::snapshot_tokens(payload));
     if (held != tokens)
       return Status::invalid_argument("the payload holds %u tokens, the transcript %u", held,
                                       tokens);
-  }
+    return Status::ok();
+  };
+  if (!fill) DS4_TRY(check_payload());
   const kv::KvcHeader h{.quant_bits = o_.model.quant_bits,
                         .reason = kv::SaveReason::kAgentSession,
                         .model = o_.model.model,
@@ -204,8 +216,37 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
     return Status::resource_exhausted("a %llu-byte session file exceeds the %llu-byte limit",
                                       static_cast<unsigned long long>(bytes),
                                       static_cast<unsigned long long>(o_.max_file_bytes));
-  return write_session_file(o_.dir, session_id(meta.title, meta.created) + ".kv", f, payload,
-                            o_.write_hook);
+  const std::string name = session_id(meta.title, meta.created) + ".kv";
+  if (!fill) return write_session_file(o_.dir, name, f, payload, o_.write_hook);
+  base::ReadyBytes ready(payload.size());
+  // The file replaces the previous one only once the fill has succeeded (whatever it published)
+  // and the whole payload holds `tokens`.
+  std::promise<bool> fill_verdict;
+  std::future<bool> fill_ok = fill_verdict.get_future();
+  auto before_commit = [&]() -> Status {
+    if (!fill_ok.get()) return Status::internal("the session's payload was not filled");
+    return check_payload();
+  };
+  Status written;
+  std::exception_ptr thrown;  // from the write hook (tests), rethrown here
+  std::thread writer([&] {
+    try {
+      written = write_session_file(o_.dir, name, f, payload, o_.write_hook, &ready, before_commit);
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+  });
+  Status filled = fill([&](size_t n) { ready.publish(n); });
+  if (filled.is_ok()) {
+    ready.publish(payload.size());  // a fill that said nothing: all of it
+  } else {
+    ready.fail();
+  }
+  fill_verdict.set_value(filled.is_ok());
+  writer.join();
+  if (thrown) std::rethrow_exception(thrown);
+  DS4_TRY(std::move(filled));
+  return written;
 }
 
 namespace {

@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <span>
+#include <stdexcept>
 
 #include "agent/session_test_util.h"
 #include "kv/kvc_file.h"
@@ -103,6 +107,71 @@ TEST(SessionStore, SaveRefusesWhatCouldNotBeLoaded) {
       capped->save({.title = "t", .created = kNow}, "x", 5, 4096, fake_payload(5, 400)).code(),
       StatusCode::kResourceExhausted);
   EXPECT_TRUE(store->list()->empty());
+}
+
+// A save whose payload is still being filled (ds4-agent's /save: the session's export beside the
+// file's write) writes the file a save of the finished payload writes, byte for byte; a fill that
+// fails, a filled payload of another token count, or a failing hook leave the previous file as it
+// was and no temporary file.
+TEST(SessionStore, ASaveBesideItsPayloadsFillWritesWhatTheFillProducesOrNothing) {
+  TempDir plain_dir, tmp;
+  const std::vector<uint8_t> want = real_payload(40);
+  const SessionMeta meta{.title = "filled", .created = kNow - 7};
+  const std::string name = session_id("filled", kNow - 7) + ".kv";
+  auto plain = SessionStore::open(store_options(plain_dir.path()));
+  ASSERT_TRUE(plain->save(meta, "the transcript", 40, 256, want).is_ok());
+  // Fills `src` into the payload in 7 pieces, publishing each; fails after `fail_at` pieces.
+  auto fill_from = [](const std::vector<uint8_t>& src, std::span<uint8_t> out, int fail_at = 8) {
+    return [&src, out, fail_at](const std::function<void(size_t)>& publish) -> Status {
+      const size_t piece = (src.size() + 6) / 7;
+      for (size_t at = 0, i = 0; at < src.size(); at += piece, ++i) {
+        if (static_cast<int>(i) == fail_at) return Status::io_error("the device went away");
+        const size_t n = std::min(piece, src.size() - at);
+        std::memcpy(out.data() + at, src.data() + at, n);
+        publish(at + n);
+      }
+      return Status::ok();
+    };
+  };
+  auto store = SessionStore::open(store_options(tmp.path()));
+  std::vector<uint8_t> buf(want.size());
+  ASSERT_TRUE(store->save(meta, "the transcript", 40, 256, buf, fill_from(want, buf)).is_ok());
+  const std::vector<uint8_t> good = testing::read_all(tmp / name);
+  EXPECT_EQ(good, testing::read_all(plain_dir / name));
+  auto only_the_file = [&] {
+    EXPECT_EQ(testing::read_all(tmp / name), good);
+    size_t files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+      EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
+      ++files;
+    }
+    EXPECT_EQ(files, 1u);
+  };
+  // The fill fails halfway: its error, nothing changed.
+  std::vector<uint8_t> other = real_payload(40);
+  other.back() ^= 1;
+  const Status failed =
+      store->save(meta, "another transcript", 40, 256, buf, fill_from(other, buf, 3));
+  EXPECT_EQ(failed.code(), StatusCode::kIoError);
+  EXPECT_NE(failed.message().find("the device went away"), std::string::npos);
+  only_the_file();
+  // An empty payload whose fill fails: the write has nothing to wait for, and still no commit.
+  EXPECT_EQ(store->save(meta, "x", 40, 256, {}, fill_from(other, {}, 0)).code(),
+            StatusCode::kIoError);
+  only_the_file();
+  // The filled payload holds 39 tokens, the transcript 40.
+  const std::vector<uint8_t> short_one = fake_payload(39), long_one = fake_payload(40);
+  std::vector<uint8_t> fake(short_one.size());
+  const Status counted = store->save(meta, "x", 40, 256, fake, fill_from(short_one, fake));
+  EXPECT_NE(counted.message().find("payload holds 39 tokens"), std::string::npos) << counted.to_string();
+  only_the_file();
+  // A hook that throws (a test's kill point) throws from save.
+  auto throwing = store_options(tmp.path());
+  throwing.write_hook = [](size_t, size_t) { throw std::runtime_error("killed"); };
+  auto killed = SessionStore::open(throwing);
+  EXPECT_THROW((void)killed->save(meta, "x", 40, 256, fake, fill_from(long_one, fake)),
+               std::runtime_error);
+  only_the_file();
 }
 
 // Everything else a user may keep in the directory: other models' and other quants' sessions, a

@@ -81,6 +81,9 @@
 #            the files under .devdeps/old swapped in (a rewrite without a switch; probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
 #            ds4-loadgen at 1, 4, 16 and 32 clients; bench/serving.md)
+#   servingab serving's loadgen at CLIENTS (default 16) twice on one server build: plainly and
+#            with the environment assignment SERVING_AB (VAR=VALUE, an A/B switch of the
+#            server) set; each run's files under serving-plain/ and serving-ab/ in the logs
 #   longprompt a ~48k-token prompt beside 4 decoding clients, --itl-target-ms 100 and 0
 #            (tools/cuda/long_prompt_bench.sh; issue 55, bench/serving.md)
 #   kvsave   a 29k-token Flash q2 session saved to and loaded from /dev/shm on CUDA, step by step
@@ -270,6 +273,18 @@ fi
 if has serving; then
   OUT=$out step serving 400 bash tools/cuda/serving_bench.sh
   tail -30 "$out/serving.log"
+fi
+# serving_ab: serving_bench.sh plainly, then with $SERVING_AB in the environment.
+serving_ab() {
+  [[ ${SERVING_AB:-} == *=* ]] || { echo "servingab: SERVING_AB=VAR=VALUE is required"; return 1; }
+  mkdir -p "$out/serving-plain" "$out/serving-ab"
+  CLIENTS=${CLIENTS:-16} OUT=$out/serving-plain bash tools/cuda/serving_bench.sh || return 1
+  env "$SERVING_AB" CLIENTS=${CLIENTS:-16} OUT=$out/serving-ab bash tools/cuda/serving_bench.sh
+}
+export -f serving_ab
+if has servingab; then
+  step servingab 500 serving_ab
+  tail -6 "$out/servingab.log"
 fi
 if has kvsave; then
   OUT=$out step kvsave 400 bash tools/cuda/kv_save_bench.sh
