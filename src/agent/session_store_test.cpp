@@ -163,7 +163,8 @@ TEST(SessionStore, ASaveBesideItsPayloadsFillWritesWhatTheFillProducesOrNothing)
   const std::vector<uint8_t> short_one = fake_payload(39), long_one = fake_payload(40);
   std::vector<uint8_t> fake(short_one.size());
   const Status counted = store->save(meta, "x", 40, 256, fake, fill_from(short_one, fake));
-  EXPECT_NE(counted.message().find("payload holds 39 tokens"), std::string::npos) << counted.to_string();
+  EXPECT_NE(counted.message().find("payload holds 39 tokens"), std::string::npos)
+      << counted.to_string();
   only_the_file();
   // A hook that throws (a test's kill point) throws from save.
   auto throwing = store_options(tmp.path());
