@@ -7,15 +7,14 @@
 // kBody is a multiple of 16 and the plane starts at the (16-byte aligned) allocation, so every
 // body is 16-byte aligned; the total size equals the GGUF size.
 //
-// Tile kernel: a CTA owns 16 consecutive output rows of one
-// matrix and up to kMaxSlots activation rows (slots). It walks the row's blocks in chunks of
-// kChunk (half as many for Q8_0, whose terms are two floats): every thread computes the terms of
-// some (row, block) items, reading each weight block once for all of the CTA's slots, and parks
-// them in shared memory; then one thread per (row, slot) adds the chunk's terms to its accumulator
-// in block order (planar::add_term: Q8_0 by one fused multiply-add, as dot_ref.cpp). The float
-// terms use dot_ref.cpp's expressions (planar_formats.cuh, checked on the host by
-// planar_formats_test), integer sums are exact, so the result equals the CPU reference bit for bit.
-// Built with -fmad=false.
+// Tile kernel: a CTA owns 16 consecutive output rows of one matrix and up to kMaxSlots
+// activation rows (slots). It walks the row's blocks in chunks of kChunk (half as many for Q8_0,
+// whose terms are two floats): every thread computes the terms of some (row, block) items, reading
+// each weight block once for all of the CTA's slots, and parks them in shared memory; then one
+// thread per (row, slot) adds the chunk's terms to its accumulator in block order
+// (planar::add_term: Q8_0 by one fused multiply-add, as dot_ref.cpp). The float terms use
+// dot_ref.cpp's expressions (planar_formats.cuh, checked on the host by planar_formats_test),
+// integer sums are exact: the result equals the CPU reference bit for bit. Built with -fmad=false.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -123,9 +122,8 @@ __device__ bool cta_slots(const PlanarArgs& a, int* ids, int* ns, int* e) {
   return true;
 }
 
-// The IQ2_XXS codebook and sign table in shared memory (empty for the other formats): every
-// lane indexes them differently, which shared memory serves in a few cycles and the L1 cache in
-// one pass per lane. load() is called by every thread of the CTA (it synchronises).
+// The IQ2_XXS codebook and sign table in shared memory (empty for the other formats): every lane
+// indexes them differently. load() is called by every thread of the CTA (it synchronises).
 template <class F>
 struct SharedTables {
   static constexpr bool kUsed = std::is_same_v<F, FmtIq2Xxs>;
@@ -198,25 +196,21 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
   if (folds) a.y[ids[fold_slot] * a.y_stride + o0 + fold_row] = F::finish(acc);
 }
 
-// Resident CTAs per SM the rows kernel is compiled for (__launch_bounds__; 0: no bound), per
-// format: the pass loop (kRowsMaxPasses) took the routed formats to 79 (IQ2_XXS) and 99 (Q2_K)
-// registers, 3 and 2 CTAs per SM; bounded to 4 and 3 CTAs (64 registers with a 28-byte spill, 79
-// without). Flash q2 cut to 30 layers on an H100, 16 / 32 sessions at 2k, p50 in one call: 28.59
-// / 45.29 ms against 32.04 / 52.49 with the routed formats unbounded (both at 4: 29.66 at 16);
-// in that build the other formats had a bound of 1, which raises Q8_0 from 47 registers to 64 and
-// Q4_K from 126 to 196, so they keep no bound.
+// Resident CTAs per SM the rows kernel is compiled for (0: no bound): the pass loop took IQ2_XXS
+// to 79 registers and Q2_K to 99 (3 and 2 CTAs/SM); at 4 and 3 (64 registers, a 28-byte spill;
+// 79) the H100's 16 / 32-session steps took 28.59 / 45.29 ms against 32.04 / 52.49 in one call.
+// A bound of 1 would raise Q8_0 from 47 registers to 64 and Q4_K from 126 to 196.
 template <class F>
 inline constexpr int kRowsCtasPerSm = std::is_same_v<F, FmtIq2Xxs>
                                           ? 4
                                           : (std::is_same_v<F, FmtQ2K> ? 3 : 0);
 
 // One slot per blockIdx.y (decode: the token's row, or one expert slot), kLanes lanes per output
-// row: lane l forms and sums the terms of blocks l, l + kLanes, .. (its 16-byte loads of
-// neighbouring blocks coalesce across the lanes), and a butterfly over the row's lanes adds the
-// lanes' sums at the end. That order differs from the CPU's left-to-right fold (a tolerance in
-// matmul_q_test.cpp); the in-order fold it replaced shuffled every term to every lane and decoded
-// Flash q2 more slowly on the H200. Two rounds of loads are in flight, and the next two rounds'
-// loads are issued before this round's terms are formed.
+// row: lane l sums the terms of blocks l, l + kLanes, .. (its 16-byte loads of neighbouring blocks
+// coalesce across the lanes), and a butterfly over the row's lanes adds the lanes' sums: another
+// order than the CPU's left-to-right fold (a tolerance in matmul_q_test.cpp; the in-order fold it
+// replaced was slower). Two rounds of loads are in flight, the next two issued before this
+// round's terms are formed. A CTA takes a.passes passes of kThreads / kLanes rows (rows_passes).
 // With a.stage_x (the CTA's rows all in one row group), the CTA first copies its activation row
 // into shared memory: the lanes of a row read blocks kXBytes apart (an odd number of words, so no
 // bank conflicts), which from global memory costs a cache line per lane and load.
@@ -429,11 +423,11 @@ constexpr int64_t kMaxStagedBytes = 40 * 1024;  // with the IQ2 tables, under th
 // the H200, 4 decoded Flash q2 faster than 1. Fewer than 8 lanes for rows of few blocks (Flash's
 // routed IQ2_XXS 16-block and Q2_K 8-block rows) lost their A/B: 4 lanes decoded more slowly.
 constexpr int kRowsBlocksPerLane = 4;
-// A rows-kernel CTA takes up to kRowsMaxPasses passes of kThreads / lanes rows while the launch
-// keeps kRowsMinCtas CTAs (about one wave: 132 SMs x 4 resident CTAs of the routed formats). The
-// routed expert launches of a batched decode step (6 slots a session) are the ones that reach
-// several passes: a CTA of one pass staged its activation row and the IQ2 tables for 1-2 blocks
-// a lane. H100, Flash q2 cut to 30 layers, ds4-bench --sessions at 2k, p50 step: 4 / 8 / 16 / 32
+// A rows-kernel CTA takes up to kRowsMaxPasses passes (powers of two) of kThreads / lanes rows
+// while the launch keeps kRowsMinCtas CTAs (about one wave: 132 SMs x 4 resident CTAs), each pass
+// after the first reusing the staged activation row and IQ2 tables, its weight loads issued in
+// the pass before: the routed launches of batched decode steps (one pass staged them for 1-2
+// blocks a lane). H100, Flash q2 cut to 30 layers, ds4-bench --sessions at 2k, p50: 4 / 8 / 16 / 32
 // sessions 11.89 / 17.74 / 29.48 / 46.64 ms against 12.43 / 18.82 / 31.57 / 51.50 with one pass;
 // 1 session (768 CTAs) unchanged. At most 4 or 16 passes measured alike; a minimum of 256 CTAs
 // slowed 4 sessions (12.50 ms: 384 CTAs, under a wave).
@@ -465,16 +459,12 @@ int64_t planar_body_bytes(GgufType t) {
 int rows_lanes(int nb) {
   return nb >= 32 * kRowsBlocksPerLane ? 32 : (nb >= 16 * kRowsBlocksPerLane ? 16 : 8);
 }
-// CTAs of the rows and slots kernels for out rows of lanes lanes each, passes rows kernel passes
-// per CTA.
+// CTAs of the rows and slots kernels for out rows of lanes lanes each, `passes` passes a CTA.
 int64_t rows_ctas(int64_t out, int lanes, int passes = 1) {
   const int64_t rows_per_cta = int64_t{kThreads / lanes} * passes;
   return (out + rows_per_cta - 1) / rows_per_cta;
 }
-// Passes per rows-kernel CTA for a launch of ctas_one_pass x n_slots CTAs at one pass: the most
-// (a power of two up to kRowsMaxPasses) that leave at least kRowsMinCtas CTAs. Each pass after
-// the first reuses the CTA's staged activation row and IQ2 tables and has its weights' loads
-// issued during the previous pass.
+// Passes per rows-kernel CTA for a launch of ctas_one_pass x n_slots CTAs at one pass (above).
 int rows_passes(int64_t ctas_one_pass, int64_t n_slots) {
   int p = 1;
   while (p * 2 <= kRowsMaxPasses && ctas_one_pass * n_slots / (p * 2) >= kRowsMinCtas) p *= 2;
