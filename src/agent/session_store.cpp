@@ -236,7 +236,14 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
       thrown = std::current_exception();
     }
   });
-  Status filled = fill([&](size_t n) { ready.publish(n); });
+  Status filled;
+  std::exception_ptr fill_thrown;  // the writer is joined before it goes on
+  try {
+    filled = fill([&](size_t n) { ready.publish(n); });
+  } catch (...) {
+    fill_thrown = std::current_exception();
+    filled = Status::internal("the session's payload fill threw");
+  }
   if (filled.is_ok()) {
     ready.publish(payload.size());  // a fill that said nothing: all of it
   } else {
@@ -244,6 +251,7 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
   }
   fill_verdict.set_value(filled.is_ok());
   writer.join();
+  if (fill_thrown) std::rethrow_exception(fill_thrown);
   if (thrown) std::rethrow_exception(thrown);
   DS4_TRY(std::move(filled));
   return written;

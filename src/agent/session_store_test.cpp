@@ -166,6 +166,14 @@ TEST(SessionStore, ASaveBesideItsPayloadsFillWritesWhatTheFillProducesOrNothing)
   EXPECT_NE(counted.message().find("payload holds 39 tokens"), std::string::npos)
       << counted.to_string();
   only_the_file();
+  // A fill that throws: the write is stopped and joined, the exception goes on, nothing changed.
+  EXPECT_THROW((void)store->save(meta, "x", 40, 256, fake,
+                                 [](const std::function<void(size_t)>& publish) -> Status {
+                                   publish(8);
+                                   throw std::runtime_error("out of memory");
+                                 }),
+               std::runtime_error);
+  only_the_file();
   // A hook that throws (a test's kill point) throws from save.
   auto throwing = store_options(tmp.path());
   throwing.write_hook = [](size_t, size_t) { throw std::runtime_error("killed"); };
