@@ -12,9 +12,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
-#include <future>
-#include <thread>
 
 #include "agent/session_io.h"
 #include "kv/snapshot.h"
@@ -187,7 +184,7 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
 
 Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, uint32_t tokens,
                           uint32_t n_ctx, std::span<const uint8_t> payload,
-                          const PayloadFill& fill) {
+                          const base::FillBytes& fill) {
   if (meta.created == 0) return Status::invalid_argument("a session's creation time is not set");
   if (tokens == 0) return Status::invalid_argument("a session of 0 tokens is not saved");
   auto check_payload = [&]() -> Status {
@@ -218,43 +215,12 @@ Status SessionStore::save(const SessionMeta& meta, std::string_view transcript, 
                                       static_cast<unsigned long long>(o_.max_file_bytes));
   const std::string name = session_id(meta.title, meta.created) + ".kv";
   if (!fill) return write_session_file(o_.dir, name, f, payload, o_.write_hook);
+  // The write's stream waits for the fill's verdict before the file's last bytes (a failed fill,
+  // even of an empty payload, leaves no file); the token check runs on the whole payload.
   base::ReadyBytes ready(payload.size());
-  // The file replaces the previous one only once the fill has succeeded (whatever it published)
-  // and the whole payload holds `tokens`.
-  std::promise<bool> fill_verdict;
-  std::future<bool> fill_ok = fill_verdict.get_future();
-  auto before_commit = [&]() -> Status {
-    if (!fill_ok.get()) return Status::internal("the session's payload was not filled");
-    return check_payload();
-  };
-  Status written;
-  std::exception_ptr thrown;  // from the write hook (tests), rethrown here
-  std::thread writer([&] {
-    try {
-      written = write_session_file(o_.dir, name, f, payload, o_.write_hook, &ready, before_commit);
-    } catch (...) {
-      thrown = std::current_exception();
-    }
+  return base::fill_beside(ready, fill, [&] {
+    return write_session_file(o_.dir, name, f, payload, o_.write_hook, &ready, check_payload);
   });
-  Status filled;
-  std::exception_ptr fill_thrown;  // the writer is joined before it goes on
-  try {
-    filled = fill([&](size_t n) { ready.publish(n); });
-  } catch (...) {
-    fill_thrown = std::current_exception();
-    filled = Status::internal("the session's payload fill threw");
-  }
-  if (filled.is_ok()) {
-    ready.publish(payload.size());  // a fill that said nothing: all of it
-  } else {
-    ready.fail();
-  }
-  fill_verdict.set_value(filled.is_ok());
-  writer.join();
-  if (fill_thrown) std::rethrow_exception(fill_thrown);
-  if (thrown) std::rethrow_exception(thrown);
-  DS4_TRY(std::move(filled));
-  return written;
 }
 
 namespace {

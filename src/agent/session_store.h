@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/session_file.h"
+#include "base/ready_bytes.h"
 #include "ds4/status.h"
 #include "kv/kvc_file.h"
 
@@ -89,15 +90,13 @@ class SessionStore {
   // must equal `tokens`.
   Status save(const SessionMeta& meta, std::string_view transcript, uint32_t tokens, uint32_t n_ctx,
               std::span<const uint8_t> payload);
-  // Fills a payload, telling through its argument how many leading bytes are final so far (a
-  // count that only grows): Session::save_to.
-  using PayloadFill = std::function<Status(const std::function<void(size_t)>& publish)>;
-  // save() of a payload `fill` is still writing: `fill` runs on the calling thread while the file
-  // is written beside it on another, each piece once final (the export's time hidden behind the
-  // write); the payload's token check runs once it is whole, before the file replaces the
-  // previous one. A failed fill fails the save (its error) and changes nothing on disk.
+  // save() of a payload `fill` (base::FillBytes: Session::save_to) is still writing: `fill` runs on
+  // the calling thread while the file is written beside it on another, each piece once final (the
+  // export's time hidden behind the write); the payload's token check runs once it is whole, before
+  // the file replaces the previous one. A failed fill fails the save (its error) and changes
+  // nothing on disk.
   Status save(const SessionMeta& meta, std::string_view transcript, uint32_t tokens, uint32_t n_ctx,
-              std::span<const uint8_t> payload, const PayloadFill& fill);
+              std::span<const uint8_t> payload, const base::FillBytes& fill);
   // A session file with every check of session_file.h plus: not larger than max_file_bytes (by
   // its size, first), a conversation (reason kAgentSession), this model's fingerprint and quant
   // bits, and its name equal to session_id(title, created). Sets its last use to now. Errors, each

@@ -211,6 +211,8 @@ Status KvcWriter::stream(std::span<const uint8_t> payload,
     hasher_.add_apart(digests);
     hasher_.update(payload.subspan(static_cast<size_t>(hasher_.at()) - head));
   }
+  // A producer may fail after its last byte: the file is whole only once it has finished.
+  if (ready != nullptr && !ready->wait_finished()) return unfinished;
   hasher_.update(map_);
   const KvcChecksums sums = hasher_.sums();
   std::vector<uint8_t> tail = map_;

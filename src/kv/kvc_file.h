@@ -172,7 +172,8 @@ class KvcWriter {
   // bytes, sooner where put is slower than hashing (a tmpfs write) and cores are idle. With
   // `ready` (its total the payload's size) each part of the payload is hashed and handed over
   // once its producer has published it: a payload still being filled (an export from the device)
-  // goes out as it comes; a producer's failure stops the stream with an unavailable error.
+  // goes out as it comes; a producer's failure stops the stream with an unavailable error, and
+  // the tail (the file's last bytes) goes out only once the producer has finished.
   Status stream(std::span<const uint8_t> payload,
                 const std::function<Status(std::span<const uint8_t>)>& put, size_t hash_threads = 1,
                 const base::ReadyBytes* ready = nullptr);

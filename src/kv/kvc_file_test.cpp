@@ -16,6 +16,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 namespace ds4::kv {
 namespace {
@@ -329,7 +330,8 @@ TEST(KvcFile, HelpersHashingTheStreamGiveTheSameFile) {
 // A payload still being filled by another thread (a session's export) streams as it is published:
 // the same file as from a finished payload, with one or several hashing threads (a part read
 // before it was published would still hold the 0xEE filler, and its bytes and sums would differ).
-// A producer that fails stops the stream with unavailable, whatever threads wait.
+// A producer that fails stops the stream with unavailable, whatever threads wait, also after it
+// published every byte: the file's tail waits for the producer's finish.
 TEST(KvcFile, APayloadStillBeingFilledStreamsAsItIsPublished) {
   const size_t block = base::kChecksumBlockBytes;
   std::mt19937 rng(9);
@@ -348,6 +350,7 @@ TEST(KvcFile, APayloadStillBeingFilledStreamsAsItIsPublished) {
         ready.publish(end);
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
+      ready.finish();
     });
     KvcWriter w(header(), "a text", n, kMap);
     std::vector<uint8_t> got;
@@ -362,24 +365,34 @@ TEST(KvcFile, APayloadStillBeingFilledStreamsAsItIsPublished) {
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_EQ(got, want);
 
-    base::ReadyBytes failing(n);
-    std::thread quitter([&] {
-      failing.publish(3 * block);
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      failing.fail();
-    });
-    KvcWriter w2(header(), "a text", n, kMap);
-    size_t handed = 0;
-    const Status st2 = w2.stream(
-        final_bytes,
-        [&](std::span<const uint8_t> b) {
-          handed += b.size();
-          return Status::ok();
-        },
-        threads, &failing);
-    quitter.join();
+    // A producer that publishes `published` bytes, then fails: the stream's status and the bytes
+    // it handed over.
+    auto fail_after = [&](size_t published) {
+      base::ReadyBytes failing(n);
+      std::thread quitter([&] {
+        failing.publish(published);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        failing.fail();
+      });
+      KvcWriter w2(header(), "a text", n, kMap);
+      size_t handed = 0;
+      const Status st2 = w2.stream(
+          final_bytes,
+          [&](std::span<const uint8_t> b) {
+            handed += b.size();
+            return Status::ok();
+          },
+          threads, &failing);
+      quitter.join();
+      return std::pair{st2, handed};
+    };
+    const auto [st2, handed] = fail_after(3 * block);
     EXPECT_EQ(st2.code(), StatusCode::kUnavailable) << st2.to_string();
     EXPECT_LT(handed, n);  // the tail never went out
+    // Every byte published, then a failure: the payload goes out, the file's tail does not.
+    const auto [st3, handed3] = fail_after(n);
+    EXPECT_EQ(st3.code(), StatusCode::kUnavailable) << st3.to_string();
+    EXPECT_LT(handed3, want.size());
   }
 }
 

@@ -686,19 +686,10 @@ std::vector<ToolMapEntry> KvcStore::tool_map_entries(std::span<const std::string
 
 Status save_while_filling(KvcStore& store, KvcHeader header, std::string_view text,
                           std::span<uint8_t> payload, std::span<const ToolMapEntry> tool_map,
-                          const std::function<Status(const std::function<void(size_t)>&)>& fill) {
+                          const base::FillBytes& fill) {
   base::ReadyBytes ready(payload.size());
-  Status saved;
-  std::thread writer([&] { saved = store.save(header, text, payload, tool_map, &ready); });
-  Status filled = fill([&](size_t n) { ready.publish(n); });
-  if (filled.is_ok()) {
-    ready.publish(payload.size());  // a fill that said nothing: all of it
-  } else {
-    ready.fail();
-  }
-  writer.join();
-  DS4_TRY(std::move(filled));
-  return saved;
+  return base::fill_beside(ready, fill,
+                           [&] { return store.save(header, text, payload, tool_map, &ready); });
 }
 
 }  // namespace ds4::kv

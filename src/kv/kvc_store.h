@@ -243,6 +243,6 @@ class KvcStore {
 // is left.
 Status save_while_filling(KvcStore& store, KvcHeader header, std::string_view text,
                           std::span<uint8_t> payload, std::span<const ToolMapEntry> tool_map,
-                          const std::function<Status(const std::function<void(size_t)>&)>& fill);
+                          const base::FillBytes& fill);
 
 }  // namespace ds4::kv

@@ -121,6 +121,7 @@ TEST(KvcStore, APayloadStillBeingFilledIsSavedAsItComesOrNotAtAll) {
         std::copy(want.begin() + at, want.begin() + end, filling.begin() + at);
         ready.publish(end);
       }
+      ready.finish();
     });
     const std::string text = std::string("<bos>filled ") + threads;
     const Status st = s->save(header(9), text, filling, {}, &ready);
@@ -139,6 +140,15 @@ TEST(KvcStore, APayloadStillBeingFilledIsSavedAsItComesOrNotAtAll) {
     const Status bad = s->save(header(9), "<bos>unfinished", want, {}, &failing);
     quitter.join();
     EXPECT_EQ(bad.code(), StatusCode::kUnavailable) << bad.to_string();
+    // Every byte published, then a failure: no file either.
+    base::ReadyBytes late(want.size());
+    std::thread late_quitter([&] {
+      late.publish(want.size());
+      late.fail();
+    });
+    const Status late_bad = s->save(header(9), "<bos>failed late", want, {}, &late);
+    late_quitter.join();
+    EXPECT_EQ(late_bad.code(), StatusCode::kUnavailable) << late_bad.to_string();
   }
   unsetenv("DS4_KVC_THREADS");
   std::vector<std::string> names;
@@ -154,7 +164,7 @@ TEST(KvcStore, APayloadStillBeingFilledIsSavedAsItComesOrNotAtAll) {
 }
 
 // save_while_filling: the fill on the caller's thread, the write beside it; the fill's error wins
-// and leaves no file.
+// and leaves no file, also when it comes after the fill's last byte.
 TEST(KvcStore, SaveWhileFillingWritesWhatTheFillProduces) {
   TempDir tmp;
   std::vector<std::string> logs;
@@ -182,6 +192,13 @@ TEST(KvcStore, SaveWhileFillingWritesWhatTheFillProduces) {
   const Status bad = save_while_filling(*s, header(9), "<bos>broken", buf, {}, fill_until(2 << 20));
   EXPECT_EQ(bad.code(), StatusCode::kIoError) << bad.to_string();
   EXPECT_FALSE(std::filesystem::exists(dir + "/" + sha1_hex("<bos>broken") + ".kv"));
+  const Status late = save_while_filling(*s, header(9), "<bos>late", buf, {},
+                                         [&](const std::function<void(size_t)>& ready) {
+                                           ready(want.size());
+                                           return Status::io_error("failed after its last byte");
+                                         });
+  EXPECT_EQ(late.code(), StatusCode::kIoError) << late.to_string();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + sha1_hex("<bos>late") + ".kv"));
   EXPECT_EQ(s->entries().size(), 1u);
 }
 
