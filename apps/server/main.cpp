@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--itl-target-ms", f.itl_target_ms,
                  "while requests decode, prompt chunks are sized so a step takes about this long "
-                 "(the decoding streams' inter-token latency beside a long prompt); 0: off")
+                 "(the decoding streams' inter-token latency beside a long prompt), unless more "
+                 "requests prefill than decode; 0: off")
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
   app.add_flag("--cors", f.cors,

@@ -6,14 +6,17 @@
 
 namespace ds4::serve {
 
-size_t PrefillPacer::rows(size_t decode_rows, size_t budget) const {
-  if (target_s_ <= 0 || decode_rows == 0) return budget;
-  return std::min(budget, quantum_);
+bool PrefillPacer::paces(size_t decoding, size_t prefilling) const {
+  return target_s_ > 0 && decoding > 0 && prefilling <= decoding;
 }
 
-void PrefillPacer::observe(size_t decode_rows, size_t prompt_rows, double seconds) {
+size_t PrefillPacer::rows(size_t decoding, size_t prefilling, size_t budget) const {
+  return paces(decoding, prefilling) ? std::min(budget, quantum_) : budget;
+}
+
+void PrefillPacer::observe(size_t decoding, size_t prefilling, size_t prompt_rows, double seconds) {
   if (target_s_ <= 0 || prompt_rows == 0 || !(seconds > 0)) return;
-  if (decode_rows == 0) {
+  if (!paces(decoding, prefilling)) {
     if (prompt_rows < kMinPrefillQuantum) return;  // too short to say what a row costs
     const double fill = target_s_ * static_cast<double>(prompt_rows) / seconds;
     quantum_ = static_cast<size_t>(std::clamp(fill, static_cast<double>(kMinPrefillQuantum),

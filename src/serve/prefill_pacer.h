@@ -5,9 +5,14 @@
 // both, moves it by the ratio of the target step time to the measured one: q <- q * target / T.
 // Its fixed point is T = target (the decoders get a token every `target` seconds) and it is
 // reached without knowing a or b; where the decode rows alone take the target or more, q falls to
-// kMinPrefillQuantum so the prompt still advances. Steps without decode rows are not paced, but a
-// prompt chunk alone measures b: the quantum is then set to what fills the target with prompt
-// rows (an upper bound, a = 0), so the first paced step after it is not far over the target.
+// kMinPrefillQuantum so the prompt still advances. Steps without decode rows are not paced, nor
+// steps where the requests still prefilling (waiting for their first token) outnumber the
+// decoding ones: a burst of new requests is prefilled at full chunks until half of them decode,
+// rather than all of them waiting on steps cut for the first few streams (issue 55: time to first
+// token at 16 clients). A long prompt beside decoding streams is paced. An unpaced step's prompt
+// rows measure b (with a inside the time when something decoded): the quantum is then set to what
+// fills the target with prompt rows (an upper bound with a = 0), so the first paced step after it
+// is not far over the target.
 // Owns: the quantum. Does not own: the clock (the scheduler times its steps) or the step's budget.
 #pragma once
 
@@ -29,12 +34,16 @@ class PrefillPacer {
   // target_s <= 0: no pacing (a prompt takes what the step's budget leaves).
   explicit PrefillPacer(double target_s) : target_s_(target_s) {}
 
-  // Prompt rows this step may carry: `budget` (what the step's token budget leaves after its
-  // decode rows) when nothing decodes or pacing is off, else the quantum within it.
-  size_t rows(size_t decode_rows, size_t budget) const;
-  // A step ran with these rows and took `seconds`: steps with both decode and prompt rows move
-  // the quantum; a chunk of kMinPrefillQuantum prompt rows or more alone sets it.
-  void observe(size_t decode_rows, size_t prompt_rows, double seconds);
+  // Whether a step with `decoding` requests decoding (a row each at least) and `prefilling`
+  // requests in sessions still prefilling is paced: pacing is on, something decodes, and the
+  // prefilling requests do not outnumber the decoding ones.
+  bool paces(size_t decoding, size_t prefilling) const;
+  // Prompt rows such a step may carry: the quantum within `budget` (what the step's token budget
+  // leaves after its decode rows) when paced, else the whole budget.
+  size_t rows(size_t decoding, size_t prefilling, size_t budget) const;
+  // Such a step ran with prompt_rows prompt rows and took `seconds`: a paced step moves the
+  // quantum; an unpaced one of kMinPrefillQuantum prompt rows or more sets it.
+  void observe(size_t decoding, size_t prefilling, size_t prompt_rows, double seconds);
   size_t quantum() const { return quantum_; }
 
  private:

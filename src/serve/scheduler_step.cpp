@@ -4,9 +4,10 @@
 // per decoding request (its token sampled from its session's logits and streamed before it is
 // evaluated, exactly as a request alone), then prefill chunks in arrival order, each at most
 // --prefill-chunk tokens and together within what the step's token budget has left, and, while
-// requests decode, within the pacer's quantum (prefill_pacer.h: the step then takes about
-// --itl-target-ms). A long prompt therefore takes several steps and holds back the decoding
-// streams for about one target step each.
+// requests decode and the prefilling ones do not outnumber them, within the pacer's quantum
+// (prefill_pacer.h: the step then takes about --itl-target-ms). A long prompt therefore takes
+// several steps and holds back the decoding streams for about one target step each; a burst of
+// new prompts takes full chunks until as many requests decode as still prefill.
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -81,7 +82,12 @@ void Scheduler::step() {
     --budget;  // batch_tokens >= sessions: every decode row fits
   }
   const size_t decode_rows = static_cast<size_t>(options_.batch_tokens) - budget;
-  size_t prompt_budget = pacer_.rows(decode_rows, budget);
+  const size_t decoding_now = entries_.size();  // requests with a decode or verification entry
+  const size_t prefilling =
+      static_cast<size_t>(std::count_if(order_.begin(), order_.end(), [](const Slot* s) {
+        return s->active && !s->active->decoding;
+      }));
+  size_t prompt_budget = pacer_.rows(decoding_now, prefilling, budget);
   for (Slot* slot : order_) {
     Active* a = slot->active.get();
     if (!a || a->decoding) continue;
@@ -103,7 +109,8 @@ void Scheduler::step() {
   // Entry refusals come back per entry; a whole-step failure sets every entry's status too.
   const auto started = std::chrono::steady_clock::now();
   (void)engine_->step(entries_);
-  pacer_.observe(decode_rows, static_cast<size_t>(options_.batch_tokens) - budget - decode_rows,
+  pacer_.observe(decoding_now, prefilling,
+                 static_cast<size_t>(options_.batch_tokens) - budget - decode_rows,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   quantum_.store(pacer_.quantum());
   if (const size_t rows = static_cast<size_t>(options_.batch_tokens) - budget; rows > 0) {

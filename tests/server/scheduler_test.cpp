@@ -52,6 +52,25 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     return std::move(*s);
   }
+  // A scheduler of `sessions` sessions taking whole prompts a step (--prefill-chunk 2048), paced
+  // at itl_target_ms.
+  std::unique_ptr<Scheduler> start_paced(double itl_target_ms, int sessions) {
+    auto e = Engine::open({.model_path = DS4_SERVER_MODEL, .threads = 2});
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    auto s = Scheduler::start(std::move(*e), *tok_,
+                              {.n_ctx = kCtx,
+                               .prefill_chunk = 2048,
+                               .sessions = sessions,
+                               .itl_target_ms = itl_target_ms});
+    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+    return std::move(*s);
+  }
+  // A prompt of 300 words (several quanta of prompt rows).
+  Request long_chat(int max_tokens, int vocabulary = 13) {
+    std::string words;
+    for (int i = 0; i < 300; ++i) words += "word" + std::to_string(i % vocabulary) + " ";
+    return chat(words, max_tokens);
+  }
   Request chat(const std::string& user, int max_tokens, uint64_t seed = 7) {
     std::vector<chat::Message> msgs{{.role = chat::Role::kUser, .content = user}};
     auto text = chat::render(msgs, {.think = chat::ThinkMode::kNone, .context_size = kCtx});
@@ -626,20 +645,10 @@ TEST_F(SchedulerTest, RequestsSteerByTheirOwnScalesAndShareNoState) {
 // step's time leaves the minimum); alone, or with pacing off, it is not paced; and what either
 // request produces is what it produces alone.
 TEST_F(SchedulerTest, ALongPromptBesideADecodingRequestIsPacedAndChangesNothing) {
-  std::string words;
-  for (int i = 0; i < 300; ++i) words += "word" + std::to_string(i % 13) + " ";
-  const Request longer = chat(words, 4);
+  const Request longer = long_chat(4);
   ASSERT_GT(longer.prompt.size(), 2 * kFirstPrefillQuantum);
   const Request decoder = chat("Count slowly", 40);
-  auto open = [&](double itl_target_ms) {
-    auto e = Engine::open({.model_path = DS4_SERVER_MODEL, .threads = 2});
-    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
-    auto s = Scheduler::start(
-        std::move(*e), *tok_,
-        {.n_ctx = kCtx, .prefill_chunk = 2048, .sessions = 2, .itl_target_ms = itl_target_ms});
-    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-    return std::move(*s);
-  };
+  auto open = [&](double itl_target_ms) { return start_paced(itl_target_ms, 2); };
   struct Run {
     Event decoder, longer;
     std::string decoder_text;
@@ -675,6 +684,48 @@ TEST_F(SchedulerTest, ALongPromptBesideADecodingRequestIsPacedAndChangesNothing)
     EXPECT_EQ(r.longer.usage.prompt_tokens, long_alone.usage.prompt_tokens);
     EXPECT_EQ(r.decoder_text, decoder_alone);
   }
+}
+
+// A burst (issue 55: time to first token at 16 clients): two prompts arriving beside one decoding
+// request outnumber it, so their steps are not paced: both first tokens come within a few steps,
+// where prompts of more than two quanta each, paced at the minimum (a target far below any step's
+// time), would take 16 steps or more. What each request produces is what it produces alone.
+TEST_F(SchedulerTest, PromptsOutnumberingTheDecodingRequestsAreNotPaced) {
+  const Request a = long_chat(4), b = long_chat(4, 11);
+  ASSERT_GT(a.prompt.size(), 2 * kFirstPrefillQuantum);
+  ASSERT_GT(b.prompt.size(), 2 * kFirstPrefillQuantum);
+  const Request decoder = chat("Count slowly", 40);
+  std::string a_alone, b_alone, decoder_alone;
+  {
+    auto plain = start_paced(1e-3, 1);
+    ASSERT_TRUE(drain(**plain->submit(a), &a_alone).error.is_ok());
+    ASSERT_TRUE(drain(**plain->submit(b), &b_alone).error.is_ok());
+    ASSERT_TRUE(drain(**plain->submit(decoder), &decoder_alone).error.is_ok());
+  }
+  auto s = start_paced(1e-3, 3);
+  auto td = *s->submit(decoder);
+  std::string decoder_text;
+  auto first = td->next(kWait);
+  ASSERT_TRUE(first.has_value());
+  if (first->kind == EventKind::kText) decoder_text = first->text;
+  const uint64_t steps0 = s->stats().steps;
+  auto ta = *s->submit(a);
+  auto tb = *s->submit(b);
+  std::string a_text, b_text;
+  auto fa = ta->next(kWait);
+  auto fb = tb->next(kWait);
+  const uint64_t steps = s->stats().steps - steps0;
+  ASSERT_TRUE(fa.has_value() && fb.has_value());
+  EXPECT_LE(steps, 8u) << "the burst's prompts were cut into the pacer's quanta";
+  if (fa->kind == EventKind::kText) a_text = fa->text;
+  if (fb->kind == EventKind::kText) b_text = fb->text;
+  if (fa->kind != EventKind::kDone) drain(*ta, &a_text);
+  if (fb->kind != EventKind::kDone) drain(*tb, &b_text);
+  const Event d = drain(*td, &decoder_text);
+  ASSERT_EQ(d.usage.completion_tokens, 40) << "the decoder ended before the prompts";
+  EXPECT_EQ(a_text, a_alone);
+  EXPECT_EQ(b_text, b_alone);
+  EXPECT_EQ(decoder_text, decoder_alone);
 }
 
 }  // namespace
