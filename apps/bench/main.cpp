@@ -352,7 +352,9 @@ int main(int argc, char** argv) {
                "print the host time per generated token in each backend op (stderr)");
   app.add_option("--repeat-op", o.repeat_op,
                  "issue this backend op's work twice per call (rms_norm, matmul, hc_pre, hc_post, "
-                 "moe, output_head): the slowdown against a run without is the op's cost in place");
+                 "moe, output_head): the slowdown against a run without is the op's cost in place; "
+                 "matmul:TYPE:ROWS repeats only the products of that weight type and output rows "
+                 "(e.g. matmul:q8_0:4096)");
   app.add_option("--sessions", o.sessions,
                  "multi-session decode mode: for each N, N sessions prefilled to --ctx-start "
                  "tokens decode --gen-tokens steps together (one CSV row per N)")

@@ -110,7 +110,8 @@ struct EngineOptions {
   // Diagnostics: every call of the backend op named `repeat_op` ("rms_norm", "matmul", "hc_pre",
   // "hc_post", "moe" or "output_head"; empty: none) issues its work `repeat_times` times (1-16),
   // the same outputs recomputed, so a run with it, less a run without, times that op where it
-  // runs (ds4-bench --repeat-op). Results do not change.
+  // runs (ds4-bench --repeat-op). Results do not change. "matmul:TYPE:ROWS" repeats only the
+  // products of that weight type and output rows (e.g. "matmul:q8_0:4096").
   std::string repeat_op;
   int repeat_times = 2;
   // Directional steering (features.md §8): a file of n_layer x n_embd little-endian float32 (one

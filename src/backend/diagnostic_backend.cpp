@@ -1,6 +1,7 @@
 // src/backend/diagnostic_backend.cpp: op timing and repeats around a wrapped backend.
 #include "backend/diagnostic_backend.h"
 
+#include <charconv>
 #include <chrono>
 #include <string>
 
@@ -90,15 +91,40 @@ void DiagnosticBackend::do_rms_norm(Act x, const Weight* weight, int64_t segment
   for (int i = 0; i < k; ++i) inner_->do_rms_norm(x, weight, segment, y);
 }
 
+Status DiagnosticBackend::set_matmul_filter(std::string_view filter) {
+  filter_type_.reset();
+  filter_rows_ = 0;
+  if (filter.empty()) return Status::ok();
+  const size_t colon = filter.find(':');
+  const auto type = gguf::type_from_name(filter.substr(0, colon));
+  const std::string_view rows = colon == std::string_view::npos ? "" : filter.substr(colon + 1);
+  int64_t n = 0;
+  const auto [end, err] = std::from_chars(rows.data(), rows.data() + rows.size(), n);
+  if (!type || rows.empty() || err != std::errc() || end != rows.data() + rows.size() || n < 1) {
+    return Status::invalid_argument(
+        "matmul filter '%s': TYPE:ROWS wanted (a GGUF type name and a positive row count)",
+        std::string(filter).c_str());
+  }
+  filter_type_ = *type;
+  filter_rows_ = n;
+  return Status::ok();
+}
+
+bool DiagnosticBackend::repeats(const Weight& w) const {
+  return !filter_type_ || (w.type == *filter_type_ && w.ne[1] == filter_rows_);
+}
+
 void DiagnosticBackend::do_matmul(const Weight& w, Act x, Act y, int groups) {
-  const int k = issues(kMatmul, y.data != x.data);
+  const int k = issues(kMatmul, y.data != x.data && repeats(w));
   const Timer timer(this, kMatmul, k);
   for (int i = 0; i < k; ++i) inner_->do_matmul(w, x, y, groups);
 }
 
 // One call of the op (the front checked that no output is x), however many products.
 void DiagnosticBackend::do_matmuls(Act x, std::span<const Product> products) {
-  const int k = issues(kMatmul, true);
+  bool any = false;
+  for (const Product& p : products) any = any || repeats(*p.w);
+  const int k = issues(kMatmul, any);
   const Timer timer(this, kMatmul, k);
   for (int i = 0; i < k; ++i) inner_->do_matmuls(x, products);
 }

@@ -41,6 +41,11 @@ class DiagnosticBackend final : public Backend {
   // cache) are refused, and a call whose output is one of its inputs (an in-place rms_norm) runs
   // once.
   Status set_op_repeat(Op op, int times);
+  // With a repeated matmul: only the products of one weight type and row count are repeated,
+  // "TYPE:ROWS" (a GGUF type name and the weight's output rows, e.g. "q8_0:4096"; a call of
+  // several products of one input is repeated when one of them matches), so that a product's
+  // own cost in place can be told from the others'. Empty: every product.
+  Status set_matmul_filter(std::string_view filter);
   // The op of an op_times name ("hc_pre", ...), or nullopt; and the name of an op.
   static std::optional<Op> op_named(std::string_view name);
   static std::string_view op_name(Op op);
@@ -113,6 +118,8 @@ class DiagnosticBackend final : public Backend {
   class Timer;
   // How many times a call of `op` issues its work: its repeat when `repeatable`, else 1.
   int issues(Op op, bool repeatable) const { return repeatable ? repeat_[op] : 1; }
+  // Whether the matmul filter lets a product of w be repeated.
+  bool repeats(const Weight& w) const;
 
   std::unique_ptr<Backend> inner_;
   bool profiling_ = false;
@@ -122,6 +129,8 @@ class DiagnosticBackend final : public Backend {
     r.fill(1);
     return r;
   }();
+  std::optional<gguf::GgufType> filter_type_;  // set_matmul_filter; none: every product
+  int64_t filter_rows_ = 0;
 };
 
 }  // namespace ds4::backend

@@ -131,6 +131,34 @@ TEST(DiagnosticBackend, StatefulOpsAndBadCountsAreRefused) {
   EXPECT_EQ(calls_of(d, DiagnosticBackend::kRmsNorm), 0);
 }
 
+TEST(DiagnosticBackend, AMatmulFilterRepeatsOnlyTheProductsOfItsTypeAndRows) {
+  std::map<std::string, int> calls;
+  DiagnosticBackend d(std::make_unique<CountingBackend>(&calls));
+  ASSERT_TRUE(d.set_op_repeat(DiagnosticBackend::kMatmul, 2).is_ok());
+  ASSERT_TRUE(d.set_matmul_filter("q8_0:16").is_ok());
+  std::vector<float> a(32), b(32), c(32), w(8 * 16, 1.0f);
+  const Act x{a.data(), 2, 8}, y{b.data(), 2, 16}, z{c.data(), 2, 8};
+  const Weight q16{.data = w.data(), .type = gguf::GgufType::kQ8_0, .ne = {8, 16, 1}};
+  const Weight q8{.data = w.data(), .type = gguf::GgufType::kQ8_0, .ne = {8, 8, 1}};
+  const Weight f16{.data = w.data(), .type = gguf::GgufType::kF16, .ne = {8, 16, 1}};
+  d.matmul(q16, x, y);  // matches: twice
+  EXPECT_EQ(calls["matmul"], 2);
+  d.matmul(q8, x, z);   // other rows: once
+  d.matmul(f16, x, y);  // other type: once
+  EXPECT_EQ(calls["matmul"], 4);
+  const std::array<Backend::Product, 2> one_matches{Backend::Product{&q8, z}, {&q16, y}};
+  d.matmuls(x, one_matches);
+  EXPECT_EQ(calls["matmuls"], 2);
+  const std::array<Backend::Product, 1> none_matches{Backend::Product{&f16, y}};
+  d.matmuls(x, none_matches);
+  EXPECT_EQ(calls["matmuls"], 3);
+  ASSERT_TRUE(d.set_matmul_filter("").is_ok());  // every product again
+  d.matmul(q8, x, z);
+  EXPECT_EQ(calls["matmul"], 6);
+  for (const char* bad : {"q8_0", "q9_0:16", "q8_0:", "q8_0:0", "q8_0:16x", "q8_0:-3"})
+    EXPECT_FALSE(d.set_matmul_filter(bad).is_ok()) << bad;
+}
+
 TEST(DiagnosticBackend, NumericsReachTheWrappedBackend) {
   std::map<std::string, int> calls;
   auto inner = std::make_unique<CountingBackend>(&calls);

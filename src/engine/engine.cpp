@@ -132,12 +132,20 @@ Result<std::unique_ptr<Engine>> Engine::open(const EngineOptions& options) {
     auto diag = std::make_unique<backend::DiagnosticBackend>(std::move(impl->backend));
     diag->set_profiling(options.profile_ops);
     if (!options.repeat_op.empty()) {
-      const auto op = backend::DiagnosticBackend::op_named(options.repeat_op);
+      // "op" or "matmul:TYPE:ROWS" (DiagnosticBackend::set_matmul_filter).
+      const std::string_view spec = options.repeat_op;
+      const size_t colon = spec.find(':');
+      const auto op = backend::DiagnosticBackend::op_named(spec.substr(0, colon));
       if (!op) {
         return Status::invalid_argument("repeat_op '%s' is not a backend op",
                                         options.repeat_op.c_str());
       }
+      if (colon != std::string_view::npos && *op != backend::DiagnosticBackend::kMatmul) {
+        return Status::invalid_argument("repeat_op '%s': only matmul takes a product filter",
+                                        options.repeat_op.c_str());
+      }
       DS4_TRY(diag->set_op_repeat(*op, options.repeat_times));
+      if (colon != std::string_view::npos) DS4_TRY(diag->set_matmul_filter(spec.substr(colon + 1)));
     }
     impl->diagnostics = diag.get();
     impl->backend = std::move(diag);

@@ -135,8 +135,9 @@ TEST(EngineNumerics, CanonicalSimulationsStayCloseToTheFloat32Function) {
 }
 
 // The op-repeat diagnostic (EngineOptions::repeat_op, ds4-bench --repeat-op): a repeated op's
-// work is issued again per call (its calls in op_times double) and no logit changes; the ops
-// that keep state are refused by name.
+// work is issued again per call (its calls in op_times double) and no logit changes; a matmul
+// filter that matches no product repeats nothing; the ops that keep state, a filter on another
+// op and malformed filters are refused.
 TEST(EngineDiagnostics, RepeatingAnOpIssuesItAgainAndChangesNoLogit) {
   const std::vector<TokenId> prompt = test_prompt(40, 9);
   auto run = [&](const std::string& op, std::vector<float>* logits) -> std::vector<OpTime> {
@@ -176,7 +177,15 @@ TEST(EngineDiagnostics, RepeatingAnOpIssuesItAgainAndChangesNoLogit) {
       }
     }
   }
-  for (const char* op : {"attention", "embed", "softmax"}) {
+  {  // a product filter that matches no weight of the model: nothing repeated
+    std::vector<float> logits;
+    const std::vector<OpTime> t = run("matmul:q8_0:999999", &logits);
+    ASSERT_EQ(t.size(), base.size());
+    EXPECT_EQ(logits, base_logits);
+    for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].calls, base[i].calls) << t[i].op;
+  }
+  for (const char* op :
+       {"attention", "embed", "softmax", "moe:q8_0:16", "matmul:q8_0", "matmul:bogus:16"}) {
     EngineOptions o;
     o.model_path = model_path("tiny-q2");
     o.repeat_op = op;

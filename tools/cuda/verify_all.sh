@@ -67,6 +67,9 @@
 #            tokens decode GEN_TOKENS (default 32) steps together, then replay their probes with
 #            K rows per session and step (batched verification at acceptance 100%): where drafting
 #            stops paying as the batch grows (issue 51, bench/mtp.md)
+#   multiab  multi's steps (MULTI, GEN_TOKENS) plainly, once with each VAR=VALUE of MULTI_AB (a
+#            space-separated list of the engine's A/B switches), then plainly again: the A/B and
+#            a repeated baseline in one call (multiab-K.csv in the logs, K in that order)
 #   multipicks multi's steps with DS4_CUDA_PICKS=0 (logits downloaded, picks on the host): the A/B
 #            of the device picks (Engine::pick) beside `multi` (MULTI and GEN_TOKENS alike)
 #   fillmulti fill's sections (speed of light, warp stalls, occupancy) for the routed-expert rows
@@ -76,7 +79,10 @@
 #            each op's work issued twice per call (--repeat-op; OPS, default hc_pre, hc_post, moe,
 #            matmul, rms_norm, output_head) against a run without, GEN_TOKENS (default 64)
 #            tokens each: ms per token added (the op's cost beside its neighbours, which ncu's
-#            one-kernel-at-a-time times do not show)
+#            one-kernel-at-a-time times do not show); with SESSIONS=N, steps of N sessions at 2k
+#            instead (ds4-bench --sessions N): ms per step added. An OPS item matmul:TYPE:ROWS
+#            repeats only the products of that weight type and output rows (q8_0:4096: the
+#            attention output's second projection)
 #   abold    the Flash A/B (prefill and decode at 2k and 8k, or AB_CTX) of the working tree against
 #            the files under .devdeps/old swapped in (a rewrite without a switch; probes compared)
 #   serving  concurrent streams through ds4-server --backend cuda (tools/cuda/serving_bench.sh:
@@ -374,11 +380,20 @@ opcost() {
   for op in none ${OPS:-hc_pre hc_post moe matmul rms_norm output_head}; do
     local extra=()
     [[ $op != none ]] && extra=(--repeat-op "$op")
+    if [[ -n ${SESSIONS:-} ]]; then
+      extra+=(--sessions "$SESSIONS" -n "${GEN_TOKENS:-32}")
+    else
+      extra+=(--ctx-max 2048 --gen-tokens "${GEN_TOKENS:-64}")
+    fi
     build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda --prompt-file .devdeps/promessi_sposi.txt \
-      --ctx-start 2048 --ctx-max 2048 --gen-tokens "${GEN_TOKENS:-64}" "${extra[@]}" \
-      --csv "$out/opcost-$op.csv" 2> "$out/opcost-$op.err" || return 1
+      --ctx-start 2048 "${extra[@]}" --csv "$out/opcost-$op.csv" 2> "$out/opcost-$op.err" ||
+      return 1
     local tps
-    tps=$(tail -1 "$out/opcost-$op.csv" | cut -d, -f7)
+    if [[ -n ${SESSIONS:-} ]]; then  # steps per second from the p50 step (ms)
+      tps=$(tail -1 "$out/opcost-$op.csv" | awk -F, '{ printf "%.4f", 1000 / $6 }')
+    else
+      tps=$(tail -1 "$out/opcost-$op.csv" | cut -d, -f7)
+    fi
     [[ -z $base ]] && base=$tps
     awk -v op="$op" -v t="$tps" -v b="$base" \
       'BEGIN { printf "%s,%.2f,%.3f,%.3f\n", op, t, 1000 / t, 1000 / t - 1000 / b }'
@@ -430,6 +445,20 @@ multi_with() {
     -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
+# multi_ab: multi's steps plainly, with each switch of MULTI_AB, and plainly again.
+multi_ab() {
+  local k=0 ab
+  for ab in "" ${MULTI_AB:-} ""; do
+    k=$((k + 1))
+    env ${ab:+"$ab"} build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+      --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,4,8,16,32}" \
+      --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multiab-$k.csv" || return 1
+    echo "== ${ab:-plain}"
+    cut -d, -f1,6,7 "$out/multiab-$k.csv"
+  done
+}
+export -f multi_ab
+has multiab && step multiab 500 multi_ab && cat "$out/multiab.log"
 has multipicks && step multipicks 300 multi_with DS4_CUDA_PICKS 0 && tail -6 "$out/multipicks.log"
 if has fillmulti; then
   OUT=$out step fillmulti 300 bash tools/cuda/profile_flash.sh fillmulti
