@@ -177,4 +177,12 @@ __device__ inline float block_sum_float(float v, float* shared) {
   return s;
 }
 
+// Exact integer sum over aligned groups of kWidth lanes (kWidth a power of two <= 32).
+template <int kWidth>
+__device__ __forceinline__ int group_sum(int v) {
+#pragma unroll
+  for (int off = kWidth / 2; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 }  // namespace ds4::backend::cuda

@@ -3,7 +3,8 @@
 // activations are encoded exactly as on the CPU (Q8_0 blocks with a float scale for Q8_0 weights,
 // Q8_K blocks for Q2_K / Q4_K / IQ2_XXS, plain floats for F16 / F32 weights), integer block sums
 // are exact, and only the order in which per-block float terms are added differs from the CPU.
-// Owns: the encode kernels, the dot kernels and their launchers (grid maths lives in launchers).
+// Owns: the dot kernels and their launchers (grid maths lives in launchers); the encoders are
+// encode_q.cuh's (included here).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,24 +13,10 @@
 #include <span>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/encode_q.cuh"
 #include "backend/cuda/kernels/matmul_planar.cuh"
 
 namespace ds4::backend::cuda {
-
-// Bytes of one encoded activation row of `cols` values for weight type t.
-int64_t encoded_row_bytes(gguf::GgufType t, int64_t cols);
-
-// Encodes n_rows rows (row r at x + r * stride floats, device memory) into `out` (device,
-// n_rows * encoded_row_bytes bytes), bit-identical to quantize_act_q8_0 / quantize_act_q8_k; for
-// F16/F32 weights it copies the floats.
-void launch_encode_rows(gguf::GgufType t, const float* x, int64_t n_rows, int64_t cols,
-                        int64_t stride, void* out, cudaStream_t stream);
-// Encodes for block weight type t (not F16 / F32) the SwiGLU rows launch_swiglu would form from
-// g and u (n_rows rows of cols values, weights optional: one per row), without storing them:
-// the same bytes as launch_swiglu followed by launch_encode_rows.
-void launch_encode_swiglu_rows(gguf::GgufType t, const float* g, const float* u,
-                               const float* weights, int64_t n_rows, int64_t cols, void* out,
-                               cudaStream_t stream);
 
 // For each slot j < n_slots and output row o < w.ne[1]:
 //   y[j * y_stride + o] = dot(matrix e_j of w, row o ; encoded row r_j, elements
