@@ -199,8 +199,8 @@ __global__ void __launch_bounds__(kThreads) planar_kernel(const PlanarArgs a) {
 // Resident CTAs per SM the rows kernel is compiled for (0: no bound): the pass loop took IQ2_XXS
 // to 79 registers and Q2_K to 99 (3 and 2 CTAs/SM); at 4 and 3 (64 registers, a 28-byte spill;
 // 79) the H100's 16 / 32-session steps took ~1% less (28.6-28.8 / 45.3-45.7 ms against 29.0 /
-// 45.9 in one call, plain runs before and after; 1-8 sessions alike).
-// A bound of 1 would raise Q8_0 from 47 registers to 64 and Q4_K from 126 to 196.
+// 45.9, plain runs before and after; 1-8 sessions alike). A bound of 1 would raise Q8_0 from 47
+// registers to 64 and Q4_K from 126 to 196.
 template <class F>
 inline constexpr int kRowsCtasPerSm = std::is_same_v<F, FmtIq2Xxs>
                                           ? 4
