@@ -432,17 +432,21 @@ if has multispec; then
     -n "${GEN_TOKENS:-32}" --spec-replay "${SPEC:-2,3}" --csv "$out/multispec.csv"
   grep "sessions at" "$out/multispec.log"
 fi
+# multi_run CSV SESSIONS STEPS [VAR=VALUE]: ds4-bench's engine steps of SESSIONS (a comma list)
+# sessions at 2,048 tokens on Flash q2, STEPS each, into CSV; with VAR=VALUE in the environment.
+multi_run() {
+  env ${4:+"$4"} build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
+    --prompt-file .devdeps/promessi_sposi.txt --sessions "$2" --ctx-start 2048 -n "$3" --csv "$1"
+}
+export -f multi_run
 if has multi; then
-  step multi 400 build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
-    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,2,4,8,16,32}" \
-    --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multi.csv"
+  step multi 400 multi_run "$out/multi.csv" "${MULTI:-1,2,4,8,16,32}" "${GEN_TOKENS:-32}"
   tail -8 "$out/multi.log"; cat "$out/multi.csv"
 fi
 # multi_with VAR VALUE: multi's engine steps with VAR=VALUE.
 multi_with() {
-  env "$1=$2" build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
-    --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-4,8,16,32}" --ctx-start 2048 \
-    -n "${GEN_TOKENS:-16}" --csv "$out/multi_$1_$2.csv" && cat "$out/multi_$1_$2.csv"
+  multi_run "$out/multi_$1_$2.csv" "${MULTI:-4,8,16,32}" "${GEN_TOKENS:-16}" "$1=$2" &&
+    cat "$out/multi_$1_$2.csv"
 }
 export -f multi_with
 # multi_ab: multi's steps plainly, with each switch of MULTI_AB, and plainly again.
@@ -450,9 +454,7 @@ multi_ab() {
   local k=0 ab
   for ab in "" ${MULTI_AB:-} ""; do
     k=$((k + 1))
-    env ${ab:+"$ab"} build-dev/bin/ds4-bench -m "$DS4_FLASH" --backend cuda \
-      --prompt-file .devdeps/promessi_sposi.txt --sessions "${MULTI:-1,4,8,16,32}" \
-      --ctx-start 2048 -n "${GEN_TOKENS:-32}" --csv "$out/multiab-$k.csv" || return 1
+    multi_run "$out/multiab-$k.csv" "${MULTI:-1,4,8,16,32}" "${GEN_TOKENS:-32}" "$ab" || return 1
     echo "== ${ab:-plain}"
     cut -d, -f1,6,7 "$out/multiab-$k.csv"
   done
