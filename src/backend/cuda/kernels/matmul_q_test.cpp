@@ -4,7 +4,8 @@
 // in the planar layout on its tile and tensor-core kernels (each forced, and the default choice),
 // up to the order of the per-block float additions on the planar decode kernels and the native
 // layout.
-// Every test skips when no CUDA device is present. Shared pieces: kernel_test.h.
+// Every test skips when no CUDA device is present. Shared pieces: kernel_test.h,
+// matmul_test_util.h; the slot-independence tests are in matmul_slots_test.cpp.
 #include "backend/cuda/kernels/matmul_q.cuh"
 
 #include <cuda_runtime.h>
@@ -24,6 +25,7 @@
 #include "backend/cuda/kernels/dense.cuh"
 #include "backend/cuda/kernels/kernel_test.h"
 #include "backend/cuda/kernels/matmul_planar.cuh"
+#include "backend/cuda/kernels/matmul_test_util.h"
 #include "base/f16.h"
 #include "quant/activation.h"
 #include "quant/dot.h"
@@ -34,9 +36,11 @@ namespace ds4::backend::cuda {
 namespace {
 
 using gguf::GgufType;
+using test::Case;
 using test::DeviceBuffer;
 using test::fresh_seed;
 using test::have_device;
+using test::make_weights;
 using test::to_device;
 
 // GPU vs CPU dot tolerance, relative to S = sum over blocks of |block term| (for F16/F32 a "block"
@@ -168,64 +172,6 @@ const char* path_name(PlanarPath p) {
     case PlanarPath::kQ8Mma: return "q8mma";
   }
   return "?";
-}
-
-// One matmul configuration. cols is per group; the encoded rows hold groups * cols values.
-struct Case {
-  const char* name;
-  int64_t cols;
-  int64_t out;
-  int64_t n_slots;
-  int64_t n_enc_rows;
-  int groups = 1;
-  int64_t n_mat = 1;
-  std::vector<int32_t> experts;  // empty: nullptr (matrix 0)
-  std::vector<int32_t> rows;     // empty: nullptr (slot j reads encoded row j)
-  int64_t enc_pad = 0;           // extra bytes between encoded rows handed to matmul
-  bool random_blocks = false;    // random valid blocks instead of quantize_rows output
-  bool wants_imma = false;       // the default path must take the tensor-core kernel, when the
-                                 // type has one (planar_uses_imma)
-  bool wants_q8mma = false;      // Q8_0: the default path must take the decode tensor-core
-                                 // kernel (planar_uses_q8_mma), and must not without this
-};
-
-// Weights: gaussian rows of varied magnitude through quantize_rows, or random valid blocks
-// (every code, scale and sign pattern reachable) for the block formats.
-std::vector<uint8_t> make_weights(GgufType t, const Case& c, std::mt19937& rng) {
-  const int64_t n_rows = c.n_mat * c.out;
-  const int64_t row_bytes =
-      static_cast<int64_t>(*gguf::byte_size(t, static_cast<uint64_t>(c.cols)));
-  std::vector<uint8_t> w(static_cast<size_t>(n_rows * row_bytes));
-  if (c.random_blocks && t != GgufType::kF32 && t != GgufType::kF16) {
-    const uint32_t block_bytes = gguf::block_bytes(t);
-    for (size_t off = 0; off < w.size(); off += block_bytes) {
-      uint8_t* dst = w.data() + off;
-      if (t == GgufType::kQ8_0) {
-        const quant::BlockQ8_0 b = quant::testing::random_q8_0(rng);
-        std::memcpy(dst, &b, sizeof(b));
-      } else if (t == GgufType::kQ2_K) {
-        const quant::BlockQ2_K b = quant::testing::random_q2_k(rng);
-        std::memcpy(dst, &b, sizeof(b));
-      } else if (t == GgufType::kQ4_K) {
-        const quant::BlockQ4_K b = quant::testing::random_q4_k(rng);
-        std::memcpy(dst, &b, sizeof(b));
-      } else {
-        const quant::BlockIQ2_XXS b = quant::testing::random_iq2_xxs(rng);
-        std::memcpy(dst, &b, sizeof(b));
-      }
-    }
-    return w;
-  }
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> log_scale(-3.0f, 3.0f);
-  std::vector<float> src(static_cast<size_t>(n_rows * c.cols));
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const float s = std::exp(log_scale(rng));
-    for (int64_t i = 0; i < c.cols; ++i) src[static_cast<size_t>(r * c.cols + i)] = s * normal(rng);
-  }
-  const Status st = quant::quantize_rows(t, src.data(), w.data(), n_rows, c.cols, nullptr);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  return w;
 }
 
 void run_case(GgufType t, const Case& c, uint32_t seed) {
@@ -679,262 +625,6 @@ TEST(CudaMatmulQ, EncodeEdgeCases) {
 // Q8_0 / Q2_K / IQ2_XXS (8 and 32 lanes per row): one slot, and the gate / up pair of an expert
 // stack with expert slots.
 // n slots' experts, slot j of expert (5 j + 3) % n_mat: every expert used when n >= n_mat.
-std::vector<int32_t> spread_experts(int n, int n_mat) {
-  std::vector<int32_t> e(static_cast<size_t>(n));
-  for (int j = 0; j < n; ++j) e[static_cast<size_t>(j)] = (5 * j + 3) % n_mat;
-  return e;
-}
-
-TEST(CudaMatmulQ, PartsEqualTheirLaunchesAlone) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  const uint32_t seed = fresh_seed();
-  std::printf("  parts: seed %u\n", seed);
-  std::mt19937 rng(seed);
-  struct PartsCase {
-    GgufType t;
-    int64_t cols;
-    std::vector<int64_t> outs;
-    int64_t n_mat;
-    std::vector<int32_t> experts;  // empty: one slot of matrix 0
-    bool random_blocks = false;    // Case::random_blocks (IQ2_XXS rows are slow to quantize)
-  };
-  const std::vector<PartsCase> cases = {
-      {GgufType::kF16, 1024, {1536, 256, 64, 256, 1024}, 1, {}},  // 2, 8, 8, 8 and 4 warps per row
-      {GgufType::kF32, 1024, {17, 300}, 1, {}},  // a later part taller than the first
-      {GgufType::kQ8_0, 4096, {1024, 512}, 1, {}},
-      {GgufType::kQ8_0, 1024, {40, 96, 201}, 1, {}},
-      {GgufType::kIQ2_XXS, 1024, {64, 64}, 4, {2, 0, 3}},
-      {GgufType::kQ2_K, 512, {40, 40}, 3, {1, 1, 2, 0}},
-      // 48 expert slots of Flash's gate and up shapes (a tail row CTA in the first): the rows
-      // kernel takes several passes per CTA, the parts another count than each alone.
-      {GgufType::kIQ2_XXS, 4096, {2000, 2048}, 8, spread_experts(48, 8), true},
-  };
-  for (const PartsCase& pc : cases) {
-    const std::string what = std::string(gguf::to_string(pc.t)) + " parts of " +
-                             std::to_string(pc.outs.size()) + ", seed " + std::to_string(seed);
-    const bool planar = has_planar_layout(pc.t);
-    const int64_t n_slots = pc.experts.empty() ? 1 : static_cast<int64_t>(pc.experts.size());
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(n_slots * pc.cols));
-    for (float& v : x) v = normal(rng);
-    const DeviceBuffer dx = to_device(x);
-    const int64_t enc_row_bytes = encoded_row_bytes(pc.t, pc.cols);
-    DeviceBuffer denc(static_cast<size_t>(n_slots * enc_row_bytes));
-    launch_encode_rows(pc.t, dx.get<float>(), n_slots, pc.cols, pc.cols, denc.get(), nullptr);
-    const DeviceBuffer dexperts = to_device(pc.experts);
-    const int32_t* experts = pc.experts.empty() ? nullptr : dexperts.get<int32_t>();
-    const int64_t y_stride = *std::max_element(pc.outs.begin(), pc.outs.end()) + 3;
-    const size_t y_bytes = static_cast<size_t>(n_slots * y_stride) * sizeof(float);
-
-    std::vector<DeviceBuffer> stored, packed, alone, together;
-    std::vector<Weight> weights(pc.outs.size());
-    for (size_t p = 0; p < pc.outs.size(); ++p) {
-      Case c{"parts", pc.cols, pc.outs[p], n_slots, n_slots, 1, pc.n_mat};
-      c.random_blocks = pc.random_blocks;
-      const std::vector<uint8_t> w = make_weights(pc.t, c, rng);
-      stored.push_back(to_device(w));
-      Weight& wt = weights[p];
-      wt.data = stored.back().get();
-      wt.type = pc.t;
-      wt.ne = {pc.cols, pc.outs[p], pc.n_mat};
-      if (planar) {
-        packed.emplace_back(w.size());
-        launch_pack_planar(pc.t, stored.back().get(),
-                           static_cast<int64_t>(w.size()) / gguf::block_bytes(pc.t),
-                           packed.back().get(), nullptr);
-        wt.data = packed.back().get();
-        wt.layout = kLayoutPlanar;
-      }
-      alone.emplace_back(y_bytes);
-      together.emplace_back(y_bytes);
-      alone.back().fill(0xff);
-      together.back().fill(0xff);
-      launch_matmul(wt, denc.get(), enc_row_bytes, experts, nullptr, n_slots, 1,
-                    alone.back().get<float>(), y_stride, nullptr);
-    }
-    std::vector<const Weight*> ws;
-    std::vector<float*> ys;
-    for (size_t p = 0; p < weights.size(); ++p) {
-      ws.push_back(&weights[p]);
-      ys.push_back(together[p].get<float>());
-    }
-    EXPECT_TRUE(launch_matmul_parts(ws, ys, denc.get(), enc_row_bytes, experts, nullptr, n_slots,
-                                    y_stride, nullptr))
-        << what << ": refused";
-    DS4_CUDA_CHECK(cudaDeviceSynchronize());
-    for (size_t p = 0; p < weights.size(); ++p) {
-      std::vector<uint8_t> a(y_bytes), b(y_bytes);
-      alone[p].download(a.data(), y_bytes);
-      together[p].download(b.data(), y_bytes);
-      EXPECT_EQ(std::memcmp(a.data(), b.data(), y_bytes), 0)
-          << what << ": part " << p << " differs";
-    }
-    // Two slots of one matrix go to the slots or tile kernels, which take no parts.
-    if (pc.experts.empty() && planar) {
-      DeviceBuffer denc2(static_cast<size_t>(2 * enc_row_bytes));
-      together[0].fill(0xff);
-      EXPECT_FALSE(launch_matmul_parts(ws, ys, denc2.get(), enc_row_bytes, nullptr, nullptr, 2,
-                                       y_stride, nullptr))
-          << what << ": two slots taken";
-      DS4_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<uint8_t> b(y_bytes);
-      together[0].download(b.data(), y_bytes);
-      EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](uint8_t v) { return v == 0xff; }))
-          << what << ": a refused launch wrote";
-    }
-  }
-}
-
-// A speculative verification (issue 51) runs the drafts' rows as one product of a few slots, and
-// greedy decoding with drafts must give the tokens of one-row decode: every slot of a launch of
-// 2 .. kExactSlots slots gets the bits of that slot's row launched alone, for each type and for
-// the shapes of Flash's decode products (compressor and indexer projections of 1,024 and 512
-// rows, the router's 256 and the HC rows' 24 F32 ones, attention's Q8_0 rows, routed experts).
-// The q8 tensor-core kernel (8 slots and more) and the tiles (16 and more) sum in other orders.
-TEST(CudaMatmulQ, FewSlotsGiveEachSlotTheBitsOfItsRowAlone) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  constexpr int64_t kExactSlots = 7;
-  const uint32_t seed = fresh_seed();
-  std::printf("  few slots: seed %u\n", seed);
-  std::mt19937 rng(seed);
-  struct SlotsCase {
-    GgufType t;
-    int64_t cols, out, n_mat;
-  };
-  const std::vector<SlotsCase> cases = {
-      {GgufType::kF16, 4096, 1024, 1},    {GgufType::kF16, 4096, 512, 1},
-      {GgufType::kF16, 4096, 256, 1},     {GgufType::kF16, 1024, 64, 1},
-      {GgufType::kF32, 4096, 256, 1},     {GgufType::kF32, 16384, 24, 1},
-      {GgufType::kQ8_0, 4096, 1024, 1},   {GgufType::kQ8_0, 4096, 4096, 1},
-      {GgufType::kIQ2_XXS, 4096, 256, 8}, {GgufType::kQ2_K, 2048, 256, 8},
-  };
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const SlotsCase& sc : cases) {
-    const bool planar = has_planar_layout(sc.t);
-    const bool routed = sc.n_mat > 1;
-    const int64_t enc_row_bytes = encoded_row_bytes(sc.t, sc.cols);
-    Case c{"few slots", sc.cols, sc.out, kExactSlots, kExactSlots, 1, sc.n_mat};
-    c.random_blocks = true;  // valid blocks without quantizing (IQ2_XXS rows are slow to make)
-    const std::vector<uint8_t> w = make_weights(sc.t, c, rng);
-    const DeviceBuffer stored = to_device(w);
-    DeviceBuffer packed(planar ? w.size() : 1);
-    Weight wt;
-    wt.data = stored.get();
-    wt.type = sc.t;
-    wt.ne = {sc.cols, sc.out, sc.n_mat};
-    if (planar) {
-      launch_pack_planar(sc.t, stored.get(),
-                         static_cast<int64_t>(w.size()) / gguf::block_bytes(sc.t), packed.get(),
-                         nullptr);
-      wt.data = packed.get();
-      wt.layout = kLayoutPlanar;
-    }
-    std::vector<float> x(static_cast<size_t>(kExactSlots * sc.cols));
-    for (float& v : x) v = normal(rng);
-    std::vector<int32_t> experts(kExactSlots);
-    for (int32_t& e : experts) e = static_cast<int32_t>(rng() % static_cast<uint32_t>(sc.n_mat));
-    const DeviceBuffer dx = to_device(x);
-    DeviceBuffer denc(static_cast<size_t>(kExactSlots * enc_row_bytes));
-    launch_encode_rows(sc.t, dx.get<float>(), kExactSlots, sc.cols, sc.cols, denc.get(), nullptr);
-    const DeviceBuffer dexperts = to_device(experts);
-    const size_t row_bytes = static_cast<size_t>(sc.out) * sizeof(float);
-    // Each slot alone: its encoded row and expert, one slot.
-    std::vector<std::vector<uint8_t>> alone(kExactSlots, std::vector<uint8_t>(row_bytes));
-    for (int64_t j = 0; j < kExactSlots; ++j) {
-      DeviceBuffer y(row_bytes);
-      launch_matmul(wt, denc.get<uint8_t>() + j * enc_row_bytes, enc_row_bytes,
-                    routed ? dexperts.get<int32_t>() + j : nullptr, nullptr, 1, 1, y.get<float>(),
-                    sc.out, nullptr);
-      DS4_CUDA_CHECK(cudaDeviceSynchronize());
-      y.download(alone[static_cast<size_t>(j)].data(), row_bytes);
-    }
-    for (int64_t n = 2; n <= kExactSlots; ++n) {
-      DeviceBuffer y(static_cast<size_t>(n) * row_bytes);
-      const int64_t split = matmul_split_bytes(wt, n, 1, routed);
-      DeviceBuffer scratch(static_cast<size_t>(std::max<int64_t>(split, 1)));
-      launch_matmul(wt, denc.get(), enc_row_bytes, routed ? dexperts.get<int32_t>() : nullptr,
-                    nullptr, n, 1, y.get<float>(), sc.out, nullptr, nullptr, PlanarPath::kAuto,
-                    split > 0 ? scratch.get() : nullptr);
-      DS4_CUDA_CHECK(cudaDeviceSynchronize());
-      std::vector<uint8_t> got(static_cast<size_t>(n) * row_bytes);
-      y.download(got.data(), got.size());
-      for (int64_t j = 0; j < n; ++j) {
-        EXPECT_EQ(std::memcmp(got.data() + j * static_cast<int64_t>(row_bytes),
-                              alone[static_cast<size_t>(j)].data(), row_bytes),
-                  0)
-            << gguf::to_string(sc.t) << " " << sc.cols << " x " << sc.out << ": slot " << j
-            << " of " << n << " differs from its row alone (seed " << seed << ")";
-      }
-    }
-  }
-}
-
-// A batched decode step's routed products (6 expert slots per session) have the rows kernel take
-// several passes of rows per CTA (planar_rows_passes); each slot must still get the bits of its
-// row launched alone (one pass), the CTAs' tail rows (out not a multiple of a CTA's rows)
-// included.
-TEST(CudaMatmulQ, RoutedRowsInPassesGiveEachSlotTheBitsOfItsRowAlone) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  const uint32_t seed = fresh_seed();
-  std::printf("  rows in passes: seed %u\n", seed);
-  std::mt19937 rng(seed);
-  struct PassCase {
-    GgufType t;
-    int64_t cols, out, n_mat, n_slots;
-  };
-  const std::vector<PassCase> cases = {
-      {GgufType::kIQ2_XXS, 4096, 2000, 8, 48},  // Flash's gate / up rows, 8 sessions
-      {GgufType::kQ2_K, 2048, 4100, 8, 96},     // its down rows (a tail), 16 sessions
-      {GgufType::kQ8_0, 4096, 300, 4, 200},
-  };
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const PassCase& pc : cases) {
-    const std::string what = std::string(gguf::to_string(pc.t)) + " " + std::to_string(pc.cols) +
-                             " x " + std::to_string(pc.out) + ", seed " + std::to_string(seed);
-    Case c{"passes", pc.cols, pc.out, pc.n_slots, pc.n_slots, 1, pc.n_mat};
-    c.random_blocks = true;
-    const std::vector<uint8_t> w = make_weights(pc.t, c, rng);
-    const DeviceBuffer stored = to_device(w);
-    DeviceBuffer packed(w.size());
-    launch_pack_planar(pc.t, stored.get(), static_cast<int64_t>(w.size()) / gguf::block_bytes(pc.t),
-                       packed.get(), nullptr);
-    Weight wt;
-    wt.data = packed.get();
-    wt.type = pc.t;
-    wt.ne = {pc.cols, pc.out, pc.n_mat};
-    wt.layout = kLayoutPlanar;
-    EXPECT_GT(planar_rows_passes(wt, pc.n_slots), 1) << what;
-    EXPECT_EQ(planar_rows_passes(wt, 1), 1) << what;
-    std::vector<float> x(static_cast<size_t>(pc.n_slots * pc.cols));
-    for (float& v : x) v = normal(rng);
-    const DeviceBuffer dx = to_device(x);
-    const int64_t enc_row_bytes = encoded_row_bytes(pc.t, pc.cols);
-    DeviceBuffer denc(static_cast<size_t>(pc.n_slots * enc_row_bytes));
-    launch_encode_rows(pc.t, dx.get<float>(), pc.n_slots, pc.cols, pc.cols, denc.get(), nullptr);
-    const std::vector<int32_t> experts =
-        spread_experts(static_cast<int>(pc.n_slots), static_cast<int>(pc.n_mat));
-    const DeviceBuffer dexperts = to_device(experts);
-    const size_t row_bytes = static_cast<size_t>(pc.out) * sizeof(float);
-    DeviceBuffer y(static_cast<size_t>(pc.n_slots) * row_bytes);
-    launch_matmul(wt, denc.get(), enc_row_bytes, dexperts.get<int32_t>(), nullptr, pc.n_slots, 1,
-                  y.get<float>(), pc.out, nullptr);
-    DS4_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<uint8_t> got(static_cast<size_t>(pc.n_slots) * row_bytes);
-    y.download(got.data(), got.size());
-    DeviceBuffer y1(row_bytes);
-    std::vector<uint8_t> alone(row_bytes);
-    for (int64_t j = 0; j < pc.n_slots; ++j) {
-      launch_matmul(wt, denc.get<uint8_t>() + j * enc_row_bytes, enc_row_bytes,
-                    dexperts.get<int32_t>() + j, nullptr, 1, 1, y1.get<float>(), pc.out, nullptr);
-      DS4_CUDA_CHECK(cudaDeviceSynchronize());
-      y1.download(alone.data(), row_bytes);
-      EXPECT_EQ(
-          std::memcmp(got.data() + j * static_cast<int64_t>(row_bytes), alone.data(), row_bytes), 0)
-          << what << ": slot " << j << " of " << pc.n_slots << " differs from its row alone";
-    }
-  }
-}
-
 // launch_encode_swiglu_rows writes the bytes of launch_swiglu then launch_encode_rows, for Q8_0
 // and Q8_K activations, with and without routing weights; values past the clamps (|g|, |u| >
 // 10) included.
