@@ -62,6 +62,11 @@ CompressorLane lane_of(int ratio, int hd, DeviceMemory& st_kv, DeviceMemory& st_
   return lane;
 }
 
+// A run's rows past what a marked sequence's lane logs hold: the mark can no longer rewind them.
+void note_run(DeviceLayer& c, RowSpan run) {
+  if (c.mark >= 0 && run.p0 + run.n - c.mark > DeviceLayer::kLogRows) c.mark_lost = true;
+}
+
 }  // namespace
 
 int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const {
@@ -188,16 +193,21 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
     launch_rope_qkv_store_seqs(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope,
                                groups[k], num.qat_simulation, num.f16_rows, ring_cap, stream_);
   }
-  // Without compressors (ratio 0) the runs have nothing left to queue: no fork.
-  const bool lanes = l.ratio != 0;
-  if (lanes) fork_lanes(used);
+  // The compressor lanes of every sequence together, on the main stream; then the indexer's
+  // picks of the runs that select, each on its side lane (no fork where none selects).
+  if (l.ratio != 0) compress_sequences(l, in);
+  bool selects = false;
+  for (const Run& run : runs_)
+    selects = selects || (l.ratio == 4 && run.c->n_index > l.index_top_k);
+  if (selects) fork_lanes(used);
   for (int i = 0; i < n; ++i) {
     const Run& run = runs_[i];
+    Lane& where = selects ? side_lanes_[run.lane] : main_lane_;
+    if (l.ratio == 0) note_run(*run.c, run.span);
     groups[i / kMaxSeqRows].visible[i % kMaxSeqRows] =
-        prepare_run(l, *run.c, run.span, in, run.r0, lanes ? side_lanes_[run.lane] : main_lane_,
-                    false, picks + int64_t{i} * l.index_top_k);
+        select_run(l, *run.c, run.span, in, run.r0, where, picks + int64_t{i} * l.index_top_k);
   }
-  if (lanes) join_lanes(used);
+  if (selects) join_lanes(used);
   AttentionGeometry g;
   g.n_head = l.n_head;
   g.raw_cap = runs_[0].c->lay.raw_cap;
@@ -246,54 +256,119 @@ void CudaBackend::attend_run(const AttentionLayer& l, DeviceLayer& c, RowSpan ru
 const int32_t* CudaBackend::prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
                                         const AttentionInputs& in, int64_t r0, Lane& where,
                                         bool store, int32_t* picks) {
-  cudaStream_t stream = where.stream;
-  const bool single = run.n == 1;
+  if (store) {
+    const Numerics& num = numerics();
+    launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols,
+                          rope_arg(l.rope), run, num.qat_simulation, num.f16_rows, c.raw.floats(),
+                          c.ring_cap, where.stream);
+  }
+  compress_run(l, c, run, in, r0, where.stream);
+  return select_run(l, c, run, in, r0, where, picks);
+}
+
+namespace {
+
+// The attention compressor's lane of a run whose first row is batch row r0 (ratio != 0).
+CompressorLane comp_lane(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                         const AttentionInputs& in, int64_t r0) {
+  DS4_CHECK(c.n_comp == run.p0 / l.ratio && (run.p0 + run.n) / l.ratio <= c.lay.comp_cap);
+  CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv, in.comp_gate, r0,
+                                l.comp_ape, l.comp_norm, false);
+  mark_lane(c, c.comp_mark, &lane);
+  return lane;
+}
+
+// The indexer's compressor lane of such a run (ratio 4).
+CompressorLane index_lane(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                          const AttentionInputs& in, int64_t r0) {
+  DS4_CHECK(c.n_index == run.p0 / 4);
+  CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv, in.index_gate, r0,
+                                l.index_ape, l.index_norm, true);
+  mark_lane(c, c.index_mark, &lane);
+  return lane;
+}
+
+}  // namespace
+
+void CudaBackend::compress_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                               const AttentionInputs& in, int64_t r0, cudaStream_t stream) {
+  note_run(c, run);
+  if (l.ratio == 0) return;
   const Numerics& num = numerics();
   const RopeArg rope = rope_arg(l.rope);
-  if (store) {
-    launch_rope_qkv_store(in.q.row(r0), in.q.cols, l.n_head, in.kv.row(r0), in.kv.cols, rope, run,
-                          num.qat_simulation, num.f16_rows, c.raw.floats(), c.ring_cap, stream);
-  }
-  const int p_end = run.p0 + run.n;
-  if (c.mark >= 0 && p_end - c.mark > DeviceLayer::kLogRows) c.mark_lost = true;
-  if (l.ratio != 0) {
-    DS4_CHECK(c.n_comp == run.p0 / l.ratio && p_end / l.ratio <= c.lay.comp_cap);
-    CompressorLane lane = lane_of(l.ratio, kHd, c.comp_kv, c.comp_score, in.comp_kv, in.comp_gate,
-                                  r0, l.comp_ape, l.comp_norm, false);
-    mark_lane(c, c.comp_mark, &lane);
-    c.n_comp += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
-                                  c.comp.floats() + int64_t{c.n_comp} * kHd, stream);
-  }
-  const int32_t* visible = nullptr;
-  if (l.ratio == 4) {
-    DS4_CHECK(c.n_index == run.p0 / 4);
-    CompressorLane lane = lane_of(4, kIhd, c.index_kv, c.index_score, in.index_kv, in.index_gate,
-                                  r0, l.index_ape, l.index_norm, true);
-    mark_lane(c, c.index_mark, &lane);
-    c.n_index += launch_compressor(lane, run, rope, num.qat_simulation, num.f16_rows,
-                                   c.index.floats() + int64_t{c.n_index} * kIhd, stream);
-    DS4_CHECK(c.n_index == c.n_comp);
-    if (c.n_index > l.index_top_k) {  // some row of the run selects
-      launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
-                           num.qat_simulation, stream);
-      const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
-      float* scores = scratch(where.index_scores,
-                              single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
-      if (picks == nullptr) {
-        grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
-        picks = static_cast<int32_t*>(where.visible.get());
-      }
-      // FP4-simulated rows of a batch: int8 codes for the tensor cores (launch_indexer_select).
-      void* codes = nullptr;
-      if (num.qat_simulation && run.n >= kIndexerBatchRows) {
-        grow(where.index_codes, indexer_code_bytes(c.n_index, run.n, l.n_index_head));
-        codes = where.index_codes.get();
-      }
-      launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols,
-                            in.index_w.row(r0), in.index_w.cols, wscale, l.n_index_head,
-                            l.index_top_k, run, c.n_index, codes, scores, picks, stream);
-      visible = picks;
+  c.n_comp += launch_compressor(comp_lane(l, c, run, in, r0), run, rope, num.qat_simulation,
+                                num.f16_rows, c.comp.floats() + int64_t{c.n_comp} * kHd, stream);
+  if (l.ratio != 4) return;
+  c.n_index +=
+      launch_compressor(index_lane(l, c, run, in, r0), run, rope, num.qat_simulation, num.f16_rows,
+                        c.index.floats() + int64_t{c.n_index} * kIhd, stream);
+  DS4_CHECK(c.n_index == c.n_comp);
+}
+
+void CudaBackend::compress_sequences(const AttentionLayer& l, const AttentionInputs& in) {
+  DS4_CHECK(l.ratio != 0);
+  const Numerics& num = numerics();
+  const RopeArg rope = rope_arg(l.rope);
+  const int n = static_cast<int>(runs_.size());
+  CompressorSeqs comp, index;
+  int emitted[kMaxSeqRows];
+  for (int g0 = 0; g0 < n; g0 += kMaxSeqRows) {
+    const int m = std::min(kMaxSeqRows, n - g0);
+    comp.n = m;
+    index.n = l.ratio == 4 ? m : 0;
+    for (int k = 0; k < m; ++k) {
+      const Run& run = runs_[g0 + k];
+      DeviceLayer& c = *run.c;
+      DS4_CHECK(run.span.n == 1);
+      note_run(c, run.span);
+      comp.lane[k] = comp_lane(l, c, run.span, in, run.r0);
+      comp.pos[k] = run.span.p0;
+      comp.dst[k] = c.comp.floats() + int64_t{c.n_comp} * kHd;
+      if (index.n == 0) continue;
+      index.lane[k] = index_lane(l, c, run.span, in, run.r0);
+      index.pos[k] = run.span.p0;
+      index.dst[k] = c.index.floats() + int64_t{c.n_index} * kIhd;
     }
+    launch_compressor_seqs(comp, rope, num.qat_simulation, num.f16_rows, emitted, stream_);
+    for (int k = 0; k < m; ++k) runs_[g0 + k].c->n_comp += emitted[k];
+    if (index.n == 0) continue;
+    launch_compressor_seqs(index, rope, num.qat_simulation, num.f16_rows, emitted, stream_);
+    for (int k = 0; k < m; ++k) {
+      DeviceLayer& c = *runs_[g0 + k].c;
+      c.n_index += emitted[k];
+      DS4_CHECK(c.n_index == c.n_comp);
+    }
+  }
+}
+
+const int32_t* CudaBackend::select_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                                       const AttentionInputs& in, int64_t r0, Lane& where,
+                                       int32_t* picks) {
+  const int32_t* visible = nullptr;
+  if (l.ratio == 4 && c.n_index > l.index_top_k) {  // some row of the run selects
+    cudaStream_t stream = where.stream;
+    const bool single = run.n == 1;
+    const Numerics& num = numerics();
+    const RopeArg rope = rope_arg(l.rope);
+    launch_indexer_query(in.index_q.row(r0), in.index_q.cols, l.n_index_head, rope, run,
+                         num.qat_simulation, stream);
+    const float wscale = 1.0f / std::sqrt(static_cast<float>(kIhd * l.n_index_head));
+    float* scores =
+        scratch(where.index_scores, single ? int64_t{c.lay.comp_cap} : int64_t{run.n} * c.n_index);
+    if (picks == nullptr) {
+      grow(where.visible, sizeof(int32_t) * static_cast<size_t>(run.n) * l.index_top_k);
+      picks = static_cast<int32_t*>(where.visible.get());
+    }
+    // FP4-simulated rows of a batch: int8 codes for the tensor cores (launch_indexer_select).
+    void* codes = nullptr;
+    if (num.qat_simulation && run.n >= kIndexerBatchRows) {
+      grow(where.index_codes, indexer_code_bytes(c.n_index, run.n, l.n_index_head));
+      codes = where.index_codes.get();
+    }
+    launch_indexer_select(c.index.floats(), in.index_q.row(r0), in.index_q.cols, in.index_w.row(r0),
+                          in.index_w.cols, wscale, l.n_index_head, l.index_top_k, run, c.n_index,
+                          codes, scores, picks, stream);
+    visible = picks;
   }
   c.n_tokens += run.n;
   return visible;

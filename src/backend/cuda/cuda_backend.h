@@ -234,6 +234,18 @@ class CudaBackend final : public Backend {
   const int32_t* prepare_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
                              const AttentionInputs& in, int64_t r0, Lane& where, bool store,
                              int32_t* picks);
+  // prepare_run's compressor lanes (the attention's, and the indexer's at ratio 4), on stream;
+  // the rows they emit counted in c.
+  void compress_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run, const AttentionInputs& in,
+                    int64_t r0, cudaStream_t stream);
+  // The same for every run of runs_ (one row each, l.ratio != 0): each lane of all sequences in
+  // one set of launches (launch_compressor_seqs, up to kMaxSeqRows sequences a set) on the main
+  // stream.
+  void compress_sequences(const AttentionLayer& l, const AttentionInputs& in);
+  // prepare_run's indexer picks (when some row of the run selects) on where.stream, then the
+  // run's rows counted in c.
+  const int32_t* select_run(const AttentionLayer& l, DeviceLayer& c, RowSpan run,
+                            const AttentionInputs& in, int64_t r0, Lane& where, int32_t* picks);
   // A step of one row in each of several sequences (runs_ one row each): the RoPE stores and the
   // sink attention of all its rows in one launch each (kernels/attention.cuh, SeqRows) instead
   // of one per sequence on the side lanes (faster on the H200).

@@ -115,6 +115,18 @@ struct LaneArgs {
   int mark;
 };
 
+// The lanes a launch serves: kN == 1, one sequence's batch (blockIdx.z 0); else one lane per
+// blockIdx.z, each a sequence's own (a batched decode step, launch_compressor_seqs). dst: where
+// the lane's emitted rows go. Passed as a __grid_constant__ parameter and read in place.
+template <int kN>
+struct LaneTable {
+  int n;
+  LaneArgs a[kN];
+  float* dst[kN];
+  __device__ const LaneArgs& args() const { return a[kN == 1 ? 0 : blockIdx.z]; }
+  __device__ float* out() const { return dst[kN == 1 ? 0 : blockIdx.z]; }
+};
+
 // The (kv, score) a frontier row holds for position q, column col: from the batch when q >= p0
 // (score = gate + ape[q % ratio], as the row-by-row store forms it), else from the frontier as it
 // was before the batch: for ratio 4 the current window [w0, w0 + 4) in rows 4.., the previous one
@@ -138,11 +150,14 @@ __device__ void lane_source(const LaneArgs& a, int q, int col, float* kv, float*
 
 // Window w of the batch (the w-th that ends in it, at position pe) pooled into dst + w * hd:
 // softmax-gated sum, model.md §4.7 step 5, in the CPU's order.
-__global__ void lane_pool_kernel(LaneArgs a, float* dst) {
+template <int kN>
+__global__ void lane_pool_kernel(const __grid_constant__ LaneTable<kN> t) {
   kernel_begin();
+  const LaneArgs& a = t.args();
+  float* dst = t.out();
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= a.hd) return;
   const int w = static_cast<int>(blockIdx.y);
+  if (j >= a.hd || w >= lane_rules::emitted(a.p0, a.n, a.ratio)) return;
   const int pe = lane_rules::window_end(a.p0, a.ratio, w);
   float* out = dst + int64_t{w} * a.hd + j;
   float m = kNegInf;
@@ -196,8 +211,13 @@ __global__ void lane_pool_kernel(LaneArgs a, float* dst) {
 // kernel's thread per column walked its 256 dependent loads alone (16 CTAs of 128 threads for a
 // 2048-row chunk: a long serial launch).
 constexpr int kPoolRatio = 128, kPoolCols = 32, kPoolThreads = 256;
-__global__ void __launch_bounds__(kPoolThreads) lane_pool128_kernel(LaneArgs a, float* dst) {
+template <int kN>
+__global__ void __launch_bounds__(kPoolThreads)
+    lane_pool128_kernel(const __grid_constant__ LaneTable<kN> t) {
   kernel_begin();
+  const LaneArgs& a = t.args();
+  float* dst = t.out();
+  if (static_cast<int>(blockIdx.y) >= lane_rules::emitted(a.p0, a.n, a.ratio)) return;
   __shared__ float kv_s[kPoolRatio][kPoolCols + 1];
   __shared__ float wt_s[kPoolRatio][kPoolCols + 1];  // scores, then weights
   __shared__ float m_s[kPoolCols];
@@ -315,8 +335,10 @@ __device__ void keep_for_rewind(const LaneArgs& a, int col, int y0, int ny) {
   }
 }
 
-__global__ void lane_state_kernel(LaneArgs a) {
+template <int kN>
+__global__ void lane_state_kernel(const __grid_constant__ LaneTable<kN> t) {
   kernel_begin();
+  const LaneArgs& a = t.args();
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= a.width) return;
   const int y0 = static_cast<int>(blockIdx.y), ny = static_cast<int>(gridDim.y);
@@ -346,12 +368,17 @@ __global__ void lane_rewind_kernel(LaneArgs a, int end) {
 
 // Norm, RoPE at the window start, simulation and f16 rounding of pooled row blockIdx.x (the
 // window of the batch's blockIdx.x-th boundary), in place.
-__global__ void finish_rows_kernel(float* rows, int hd, const float* norm, RopeArg rope, int p0,
-                                   int ratio, bool indexer_lane, bool qat, bool f16_rows) {
+template <int kN>
+__global__ void finish_rows_kernel(const __grid_constant__ LaneTable<kN> t, const float* norm,
+                                   RopeArg rope, bool indexer_lane, bool qat, bool f16_rows) {
   kernel_begin();
   __shared__ float x[kHd];
   __shared__ double part[32];
+  const LaneArgs& a = t.args();
   const int w = static_cast<int>(blockIdx.x);
+  if (w >= lane_rules::emitted(a.p0, a.n, a.ratio)) return;
+  float* rows = t.out();
+  const int hd = a.hd, p0 = a.p0, ratio = a.ratio;
   float* row = rows + int64_t{w} * hd;
   const int pos_start = lane_rules::window_start(p0, ratio, w);
   double ss = 0.0;
@@ -433,12 +460,17 @@ LaneArgs frontier_args(const CompressorLane& lane) {
 
 }  // namespace
 
-int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
-                      bool f16_rows, float* dst, cudaStream_t s) {
+namespace {
+
+void check_lane(const CompressorLane& lane) {
   DS4_CHECK(lane.ratio == 4 || lane.ratio == 128);
   DS4_CHECK(lane.hd == kHd || lane.hd == kIhd);
   DS4_CHECK(lane.ape_type == gguf::GgufType::kF16 || lane.ape_type == gguf::GgufType::kF32);
-  if (rows.n == 0) return 0;
+}
+
+// A lane's kernel arguments for rows (its checks first).
+LaneArgs lane_args(const CompressorLane& lane, RowSpan rows) {
+  check_lane(lane);
   LaneArgs a = frontier_args(lane);
   a.kvc = lane.kvc;
   a.kvc_stride = lane.kvc_stride;
@@ -457,24 +489,80 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
     a.log_score = lane.log_score;
     a.mark = lane.mark;
   }
-  const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
-  if (emitted > 0) {  // pooling reads the frontier as it was before the batch
-    if (lane.ratio == kPoolRatio) {
-      launch(lane_pool128_kernel, dim3((lane.hd + kPoolCols - 1) / kPoolCols, emitted),
-             kPoolThreads, 0, s, a, dst);
-    } else {
-      launch(lane_pool_kernel, dim3((lane.hd + 127) / 128, emitted), 128, 0, s, a, dst);
-    }
-    DS4_CUDA_CHECK_LAUNCH();
-    launch(finish_rows_kernel, emitted, 256, 0, s, dst, lane.hd, lane.norm, rope, rows.p0,
-           lane.ratio, lane.indexer_lane, qat, f16_rows);
-    DS4_CUDA_CHECK_LAUNCH();
+  return a;
+}
+
+// The pooling of the first `lanes` lanes of t, up to emit_rows windows each (what each emits;
+// pooling reads the frontier as it was before the batch), then those rows' norm, RoPE and
+// rounding. `like`: the lanes' shared shape (ratio, hd, norm, indexer_lane).
+template <int kN>
+void launch_pool(const LaneTable<kN>& t, int lanes, const CompressorLane& like, int emit_rows,
+                 const RopeArg& rope, bool qat, bool f16_rows, cudaStream_t s) {
+  if (lanes == 0 || emit_rows == 0) return;
+  const auto z = static_cast<unsigned>(lanes), y = static_cast<unsigned>(emit_rows);
+  if (like.ratio == kPoolRatio) {
+    launch(lane_pool128_kernel<kN>, dim3((like.hd + kPoolCols - 1) / kPoolCols, y, z), kPoolThreads,
+           0, s, t);
+  } else {
+    launch(lane_pool_kernel<kN>, dim3((like.hd + 127) / 128, y, z), 128, 0, s, t);
   }
-  // Ratio 128: the rewritten rows side by side (each is written once, from the batch only).
-  const int state_rows = lane.ratio == 4 ? 1 : lane_rules::rewritten_rows(rows.n, lane.ratio);
-  launch(lane_state_kernel, dim3((a.width + 127) / 128, state_rows), 128, 0, s, a);
   DS4_CUDA_CHECK_LAUNCH();
+  launch(finish_rows_kernel<kN>, dim3(y, 1, z), 256, 0, s, t, like.norm, rope, like.indexer_lane,
+         qat, f16_rows);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+// The frontier update of the first `lanes` lanes of t (ratio 128: up to state_rows rewritten rows
+// each, side by side; each is written once, from the batch only).
+template <int kN>
+void launch_state(const LaneTable<kN>& t, int lanes, int state_rows, cudaStream_t s) {
+  launch(lane_state_kernel<kN>,
+         dim3((t.a[0].width + 127) / 128, static_cast<unsigned>(state_rows),
+              static_cast<unsigned>(lanes)),
+         128, 0, s, t);
+  DS4_CUDA_CHECK_LAUNCH();
+}
+
+int state_rows(int n, int ratio) { return ratio == 4 ? 1 : lane_rules::rewritten_rows(n, ratio); }
+
+}  // namespace
+
+int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& rope, bool qat,
+                      bool f16_rows, float* dst, cudaStream_t s) {
+  check_lane(lane);
+  if (rows.n == 0) return 0;
+  LaneTable<1> t{};
+  t.n = 1;
+  t.a[0] = lane_args(lane, rows);
+  t.dst[0] = dst;
+  const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
+  launch_pool(t, 1, lane, emitted, rope, qat, f16_rows, s);
+  launch_state(t, 1, state_rows(rows.n, lane.ratio), s);
   return emitted;
+}
+
+void launch_compressor_seqs(const CompressorSeqs& seqs, const RopeArg& rope, bool qat,
+                            bool f16_rows, int* emitted, cudaStream_t s) {
+  DS4_CHECK(seqs.n >= 0 && seqs.n <= kMaxSeqRows);
+  if (seqs.n == 0) return;
+  const CompressorLane& like = seqs.lane[0];
+  LaneTable<kMaxSeqRows> all{}, emit{};
+  for (int i = 0; i < seqs.n; ++i) {
+    const CompressorLane& lane = seqs.lane[i];
+    DS4_CHECK(lane.ratio == like.ratio && lane.hd == like.hd && lane.ape == like.ape &&
+              lane.ape_type == like.ape_type && lane.norm == like.norm &&
+              lane.indexer_lane == like.indexer_lane);
+    all.a[i] = lane_args(lane, RowSpan{seqs.pos[i], 1});
+    all.dst[i] = seqs.dst[i];
+    emitted[i] = lane_rules::emitted(seqs.pos[i], 1, lane.ratio);
+    if (emitted[i] > 0) {
+      emit.a[emit.n] = all.a[i];
+      emit.dst[emit.n++] = seqs.dst[i];
+    }
+  }
+  all.n = seqs.n;
+  launch_pool(emit, emit.n, like, 1, rope, qat, f16_rows, s);
+  launch_state(all, all.n, state_rows(1, like.ratio), s);
 }
 
 void launch_lane_rewind(const CompressorLane& lane, int to, int end, cudaStream_t s) {

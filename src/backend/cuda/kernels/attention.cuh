@@ -139,6 +139,19 @@ struct SeqRows {
   const float* comp[kMaxSeqRows];
   const int32_t* visible[kMaxSeqRows];
 };
+// One row of each of n sequences (a batched decode step), one compressor lane each: lane[i] at
+// position pos[i], its emitted row (when pos[i] + 1 ends a window) at dst[i]; the lanes share
+// one layer's ratio, hd, ape, norm and indexer_lane (checked). What launch_compressor does for
+// each, in three launches for all: the emitted rows' pooling, their finish, the frontiers'
+// update. emitted[i]: the rows lane i emitted (0 or 1).
+struct CompressorSeqs {
+  int n = 0;
+  CompressorLane lane[kMaxSeqRows];
+  int pos[kMaxSeqRows] = {};
+  float* dst[kMaxSeqRows] = {};
+};
+void launch_compressor_seqs(const CompressorSeqs& seqs, const RopeArg& rope, bool qat,
+                            bool f16_rows, int* emitted, cudaStream_t s);
 void launch_rope_qkv_store_seqs(float* q, int64_t q_stride, int n_head, float* kv,
                                 int64_t kv_stride, const RopeArg& rope, const SeqRows& rows,
                                 bool qat, bool f16_rows, int ring_cap, cudaStream_t s);
