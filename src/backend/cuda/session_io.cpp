@@ -34,6 +34,12 @@ std::array<RingRun, 2> ring_runs(const DeviceLayer& c, int n_raw) {
 
 int live_raw(const DeviceLayer& c) { return std::min(c.lay.raw_cap, c.n_tokens); }
 
+// The floats of each part a layer of s exports (its live raw rows, then the parts after them).
+PartCounts export_counts(const DeviceSequence& s, const DeviceLayer& c) {
+  return part_counts(c.lay, s.layout.head_dim, s.layout.indexer_head_dim, live_raw(c), c.n_comp,
+                     c.n_index);
+}
+
 // A layer part's device bytes and where they go (export) or come from (import) on the host.
 struct HostCopy {
   const void* device = nullptr;
@@ -86,7 +92,7 @@ Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out,
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return Status::not_found("unknown sequence %d", seq);
   const DeviceSequence& s = *it->second;
-  const int hd = s.layout.head_dim, ihd = s.layout.indexer_head_dim;
+  const int hd = s.layout.head_dim;
   std::vector<HostCopy> pieces;
   std::vector<FrontierAt> frontiers;
   // Where each layer's pieces and frontiers end, and its last byte: its bytes are final once
@@ -98,7 +104,7 @@ Status CudaBackend::export_sequence_into(int seq, std::span<uint8_t> out,
   size_t at = 0;
   for (const DeviceLayer& c : s.layers) {
     const int n_raw = live_raw(c);
-    const PartCounts n = part_counts(c.lay, hd, ihd, n_raw, c.n_comp, c.n_index);
+    const PartCounts n = export_counts(s, c);
     for (const RingRun& r : ring_runs(c, n_raw)) {
       pieces.push_back({c.raw.floats() + static_cast<size_t>(r.slot) * hd,
                         sizeof(float) * static_cast<size_t>(r.rows) * hd});
@@ -205,8 +211,7 @@ Result<std::vector<LayerState>> CudaBackend::export_sequence(int seq) const {
   std::vector<PartCounts> counts;
   size_t total = 0;
   for (const DeviceLayer& c : s.layers) {
-    counts.push_back(part_counts(c.lay, s.layout.head_dim, s.layout.indexer_head_dim, live_raw(c),
-                                 c.n_comp, c.n_index));
+    counts.push_back(export_counts(s, c));
     for (size_t n : counts.back()) total += sizeof(float) * n;
   }
   std::vector<uint8_t> bytes(total);
