@@ -1,11 +1,13 @@
 // src/backend/cuda/kernels/matmul_q8_mma.cuh: Q8_0 planar weights against 2-32 activation rows
-// (a batched decode step of several sessions) on the int8 tensor cores, shaped for decode: a CTA
-// per 16 output rows, its four warps splitting the row's blocks (matmul_q8_mma.cu). The slots
-// kernel (matmul_planar.cu) issues eight dp4a per block and slot and reads the weights once per
-// 8 slots; here one mma.m16n8k32 forms 16 rows x 8 slots of a block's integer sums. Each output
+// (a batched decode step of several sessions) on the int8 tensor cores, shaped for decode: CTAs
+// of 16 output rows and a range of the rows' blocks, a cluster of them per 16 rows where the
+// rows alone would leave SMs idle, four warps splitting each CTA's blocks (matmul_q8_mma.cu). The
+// slots kernel (matmul_planar.cu) issues eight dp4a per block and slot and reads the weights once
+// per 8 slots; here one mma.m16n8k32 forms 16 rows x 8 slots of a block's integer sums. Each output
 // adds its block terms (Q8_0: one fma each, planar::add_term) per warp in block order, then the
-// four warps' sums in warp order: the reference's terms in another order (a tolerance, like the
-// other decode kernels), the same for a slot whatever the other slots are.
+// four warps' sums in warp order, then the cluster's CTAs' sums in rank order: the reference's
+// terms in another order (a tolerance, like the other decode kernels), the same for a slot
+// whatever the other slots are (the split depends only on the weights' shape).
 // Owns: the kernel and its launch conditions. Does not own: the planar layout or the encodings.
 #pragma once
 
