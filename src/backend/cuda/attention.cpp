@@ -67,6 +67,12 @@ void note_run(DeviceLayer& c, RowSpan run) {
   if (c.mark >= 0 && run.p0 + run.n - c.mark > DeviceLayer::kLogRows) c.mark_lost = true;
 }
 
+// Whether the indexer picks the rows a run sees (ratio 4, more indexed rows than it keeps), once
+// the run's compressors have run.
+bool run_selects(const AttentionLayer& l, const DeviceLayer& c) {
+  return l.ratio == 4 && c.n_index > l.index_top_k;
+}
+
 }  // namespace
 
 int CudaBackend::run_limit(const AttentionLayer& l, const DeviceLayer& c, int n_ctx) const {
@@ -197,8 +203,7 @@ void CudaBackend::attend_sequences(const AttentionLayer& l, const AttentionInput
   // picks of the runs that select, each on its side lane (no fork where none selects).
   if (l.ratio != 0) compress_sequences(l, in);
   bool selects = false;
-  for (const Run& run : runs_)
-    selects = selects || (l.ratio == 4 && run.c->n_index > l.index_top_k);
+  for (const Run& run : runs_) selects = selects || run_selects(l, *run.c);
   if (selects) fork_lanes(used);
   for (int i = 0; i < n; ++i) {
     const Run& run = runs_[i];
@@ -345,7 +350,7 @@ const int32_t* CudaBackend::select_run(const AttentionLayer& l, DeviceLayer& c, 
                                        const AttentionInputs& in, int64_t r0, Lane& where,
                                        int32_t* picks) {
   const int32_t* visible = nullptr;
-  if (l.ratio == 4 && c.n_index > l.index_top_k) {  // some row of the run selects
+  if (run_selects(l, c)) {  // some row of the run selects
     cudaStream_t stream = where.stream;
     const bool single = run.n == 1;
     const Numerics& num = numerics();

@@ -116,8 +116,9 @@ struct LaneArgs {
 };
 
 // The lanes a launch serves: kN == 1, one sequence's batch (blockIdx.z 0); else one lane per
-// blockIdx.z, each a sequence's own (a batched decode step, launch_compressor_seqs). dst: where
-// the lane's emitted rows go. Passed as a __grid_constant__ parameter and read in place.
+// blockIdx.z, each a sequence's own (a batched decode step, launch_compressor_seqs); n of them.
+// dst: where the lane's emitted rows go. Passed as a __grid_constant__ parameter and read in
+// place.
 template <int kN>
 struct LaneTable {
   int n;
@@ -468,9 +469,8 @@ void check_lane(const CompressorLane& lane) {
   DS4_CHECK(lane.ape_type == gguf::GgufType::kF16 || lane.ape_type == gguf::GgufType::kF32);
 }
 
-// A lane's kernel arguments for rows (its checks first).
+// A lane's kernel arguments for rows (the lane checked by the caller).
 LaneArgs lane_args(const CompressorLane& lane, RowSpan rows) {
-  check_lane(lane);
   LaneArgs a = frontier_args(lane);
   a.kvc = lane.kvc;
   a.kvc_stride = lane.kvc_stride;
@@ -492,14 +492,14 @@ LaneArgs lane_args(const CompressorLane& lane, RowSpan rows) {
   return a;
 }
 
-// The pooling of the first `lanes` lanes of t, up to emit_rows windows each (what each emits;
-// pooling reads the frontier as it was before the batch), then those rows' norm, RoPE and
-// rounding. `like`: the lanes' shared shape (ratio, hd, norm, indexer_lane).
+// The pooling of t's lanes, up to emit_rows windows each (what each emits; pooling reads the
+// frontier as it was before the batch), then those rows' norm, RoPE and rounding. `like`: the
+// lanes' shared shape (ratio, hd, norm, indexer_lane).
 template <int kN>
-void launch_pool(const LaneTable<kN>& t, int lanes, const CompressorLane& like, int emit_rows,
+void launch_pool(const LaneTable<kN>& t, const CompressorLane& like, int emit_rows,
                  const RopeArg& rope, bool qat, bool f16_rows, cudaStream_t s) {
-  if (lanes == 0 || emit_rows == 0) return;
-  const auto z = static_cast<unsigned>(lanes), y = static_cast<unsigned>(emit_rows);
+  if (t.n == 0 || emit_rows == 0) return;
+  const auto z = static_cast<unsigned>(t.n), y = static_cast<unsigned>(emit_rows);
   if (like.ratio == kPoolRatio) {
     launch(lane_pool128_kernel<kN>, dim3((like.hd + kPoolCols - 1) / kPoolCols, y, z), kPoolThreads,
            0, s, t);
@@ -512,13 +512,13 @@ void launch_pool(const LaneTable<kN>& t, int lanes, const CompressorLane& like, 
   DS4_CUDA_CHECK_LAUNCH();
 }
 
-// The frontier update of the first `lanes` lanes of t (ratio 128: up to state_rows rewritten rows
-// each, side by side; each is written once, from the batch only).
+// The frontier update of t's lanes (ratio 128: up to state_rows rewritten rows each, side by
+// side; each is written once, from the batch only).
 template <int kN>
-void launch_state(const LaneTable<kN>& t, int lanes, int state_rows, cudaStream_t s) {
+void launch_state(const LaneTable<kN>& t, int state_rows, cudaStream_t s) {
   launch(lane_state_kernel<kN>,
          dim3((t.a[0].width + 127) / 128, static_cast<unsigned>(state_rows),
-              static_cast<unsigned>(lanes)),
+              static_cast<unsigned>(t.n)),
          128, 0, s, t);
   DS4_CUDA_CHECK_LAUNCH();
 }
@@ -536,8 +536,8 @@ int launch_compressor(const CompressorLane& lane, RowSpan rows, const RopeArg& r
   t.a[0] = lane_args(lane, rows);
   t.dst[0] = dst;
   const int emitted = lane_rules::emitted(rows.p0, rows.n, lane.ratio);
-  launch_pool(t, 1, lane, emitted, rope, qat, f16_rows, s);
-  launch_state(t, 1, state_rows(rows.n, lane.ratio), s);
+  launch_pool(t, lane, emitted, rope, qat, f16_rows, s);
+  launch_state(t, state_rows(rows.n, lane.ratio), s);
   return emitted;
 }
 
@@ -546,6 +546,7 @@ void launch_compressor_seqs(const CompressorSeqs& seqs, const RopeArg& rope, boo
   DS4_CHECK(seqs.n >= 0 && seqs.n <= kMaxSeqRows);
   if (seqs.n == 0) return;
   const CompressorLane& like = seqs.lane[0];
+  check_lane(like);  // the others are checked alike to it
   LaneTable<kMaxSeqRows> all{}, emit{};
   for (int i = 0; i < seqs.n; ++i) {
     const CompressorLane& lane = seqs.lane[i];
@@ -561,8 +562,8 @@ void launch_compressor_seqs(const CompressorSeqs& seqs, const RopeArg& rope, boo
     }
   }
   all.n = seqs.n;
-  launch_pool(emit, emit.n, like, 1, rope, qat, f16_rows, s);
-  launch_state(all, all.n, state_rows(1, like.ratio), s);
+  launch_pool(emit, like, 1, rope, qat, f16_rows, s);
+  launch_state(all, state_rows(1, like.ratio), s);
 }
 
 void launch_lane_rewind(const CompressorLane& lane, int to, int end, cudaStream_t s) {
