@@ -62,13 +62,12 @@ __global__ void __launch_bounds__(kThreads)
   const int o0 = static_cast<int>(blockIdx.x) / splits * kTileRows;
   const int tile_rows = min(kTileRows, p.out - o0);
   const int b0 = rank * range, b1 = min(p.nb, b0 + range);
-  // The CTA's weights (its blocks of rows o0 ..) go to L2 before the wait.
+  // The CTA's weights (its blocks of rows o0 .., both planes) go to L2 before the wait.
   for (int r = 0; r < tile_rows; ++r) {
     const int64_t row = int64_t{o0 + r} * p.nb;
     prefetch_l2(p.body + (row + b0) * FmtQ8_0::kBody, int64_t{b1 - b0} * FmtQ8_0::kBody);
+    prefetch_l2(p.aux + (row + b0) * FmtQ8_0::kAux, int64_t{b1 - b0} * FmtQ8_0::kAux);
   }
-  prefetch_l2(p.aux + (int64_t{o0} * p.nb) * FmtQ8_0::kAux,
-              int64_t{tile_rows} * p.nb * FmtQ8_0::kAux);
   kernel_begin();
   // Rows of this lane's A registers and C elements (clamped for the loads).
   const int ra = min(o0 + g, p.out - 1), rb = min(o0 + g + 8, p.out - 1);
@@ -163,22 +162,24 @@ constexpr int kMinCtas = 512;
 constexpr int kMinRange = 8;
 constexpr int kMaxSplits = 8;
 
-int q8_mma_splits(const Q8MmaProduct& p) {
-  const int64_t tiles = (int64_t{p.out} + kTileRows - 1) / kTileRows;
-  int64_t splits = std::min<int64_t>((kMinCtas + tiles - 1) / tiles, p.nb / kMinRange);
-  splits = std::clamp<int64_t>(splits, 1, kMaxSplits);
-  int device = 0, clusters = 0;
-  if (splits > 1 &&
-      (cudaGetDevice(&device) != cudaSuccess ||
-       cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device) != cudaSuccess ||
-       clusters == 0))
-    splits = 1;
-  return static_cast<int>(splits);
+// Whether every architecture this file is built for has clusters (sm_90 on: DS4_CUDA_CLUSTERS,
+// src/backend/CMakeLists.txt); a build that includes an older one does not split. A property of
+// the build, known here without asking the device at each launch: a binary built only for sm_90
+// and later runs on nothing older.
+#if defined(DS4_CUDA_CLUSTERS) && DS4_CUDA_CLUSTERS
+constexpr bool kClusters = true;
+#else
+constexpr bool kClusters = false;
+#endif
+
+int q8_mma_splits(const Q8MmaProduct& p, int64_t tiles) {
+  if (!kClusters) return 1;
+  const int64_t splits = std::min<int64_t>((kMinCtas + tiles - 1) / tiles, p.nb / kMinRange);
+  return static_cast<int>(std::clamp<int64_t>(splits, 1, kMaxSplits));
 }
 
 template <int kNT>
-void launch_tiles(const Q8MmaProduct& p, int splits, cudaStream_t stream) {
-  const int64_t tiles = (int64_t{p.out} + kTileRows - 1) / kTileRows;
+void launch_tiles(const Q8MmaProduct& p, int64_t tiles, int splits, cudaStream_t stream) {
   const int range = (p.nb + splits - 1) / splits;
   cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -208,16 +209,17 @@ bool q8_mma_fits(const Q8MmaProduct& p) {
 void launch_matmul_q8_mma(const Q8MmaProduct& p, cudaStream_t stream) {
   DS4_CHECK_MSG(q8_mma_fits(p), "q8 mma: %d slots, %d rows (row groups of %d)", p.n_slots, p.out,
                 p.rows_per_group);
-  const int splits = q8_mma_splits(p);
-  const int tiles = (p.n_slots + 7) / 8;
-  if (tiles == 1) {
-    launch_tiles<1>(p, splits, stream);
-  } else if (tiles == 2) {
-    launch_tiles<2>(p, splits, stream);
-  } else if (tiles == 3) {
-    launch_tiles<3>(p, splits, stream);
+  const int64_t tiles = (int64_t{p.out} + kTileRows - 1) / kTileRows;  // of 16 rows
+  const int splits = q8_mma_splits(p, tiles);
+  const int slot_tiles = (p.n_slots + 7) / 8;
+  if (slot_tiles == 1) {
+    launch_tiles<1>(p, tiles, splits, stream);
+  } else if (slot_tiles == 2) {
+    launch_tiles<2>(p, tiles, splits, stream);
+  } else if (slot_tiles == 3) {
+    launch_tiles<3>(p, tiles, splits, stream);
   } else {
-    launch_tiles<4>(p, splits, stream);
+    launch_tiles<4>(p, tiles, splits, stream);
   }
   DS4_CUDA_CHECK_LAUNCH();
 }
