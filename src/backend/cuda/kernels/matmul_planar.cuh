@@ -38,6 +38,8 @@ void launch_pack_planar(gguf::GgufType t, const void* src, int64_t n_blocks, voi
 
 // Slots per group of the tensor-core kernel's CTAs (wide groups below; matmul_imma.cu).
 inline constexpr int kImmaSlots = 32;
+// Slots per group of the planar tile kernel's CTAs (groups below; matmul_planar.cu).
+inline constexpr int kPlanarGroupSlots = 8;
 
 // The slots of an expert-stack product grouped by expert, so one CTA reads an expert's weights
 // once for several of its slots (prefill). Device arrays, built by launch_group_slots. An expert's
