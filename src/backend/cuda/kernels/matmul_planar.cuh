@@ -11,9 +11,10 @@
 // layout (matmul_imma.cuh, prefill). The decode kernels (rows: one slot per CTA; slots: 2-16
 // slots of one matrix) sum each lane's blocks and then the lanes by a butterfly: the same terms
 // in another order (planar_sums_reordered; a tolerance in matmul_q_test.cpp).
-// Owns: the planar layout (plane sizes and offsets), the pack kernel, slot grouping and the planar
-// matmul launcher (which picks the kernel). Does not own: activation encoding (matmul_q.cuh), the
-// tensor-core kernel (matmul_imma.cuh) or the block layouts (quant/blocks.h).
+// Owns: the planar layout (plane sizes and offsets), the pack kernel, slot grouping (its kernels
+// in slot_groups.cu) and the planar matmul launcher (which picks the kernel). Does not own:
+// activation encoding (matmul_q.cuh), the tensor-core kernel (matmul_imma.cuh) or the block layouts
+// (quant/blocks.h).
 #pragma once
 
 #include <cuda_runtime.h>
